@@ -1,0 +1,237 @@
+/**
+ * The contract between the pure turn statechart (`turn.machine.ts`) and the effects a host binds to it with
+ * `machine.provide({ actors, actions })`. Nothing here does I/O: these are the shapes of what flows in and out.
+ *
+ * Actor ids (the `id` of each invoke) and actor source names (the `src`):
+ *
+ * | state        | invoke id      | src                  | kind         |
+ * |--------------|----------------|----------------------|--------------|
+ * | loadHistory  | `loadHistory`  | `readHistory`        | fromPromise  |
+ * | bootstrap    | `bootstrap`    | `bootstrapEngine`    | fromPromise  |
+ * | assemble     | `assemble`     | `assembleContext`    | fromPromise  |
+ * | project      | `project`      | `projectContext`     | fromPromise  |
+ * | hooks        | `hooks`        | `runPromptHooks`     | fromPromise  |
+ * | threadStart  | `threadStart`  | `startThread`        | fromPromise  |
+ * | turnRunning  | `turn`         | `runTurn`            | fromCallback |
+ * | mirror       | `mirror`       | `mirrorTranscript`   | fromPromise  |
+ * | finalize     | `finalize`     | `finalizeEngine`     | fromPromise  |
+ * | maintain     | `maintain`     | `maintainEngine`     | fromPromise  |
+ */
+import type { AgentMessage } from "../src/context-engine/types.js";
+
+/** The four ways a turn attempt ends. */
+export type TurnStatus = "completed" | "failed" | "aborted" | "yieldAborted";
+
+/** Lifecycle phases an error can be attributed to. */
+export type TurnPhase =
+  | "loadHistory"
+  | "bootstrap"
+  | "assemble"
+  | "project"
+  | "hooks"
+  | "threadStart"
+  | "turnRunning"
+  | "mirror"
+  | "finalize"
+  | "maintain";
+
+/** A serializable error (machine context must stay JSON-friendly for persisted snapshots and the inspector). */
+export interface TurnError {
+  phase: TurnPhase;
+  message: string;
+  /** e.g. Codex `codexErrorInfo` ("internalServerError"), or our own codes ("turnStartRejected", "idleTimeout"). */
+  code?: string;
+}
+
+/** Facts about the engine that guards read; the engine object itself stays in the host. */
+export interface EngineFacts {
+  /** A non-legacy engine is configured (absent engine or `info.id === "legacy"` => false). */
+  active: boolean;
+  id: string;
+  hasBootstrap: boolean;
+  hasMaintain: boolean;
+  hasAfterTurn: boolean;
+  hasIngestBatch: boolean;
+  ownsCompaction: boolean;
+  turnMaintenanceMode: "foreground" | "background";
+}
+
+/** Input of the turn machine (already validated by the host with zod). */
+export interface TurnMachineInput {
+  sessionId: string;
+  sessionKey?: string;
+  sessionFile: string;
+  prompt: string;
+  engine: EngineFacts;
+  /** The session file existed before this attempt (checked before anything is written). */
+  hadSessionFile: boolean;
+  /** At least one `beforePromptBuild` hook is registered. */
+  hasPromptHooks: boolean;
+}
+
+/** What `readHistory` and `bootstrapEngine` return: the mirrored history (re-read after bootstrap). */
+export interface HistoryOutput {
+  messages: AgentMessage[];
+}
+
+export interface BootstrapOutput extends HistoryOutput {
+  bootstrapped: boolean;
+  importedMessages?: number;
+  reason?: string;
+}
+
+/** What the engine assembled; `empty` when it returned no messages (falls back to the unassembled prompt). */
+export interface AssembleOutput {
+  messages: AgentMessage[];
+  estimatedTokens: number;
+  systemPromptAddition?: string;
+  contextProjection?: { mode: "per_turn" | "thread_bootstrap"; epoch?: string; fingerprint?: string };
+}
+
+/** A Codex `turn/start.additionalContext` entry. */
+export interface AdditionalContextEntry {
+  value: string;
+  kind: "untrusted" | "application";
+  name?: string;
+}
+
+/** Whether the turn resumes the bound thread or starts a fresh one, and why. */
+export interface ThreadPlan {
+  action: "start" | "resume";
+  /** Thread id to resume (when action is "resume"). */
+  threadId?: string;
+  reason: string;
+}
+
+/** The projection decision: exactly what Codex will receive. */
+export interface ProjectionOutput {
+  mode: "none" | "prompt" | "delta" | "threadBootstrap";
+  reason: string;
+  /** Text for `turn/start` input. */
+  promptText: string;
+  /** Final developer instructions (base + systemPromptAddition). */
+  developerInstructions?: string;
+  additionalContext?: Record<string, AdditionalContextEntry>;
+  thread: ThreadPlan;
+  /** Counts for the log line; never content. */
+  entriesSent: number;
+  bytes: number;
+  /** Opaque host data carried to threadStart/mirror (e.g. ledger updates to persist once the turn is accepted). */
+  bindingUpdate?: unknown;
+}
+
+/** What `runPromptHooks` returns (a hook failure is an error event; the machine keeps the unmodified prompt). */
+export interface HooksOutput {
+  promptText: string;
+  developerInstructions?: string;
+}
+
+export interface ThreadStartOutput {
+  threadId: string;
+  resumed: boolean;
+}
+
+/** Token usage of the turn as Codex reported it (`thread/tokenUsage/updated`). */
+export interface TurnUsage {
+  inputTokens: number;
+  cachedInputTokens: number;
+  outputTokens: number;
+  reasoningOutputTokens: number;
+  totalTokens: number;
+  /** Prompt tokens of the last model call (`last.inputTokens`). */
+  lastCallInputTokens?: number;
+  lastCallTotalTokens?: number;
+  modelContextWindow?: number;
+}
+
+/** A native Codex compaction observed during the turn (never an engine compaction). */
+export interface NativeCompactionRecord {
+  backend: "codex-app-server";
+  threadId: string;
+  turnId: string;
+  itemId: string;
+  completed: boolean;
+}
+
+/** The typed record of one Codex turn, produced from its notifications. */
+export interface TurnRecord {
+  threadId: string;
+  turnId: string;
+  /** Codex's final status; "timedOut" when we gave up waiting (idle timeout or interrupt grace). */
+  codexStatus: "completed" | "failed" | "interrupted" | "timedOut";
+  assistantText: string;
+  /** This turn's messages as AgentMessages, starting with the ORIGINAL user prompt (not the projected text). */
+  messagesSnapshot: AgentMessage[];
+  usage?: TurnUsage;
+  compactions: NativeCompactionRecord[];
+  error?: { message: string; codexErrorInfo?: string };
+}
+
+export interface MirrorOutput {
+  /** Entries appended by this call (0 when a retried mirror found them already written). */
+  appended: number;
+}
+
+export interface FinalizeOutput {
+  /** Which engine method took the turn, or "skipped:<reason>". */
+  mode: "afterTurn" | "ingestBatch" | "ingest" | `skipped:${string}`;
+  /** The mirror re-read did not contain this turn, so history + snapshot was used. */
+  usedFallback: boolean;
+}
+
+export interface MaintainOutput {
+  changed: boolean;
+}
+
+/** Input handed to the `runTurn` callback actor. */
+export interface RunTurnInput {
+  threadId: string;
+  promptText: string;
+  /** The original prompt, recorded in the mirror instead of the projected text. */
+  originalPrompt: string;
+  additionalContext?: Record<string, AdditionalContextEntry>;
+}
+
+/** Events the `runTurn` actor sends back to the machine. */
+export type RunTurnEmitted =
+  | { type: "TURN.ACCEPTED"; turnId: string }
+  | { type: "TURN.START_FAILED"; error: TurnError }
+  | { type: "TURN.STEER_REJECTED"; texts: string[] }
+  | { type: "TURN.COMPACTION"; compaction: NativeCompactionRecord }
+  | { type: "TURN.ENDED"; record: TurnRecord };
+
+/** Events the machine forwards to the `runTurn` actor. */
+export type RunTurnReceived = { type: "TURN.STEER"; text: string } | { type: "TURN.INTERRUPT"; reason: "abort" | "yield" };
+
+/** External events a host (or the turn handle) sends to the machine. */
+export type TurnExternalEvent =
+  | { type: "ABORT"; reason?: string }
+  | { type: "YIELD" }
+  | { type: "STEER"; text: string };
+
+export type TurnEvent = TurnExternalEvent | RunTurnEmitted;
+
+/** Outcome labels reported in `CodexTurnResult.engine`. */
+export interface EngineOutcomes {
+  bootstrap: string;
+  assemble: string;
+  finalize: string;
+  maintenance: string;
+}
+
+/** The machine's output (its final state's output). The host turns it into a `CodexTurnResult`. */
+export interface TurnMachineOutput {
+  status: TurnStatus;
+  threadId?: string;
+  turnId?: string;
+  record?: TurnRecord;
+  engine: EngineOutcomes;
+  trace: string[];
+  warnings: string[];
+  /** Steer texts Codex did not take (or that arrived when no turn was running): run them after this turn. */
+  followUps: string[];
+  projection?: Pick<ProjectionOutput, "mode" | "reason" | "entriesSent" | "bytes">;
+  /** Background maintenance was scheduled (tracked by the host) rather than run in the machine. */
+  backgroundMaintenance: boolean;
+  error?: TurnError;
+}

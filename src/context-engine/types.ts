@@ -1,0 +1,252 @@
+/**
+ * The OpenClaw context-engine contract, structurally compatible with OpenClaw's
+ * `src/context-engine/types.ts` (method and parameter names are the compatibility surface).
+ *
+ * An engine written for OpenClaw runs here unchanged: only `info`, `ingest`, `assemble` and `compact`
+ * are required; everything else is optional and detected at run time.
+ */
+
+/** A text part. */
+export interface TextPart {
+  type: "text";
+  text: string;
+}
+/** A reasoning ("thinking") part of an assistant message. */
+export interface ThinkingPart {
+  type: "thinking";
+  thinking: string;
+}
+/** An image part (base64 data). */
+export interface ImagePart {
+  type: "image";
+  data: string;
+  mimeType: string;
+}
+/** A tool call made by the assistant. */
+export interface ToolCallPart {
+  type: "toolCall";
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+/** Any part type we do not know (e.g. Anthropic-style `tool_use`); must survive a round trip. */
+export interface UnknownPart {
+  type: string;
+  [key: string]: unknown;
+}
+
+export type MessagePart = TextPart | ThinkingPart | ImagePart | ToolCallPart | UnknownPart;
+
+/** Token usage as pi-ai records it on assistant messages. */
+export interface MessageUsage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  totalTokens: number;
+  cost?: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
+}
+
+export interface UserMessage {
+  role: "user";
+  content: string | MessagePart[];
+  timestamp: number;
+  [key: string]: unknown;
+}
+export interface AssistantMessage {
+  role: "assistant";
+  content: MessagePart[];
+  model?: string;
+  api?: string;
+  provider?: string;
+  usage?: MessageUsage;
+  stopReason?: string;
+  errorMessage?: string;
+  timestamp: number;
+  [key: string]: unknown;
+}
+export interface ToolResultMessage {
+  role: "toolResult";
+  toolCallId: string;
+  toolName: string;
+  content: MessagePart[];
+  isError: boolean;
+  timestamp: number;
+  [key: string]: unknown;
+}
+export interface CustomMessage {
+  role: "custom";
+  customType: string;
+  content: string | MessagePart[];
+  display?: boolean;
+  timestamp?: number;
+  [key: string]: unknown;
+}
+export interface CompactionSummaryMessage {
+  role: "compactionSummary";
+  summary: string;
+  tokensBefore: number;
+  timestamp?: number;
+  [key: string]: unknown;
+}
+export interface BranchSummaryMessage {
+  role: "branchSummary";
+  summary: string;
+  fromId: string;
+  timestamp?: number;
+  [key: string]: unknown;
+}
+/** Roles we do not know must survive too. */
+export interface UnknownRoleMessage {
+  role: string;
+  [key: string]: unknown;
+}
+
+/** pi-agent-core `AgentMessage`. */
+export type AgentMessage =
+  | UserMessage
+  | AssistantMessage
+  | ToolResultMessage
+  | CustomMessage
+  | CompactionSummaryMessage
+  | BranchSummaryMessage
+  | UnknownRoleMessage;
+
+export interface ContextEngineInfo {
+  id: string;
+  name: string;
+  version?: string;
+  /** The engine owns compaction policy (lossless-claw#850). */
+  ownsCompaction?: boolean;
+  turnMaintenanceMode?: "foreground" | "background";
+  /** Proposed upstream (openclaw#81164); honoured when present. */
+  interceptsCompaction?: boolean;
+}
+
+export interface PromptCacheInfo {
+  lastCallUsage?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number; total?: number };
+}
+
+/** Runtime context handed to afterTurn / maintain / compact. Unknown values are omitted, never zero. */
+export interface ContextEngineRuntimeContext {
+  tokenBudget?: number;
+  currentTokenCount?: number;
+  promptCache?: PromptCacheInfo;
+  allowDeferredCompactionExecution?: boolean;
+  [key: string]: unknown;
+}
+
+export interface ContextProjectionRequest {
+  mode: "per_turn" | "thread_bootstrap";
+  epoch?: string;
+  fingerprint?: string;
+}
+
+export interface AssembleResult {
+  messages: AgentMessage[];
+  estimatedTokens: number;
+  systemPromptAddition?: string;
+  contextProjection?: ContextProjectionRequest;
+}
+
+export interface CompactResult {
+  ok: boolean;
+  compacted: boolean;
+  reason?: string;
+  result?: {
+    summary?: string;
+    firstKeptEntryId?: string;
+    tokensBefore: number;
+    tokensAfter?: number;
+    details?: unknown;
+  };
+}
+
+export interface InterceptCompactionRequest {
+  sessionId: string;
+  sessionKey?: string;
+  sessionFile: string;
+  tokenBudget?: number;
+  currentTokenCount?: number;
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  trigger?: "in-attempt-auto" | "overflow" | "timeout" | "manual";
+  signal?: AbortSignal;
+}
+export type InterceptCompactionResult =
+  | { handled: true; summary: string; firstKeptEntryId: string; tokensBefore: number; tokensAfter?: number; details?: unknown }
+  | { handled: false; reason: string };
+
+/**
+ * A context engine (OpenClaw plugin contract).
+ *
+ * @example
+ * ```ts
+ * const engine: ContextEngine = {
+ *   info: { id: "mine", name: "My engine" },
+ *   async ingest() { return { ingested: true }; },
+ *   async assemble({ messages }) { return { messages, estimatedTokens: 0 }; },
+ *   async compact() { return { ok: true, compacted: false, reason: "nothing to do" }; },
+ * };
+ * ```
+ */
+export interface ContextEngine {
+  info: ContextEngineInfo;
+  bootstrap?(p: { sessionId: string; sessionKey?: string; sessionFile: string }): Promise<{
+    bootstrapped: boolean;
+    importedMessages?: number;
+    reason?: string;
+  }>;
+  maintain?(p: {
+    sessionId: string;
+    sessionKey?: string;
+    sessionFile: string;
+    runtimeContext?: ContextEngineRuntimeContext;
+  }): Promise<{ changed: boolean; bytesFreed: number; rewrittenEntries: number; reason?: string }>;
+  ingest(p: { sessionId: string; sessionKey?: string; message: AgentMessage; isHeartbeat?: boolean }): Promise<{
+    ingested: boolean;
+  }>;
+  ingestBatch?(p: {
+    sessionId: string;
+    sessionKey?: string;
+    messages: AgentMessage[];
+    isHeartbeat?: boolean;
+  }): Promise<{ ingestedCount: number }>;
+  afterTurn?(p: {
+    sessionId: string;
+    sessionKey?: string;
+    sessionFile: string;
+    messages: AgentMessage[];
+    prePromptMessageCount: number;
+    autoCompactionSummary?: string;
+    isHeartbeat?: boolean;
+    tokenBudget?: number;
+    runtimeContext?: ContextEngineRuntimeContext;
+  }): Promise<void>;
+  assemble(p: {
+    sessionId: string;
+    sessionKey?: string;
+    messages: AgentMessage[];
+    tokenBudget?: number;
+    availableTools?: Set<string>;
+    citationsMode?: string;
+    model?: string;
+    prompt?: string;
+  }): Promise<AssembleResult>;
+  compact(p: {
+    sessionId: string;
+    sessionKey?: string;
+    sessionFile: string;
+    tokenBudget?: number;
+    force?: boolean;
+    currentTokenCount?: number;
+    compactionTarget?: "budget" | "threshold";
+    /** lossless-claw accordion extension (lossless-claw#665). */
+    compactionTargetFraction?: number;
+    customInstructions?: string;
+    runtimeContext?: ContextEngineRuntimeContext;
+    abortSignal?: AbortSignal;
+  }): Promise<CompactResult>;
+  interceptCompaction?(req: InterceptCompactionRequest): Promise<InterceptCompactionResult>;
+  dispose?(): Promise<void>;
+}
