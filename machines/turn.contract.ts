@@ -72,6 +72,11 @@ export interface TurnMachineInput {
 /** What `readHistory` and `bootstrapEngine` return: the mirrored history (re-read after bootstrap). */
 export interface HistoryOutput {
   messages: AgentMessage[];
+  /**
+   * Parallel to `messages`: the Codex thread and turn that produced each message (from the mirror's idempotency keys),
+   * or null for messages that did not come from a Codex turn. Delta projection uses it to know what a thread holds.
+   */
+  origins: Array<{ threadId: string; turnId: string } | null>;
 }
 
 export interface BootstrapOutput extends HistoryOutput {
