@@ -1,0 +1,148 @@
+import { z } from "zod";
+import type { Logger } from "pino";
+import type { InspectionEvent } from "xstate";
+import type { ContextEngine } from "./context-engine/types.js";
+import type { CodexTurnHooks } from "./hooks/types.js";
+import type { AgentMessage } from "./context-engine/types.js";
+import type {
+  EngineOutcomes,
+  TurnError,
+  TurnStatus,
+  TurnUsage,
+  NativeCompactionRecord,
+} from "../machines/turn.contract.js";
+
+/** Raised when `runCodexTurn`/`startCodexTurn` parameters are invalid; `field` names the offending parameter. */
+export class CodexTurnParamsError extends Error {
+  readonly code = "INVALID_TURN_PARAMS";
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(`invalid codex turn parameter \`${field}\`: ${message}`);
+    this.name = "CodexTurnParamsError";
+  }
+}
+
+const isFunction = (v: unknown): boolean => typeof v === "function";
+
+/** Projection settings (see docs/projection.md). */
+export const projectionConfigSchema = z
+  .object({
+    mode: z.enum(["auto", "prompt", "delta", "threadBootstrap"]).default("auto"),
+    /** Rotate to a fresh thread when the engine dropped more than this many tokens the thread still holds. */
+    divergenceTokens: z.number().int().positive().optional(),
+    partCapChars: z.number().int().positive().optional(),
+    totalCapChars: z.number().int().positive().optional(),
+  })
+  .strict();
+export type ProjectionConfig = z.input<typeof projectionConfigSchema>;
+
+/** Bounds on the waiting the harness does (milliseconds). */
+export const timeoutsSchema = z
+  .object({
+    /** Each engine call (bootstrap, assemble, afterTurn, maintain...). */
+    engineCallMs: z.number().int().positive().default(60_000),
+    /** After an abort/yield during a running turn, how long to wait for Codex to end it. */
+    interruptGraceMs: z.number().int().positive().default(10_000),
+    /** A running turn with no notification for this long is interrupted and ends as timed out. */
+    turnIdleMs: z.number().int().positive().optional(),
+  })
+  .strict();
+
+/** A client-side tool Codex may call during the turn (Codex `dynamicTools`). */
+export const dynamicToolSchema = z
+  .object({
+    name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "tool names are 1-64 chars of [A-Za-z0-9_-]"),
+    description: z.string(),
+    inputSchema: z.record(z.string(), z.unknown()),
+    handler: z.custom<(args: unknown) => Promise<string> | string>(isFunction, "handler must be a function"),
+  })
+  .strict();
+
+export const accordionConfigSchemaLoose = z.record(z.string(), z.unknown());
+
+/** Parameters of one turn attempt. Validated with zod; a bad value rejects with {@link CodexTurnParamsError}. */
+export const codexTurnParamsSchema = z
+  .object({
+    appServer: z.custom<object>((v) => typeof v === "object" && v !== null, "appServer must be a CodexAppServer"),
+    sessionId: z.string().min(1),
+    sessionKey: z.string().min(1).optional(),
+    sessionFile: z.string().min(1),
+    /** Session files must live under this directory when given. */
+    sessionRoot: z.string().min(1).optional(),
+    prompt: z.string().min(1, "prompt must not be empty"),
+    contextEngine: z.custom<ContextEngine>((v) => typeof v === "object" && v !== null).optional(),
+    contextTokenBudget: z.number().int().positive().optional(),
+    model: z.string().min(1).optional(),
+    cwd: z.string().min(1).optional(),
+    developerInstructions: z.string().optional(),
+    dynamicTools: z.array(dynamicToolSchema).optional(),
+    hooks: z.custom<CodexTurnHooks>((v) => typeof v === "object" && v !== null).optional(),
+    projection: projectionConfigSchema.optional(),
+    compaction: accordionConfigSchemaLoose.optional(),
+    timeouts: timeoutsSchema.optional(),
+    steerQuietWindowMs: z.number().int().nonnegative().optional(),
+    signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "signal must be an AbortSignal").optional(),
+    logger: z.custom<Logger>((v) => typeof v === "object" && v !== null && isFunction((v as Logger).info)).optional(),
+    inspect: z.custom<(event: InspectionEvent) => void>(isFunction, "inspect must be a function").optional(),
+    onEvent: z.custom<(event: TurnStreamEvent) => void>(isFunction, "onEvent must be a function").optional(),
+  })
+  .strict();
+
+/** Streaming events for live displays (deltas are text; a display may show them, the logger never does). */
+export type TurnStreamEvent =
+  | { type: "state"; state: string }
+  | { type: "agentMessageDelta"; delta: string }
+  | { type: "reasoningDelta"; delta: string }
+  | { type: "toolCall"; tool: string }
+  | { type: "compaction"; phase: "started" | "completed"; itemId: string }
+  | { type: "usage"; totalTokens: number };
+
+/** Parameters of `runCodexTurn` / `startCodexTurn`. */
+export type CodexTurnParams = Omit<z.input<typeof codexTurnParamsSchema>, "appServer" | "dynamicTools"> & {
+  /** A started `CodexAppServer` (shared across turns and sessions). */
+  appServer: import("./codex/app-server.js").CodexAppServer;
+  dynamicTools?: Array<{
+    name: string;
+    description: string;
+    inputSchema: Record<string, unknown>;
+    handler: (args: unknown) => Promise<string> | string;
+  }>;
+};
+
+/** What one turn attempt produced. */
+export interface CodexTurnResult {
+  status: TurnStatus;
+  threadId?: string;
+  turnId?: string;
+  assistantText: string;
+  /** This turn's messages (original user prompt first). Empty when the turn never started. */
+  messagesSnapshot: AgentMessage[];
+  usage?: TurnUsage;
+  /** Lifecycle states in the order they were entered. */
+  trace: string[];
+  engine: EngineOutcomes;
+  /** Native Codex compactions seen during the turn (never engine compactions). */
+  nativeCompactions: NativeCompactionRecord[];
+  /** Steer texts Codex did not take: run them as follow-up prompts. */
+  followUps: string[];
+  warnings: string[];
+  projection?: { mode: string; reason: string; entriesSent: number; bytes: number };
+  error?: TurnError;
+  /** Settles when background maintenance (turnMaintenanceMode "background") finished; resolved at once otherwise. */
+  backgroundMaintenance: Promise<void>;
+}
+
+/**
+ * Parse turn parameters; throws {@link CodexTurnParamsError} naming the first bad field.
+ */
+export function parseCodexTurnParams(params: unknown): z.output<typeof codexTurnParamsSchema> {
+  const parsed = codexTurnParamsSchema.safeParse(params);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "(params)";
+    throw new CodexTurnParamsError(field, issue?.message ?? "invalid");
+  }
+  return parsed.data;
+}
