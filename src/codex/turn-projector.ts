@@ -1,0 +1,498 @@
+/**
+ * Projects the notifications of ONE Codex turn into a {@link TurnRecordCore}: typed items, an AgentMessage snapshot
+ * for the transcript mirror, usage, native compactions and the error. Pure and deterministic: the same notification
+ * sequence always gives the same record (timestamps come from the notifications, never from the clock).
+ */
+import type { NativeCompactionRecord, TurnRecord, TurnUsage } from "../../machines/turn.contract.js";
+import type {
+  AgentMessage,
+  AssistantMessage,
+  MessagePart,
+  MessageUsage,
+  ToolResultMessage,
+  UserMessage,
+} from "../context-engine/types.js";
+import type { ConsumedParams, IncomingNotification, ParsedThreadItem } from "./schemas.js";
+
+/** One item of the turn, in the order Codex started them. */
+export type ProjectedItem =
+  | { kind: "userMessage"; id: string; text: string; completed: boolean }
+  | { kind: "agentMessage"; id: string; text: string; phase: string | null; completed: boolean }
+  | { kind: "reasoning"; id: string; summary: string[]; content: string[]; completed: boolean }
+  | {
+      kind: "dynamicToolCall";
+      id: string;
+      tool: string;
+      namespace: string | null;
+      arguments: unknown;
+      /** "inProgress" | "completed" | "failed" in 0.169.0. */
+      status: string;
+      success: boolean | null;
+      /** Text of the tool result (inputText content items joined). */
+      resultText: string | null;
+      contentItems: unknown[] | null;
+      durationMs: number | null;
+      completed: boolean;
+    }
+  | { kind: "contextCompaction"; id: string; completed: boolean }
+  | { kind: "other"; id: string; type: string; completed: boolean };
+
+/** The error of a turn: Codex's message and `codexErrorInfo`, or our own `code` (e.g. "processExited", "idleTimeout"). */
+export interface TurnRecordError {
+  message: string;
+  codexErrorInfo?: string;
+  code?: string;
+}
+
+/** A {@link TurnRecord} plus the typed item list. */
+export interface TurnRecordCore extends TurnRecord {
+  items: ProjectedItem[];
+  error?: TurnRecordError;
+}
+
+/** Typed streaming events (display only: the logger never sees their text). */
+export type CodexTurnEvent =
+  | { type: "turnStarted"; threadId: string; turnId: string }
+  | { type: "agentMessageDelta"; threadId: string; turnId: string; itemId: string; delta: string }
+  | { type: "reasoningDelta"; threadId: string; turnId: string; itemId: string; delta: string; part: "summary" | "content" }
+  | { type: "itemStarted"; threadId: string; turnId: string; item: ProjectedItem }
+  | { type: "itemCompleted"; threadId: string; turnId: string; item: ProjectedItem }
+  | { type: "compactionStarted"; threadId: string; turnId: string; compaction: NativeCompactionRecord }
+  | { type: "compactionCompleted"; threadId: string; turnId: string; compaction: NativeCompactionRecord }
+  | { type: "tokenUsage"; threadId: string; turnId: string; usage: TurnUsage }
+  | { type: "error"; threadId: string; turnId: string; message: string; codexErrorInfo?: string; willRetry: boolean }
+  | { type: "turnCompleted"; threadId: string; turnId: string; codexStatus: TurnRecord["codexStatus"] };
+
+export interface TurnProjectorOptions {
+  threadId: string;
+  turnId: string;
+  /** The ORIGINAL user prompt (recorded instead of the projected text Codex received). */
+  originalPrompt: string;
+  /** Written on assistant messages. */
+  model?: string;
+  provider?: string;
+  /** Fallback timestamp when no notification carried one (e.g. the turn/start acceptance time). */
+  fallbackTimestamp?: number;
+}
+
+/**
+ * `codexErrorInfo` is a string or a one-key object (`{httpConnectionFailed:{…}}`); records keep the name only.
+ *
+ * @example
+ * ```ts
+ * codexErrorInfoName({ httpConnectionFailed: { httpStatusCode: null } }); // => "httpConnectionFailed"
+ * ```
+ */
+export function codexErrorInfoName(info: unknown): string | undefined {
+  if (typeof info === "string") return info;
+  if (info && typeof info === "object") {
+    const first = Object.keys(info)[0];
+    return first;
+  }
+  return undefined;
+}
+
+const ZERO_USAGE: MessageUsage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0 };
+
+type Breakdown = ConsumedParams<"thread/tokenUsage/updated">["tokenUsage"]["last"];
+
+function usageOf(b: Breakdown): MessageUsage {
+  return {
+    input: b.inputTokens,
+    output: b.outputTokens,
+    cacheRead: b.cachedInputTokens,
+    cacheWrite: b.cacheWriteInputTokens,
+    totalTokens: b.totalTokens,
+  };
+}
+
+function userInputText(content: Array<{ type: string; text?: string | undefined }>): string {
+  return content
+    .filter((c) => c.type === "text" && typeof c.text === "string")
+    .map((c) => c.text as string)
+    .join("\n");
+}
+
+function toolResultText(contentItems: unknown[] | null | undefined): string | null {
+  if (!contentItems) return null;
+  return contentItems
+    .filter((c): c is { type: "inputText"; text: string } => {
+      const o = c as { type?: unknown; text?: unknown };
+      return o.type === "inputText" && typeof o.text === "string";
+    })
+    .map((c) => c.text)
+    .join("\n");
+}
+
+function toolResultParts(contentItems: unknown[] | null | undefined): MessagePart[] {
+  if (!contentItems) return [];
+  return contentItems.map((c): MessagePart => {
+    const o = c as { type?: unknown; text?: unknown; imageUrl?: unknown };
+    if (o.type === "inputText" && typeof o.text === "string") return { type: "text", text: o.text };
+    if (o.type === "inputImage" && typeof o.imageUrl === "string") return { type: "imageUrl", url: o.imageUrl };
+    return { type: String(o.type ?? "unknown"), value: c };
+  });
+}
+
+function toolArguments(args: unknown): Record<string, unknown> {
+  if (args && typeof args === "object" && !Array.isArray(args)) return args as Record<string, unknown>;
+  return { value: args };
+}
+
+interface PendingGroup {
+  parts: MessagePart[];
+  timestamp: number;
+  usage?: MessageUsage;
+  results: ToolResultMessage[];
+}
+
+/**
+ * Feed one turn's notifications in order with {@link TurnProjector.apply}; read the record with
+ * {@link TurnProjector.finish}. Notifications of other threads/turns are ignored.
+ *
+ * @example
+ * ```ts
+ * const p = new TurnProjector({ threadId, turnId, originalPrompt: "hi" });
+ * for (const n of notifications) p.apply(n);
+ * const record = p.finish();
+ * ```
+ */
+export class TurnProjector {
+  private readonly opts: TurnProjectorOptions;
+  private readonly items = new Map<string, ProjectedItem>();
+  private readonly order: string[] = [];
+  private readonly messages: AgentMessage[] = [];
+  private readonly compactions = new Map<string, NativeCompactionRecord>();
+  private readonly compactionsInProgress = new Set<string>();
+  private group: PendingGroup | undefined;
+  private lastAssistant: AssistantMessage | undefined;
+  private promptTimestamp: number | undefined;
+  private turnStartedAt: number | undefined;
+  private sawPromptItem = false;
+  private lastTimestamp: number | undefined;
+  private usage: TurnUsage | undefined;
+  private lastError: TurnRecordError | undefined;
+  private status: TurnRecord["codexStatus"] | undefined;
+  private completedError: TurnRecordError | undefined;
+  private applied = 0;
+
+  constructor(opts: TurnProjectorOptions) {
+    this.opts = opts;
+  }
+
+  get threadId(): string {
+    return this.opts.threadId;
+  }
+  get turnId(): string {
+    return this.opts.turnId;
+  }
+  /** Codex sent turn/completed for this turn. */
+  get completed(): boolean {
+    return this.status !== undefined;
+  }
+  /** How many notifications of this turn were applied. */
+  get appliedCount(): number {
+    return this.applied;
+  }
+
+  /** Does this notification belong to this turn? */
+  matches(n: IncomingNotification): boolean {
+    if (!n.consumed) return false;
+    const p = n.params as { threadId?: string; turnId?: string; turn?: { id?: string } };
+    if (p.threadId !== this.opts.threadId) return false;
+    const turnId = p.turnId ?? p.turn?.id;
+    return turnId === undefined ? n.method === "thread/status/changed" : turnId === this.opts.turnId;
+  }
+
+  /** Apply one notification; returns the stream events it produced (empty when it is not ours). */
+  apply(n: IncomingNotification): CodexTurnEvent[] {
+    if (!this.matches(n) || this.status !== undefined || !n.consumed) return [];
+    this.applied++;
+    if (n.emittedAtMs !== undefined) this.lastTimestamp = n.emittedAtMs;
+    const base = { threadId: this.opts.threadId, turnId: this.opts.turnId };
+    switch (n.method) {
+      case "turn/started":
+        if (n.emittedAtMs !== undefined) this.turnStartedAt = n.emittedAtMs;
+        return [{ type: "turnStarted", ...base }];
+      case "item/started":
+        return this.onItemStarted(n.params.item, n.params.startedAtMs ?? n.emittedAtMs);
+      case "item/completed":
+        return this.onItemCompleted(n.params.item, n.params.completedAtMs ?? n.emittedAtMs);
+      case "item/agentMessage/delta": {
+        const item = this.items.get(n.params.itemId);
+        if (item?.kind === "agentMessage" && !item.completed) item.text += n.params.delta;
+        return [{ type: "agentMessageDelta", ...base, itemId: n.params.itemId, delta: n.params.delta }];
+      }
+      case "item/reasoning/summaryTextDelta":
+        return [{ type: "reasoningDelta", ...base, itemId: n.params.itemId, delta: n.params.delta, part: "summary" }];
+      case "item/reasoning/textDelta":
+        return [{ type: "reasoningDelta", ...base, itemId: n.params.itemId, delta: n.params.delta, part: "content" }];
+      case "thread/tokenUsage/updated":
+        return this.onTokenUsage(n.params.tokenUsage);
+      case "error": {
+        const info = codexErrorInfoName(n.params.error.codexErrorInfo);
+        if (!n.params.willRetry) {
+          this.lastError = { message: n.params.error.message, ...(info !== undefined ? { codexErrorInfo: info } : {}) };
+        }
+        return [
+          {
+            type: "error",
+            ...base,
+            message: n.params.error.message,
+            ...(info !== undefined ? { codexErrorInfo: info } : {}),
+            willRetry: n.params.willRetry,
+          },
+        ];
+      }
+      case "turn/completed": {
+        const turn = n.params.turn;
+        // An unexpected status ends the turn as failed rather than leaving it open.
+        this.status = turn.status === "completed" || turn.status === "interrupted" ? turn.status : "failed";
+        if (turn.error) {
+          const info = codexErrorInfoName(turn.error.codexErrorInfo);
+          this.completedError = { message: turn.error.message, ...(info !== undefined ? { codexErrorInfo: info } : {}) };
+        }
+        return [{ type: "turnCompleted", ...base, codexStatus: this.status }];
+      }
+      default:
+        return [];
+    }
+  }
+
+  private ts(explicit: number | null | undefined): number {
+    const t = explicit ?? this.lastTimestamp ?? this.opts.fallbackTimestamp ?? 0;
+    this.lastTimestamp = t;
+    return t;
+  }
+
+  private remember(item: ProjectedItem): ProjectedItem {
+    const existing = this.items.get(item.id);
+    if (!existing) this.order.push(item.id);
+    this.items.set(item.id, item);
+    return item;
+  }
+
+  private project(item: ParsedThreadItem, completed: boolean): ProjectedItem {
+    switch (item.type) {
+      case "userMessage": {
+        const it = item as Extract<ParsedThreadItem, { type: "userMessage" }>;
+        return { kind: "userMessage", id: it.id, text: userInputText(it.content), completed };
+      }
+      case "agentMessage": {
+        const it = item as Extract<ParsedThreadItem, { type: "agentMessage" }>;
+        return { kind: "agentMessage", id: it.id, text: it.text, phase: it.phase ?? null, completed };
+      }
+      case "reasoning": {
+        const it = item as Extract<ParsedThreadItem, { type: "reasoning" }>;
+        return { kind: "reasoning", id: it.id, summary: it.summary, content: it.content ?? [], completed };
+      }
+      case "dynamicToolCall": {
+        const it = item as Extract<ParsedThreadItem, { type: "dynamicToolCall" }>;
+        return {
+          kind: "dynamicToolCall",
+          id: it.id,
+          tool: it.tool,
+          namespace: it.namespace ?? null,
+          arguments: it.arguments,
+          status: it.status,
+          success: it.success ?? null,
+          resultText: toolResultText(it.contentItems),
+          contentItems: it.contentItems ?? null,
+          durationMs: it.durationMs ?? null,
+          completed,
+        };
+      }
+      case "contextCompaction":
+        return { kind: "contextCompaction", id: item.id, completed };
+      default:
+        return { kind: "other", id: item.id, type: item.type, completed };
+    }
+  }
+
+  private onItemStarted(raw: ParsedThreadItem, at: number | undefined): CodexTurnEvent[] {
+    const base = { threadId: this.opts.threadId, turnId: this.opts.turnId };
+    const known = this.items.get(raw.id);
+    const item = this.remember(known ?? this.project(raw, false));
+    const events: CodexTurnEvent[] = [{ type: "itemStarted", ...base, item }];
+    if (item.kind === "userMessage" && !this.sawPromptItem && this.promptTimestamp === undefined) {
+      this.promptTimestamp = raw.startedAtMs ?? at;
+    }
+    // A non-tool item after tool results starts the next model response.
+    if (item.kind !== "dynamicToolCall" && item.kind !== "contextCompaction" && this.group && this.group.results.length > 0) {
+      this.flushGroup("toolUse");
+    }
+    if (item.kind === "contextCompaction") {
+      this.compactionsInProgress.add(item.id);
+      const record = this.compactionRecord(item.id, false);
+      events.push({ type: "compactionStarted", ...base, compaction: record });
+    }
+    return events;
+  }
+
+  private compactionRecord(itemId: string, completed: boolean): NativeCompactionRecord {
+    const record: NativeCompactionRecord = {
+      backend: "codex-app-server",
+      threadId: this.opts.threadId,
+      turnId: this.opts.turnId,
+      itemId,
+      completed,
+    };
+    this.compactions.set(itemId, record);
+    return { ...record };
+  }
+
+  private ensureGroup(timestamp: number): PendingGroup {
+    if (!this.group) this.group = { parts: [], timestamp, results: [] };
+    return this.group;
+  }
+
+  private onItemCompleted(raw: ParsedThreadItem, at: number | undefined): CodexTurnEvent[] {
+    const base = { threadId: this.opts.threadId, turnId: this.opts.turnId };
+    const item = this.remember(this.project(raw, true));
+    const events: CodexTurnEvent[] = [{ type: "itemCompleted", ...base, item }];
+    const t = this.ts(raw.completedAtMs ?? at);
+    switch (item.kind) {
+      case "userMessage":
+        if (!this.sawPromptItem) {
+          // The first user message is the prompt Codex received; the snapshot records the original prompt instead.
+          this.sawPromptItem = true;
+          if (this.promptTimestamp === undefined) this.promptTimestamp = raw.startedAtMs ?? t;
+        } else {
+          // A steer: the model saw it mid-turn, so it belongs to the transcript in order.
+          this.flushGroup("stop");
+          const msg: UserMessage = { role: "user", content: item.text, timestamp: t };
+          this.messages.push(msg);
+        }
+        break;
+      case "reasoning": {
+        const text = (item.summary.length > 0 ? item.summary : item.content).join("\n\n");
+        if (text.length > 0) {
+          const g = this.ensureGroup(t);
+          g.parts.push({ type: "thinking", thinking: text });
+          g.timestamp = t;
+        }
+        break;
+      }
+      case "agentMessage": {
+        const g = this.ensureGroup(t);
+        g.parts.push({ type: "text", text: item.text });
+        g.timestamp = t;
+        break;
+      }
+      case "dynamicToolCall": {
+        const g = this.ensureGroup(t);
+        g.parts.push({ type: "toolCall", id: item.id, name: item.tool, arguments: toolArguments(item.arguments) });
+        g.timestamp = t;
+        g.results.push({
+          role: "toolResult",
+          toolCallId: item.id,
+          toolName: item.tool,
+          content: toolResultParts(item.contentItems),
+          isError: item.success !== true,
+          timestamp: t,
+        });
+        break;
+      }
+      case "contextCompaction": {
+        this.compactionsInProgress.delete(item.id);
+        events.push({ type: "compactionCompleted", ...base, compaction: this.compactionRecord(item.id, true) });
+        break;
+      }
+      default:
+        break;
+    }
+    return events;
+  }
+
+  private onTokenUsage(tu: ConsumedParams<"thread/tokenUsage/updated">["tokenUsage"]): CodexTurnEvent[] {
+    const usage: TurnUsage = {
+      inputTokens: tu.total.inputTokens,
+      cachedInputTokens: tu.total.cachedInputTokens,
+      outputTokens: tu.total.outputTokens,
+      reasoningOutputTokens: tu.total.reasoningOutputTokens,
+      totalTokens: tu.total.totalTokens,
+      lastCallInputTokens: tu.last.inputTokens,
+      lastCallTotalTokens: tu.last.totalTokens,
+      ...(typeof tu.modelContextWindow === "number" ? { modelContextWindow: tu.modelContextWindow } : {}),
+    };
+    this.usage = usage;
+    // Usage arrives after each model response: attribute it to that response's assistant message. Updates inside a
+    // compaction describe the compaction request or the new history estimate, not a response.
+    if (this.compactionsInProgress.size === 0 && (tu.last.inputTokens > 0 || tu.last.outputTokens > 0)) {
+      if (this.group && this.group.parts.length > 0 && !this.group.usage) {
+        this.group.usage = usageOf(tu.last);
+        if (this.group.results.length > 0) this.flushGroup("toolUse");
+      } else if (this.lastAssistant && this.lastAssistant.usage === ZERO_USAGE) {
+        this.lastAssistant.usage = usageOf(tu.last);
+      }
+    }
+    return [{ type: "tokenUsage", threadId: this.opts.threadId, turnId: this.opts.turnId, usage: { ...usage } }];
+  }
+
+  private flushGroup(stopReason: AssistantMessage["stopReason"], errorMessage?: string): void {
+    const g = this.group;
+    if (!g) return;
+    this.group = undefined;
+    if (g.parts.length === 0 && g.results.length === 0) return;
+    const msg: AssistantMessage = {
+      role: "assistant",
+      content: g.parts,
+      api: "codex-app-server",
+      provider: this.opts.provider ?? "codex",
+      model: this.opts.model ?? "unknown",
+      usage: g.usage ?? ZERO_USAGE,
+      stopReason: g.results.length > 0 ? "toolUse" : stopReason,
+      ...(errorMessage !== undefined && g.results.length === 0 ? { errorMessage } : {}),
+      timestamp: g.timestamp,
+    };
+    this.messages.push(msg);
+    this.lastAssistant = msg;
+    this.messages.push(...g.results);
+  }
+
+  /**
+   * Build the record. `override` ends a turn Codex did not complete (process exit, idle timeout): its status and error
+   * win over what was seen. Safe to call more than once.
+   */
+  finish(override?: { codexStatus: TurnRecord["codexStatus"]; error?: TurnRecordError }): TurnRecordCore {
+    const status = override?.codexStatus ?? this.status ?? "failed";
+    const error =
+      override?.error ??
+      this.completedError ??
+      (status === "failed" ? (this.lastError ?? { message: "turn ended without turn/completed", code: "incomplete" }) : undefined);
+    // Work on copies so finish() is idempotent.
+    const saved = { group: this.group, messages: this.messages.length, lastAssistant: this.lastAssistant };
+    const stop: AssistantMessage["stopReason"] = status === "completed" ? "stop" : status === "failed" ? "error" : "aborted";
+    if (this.group) this.group = { ...this.group, parts: [...this.group.parts], results: [...this.group.results] };
+    this.flushGroup(stop, status === "completed" ? undefined : error?.message);
+    const prompt: UserMessage = {
+      role: "user",
+      content: this.opts.originalPrompt,
+      timestamp: this.promptTimestamp ?? this.turnStartedAt ?? this.opts.fallbackTimestamp ?? 0,
+    };
+    const snapshot: AgentMessage[] = [prompt, ...this.messages.map((m) => structuredClone(m))];
+    this.messages.length = saved.messages;
+    this.group = saved.group;
+    this.lastAssistant = saved.lastAssistant;
+
+    const lastAssistant = [...snapshot].reverse().find((m): m is AssistantMessage => m.role === "assistant");
+    const assistantText = lastAssistant
+      ? lastAssistant.content
+          .filter((p): p is { type: "text"; text: string } => p.type === "text")
+          .map((p) => p.text)
+          .join("\n\n")
+      : "";
+    const record: TurnRecordCore = {
+      threadId: this.opts.threadId,
+      turnId: this.opts.turnId,
+      codexStatus: status,
+      assistantText,
+      messagesSnapshot: snapshot,
+      compactions: [...this.compactions.values()].map((c) => ({ ...c })),
+      items: this.order.map((id) => structuredClone(this.items.get(id)!)),
+    };
+    if (this.usage) record.usage = { ...this.usage };
+    if (error) record.error = { ...error };
+    return record;
+  }
+}

@@ -1,0 +1,305 @@
+/**
+ * The "accordion" compaction cadence (lossless-claw#665): when the last model call filled the context window to
+ * `contextThreshold` (90%), the context engine compacts down to `compactionTargetFraction` (35%) of the token
+ * budget before the next turn is assembled, so Codex's own lossy auto-compaction (which fires at 90% of the window)
+ * never gets to run. The turn host calls {@link evaluateAccordion} and {@link runAccordionCompaction} before
+ * `assemble`, then rotates to a fresh Codex thread.
+ */
+import { z } from "zod";
+import type { Logger } from "pino";
+import type { ContextEngine, InterceptCompactionResult } from "../context-engine/types.js";
+import { silentLogger } from "../log/logger.js";
+import { CompactionError, firstIssue } from "./errors.js";
+
+/** lossless-claw's floor: below ~5% of the budget a sweep cannot even fit system prompt + tool definitions. */
+export const MIN_COMPACTION_TARGET_FRACTION = 0.05;
+export const DEFAULT_CONTEXT_THRESHOLD = 0.9;
+export const DEFAULT_COMPACTION_TARGET_FRACTION = 0.35;
+
+const show = (value: unknown): string => (typeof value === "number" ? String(value) : JSON.stringify(value) ?? String(value));
+
+const fraction = (field: string, min: number, minInclusive: boolean, fallback: number) =>
+  z
+    .number({ error: (iss) => `${field} must be a finite number, got ${show(iss.input)}` })
+    .superRefine((v, ctx) => {
+      const aboveMin = minInclusive ? v >= min : v > min;
+      if (!aboveMin || v > 1) {
+        ctx.addIssue({
+          code: "custom",
+          message: `${field} must be within ${minInclusive ? "[" : "("}${min}, 1], got ${show(v)}`,
+        });
+      }
+    })
+    .default(fallback);
+
+/**
+ * Accordion configuration. `enabled` defaults to whether the engine owns compaction (lossless-claw#850: users who
+ * configure such an engine expect it to own compaction); unknown keys are rejected so typos do not pass silently.
+ *
+ * @example
+ * ```ts
+ * accordionConfigSchema.parse({}); // { contextThreshold: 0.9, compactionTargetFraction: 0.35 }
+ * ```
+ */
+export const accordionConfigSchema = z
+  .object({
+    enabled: z.boolean({ error: (iss) => `enabled must be a boolean, got ${show(iss.input)}` }).optional(),
+    contextThreshold: fraction("contextThreshold", 0, false, DEFAULT_CONTEXT_THRESHOLD),
+    compactionTargetFraction: fraction(
+      "compactionTargetFraction",
+      MIN_COMPACTION_TARGET_FRACTION,
+      true,
+      DEFAULT_COMPACTION_TARGET_FRACTION,
+    ),
+  })
+  .strict();
+
+/** A validated accordion configuration (defaults applied). */
+export type AccordionConfig = z.output<typeof accordionConfigSchema>;
+/** What a caller may pass (every field optional). */
+export type AccordionConfigInput = z.input<typeof accordionConfigSchema>;
+
+/**
+ * Validate an accordion configuration and apply defaults. Throws {@link CompactionError} (code
+ * `INVALID_ACCORDION_CONFIG`) whose message names the bad field and value.
+ *
+ * @example
+ * ```ts
+ * parseAccordionConfig({ compactionTargetFraction: 0.5 }).contextThreshold; // 0.9
+ * parseAccordionConfig({ compactionTargetFraction: 0.01 });
+ * // throws: compactionTargetFraction must be within [0.05, 1], got 0.01
+ * ```
+ */
+export function parseAccordionConfig(input: unknown): AccordionConfig {
+  const parsed = accordionConfigSchema.safeParse(input ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  if (issue?.code === "unrecognized_keys") {
+    const key = issue.keys[0] ?? "(unknown)";
+    throw new CompactionError("INVALID_ACCORDION_CONFIG", key, `unknown accordion config key \`${key}\``);
+  }
+  const { field, message } = firstIssue(parsed.error.issues, "(config)");
+  throw new CompactionError("INVALID_ACCORDION_CONFIG", field, message);
+}
+
+/** Last token usage Codex reported for the bound thread. */
+export interface AccordionUsage {
+  inputTokens: number;
+  totalTokens: number;
+  modelContextWindow?: number;
+}
+
+/** Why the accordion does or does not compact. */
+export type AccordionReason = "disabled" | "noUsage" | "noContextWindow" | "belowThreshold" | "thresholdReached";
+
+export interface AccordionDecision {
+  compact: boolean;
+  /** totalTokens / context window, when both are known. */
+  ratio?: number;
+  reason: AccordionReason;
+}
+
+/**
+ * Decide (purely) whether to compact before the next turn: total tokens of the last reported usage vs the model
+ * context window (`usage.modelContextWindow`, else `contextWindow`). No usage known -> no compaction.
+ *
+ * @example
+ * ```ts
+ * evaluateAccordion({
+ *   lastUsage: { inputTokens: 170_000, totalTokens: 171_000, modelContextWindow: 190_000 },
+ *   config: parseAccordionConfig({}),
+ *   engineOwnsCompaction: true,
+ * }); // { compact: true, ratio: 0.9, reason: "thresholdReached" }
+ * ```
+ */
+export function evaluateAccordion(p: {
+  lastUsage?: AccordionUsage | null;
+  contextWindow?: number;
+  config: AccordionConfig;
+  engineOwnsCompaction: boolean;
+}): AccordionDecision {
+  const enabled = p.config.enabled ?? p.engineOwnsCompaction;
+  if (!enabled) return { compact: false, reason: "disabled" };
+  const usage = p.lastUsage;
+  if (!usage || !Number.isFinite(usage.totalTokens)) return { compact: false, reason: "noUsage" };
+  const window = usage.modelContextWindow ?? p.contextWindow;
+  if (window === undefined || !Number.isFinite(window) || window <= 0) return { compact: false, reason: "noContextWindow" };
+  const ratio = usage.totalTokens / window;
+  // IEEE division is correctly rounded, so a ratio exactly at the threshold (171000/190000) equals the parsed 0.9.
+  return ratio >= p.config.contextThreshold
+    ? { compact: true, ratio, reason: "thresholdReached" }
+    : { compact: false, ratio, reason: "belowThreshold" };
+}
+
+const isFunction = (v: unknown): boolean => typeof v === "function";
+
+const runParamsSchema = z.object({
+  engine: z.custom<ContextEngine>(
+    (v) => typeof v === "object" && v !== null && isFunction((v as ContextEngine).compact),
+    "engine must be a context engine with compact()",
+  ),
+  sessionId: z.string().min(1),
+  sessionKey: z.string().min(1).optional(),
+  sessionFile: z.string().min(1),
+  tokenBudget: z.number().int().positive().optional(),
+  currentTokenCount: z.number().int().nonnegative().optional(),
+  firstKeptEntryId: z.string().optional(),
+  config: z.unknown(),
+  signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "signal must be an AbortSignal").optional(),
+  logger: z.custom<Logger>((v) => typeof v === "object" && v !== null && isFunction((v as Logger).info)).optional(),
+});
+
+/** Parameters of {@link runAccordionCompaction}. */
+export interface RunAccordionParams {
+  engine: ContextEngine;
+  sessionId: string;
+  sessionKey?: string;
+  sessionFile: string;
+  tokenBudget?: number;
+  /** Prompt tokens of the last model call. */
+  currentTokenCount?: number;
+  /** Passed to `interceptCompaction` (pi's compaction preparation); "" when the host has none. */
+  firstKeptEntryId?: string;
+  /** Validated with {@link parseAccordionConfig} (a parsed config passes unchanged). */
+  config: AccordionConfigInput | AccordionConfig;
+  signal?: AbortSignal;
+  logger?: Logger;
+}
+
+export interface AccordionRunResult {
+  compacted: boolean;
+  tokensBefore: number;
+  tokensAfter?: number;
+  /** Which engine entry point did the work ("none": aborted before anything ran). */
+  via: "intercept" | "compact" | "none";
+  /** Why nothing was compacted (e.g. "aborted", "compactFailed", or the engine's own reason). */
+  reason?: string;
+}
+
+function errorLabel(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string") return code;
+  return error instanceof Error ? error.name : "unknown";
+}
+
+/** Engines' reasons are short codes; cap them anyway so a misbehaving engine cannot flood the log. */
+const capReason = (reason: unknown): string | undefined =>
+  typeof reason === "string" ? reason.slice(0, 120) : undefined;
+
+/**
+ * Run one accordion compaction in the engine. `interceptCompaction` first when the engine implements it (a throw
+ * counts as `handled: false`); otherwise, or when it declines, `compact({ force: true, compactionTarget: "threshold",
+ * compactionTargetFraction })`. Never throws for engine failures (they come back as `compacted: false`) because the
+ * caller runs it on the way to `assemble`, which must not fail because of it. Invalid parameters do throw
+ * {@link CompactionError}.
+ *
+ * @example
+ * ```ts
+ * const decision = evaluateAccordion({ lastUsage: binding.lastUsage, config, engineOwnsCompaction: true });
+ * if (decision.compact) {
+ *   const r = await runAccordionCompaction({ engine, sessionId, sessionFile, tokenBudget: 200_000,
+ *     currentTokenCount: binding.lastUsage.inputTokens, config, signal, logger });
+ *   if (r.compacted) rotateThread();
+ * }
+ * ```
+ */
+export async function runAccordionCompaction(params: RunAccordionParams): Promise<AccordionRunResult> {
+  const parsed = runParamsSchema.safeParse(params);
+  if (!parsed.success) {
+    const { field, message } = firstIssue(parsed.error.issues, "(params)");
+    throw new CompactionError("INVALID_COMPACTION_PARAMS", field, `invalid accordion parameter \`${field}\`: ${message}`);
+  }
+  const config = parseAccordionConfig(params.config);
+  const { engine, sessionId, sessionKey, sessionFile, tokenBudget, currentTokenCount, signal } = params;
+  const logger = params.logger ?? silentLogger;
+  const ids = { sessionId, engineId: engine.info?.id };
+  const tokensBefore = currentTokenCount ?? 0;
+
+  if (signal?.aborted) {
+    logger.info({ ...ids, event: "accordion compaction aborted" }, "accordion compaction aborted");
+    return { compacted: false, tokensBefore, via: "none", reason: "aborted" };
+  }
+
+  if (typeof engine.interceptCompaction === "function") {
+    let intercepted: InterceptCompactionResult;
+    try {
+      intercepted = await engine.interceptCompaction({
+        sessionId,
+        ...(sessionKey !== undefined ? { sessionKey } : {}),
+        sessionFile,
+        ...(tokenBudget !== undefined ? { tokenBudget } : {}),
+        ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
+        firstKeptEntryId: params.firstKeptEntryId ?? "",
+        tokensBefore,
+        trigger: "in-attempt-auto",
+        ...(signal ? { signal } : {}),
+      });
+    } catch (error) {
+      // The contract says interceptCompaction never throws; if it does, treat it as declined (lossless-claw#665).
+      intercepted = { handled: false, reason: `threw: ${errorLabel(error)}` };
+    }
+    if (intercepted && intercepted.handled === true) {
+      const result: AccordionRunResult = {
+        compacted: true,
+        tokensBefore: intercepted.tokensBefore ?? tokensBefore,
+        via: "intercept",
+      };
+      if (intercepted.tokensAfter !== undefined) result.tokensAfter = intercepted.tokensAfter;
+      logger.info(
+        { ...ids, event: "accordion intercept handled", tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter },
+        "accordion compaction handled by interceptCompaction",
+      );
+      return result;
+    }
+    logger.info(
+      { ...ids, event: "accordion intercept declined", interceptReason: capReason(intercepted?.reason) },
+      "interceptCompaction declined; falling back to compact()",
+    );
+    if (signal?.aborted) return { compacted: false, tokensBefore, via: "none", reason: "aborted" };
+  }
+
+  try {
+    const res = await engine.compact({
+      sessionId,
+      ...(sessionKey !== undefined ? { sessionKey } : {}),
+      sessionFile,
+      ...(tokenBudget !== undefined ? { tokenBudget } : {}),
+      ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
+      force: true,
+      compactionTarget: "threshold",
+      compactionTargetFraction: config.compactionTargetFraction,
+      runtimeContext: {
+        ...(tokenBudget !== undefined ? { tokenBudget } : {}),
+        ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
+      },
+      ...(signal ? { abortSignal: signal } : {}),
+    });
+    const compacted = res?.ok === true && res.compacted === true;
+    const result: AccordionRunResult = {
+      compacted,
+      tokensBefore: res?.result?.tokensBefore ?? tokensBefore,
+      via: "compact",
+    };
+    if (res?.result?.tokensAfter !== undefined) result.tokensAfter = res.result.tokensAfter;
+    if (!compacted) result.reason = capReason(res?.reason) ?? (res?.ok ? "notCompacted" : "compactRejected");
+    logger.info(
+      {
+        ...ids,
+        event: "accordion compaction completed",
+        compacted,
+        tokensBefore: result.tokensBefore,
+        tokensAfter: result.tokensAfter,
+        compactionTargetFraction: config.compactionTargetFraction,
+      },
+      "accordion compaction completed",
+    );
+    return result;
+  } catch (error) {
+    const aborted = signal?.aborted === true;
+    logger.warn(
+      { ...ids, event: aborted ? "accordion compaction aborted" : "accordion compaction failed", err: errorLabel(error) },
+      "accordion compaction failed",
+    );
+    return { compacted: false, tokensBefore, via: "compact", reason: aborted ? "aborted" : "compactFailed" };
+  }
+}

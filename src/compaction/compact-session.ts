@@ -1,0 +1,325 @@
+/**
+ * Explicit compaction of a Codex-backed session (`/compact` or a plugin's budget request): binds the real effects
+ * to the pure compaction statechart (`machines/compaction.machine.ts`) and runs it.
+ *
+ * The host depends only on the small interfaces declared here ({@link NativeCompactor}, {@link BindingStore},
+ * {@link CompactionMaintenanceRunner}), so the Codex client, the thread-binding sidecar and the engine lifecycle
+ * helpers can be wired in by the caller.
+ */
+import { z } from "zod";
+import type { Logger } from "pino";
+import { createActor, fromPromise, toPromise } from "xstate";
+import { compactionMachine, type MarkBindingInput } from "../../machines/compaction.machine.js";
+import type {
+  BindingFacts,
+  BindingUsage,
+  CompactionEngineFacts,
+  CompactionMachineInput,
+  CompactionOutput,
+  CompactionTrigger,
+  NativeCompactOutput,
+} from "../../machines/compaction.rules.js";
+import type { CompactResult, ContextEngine, ContextEngineRuntimeContext } from "../context-engine/types.js";
+import { silentLogger } from "../log/logger.js";
+import { CompactionError, firstIssue } from "./errors.js";
+
+export type { CompactionOutput, CompactionTrigger, NativeCompactOutput, MarkBindingInput };
+
+/** Codex native compaction (`thread/compact/start` until its `contextCompaction` item completes). */
+export interface NativeCompactor {
+  compactThread(p: { threadId: string; timeoutMs: number }): Promise<NativeCompactOutput>;
+}
+
+/** The slice of the Codex thread binding compaction needs. */
+export interface BindingStore {
+  /** The session's binding, or null/undefined when the session is not bound to a Codex thread. */
+  read(sessionFile: string): Promise<BindingFacts | null | undefined>;
+  /**
+   * Record that Codex compacted the bound thread: it dropped every earlier additionalContext item (P3) and the
+   * turns we held, so clear the injection ledger and `heldTurnIds` and the next turn re-sends what was dropped.
+   * Developer instructions are re-sent on every resume anyway (P4).
+   */
+  markNativeCompaction(sessionFile: string, info: MarkBindingInput): Promise<void>;
+}
+
+/** Engine maintenance after a compaction (e.g. the lifecycle helper `runHarnessContextEngineMaintenance`). */
+export type CompactionMaintenanceRunner = (p: {
+  engine: ContextEngine;
+  sessionId: string;
+  sessionKey?: string;
+  sessionFile: string;
+  reason: "compaction";
+  runtimeContext: ContextEngineRuntimeContext;
+  signal: AbortSignal;
+}) => Promise<{ changed: boolean } | void>;
+
+const isFunction = (v: unknown): boolean => typeof v === "function";
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null;
+
+/** Parameters of {@link compactCodexSession}, validated with zod (a bad value throws {@link CompactionError}). */
+export const compactCodexSessionParamsSchema = z
+  .object({
+    appServer: z.custom<NativeCompactor>(
+      (v) => isObject(v) && isFunction(v.compactThread),
+      "appServer must provide compactThread({ threadId, timeoutMs })",
+    ),
+    bindingStore: z.custom<BindingStore>(
+      (v) => isObject(v) && isFunction(v.read) && isFunction(v.markNativeCompaction),
+      "bindingStore must provide read(sessionFile) and markNativeCompaction(sessionFile, info)",
+    ),
+    sessionId: z.string().min(1),
+    sessionKey: z.string().min(1).optional(),
+    sessionFile: z.string().min(1),
+    contextEngine: z
+      .custom<ContextEngine>(
+        (v) => isObject(v) && isObject(v.info) && typeof v.info.id === "string" && isFunction(v.compact),
+        "contextEngine must be a context engine (info.id and compact())",
+      )
+      .optional(),
+    contextTokenBudget: z.number().int().positive().optional(),
+    trigger: z.enum(["manual", "budget"]),
+    customInstructions: z.string().optional(),
+    signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "signal must be an AbortSignal").optional(),
+    logger: z.custom<Logger>((v) => isObject(v) && isFunction(v.info) && isFunction(v.warn), "logger must be a pino logger").optional(),
+    /** Bound on the native round; Codex runs it as its own model turn, so it gets more time than an RPC. */
+    nativeTimeoutMs: z.number().int().positive().default(120_000),
+    runMaintenance: z.custom<CompactionMaintenanceRunner>(isFunction, "runMaintenance must be a function").optional(),
+    /** Runs the whole compaction under the session lock when given (e.g. `fn => withSessionLock(file, fn)`). */
+    withLock: z
+      .custom<<T>(fn: () => Promise<T>) => Promise<T>>(isFunction, "withLock must be a function")
+      .optional(),
+  })
+  .strict();
+
+/** Parameters of {@link compactCodexSession}. */
+export type CompactCodexSessionParams = z.input<typeof compactCodexSessionParamsSchema>;
+
+/** Parse the parameters; throws {@link CompactionError} (`INVALID_COMPACTION_PARAMS`) naming the first bad field. */
+export function parseCompactCodexSessionParams(params: unknown): z.output<typeof compactCodexSessionParamsSchema> {
+  const parsed = compactCodexSessionParamsSchema.safeParse(params);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    if (issue?.code === "unrecognized_keys") {
+      const key = issue.keys[0] ?? "(unknown)";
+      throw new CompactionError("INVALID_COMPACTION_PARAMS", key, `invalid compaction parameter \`${key}\`: unknown option`);
+    }
+    const { field, message } = firstIssue(parsed.error.issues, "(params)");
+    throw new CompactionError("INVALID_COMPACTION_PARAMS", field, `invalid compaction parameter \`${field}\`: ${message}`);
+  }
+  return parsed.data;
+}
+
+/** The engine facts the compaction machine's guards read. */
+export function compactionEngineFacts(engine: ContextEngine | undefined): CompactionEngineFacts {
+  const active = Boolean(engine) && engine!.info.id !== "legacy";
+  return {
+    active,
+    id: engine?.info.id ?? "none",
+    ownsCompaction: active && engine!.info.ownsCompaction === true,
+    hasMaintain: active && typeof engine!.maintain === "function",
+  };
+}
+
+/** Only what the machine reads, so its context stays small and JSON-friendly (the ledger stays in the store). */
+function bindingFacts(binding: BindingFacts | null | undefined): BindingFacts | null {
+  if (!binding) return null;
+  const facts: BindingFacts = {};
+  if (typeof binding.threadId === "string" && binding.threadId) facts.threadId = binding.threadId;
+  const u = binding.lastUsage;
+  if (u && Number.isFinite(u.inputTokens) && Number.isFinite(u.totalTokens)) {
+    const usage: BindingUsage = { inputTokens: u.inputTokens, totalTokens: u.totalTokens };
+    if (u.modelContextWindow !== undefined) usage.modelContextWindow = u.modelContextWindow;
+    facts.lastUsage = usage;
+  }
+  return facts;
+}
+
+function errorLabel(error: unknown): string {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (typeof code === "string") return code;
+  return error instanceof Error ? error.name : "unknown";
+}
+
+/**
+ * Compact a Codex-backed session explicitly. With an engine that owns compaction, the engine's `compact()` is the
+ * primary result, followed by engine maintenance and a best-effort, bounded Codex `thread/compact/start` reported
+ * in `result.details.codexNativeCompaction` (its failure never fails the compaction). Without one, Codex native
+ * compaction is the result, followed by engine maintenance. An abort stops at once with `reason: "aborted"`.
+ * Compaction errors are reported, never retried as prompts. Invalid parameters throw {@link CompactionError}.
+ *
+ * @example
+ * ```ts
+ * const out = await compactCodexSession({
+ *   appServer,                                   // anything with compactThread({ threadId, timeoutMs })
+ *   bindingStore,                                // read + markNativeCompaction
+ *   sessionId: "s1",
+ *   sessionFile: "/data/s1.jsonl",
+ *   contextEngine: engine,
+ *   contextTokenBudget: 200_000,
+ *   trigger: "manual",
+ * });
+ * if (!out.ok) console.warn(out.reason, out.result?.details);
+ * ```
+ */
+export async function compactCodexSession(params: CompactCodexSessionParams): Promise<CompactionOutput> {
+  const p = parseCompactCodexSessionParams(params);
+  const run = () => runCompaction(p);
+  return p.withLock ? p.withLock(run) : run();
+}
+
+async function runCompaction(p: z.output<typeof compactCodexSessionParamsSchema>): Promise<CompactionOutput> {
+  const logger = p.logger ?? silentLogger;
+  const engine = p.contextEngine;
+  const facts = compactionEngineFacts(engine);
+  const ids = {
+    sessionId: p.sessionId,
+    ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
+    engineId: facts.id,
+    trigger: p.trigger,
+  };
+  const runtimeContext = (currentTokenCount?: number): ContextEngineRuntimeContext => ({
+    ...(p.contextTokenBudget !== undefined ? { tokenBudget: p.contextTokenBudget } : {}),
+    ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
+  });
+  let lastInputTokens: number | undefined;
+
+  const machine = compactionMachine.provide({
+    actions: {
+      logStep: (_, params) => {
+        const { event, level, ...counts } = params as { event: string; level?: "info" | "warn"; [k: string]: unknown };
+        const fields = { ...ids, event, ...counts };
+        if (level === "warn") logger.warn(fields, `codex compaction: ${event}`);
+        else logger.info(fields, `codex compaction: ${event}`);
+      },
+    },
+    actors: {
+      readBinding: fromPromise(async ({ input }) => {
+        const facts = bindingFacts(await p.bindingStore.read(input.sessionFile));
+        lastInputTokens = facts?.lastUsage?.inputTokens;
+        return facts;
+      }),
+      compactEngine: fromPromise(async ({ input, signal }) => {
+        const { request } = input;
+        const res: CompactResult = await engine!.compact({
+          sessionId: p.sessionId,
+          ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
+          sessionFile: p.sessionFile,
+          ...(p.contextTokenBudget !== undefined ? { tokenBudget: p.contextTokenBudget } : {}),
+          ...(request.force !== undefined ? { force: request.force } : {}),
+          ...(request.currentTokenCount !== undefined ? { currentTokenCount: request.currentTokenCount } : {}),
+          compactionTarget: request.compactionTarget,
+          ...(p.customInstructions !== undefined ? { customInstructions: p.customInstructions } : {}),
+          runtimeContext: runtimeContext(request.currentTokenCount),
+          abortSignal: signal,
+        });
+        if (!isObject(res) || typeof res.ok !== "boolean") throw new Error("context engine compact() returned no result");
+        return res;
+      }),
+      maintainEngine: fromPromise(async ({ signal }) => {
+        if (p.runMaintenance) {
+          const out = await p.runMaintenance({
+            engine: engine!,
+            sessionId: p.sessionId,
+            ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
+            sessionFile: p.sessionFile,
+            reason: "compaction",
+            runtimeContext: runtimeContext(lastInputTokens),
+            signal,
+          });
+          return { changed: Boolean(out && out.changed) };
+        }
+        const out = await engine!.maintain!({
+          sessionId: p.sessionId,
+          ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
+          sessionFile: p.sessionFile,
+          runtimeContext: runtimeContext(lastInputTokens),
+        });
+        return { changed: Boolean(out?.changed) };
+      }),
+      compactNative: fromPromise(async ({ input }) => {
+        const out = await p.appServer.compactThread({ threadId: input.threadId, timeoutMs: input.timeoutMs });
+        if (!isObject(out) || typeof out.ok !== "boolean") throw new Error("compactThread returned no result");
+        return out;
+      }),
+      markBindingCompacted: fromPromise(async ({ input }) => {
+        await p.bindingStore.markNativeCompaction(p.sessionFile, input);
+      }),
+    },
+  });
+
+  const input: CompactionMachineInput = {
+    sessionId: p.sessionId,
+    ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
+    sessionFile: p.sessionFile,
+    trigger: p.trigger,
+    engine: facts,
+    nativeTimeoutMs: p.nativeTimeoutMs,
+  };
+
+  logger.info(
+    { ...ids, event: "compaction started", ownsCompaction: facts.ownsCompaction, hasMaintain: facts.hasMaintain },
+    "codex compaction: compaction started",
+  );
+  const actor = createActor(machine, { input });
+  // Attach the result before start so an actor error rejects this promise instead of crashing the process.
+  const done = toPromise(actor);
+  const onAbort = () => actor.send({ type: "ABORT" });
+  p.signal?.addEventListener("abort", onAbort, { once: true });
+  try {
+    actor.start();
+    if (p.signal?.aborted) onAbort();
+    const output = await done;
+    logger.info(
+      {
+        ...ids,
+        event: "compaction finished",
+        ok: output.ok,
+        compacted: output.compacted,
+        primary: output.primary,
+        nativeOk: output.native.ok,
+        tokensBefore: output.result?.tokensBefore,
+        tokensAfter: output.result?.tokensAfter,
+        states: output.trace.length,
+      },
+      "codex compaction: compaction finished",
+    );
+    return output;
+  } catch (error) {
+    logger.warn({ ...ids, event: "compaction crashed", err: errorLabel(error) }, "codex compaction: compaction crashed");
+    throw error;
+  } finally {
+    p.signal?.removeEventListener("abort", onAbort);
+    actor.stop();
+  }
+}
+
+/**
+ * Adapt the thread-binding sidecar functions (`readThreadBinding` / `writeThreadBinding`) to a {@link BindingStore}.
+ * Marking clears the injection ledger and `heldTurnIds` of the binding only when it still names the compacted thread
+ * (a binding that already rotated to a new thread has nothing Codex dropped).
+ *
+ * @example
+ * ```ts
+ * const bindingStore = createBindingStore({ read: readThreadBinding, write: writeThreadBinding, logger });
+ * ```
+ */
+export function createBindingStore<
+  B extends { threadId: string; ledger?: unknown; heldTurnIds?: unknown; lastUsage?: BindingUsage },
+>(io: {
+  read(sessionFile: string, logger?: Logger): Promise<B | null | undefined>;
+  write(sessionFile: string, binding: B): Promise<void>;
+  logger?: Logger;
+}): BindingStore {
+  return {
+    read: async (sessionFile) => {
+      const binding = await io.read(sessionFile, io.logger);
+      if (!binding) return null;
+      return binding.lastUsage ? { threadId: binding.threadId, lastUsage: binding.lastUsage } : { threadId: binding.threadId };
+    },
+    markNativeCompaction: async (sessionFile, info) => {
+      const binding = await io.read(sessionFile, io.logger);
+      if (!binding || binding.threadId !== info.threadId) return;
+      await io.write(sessionFile, { ...binding, ledger: [], heldTurnIds: [] });
+    },
+  };
+}

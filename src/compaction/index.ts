@@ -1,0 +1,4 @@
+/** Compaction: explicit `/compact` (engine primary, Codex native secondary) and the accordion cadence. */
+export * from "./accordion.js";
+export * from "./compact-session.js";
+export * from "./errors.js";

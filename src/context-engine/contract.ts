@@ -1,0 +1,166 @@
+/**
+ * Boundary validation for context engines: the engine object's shape, and what its methods return. An engine is
+ * third-party code, so its outputs are checked with zod before the turn relies on them.
+ */
+import { z } from "zod";
+import type { EngineFacts } from "../../machines/turn.contract.js";
+import type { AssembleResult, ContextEngine } from "./types.js";
+
+/** An engine object that does not satisfy the contract; `member` names what is missing or wrong. */
+export class ContextEngineContractError extends Error {
+  readonly code = "ENGINE_CONTRACT_VIOLATION";
+  constructor(
+    readonly member: string,
+    message: string,
+  ) {
+    super(`context engine does not satisfy the contract: ${member} ${message}`);
+    this.name = "ContextEngineContractError";
+  }
+}
+
+/** An engine method returned something malformed; the turn treats it as that method failing. */
+export class EngineResultInvalidError extends Error {
+  readonly code = "ENGINE_RESULT_INVALID";
+  constructor(
+    readonly method: string,
+    readonly detail: string,
+  ) {
+    super(`context engine ${method}() returned an invalid result: ${detail}`);
+    this.name = "EngineResultInvalidError";
+  }
+}
+
+const messageSchema = z.looseObject({ role: z.string().min(1) });
+
+export const assembleResultSchema = z.looseObject({
+  messages: z.array(messageSchema),
+  estimatedTokens: z.number().finite().nonnegative(),
+  systemPromptAddition: z.string().optional(),
+  contextProjection: z
+    .looseObject({
+      mode: z.enum(["per_turn", "thread_bootstrap"]),
+      epoch: z.string().optional(),
+      fingerprint: z.string().optional(),
+    })
+    .optional(),
+});
+
+export const bootstrapResultSchema = z.looseObject({
+  bootstrapped: z.boolean(),
+  importedMessages: z.number().optional(),
+  reason: z.string().optional(),
+});
+
+export const maintainResultSchema = z.looseObject({
+  changed: z.boolean(),
+  bytesFreed: z.number().optional(),
+  rewrittenEntries: z.number().optional(),
+  reason: z.string().optional(),
+});
+
+export const compactResultSchema = z.looseObject({
+  ok: z.boolean(),
+  compacted: z.boolean(),
+  reason: z.string().optional(),
+  result: z
+    .looseObject({
+      summary: z.string().optional(),
+      firstKeptEntryId: z.string().optional(),
+      tokensBefore: z.number(),
+      tokensAfter: z.number().optional(),
+    })
+    .optional(),
+});
+
+export const ingestBatchResultSchema = z.looseObject({ ingestedCount: z.number() });
+
+/** Validate an engine method's result; throws {@link EngineResultInvalidError} naming the method and field. */
+export function validateEngineResult<T>(method: string, schema: z.ZodType<T>, value: unknown): T {
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "(result)";
+    throw new EngineResultInvalidError(method, `${where}: ${issue?.message ?? "invalid"}`);
+  }
+  return parsed.data;
+}
+
+/** Validate an `assemble()` result. */
+export function validateAssembleResult(value: unknown): AssembleResult {
+  return validateEngineResult("assemble", assembleResultSchema, value) as unknown as AssembleResult;
+}
+
+const REQUIRED_METHODS = ["ingest", "assemble", "compact"] as const;
+const OPTIONAL_METHODS = ["bootstrap", "maintain", "ingestBatch", "afterTurn", "interceptCompaction", "dispose"] as const;
+
+/**
+ * Check that a value satisfies the context-engine contract (structurally, as OpenClaw does).
+ *
+ * @example
+ * ```ts
+ * const engine = assertContextEngine((await import(modulePath)).default);
+ * ```
+ */
+export function assertContextEngine(value: unknown): ContextEngine {
+  if (typeof value !== "object" || value === null) {
+    throw new ContextEngineContractError("(engine)", `must be an object, got ${value === null ? "null" : typeof value}`);
+  }
+  const candidate = value as Record<string, unknown>;
+  const info = candidate["info"] as Record<string, unknown> | undefined;
+  if (typeof info !== "object" || info === null) throw new ContextEngineContractError("info", "is missing");
+  if (typeof info["id"] !== "string" || info["id"].length === 0) {
+    throw new ContextEngineContractError("info.id", "must be a non-empty string");
+  }
+  if (typeof info["name"] !== "string") throw new ContextEngineContractError("info.name", "must be a string");
+  const mode = info["turnMaintenanceMode"];
+  if (mode !== undefined && mode !== "foreground" && mode !== "background") {
+    throw new ContextEngineContractError("info.turnMaintenanceMode", `must be "foreground" or "background", got ${String(mode)}`);
+  }
+  for (const name of REQUIRED_METHODS) {
+    if (typeof candidate[name] !== "function") throw new ContextEngineContractError(name, "must be a function");
+  }
+  for (const name of OPTIONAL_METHODS) {
+    if (candidate[name] !== undefined && typeof candidate[name] !== "function") {
+      throw new ContextEngineContractError(name, "must be a function when present");
+    }
+  }
+  return value as ContextEngine;
+}
+
+/** No engine, or OpenClaw's `legacy` engine: the turn behaves exactly as without an engine. */
+export function isLegacyEngine(engine: ContextEngine | undefined): boolean {
+  return !engine || engine.info.id === "legacy";
+}
+
+/**
+ * The facts about an engine the turn machine's guards read.
+ *
+ * @example
+ * ```ts
+ * engineFacts(undefined).active; // false
+ * ```
+ */
+export function engineFacts(engine: ContextEngine | undefined): EngineFacts {
+  if (!engine || isLegacyEngine(engine)) {
+    return {
+      active: false,
+      id: engine?.info.id ?? "legacy",
+      hasBootstrap: false,
+      hasMaintain: false,
+      hasAfterTurn: false,
+      hasIngestBatch: false,
+      ownsCompaction: false,
+      turnMaintenanceMode: "foreground",
+    };
+  }
+  return {
+    active: true,
+    id: engine.info.id,
+    hasBootstrap: typeof engine.bootstrap === "function",
+    hasMaintain: typeof engine.maintain === "function",
+    hasAfterTurn: typeof engine.afterTurn === "function",
+    hasIngestBatch: typeof engine.ingestBatch === "function",
+    ownsCompaction: engine.info.ownsCompaction === true,
+    turnMaintenanceMode: engine.info.turnMaintenanceMode === "background" ? "background" : "foreground",
+  };
+}

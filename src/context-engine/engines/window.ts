@@ -1,0 +1,101 @@
+import type { AgentMessage, AssembleResult, ContextEngine } from "../types.js";
+import { estimateTokens, renderMessageBlock } from "../../projection/render.js";
+
+/** Options of {@link createWindowEngine}. */
+export interface WindowEngineOptions {
+  /** Token budget of the engine's view (default: the turn's `tokenBudget`, else 16,000). */
+  tokenBudget?: number;
+  /** When the window overflows, drop the oldest messages down to this fraction of the budget (default 0.6). */
+  lowWaterFraction?: number;
+  /** Return a `thread_bootstrap` projection whose epoch changes at each window step. */
+  threadBootstrap?: boolean;
+  /** Declare `info.ownsCompaction` (then `compact()` moves the window down to the target). */
+  ownsCompaction?: boolean;
+  id?: string;
+}
+
+/** Rough tokens of one message as the projection renders it. */
+export function messageTokens(message: AgentMessage): number {
+  return estimateTokens(renderMessageBlock(message) ?? "") + 4;
+}
+
+/**
+ * A budgeted sliding-window engine: it shows the newest messages that fit its budget. When the budget overflows it
+ * drops down to a low-water mark, so its view changes in steps rather than every turn (each step is a new epoch).
+ * State (the window start per session) lives in memory; the transcript mirror is the source of messages.
+ *
+ * @example
+ * ```ts
+ * const engine = createWindowEngine({ tokenBudget: 8_000, threadBootstrap: true });
+ * await runCodexTurn({ ...params, contextEngine: engine, contextTokenBudget: 8_000 });
+ * ```
+ */
+export function createWindowEngine(options: WindowEngineOptions = {}): ContextEngine & {
+  windowStart(sessionId: string): number;
+} {
+  const lowWater = options.lowWaterFraction ?? 0.6;
+  if (!(lowWater > 0 && lowWater < 1)) throw new RangeError(`lowWaterFraction must be within (0, 1), got ${lowWater}`);
+  const starts = new Map<string, number>();
+  const forcedTargets = new Map<string, number>();
+  const budgetOf = (tokenBudget: number | undefined) => options.tokenBudget ?? tokenBudget ?? 16_000;
+
+  function windowFor(sessionId: string, messages: AgentMessage[], budget: number): number {
+    let start = Math.min(starts.get(sessionId) ?? 0, messages.length);
+    const total = (from: number) => messages.slice(from).reduce((sum, m) => sum + messageTokens(m), 0);
+    const forced = forcedTargets.get(sessionId);
+    if (forced !== undefined) {
+      forcedTargets.delete(sessionId);
+      while (start < messages.length - 1 && total(start) > forced) start++;
+    }
+    if (total(start) > budget) {
+      const target = Math.floor(budget * lowWater);
+      while (start < messages.length - 1 && total(start) > target) start++;
+    }
+    starts.set(sessionId, start);
+    return start;
+  }
+
+  return {
+    info: {
+      id: options.id ?? "window",
+      name: "Budgeted window engine",
+      version: "1",
+      ...(options.ownsCompaction ? { ownsCompaction: true } : {}),
+    },
+    windowStart: (sessionId: string) => starts.get(sessionId) ?? 0,
+    async ingest() {
+      return { ingested: true };
+    },
+    async ingestBatch({ messages }) {
+      return { ingestedCount: messages.length };
+    },
+    async assemble({ sessionId, messages, tokenBudget }): Promise<AssembleResult> {
+      const budget = budgetOf(tokenBudget);
+      const start = windowFor(sessionId, messages, budget);
+      const view = messages.slice(start);
+      const result: AssembleResult = {
+        messages: view,
+        estimatedTokens: view.reduce((sum, m) => sum + messageTokens(m), 0),
+      };
+      if (options.threadBootstrap) result.contextProjection = { mode: "thread_bootstrap", epoch: `w${start}` };
+      return result;
+    },
+    async compact({ sessionId, tokenBudget, compactionTargetFraction, currentTokenCount }) {
+      const budget = budgetOf(tokenBudget);
+      const fraction = compactionTargetFraction ?? lowWater;
+      forcedTargets.set(sessionId, Math.floor(budget * fraction));
+      return {
+        ok: true,
+        compacted: true,
+        result: {
+          tokensBefore: currentTokenCount ?? 0,
+          tokensAfter: Math.floor(budget * fraction),
+          details: { targetFraction: fraction },
+        },
+      };
+    },
+    async maintain() {
+      return { changed: false, bytesFreed: 0, rewrittenEntries: 0 };
+    },
+  };
+}

@@ -1,0 +1,47 @@
+/**
+ * codex-turn-machine: run one OpenAI Codex app-server turn as an explicit XState statechart, with a pluggable
+ * OpenClaw context engine controlling what the model sees.
+ *
+ * @example
+ * ```ts
+ * import { CodexAppServer, runCodexTurn, createWindowEngine } from "codex-turn-machine";
+ *
+ * const appServer = await CodexAppServer.spawn();
+ * const result = await runCodexTurn({
+ *   appServer,
+ *   sessionId: "s1",
+ *   sessionFile: "/data/sessions/s1.jsonl",
+ *   prompt: "What changed since yesterday?",
+ *   contextEngine: createWindowEngine({ tokenBudget: 16_000 }),
+ *   contextTokenBudget: 16_000,
+ * });
+ * console.log(result.status, result.trace.join(" -> "));
+ * await appServer.close();
+ * ```
+ */
+export { runCodexTurn, startCodexTurn, drainBackgroundWork, type CodexTurnHandle } from "./turn.js";
+export {
+  CodexTurnParamsError,
+  parseCodexTurnParams,
+  type CodexTurnParams,
+  type CodexTurnResult,
+  type TurnStreamEvent,
+  type ProjectionConfig,
+} from "./params.js";
+export { turnMachine, type TurnMachine, type TurnContext } from "../machines/turn.machine.js";
+export * as turnRules from "../machines/rules.js";
+export type * from "../machines/turn.contract.js";
+export { compactionMachine } from "../machines/compaction.machine.js";
+export { compactCodexSession, type CompactCodexSessionParams } from "./compaction/compact-session.js";
+export { parseAccordionConfig, evaluateAccordion, runAccordionCompaction, type AccordionConfig } from "./compaction/accordion.js";
+export { resetCodexSession, type ResetCodexSessionParams, type ResetCodexSessionResult } from "./transcript/reset.js";
+export { readSessionHistory, readSessionTranscript } from "./transcript/session-file.js";
+export { mirrorTurnToTranscript } from "./transcript/mirror.js";
+export { withSessionLock } from "./transcript/lock.js";
+export { listPendingFinalize } from "./transcript/pending.js";
+export { sessionSidecarPaths } from "./transcript/paths.js";
+export { SessionFileError } from "./transcript/errors.js";
+export * from "./codex/index.js";
+export type * from "./context-engine/types.js";
+export type { CodexTurnHooks, BeforePromptBuildContext, BeforePromptBuildResult, CompactionHookEvent } from "./hooks/types.js";
+export { createLogger, silentLogger, REDACTED_LOG_PATHS } from "./log/logger.js";

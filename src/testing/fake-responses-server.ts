@@ -1,0 +1,466 @@
+/**
+ * A scriptable fake of the OpenAI Responses API (`POST /v1/responses`, SSE) on 127.0.0.1, for running the real
+ * `codex app-server` offline. Wire format verified against codex 0.169.0 (/work/shared/notes/codex-app-server.md §3).
+ *
+ * Replies are consumed FIFO per request kind ("turn" or "compaction", from the `x-codex-turn-metadata` header); when
+ * the queue is empty the default reply answers: an echo of the last user input for turns, a summary message for
+ * compaction requests, a `compaction` item for remote compaction (`compaction_trigger`).
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo, Socket } from "node:net";
+
+/** Token usage reported in `response.completed` (Codex's auto-compaction compares `total_tokens` to its limit). */
+export interface FakeUsage {
+  input_tokens: number;
+  output_tokens: number;
+  total_tokens: number;
+  /** `input_tokens_details.cached_tokens`. */
+  cached?: number;
+  /** `output_tokens_details.reasoning_tokens`. */
+  reasoning?: number;
+}
+
+export interface FakeFunctionCall {
+  name: string;
+  /** Object (JSON-encoded for the wire) or an already-encoded JSON string. */
+  arguments: unknown;
+  callId?: string;
+}
+
+/**
+ * One scripted reply. Fields combine: reasoning, then text, then function calls, then a compaction item, each as its
+ * own output item. `httpStatus` other than 200 replaces the stream with an error response.
+ */
+export interface FakeReply {
+  /** Assistant text; a string is streamed word by word, an array is streamed chunk by chunk. */
+  text?: string | string[];
+  /** A reasoning summary (streamed as `response.reasoning_summary_text.delta`). */
+  reasoning?: string;
+  functionCall?: FakeFunctionCall | FakeFunctionCall[];
+  /** Remote-compaction output item (`{type:"compaction", encrypted_content}`). */
+  compaction?: boolean | { encryptedContent?: string };
+  usage?: Partial<FakeUsage>;
+  /** Delay before each SSE event, in ms (makes the stream slow enough to steer or interrupt). */
+  delayMs?: number;
+  /** Keep the stream open this long after `response.completed`. */
+  holdOpenMs?: number;
+  /** Non-200 status: answer with `body` (default a JSON error) instead of a stream. */
+  httpStatus?: number;
+  body?: string;
+  /** Close the stream before `response.completed`. */
+  dropStream?: boolean;
+  /** Send bytes that are not valid SSE/JSON, then close. */
+  garbage?: boolean;
+}
+
+/** A reply or a function computing one from the request. */
+export type FakeReplySource = FakeReply | ((request: RecordedRequest) => FakeReply);
+
+export type FakeRequestKind = "turn" | "compaction";
+
+/** Everything the fake saw of one HTTP request. */
+export interface RecordedRequest {
+  /** 0-based arrival index. */
+  index: number;
+  method: string;
+  path: string;
+  /** Lower-cased header names. */
+  headers: Record<string, string>;
+  /** Parsed JSON body (null when absent or invalid). */
+  body: Record<string, unknown> | null;
+  /** Parsed `x-codex-turn-metadata` header. */
+  turnMetadata: Record<string, unknown> | null;
+  /** `turnMetadata.request_kind` ("turn" | "compaction"), defaulting to "turn". */
+  requestKind: FakeRequestKind;
+  /** Byte length of JSON.stringify(body.input). */
+  inputBytes: number;
+  remoteAddress: string;
+  receivedAtMs: number;
+  /** Where the reply came from. */
+  replySource: "queue" | "default" | "none";
+  /** The client closed the connection before the scripted stream finished (steer, interrupt). */
+  aborted: boolean;
+}
+
+export interface FakeResponsesServer {
+  /** `http://127.0.0.1:PORT/v1`; Codex POSTs to `${baseUrl}/responses`. */
+  readonly baseUrl: string;
+  readonly port: number;
+  /** Every request received, in arrival order (including unexpected paths). */
+  readonly requests: RecordedRequest[];
+  /** Queue replies for the next requests of `kind` (default "turn"). */
+  enqueue(reply: FakeReplySource | FakeReplySource[], options?: { kind?: FakeRequestKind }): void;
+  /** Replace the default reply for turn requests (or compaction requests with `{ kind: "compaction" }`). */
+  setDefault(reply: FakeReplySource, options?: { kind?: FakeRequestKind }): void;
+  /** Replies still queued for `kind`. */
+  queued(kind?: FakeRequestKind): number;
+  /** Resolve once at least `count` requests (matching `filter`) arrived; rejects after `timeoutMs`. */
+  waitForRequests(count: number, options?: { timeoutMs?: number; filter?: (r: RecordedRequest) => boolean }): Promise<RecordedRequest[]>;
+  /** Forget recorded requests and queued replies; restore default replies. */
+  reset(): void;
+  /** Stop listening and drop open connections. */
+  close(): Promise<void>;
+}
+
+export interface FakeResponsesServerOptions {
+  /** Default 0 (random free port). The host is always 127.0.0.1. */
+  port?: number;
+}
+
+/**
+ * Texts of `input` messages with `role` (default "user"), each message's text parts joined.
+ *
+ * @example
+ * ```ts
+ * expect(inputMessageTexts(fake.requests[0]!.body, "developer")).toContain("<ctx>value</ctx>");
+ * ```
+ */
+export function inputMessageTexts(body: Record<string, unknown> | null, role = "user"): string[] {
+  const input = body?.input;
+  if (!Array.isArray(input)) return [];
+  const out: string[] = [];
+  for (const item of input) {
+    const it = item as { type?: unknown; role?: unknown; content?: unknown };
+    if (it.type !== "message" || it.role !== role || !Array.isArray(it.content)) continue;
+    out.push(
+      it.content
+        .map((c: { type?: unknown; text?: unknown }) => (typeof c.text === "string" ? c.text : ""))
+        .filter((t: string) => t.length > 0)
+        .join("\n"),
+    );
+  }
+  return out;
+}
+
+/**
+ * The last user message of a request that is not Codex's `<environment_context>` block.
+ *
+ * @example
+ * ```ts
+ * fake.setDefault((req) => ({ text: `you said: ${lastUserText(req.body)}` }));
+ * ```
+ */
+export function lastUserText(body: Record<string, unknown> | null): string {
+  const texts = inputMessageTexts(body, "user").filter((t) => !t.startsWith("<environment_context>"));
+  return texts[texts.length - 1] ?? "";
+}
+
+function isRemoteCompaction(body: Record<string, unknown> | null): boolean {
+  const input = body?.input;
+  if (!Array.isArray(input) || input.length === 0) return false;
+  return (input[input.length - 1] as { type?: unknown }).type === "compaction_trigger";
+}
+
+function estimateTokens(bytes: number): number {
+  return Math.max(1, Math.ceil(bytes / 4));
+}
+
+/**
+ * The default turn reply: deterministic, derived from the last user input.
+ *
+ * @example
+ * ```ts
+ * fake.setDefault(defaultTurnReply); // restores "reply to: <last user text>"
+ * ```
+ */
+export function defaultTurnReply(request: RecordedRequest): FakeReply {
+  return { text: `reply to: ${lastUserText(request.body)}` };
+}
+
+/**
+ * The default compaction reply: a summary message (or a compaction item for remote compaction).
+ *
+ * @example
+ * ```ts
+ * fake.setDefault(defaultCompactionReply, { kind: "compaction" });
+ * ```
+ */
+export function defaultCompactionReply(request: RecordedRequest): FakeReply {
+  if (isRemoteCompaction(request.body)) return { compaction: true };
+  const items = Array.isArray(request.body?.input) ? (request.body!.input as unknown[]).length : 0;
+  return { text: `FAKE-SUMMARY: ${items} input items were summarized.` };
+}
+
+function chunksOf(text: string | string[]): string[] {
+  if (Array.isArray(text)) return text;
+  const parts = text.match(/\S+\s*|\s+/g);
+  return parts && parts.length > 0 ? parts : [text];
+}
+
+function buildEvents(reply: FakeReply, request: RecordedRequest): Array<{ type: string; data: Record<string, unknown> }> {
+  const n = request.index;
+  const respId = `resp_${n}`;
+  const ev: Array<{ type: string; data: Record<string, unknown> }> = [];
+  const push = (type: string, data: Record<string, unknown>): void => {
+    ev.push({ type, data: { type, ...data } });
+  };
+  push("response.created", { response: { id: respId, status: "in_progress" } });
+  let outputIndex = 0;
+  let outputChars = 0;
+  if (reply.reasoning !== undefined) {
+    const id = `rs_${n}_${outputIndex}`;
+    push("response.output_item.added", { output_index: outputIndex, item: { type: "reasoning", id, summary: [] } });
+    push("response.reasoning_summary_part.added", {
+      item_id: id,
+      output_index: outputIndex,
+      summary_index: 0,
+      part: { type: "summary_text", text: "" },
+    });
+    for (const delta of chunksOf(reply.reasoning)) {
+      push("response.reasoning_summary_text.delta", { item_id: id, output_index: outputIndex, summary_index: 0, delta });
+    }
+    push("response.output_item.done", {
+      output_index: outputIndex,
+      item: { type: "reasoning", id, summary: [{ type: "summary_text", text: reply.reasoning }] },
+    });
+    outputChars += reply.reasoning.length;
+    outputIndex++;
+  }
+  if (reply.text !== undefined) {
+    const id = `msg_${n}_${outputIndex}`;
+    const chunks = chunksOf(reply.text);
+    const full = chunks.join("");
+    push("response.output_item.added", {
+      output_index: outputIndex,
+      item: { type: "message", id, role: "assistant", status: "in_progress", content: [] },
+    });
+    for (const delta of chunks) {
+      push("response.output_text.delta", { item_id: id, output_index: outputIndex, content_index: 0, delta });
+    }
+    push("response.output_item.done", {
+      output_index: outputIndex,
+      item: {
+        type: "message",
+        id,
+        role: "assistant",
+        status: "completed",
+        content: [{ type: "output_text", text: full, annotations: [] }],
+      },
+    });
+    outputChars += full.length;
+    outputIndex++;
+  }
+  const calls = reply.functionCall === undefined ? [] : Array.isArray(reply.functionCall) ? reply.functionCall : [reply.functionCall];
+  calls.forEach((call, i) => {
+    const args = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {});
+    push("response.output_item.done", {
+      output_index: outputIndex,
+      item: {
+        type: "function_call",
+        id: `fc_${n}_${i}`,
+        call_id: call.callId ?? `call_${n}_${i}`,
+        name: call.name,
+        arguments: args,
+        status: "completed",
+      },
+    });
+    outputChars += args.length;
+    outputIndex++;
+  });
+  if (reply.compaction) {
+    const blob = typeof reply.compaction === "object" && reply.compaction.encryptedContent ? reply.compaction.encryptedContent : `FAKE-COMPACTION-BLOB-${n}`;
+    push("response.output_item.done", {
+      output_index: outputIndex,
+      item: { type: "compaction", id: `cmp_${n}`, encrypted_content: blob },
+    });
+    outputIndex++;
+  }
+  const input = reply.usage?.input_tokens ?? estimateTokens(request.inputBytes);
+  const output = reply.usage?.output_tokens ?? estimateTokens(outputChars);
+  push("response.completed", {
+    response: {
+      id: respId,
+      status: "completed",
+      usage: {
+        input_tokens: input,
+        input_tokens_details: { cached_tokens: reply.usage?.cached ?? 0 },
+        output_tokens: output,
+        output_tokens_details: { reasoning_tokens: reply.usage?.reasoning ?? 0 },
+        total_tokens: reply.usage?.total_tokens ?? input + output,
+      },
+    },
+  });
+  return ev;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+function headerRecord(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined) continue;
+    out[k.toLowerCase()] = Array.isArray(v) ? v.join(", ") : v;
+  }
+  return out;
+}
+
+function parseJson(text: string): Record<string, unknown> | null {
+  try {
+    const v: unknown = JSON.parse(text);
+    return v && typeof v === "object" && !Array.isArray(v) ? (v as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Start the fake on 127.0.0.1 (random port by default).
+ *
+ * @example
+ * ```ts
+ * const fake = await startFakeResponsesServer();
+ * fake.enqueue({ reasoning: "thinking", text: "Hello world", usage: { input_tokens: 100, output_tokens: 5, total_tokens: 105 } });
+ * fake.enqueue({ functionCall: { name: "lookup", arguments: { q: "x" } } });
+ * fake.enqueue({ httpStatus: 500 });
+ * // ... run codex against fake.baseUrl ...
+ * console.log(fake.requests.map((r) => r.requestKind));
+ * await fake.close();
+ * ```
+ */
+export async function startFakeResponsesServer(options: FakeResponsesServerOptions = {}): Promise<FakeResponsesServer> {
+  const requests: RecordedRequest[] = [];
+  const queues: Record<FakeRequestKind, FakeReplySource[]> = { turn: [], compaction: [] };
+  const defaults: Record<FakeRequestKind, FakeReplySource> = { turn: defaultTurnReply, compaction: defaultCompactionReply };
+  const sockets = new Set<Socket>();
+  const waiters = new Set<() => void>();
+  const notify = (): void => {
+    for (const w of [...waiters]) w();
+  };
+
+  async function stream(res: ServerResponse, request: RecordedRequest, reply: FakeReply): Promise<void> {
+    if (reply.httpStatus !== undefined && reply.httpStatus !== 200) {
+      const body = reply.body ?? JSON.stringify({ error: { message: `fake error ${reply.httpStatus}`, type: "server_error", code: null } });
+      res.writeHead(reply.httpStatus, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+      res.end(body);
+      return;
+    }
+    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+    let closed = false;
+    res.on("close", () => {
+      closed = true;
+    });
+    if (reply.garbage) {
+      res.write("this is not server-sent events\n\ndata: {not json\n\nevent: response.completed\ndata: [[[\n\n");
+      res.end();
+      return;
+    }
+    const events = buildEvents(reply, request);
+    for (const e of events) {
+      if (reply.dropStream && e.type === "response.completed") break;
+      if (reply.delayMs) await sleep(reply.delayMs);
+      if (closed || res.destroyed) {
+        request.aborted = true;
+        return;
+      }
+      res.write(`event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`);
+    }
+    if (reply.holdOpenMs && !reply.dropStream) await sleep(reply.holdOpenMs);
+    if (!res.destroyed) res.end();
+  }
+
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const bodyText = Buffer.concat(chunks).toString("utf8");
+      const body = parseJson(bodyText);
+      const headers = headerRecord(req);
+      const metaHeader = headers["x-codex-turn-metadata"];
+      const turnMetadata = metaHeader ? parseJson(metaHeader) : null;
+      const requestKind: FakeRequestKind = turnMetadata?.request_kind === "compaction" ? "compaction" : "turn";
+      const record: RecordedRequest = {
+        index: requests.length,
+        method: req.method ?? "",
+        path: (req.url ?? "").split("?")[0] ?? "",
+        headers,
+        body,
+        turnMetadata,
+        requestKind,
+        inputBytes: body && body.input !== undefined ? Buffer.byteLength(JSON.stringify(body.input)) : 0,
+        remoteAddress: req.socket.remoteAddress ?? "",
+        receivedAtMs: Date.now(),
+        replySource: "none",
+        aborted: false,
+      };
+      requests.push(record);
+      notify();
+      if (req.method !== "POST" || !/\/responses$/.test(record.path)) {
+        res.writeHead(404, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: `fake server: no route for ${req.method} ${record.path}` } }));
+        return;
+      }
+      const queued = queues[requestKind].shift();
+      record.replySource = queued ? "queue" : "default";
+      const source = queued ?? defaults[requestKind];
+      let reply: FakeReply;
+      try {
+        reply = typeof source === "function" ? source(record) : source;
+      } catch (err) {
+        reply = { httpStatus: 500, body: JSON.stringify({ error: { message: `fake reply function threw: ${String(err)}` } }) };
+      }
+      stream(res, record, reply).catch(() => {
+        record.aborted = true;
+        if (!res.destroyed) res.destroy();
+      });
+    });
+  });
+  server.on("connection", (s) => {
+    sockets.add(s);
+    s.on("close", () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  return {
+    baseUrl: `http://127.0.0.1:${port}/v1`,
+    port,
+    requests,
+    enqueue(reply, opts) {
+      const kind = opts?.kind ?? "turn";
+      queues[kind].push(...(Array.isArray(reply) ? reply : [reply]));
+    },
+    setDefault(reply, opts) {
+      defaults[opts?.kind ?? "turn"] = reply;
+    },
+    queued(kind = "turn") {
+      return queues[kind].length;
+    },
+    waitForRequests(count, opts = {}) {
+      const timeoutMs = opts.timeoutMs ?? 10_000;
+      const filter = opts.filter ?? (() => true);
+      return new Promise<RecordedRequest[]>((resolve, reject) => {
+        const check = (): boolean => {
+          const matched = requests.filter(filter);
+          if (matched.length >= count) {
+            waiters.delete(waiter);
+            clearTimeout(timer);
+            resolve(matched);
+            return true;
+          }
+          return false;
+        };
+        const waiter = (): void => void check();
+        const timer = setTimeout(() => {
+          waiters.delete(waiter);
+          reject(new Error(`fake responses server: expected ${count} requests within ${timeoutMs} ms, got ${requests.filter(filter).length}`));
+        }, timeoutMs);
+        waiters.add(waiter);
+        check();
+      });
+    },
+    reset() {
+      requests.length = 0;
+      queues.turn.length = 0;
+      queues.compaction.length = 0;
+      defaults.turn = defaultTurnReply;
+      defaults.compaction = defaultCompactionReply;
+    },
+    close() {
+      for (const s of sockets) s.destroy();
+      return new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}

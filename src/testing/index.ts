@@ -1,0 +1,20 @@
+/**
+ * Test helpers (package export `codex-turn-machine/testing`): a fake Responses API on loopback and a one-call
+ * offline Codex app-server wired to it.
+ */
+export {
+  defaultCompactionReply,
+  defaultTurnReply,
+  inputMessageTexts,
+  lastUserText,
+  startFakeResponsesServer,
+  type FakeFunctionCall,
+  type FakeReply,
+  type FakeReplySource,
+  type FakeRequestKind,
+  type FakeResponsesServer,
+  type FakeResponsesServerOptions,
+  type FakeUsage,
+  type RecordedRequest,
+} from "./fake-responses-server.js";
+export { startOfflineCodex, type OfflineCodex, type StartOfflineCodexOptions } from "./offline-codex.js";

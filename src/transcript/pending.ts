@@ -1,0 +1,265 @@
+/**
+ * The durable "mirrored, not yet finalized" record (the `pendingFinalize` sidecar, path from `paths.ts`).
+ *
+ * Exactly-once finalize, and where it stops being exactly-once:
+ * 1. Under the session lock the host writes the record and mirrors the turn (the mirror is idempotent by key).
+ *    These functions do not take the session lock by default (see {@link PendingFinalizeOptions.takeLock}).
+ * 2. It calls the engine (`afterTurn` / `ingestBatch` / `ingest`) with the turn.
+ * 3. After the engine call returned it clears the record (`completePendingFinalize`).
+ * On the next attempt for the session, every record still present is finalized first (from the re-read transcript:
+ * `messages.slice(prePromptMessageCount)`), then cleared. Every update is atomic (temp file + fsync + rename + fsync
+ * of the directory), so a crash leaves either the old or the new record set, never a torn one.
+ *
+ * The unavoidable window: the engine call returned (the engine took the turn) and the process died before the
+ * record was cleared. Recovery then finalizes the same turn again: at-least-once. No file protocol can close this
+ * window, because the engine's own commit and our clear are two separate durable writes. The finalize caller passes
+ * the `turnId`; an engine that dedupes by it makes the second delivery a no-op, which closes the window.
+ *
+ * Ordering note: if the record is written AFTER the mirror, a crash between the two leaves a mirrored turn that is
+ * never finalized (at-most-once for that turn). Writing the record FIRST (both inside one locked section) avoids
+ * that: a record whose turn never reached the transcript is found at recovery (no origin with its turnId) and can be
+ * cleared without calling the engine.
+ */
+import { promises as fsp } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
+import path from "node:path";
+import type { Logger } from "pino";
+import { z } from "zod";
+import type { TurnRecord, TurnStatus } from "../../machines/turn.contract.js";
+import { silentLogger } from "../log/logger.js";
+import { SessionFileError } from "./errors.js";
+import { faultPoint } from "./fault.js";
+import { withSessionLock, type SessionLockOptions } from "./lock.js";
+import { sessionSidecarPaths } from "./paths.js";
+import { errCode } from "./resolve.js";
+
+/** Codex's status of the turn, or the machine's status of the attempt. */
+export type PendingFinalizeStatus = TurnRecord["codexStatus"] | TurnStatus;
+
+/** One turn waiting for its engine finalize. */
+export interface PendingFinalizeRecord {
+  threadId: string;
+  turnId: string;
+  /** `messages.slice(prePromptMessageCount)` of the re-read history is this turn. */
+  prePromptMessageCount: number;
+  /** Messages in the turn's snapshot. */
+  messageCount: number;
+  status: PendingFinalizeStatus;
+  /** When the record was written (ISO; metadata only). */
+  recordedAt: string;
+}
+
+/** Options shared by the pending-finalize functions. */
+export interface PendingFinalizeOptions {
+  logger?: Logger;
+  /**
+   * Also take the session lock for this update (true, or lock options). Default false: the turn runner updates the
+   * record while it already holds the session lock, and whether a call chain holds it cannot be detected reliably
+   * (AsyncLocalStorage does not follow event-emitter callbacks of resources created outside the lock), so taking it
+   * here by default could wait on ourselves. Standalone tools that hold no lock pass true. Updates from one process
+   * are always serialized by an in-process queue.
+   */
+  takeLock?: boolean | Omit<SessionLockOptions, "logger">;
+}
+
+const STATUSES = ["completed", "failed", "interrupted", "timedOut", "aborted", "yieldAborted"] as const;
+
+const RecordInputSchema = z.object({
+  threadId: z.string().min(1),
+  turnId: z.string().min(1),
+  prePromptMessageCount: z.number().int().nonnegative(),
+  messageCount: z.number().int().nonnegative(),
+  status: z.enum(STATUSES),
+});
+
+const FileSchema = z.object({
+  version: z.literal(1),
+  records: z.array(RecordInputSchema.extend({ recordedAt: z.string() })),
+});
+
+type PendingFile = z.infer<typeof FileSchema>;
+
+function pendingPath(sessionFile: string): string {
+  return sessionSidecarPaths(path.resolve(sessionFile)).pendingFinalize;
+}
+
+async function readPendingFile(file: string, sessionFile: string): Promise<PendingFile> {
+  let text: string;
+  try {
+    text = await fsp.readFile(file, "utf8");
+  } catch (err) {
+    if (errCode(err) === "ENOENT") return { version: 1, records: [] };
+    throw new SessionFileError("SESSION_UNREADABLE", file, `cannot read pending-finalize record ${file} of session ${sessionFile} (${errCode(err) ?? String(err)})`, {
+      cause: err,
+    });
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new SessionFileError("SESSION_PENDING_INVALID", file, `pending-finalize record ${file} is not valid JSON; it was left in place`, { cause: err });
+  }
+  const r = FileSchema.safeParse(json);
+  if (!r.success) {
+    throw new SessionFileError(
+      "SESSION_PENDING_INVALID",
+      file,
+      `pending-finalize record ${file} has an unexpected shape (${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}); it was left in place`,
+    );
+  }
+  return r.data;
+}
+
+async function fsyncDir(dir: string): Promise<void> {
+  let fh: FileHandle | undefined;
+  try {
+    fh = await fsp.open(dir, "r");
+    await fh.sync();
+  } catch {
+    // Not supported everywhere; the rename itself is atomic.
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+/** Replace the sidecar atomically; an empty record set removes it. */
+async function writePendingFile(file: string, data: PendingFile): Promise<void> {
+  const dir = path.dirname(file);
+  try {
+    if (data.records.length === 0) {
+      await fsp.rm(file, { force: true });
+      await fsyncDir(dir);
+      return;
+    }
+    // A fixed temp name is safe because updates run under the session lock, and a crash leaves no litter behind
+    // (the next update overwrites it).
+    const tmp = `${file}.tmp`;
+    const fh = await fsp.open(tmp, "w");
+    try {
+      await fh.writeFile(`${JSON.stringify(data, null, 2)}\n`);
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    faultPoint("pending:before-rename");
+    try {
+      await fsp.rename(tmp, file);
+    } catch (err) {
+      await fsp.rm(tmp, { force: true }).catch(() => undefined);
+      throw err;
+    }
+    faultPoint("pending:after-rename");
+    await fsyncDir(dir);
+  } catch (err) {
+    if (err instanceof SessionFileError) throw err;
+    throw new SessionFileError("SESSION_WRITE_FAILED", file, `cannot write pending-finalize record ${file} (${errCode(err) ?? String(err)})`, {
+      cause: err,
+    });
+  }
+}
+
+const queues = new Map<string, Promise<unknown>>();
+
+/** Serialize read-modify-write updates of one sidecar within this process (held briefly, never while waiting). */
+function queued<T>(file: string, fn: () => Promise<T>): Promise<T> {
+  const prev = queues.get(file) ?? Promise.resolve();
+  const run = prev.then(
+    () => fn(),
+    () => fn(),
+  );
+  queues.set(file, run);
+  void run.then(
+    () => undefined,
+    () => undefined,
+  ).then(() => {
+    if (queues.get(file) === run) queues.delete(file);
+  });
+  return run;
+}
+
+/** Optionally take the session lock first, then the in-process queue (never the other way round: no lock-order cycle). */
+function runSerialized<T>(sessionFile: string, file: string, opts: PendingFinalizeOptions, fn: () => Promise<T>): Promise<T> {
+  if (!opts.takeLock) return queued(file, fn);
+  const lockOpts: SessionLockOptions = {
+    ...(typeof opts.takeLock === "object" ? opts.takeLock : {}),
+    ...(opts.logger ? { logger: opts.logger } : {}),
+  };
+  return withSessionLock(sessionFile, () => queued(file, fn), lockOpts);
+}
+
+/**
+ * Durably record that a turn is mirrored (or about to be) and awaits its engine finalize. Recording the same turnId
+ * again replaces the earlier record (idempotent).
+ *
+ * @example
+ * ```ts
+ * await recordPendingFinalize(sessionFile, { threadId, turnId, prePromptMessageCount: 12, messageCount: 3, status: "completed" });
+ * ```
+ */
+export async function recordPendingFinalize(
+  sessionFile: string,
+  record: Omit<PendingFinalizeRecord, "recordedAt">,
+  opts: PendingFinalizeOptions = {},
+): Promise<PendingFinalizeRecord> {
+  const r = RecordInputSchema.safeParse(record);
+  if (!r.success) {
+    throw new SessionFileError(
+      "SESSION_INVALID_ARGUMENT",
+      sessionFile,
+      `invalid pending-finalize record for session ${sessionFile}: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
+  }
+  const logger = opts.logger ?? silentLogger;
+  const file = pendingPath(sessionFile);
+  return runSerialized(sessionFile, file, opts, async () => {
+    const data = await readPendingFile(file, sessionFile);
+    const next: PendingFinalizeRecord = { ...r.data, recordedAt: new Date().toISOString() };
+    const at = data.records.findIndex((x) => x.turnId === next.turnId);
+    if (at >= 0) data.records[at] = next;
+    else data.records.push(next);
+    await writePendingFile(file, data);
+    logger.info(
+      { event: "transcript.pending.recorded", threadId: next.threadId, turnId: next.turnId, pending: data.records.length, replaced: at >= 0 },
+      "pending finalize recorded",
+    );
+    return next;
+  });
+}
+
+/**
+ * Clear a turn's record once its engine finalize returned. Returns whether a record was removed.
+ *
+ * @example
+ * ```ts
+ * await completePendingFinalize(sessionFile, turnId);
+ * ```
+ */
+export async function completePendingFinalize(sessionFile: string, turnId: string, opts: PendingFinalizeOptions = {}): Promise<boolean> {
+  if (typeof turnId !== "string" || turnId.length === 0) {
+    throw new SessionFileError("SESSION_INVALID_ARGUMENT", sessionFile, `completePendingFinalize for session ${sessionFile} needs a non-empty turnId`);
+  }
+  const logger = opts.logger ?? silentLogger;
+  const file = pendingPath(sessionFile);
+  return runSerialized(sessionFile, file, opts, async () => {
+    const data = await readPendingFile(file, sessionFile);
+    const before = data.records.length;
+    data.records = data.records.filter((x) => x.turnId !== turnId);
+    if (data.records.length === before) return false;
+    await writePendingFile(file, data);
+    logger.info({ event: "transcript.pending.completed", turnId, pending: data.records.length }, "pending finalize cleared");
+    return true;
+  });
+}
+
+/**
+ * Turns still waiting for their finalize, oldest first. No lock needed: the sidecar is only ever replaced whole.
+ *
+ * @example
+ * ```ts
+ * for (const p of await listPendingFinalize(sessionFile)) await finalize(p);
+ * ```
+ */
+export async function listPendingFinalize(sessionFile: string): Promise<PendingFinalizeRecord[]> {
+  const data = await readPendingFile(pendingPath(sessionFile), sessionFile);
+  return data.records.map((r) => ({ ...r }));
+}

@@ -1,0 +1,156 @@
+/**
+ * Reset a session's Codex state: forget the thread binding (the next turn starts a fresh thread) and optionally
+ * archive the transcript. Nothing is deleted except the binding: the transcript is renamed, never removed, and the
+ * pending-finalize record stays so the turn it names is still finalized (exactly once) before anything else.
+ */
+import { promises as fsp } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
+import path from "node:path";
+import type { Logger } from "pino";
+import { z } from "zod";
+import { silentLogger } from "../log/logger.js";
+import { SessionFileError } from "./errors.js";
+import { withSessionLock, withSessionLockUnlessHeld, type SessionLockOptions } from "./lock.js";
+import { sessionSidecarPaths } from "./paths.js";
+import { listPendingFinalize } from "./pending.js";
+import { errCode, resolveSessionPath } from "./resolve.js";
+import { invalidateSessionIndex } from "./session-file.js";
+
+/** Parameters of {@link resetCodexSession}. */
+export interface ResetCodexSessionParams {
+  sessionFile: string;
+  /** Rename the transcript to `<file>.archived-<n>.jsonl` (next free n). Default false. */
+  archiveTranscript?: boolean;
+  sessionRoot?: string;
+  logger?: Logger;
+  /** true: the caller holds the session lock. false: always take it. Omitted: take it unless this call chain holds it. */
+  locked?: boolean;
+  lock?: Omit<SessionLockOptions, "logger">;
+}
+
+/** What {@link resetCodexSession} did. */
+export interface ResetCodexSessionResult {
+  /** A binding sidecar existed and was removed. */
+  bindingCleared: boolean;
+  /** Where the transcript went, when archived. */
+  archivedTo?: string;
+  /** Pending-finalize records left in place (finalize them before the next turn). */
+  pendingFinalize: number;
+}
+
+const ParamsSchema = z.object({
+  sessionFile: z.string().min(1),
+  archiveTranscript: z.boolean().optional(),
+  sessionRoot: z.string().min(1).optional(),
+  logger: z.any().optional(),
+  locked: z.boolean().optional(),
+  lock: z.any().optional(),
+});
+
+async function fsyncDir(dir: string): Promise<void> {
+  let fh: FileHandle | undefined;
+  try {
+    fh = await fsp.open(dir, "r");
+    await fh.sync();
+  } catch {
+    // best effort
+  } finally {
+    await fh?.close().catch(() => undefined);
+  }
+}
+
+/** Move `from` to the first free `<from>.archived-<n>.jsonl` without ever overwriting (link + unlink; rename where links are unsupported). */
+async function archive(from: string, reported: string): Promise<string | undefined> {
+  try {
+    const st = await fsp.lstat(from);
+    if (st.isDirectory()) {
+      throw new SessionFileError("SESSION_PATH_IS_DIRECTORY", reported, `session path ${reported} is a directory, not a session file`);
+    }
+  } catch (err) {
+    if (errCode(err) === "ENOENT") return undefined;
+    throw err;
+  }
+  for (let n = 1; n < 100_000; n++) {
+    const to = `${from}.archived-${n}.jsonl`;
+    try {
+      try {
+        await fsp.link(from, to);
+        await fsp.unlink(from);
+      } catch (err) {
+        const code = errCode(err);
+        if (code === "EEXIST") continue;
+        if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP" && code !== "ENOSYS") throw err;
+        // No hard links on this filesystem: rename after checking the name is free (we hold the session lock).
+        const taken = await fsp.lstat(to).then(
+          () => true,
+          () => false,
+        );
+        if (taken) continue;
+        await fsp.rename(from, to);
+      }
+    } catch (err) {
+      throw new SessionFileError("SESSION_WRITE_FAILED", reported, `cannot archive session file ${reported} to ${to} (${errCode(err) ?? String(err)})`, {
+        cause: err,
+      });
+    }
+    await fsyncDir(path.dirname(from));
+    return to;
+  }
+  throw new SessionFileError("SESSION_WRITE_FAILED", reported, `no free archive name for session file ${reported}`);
+}
+
+/**
+ * Clear the Codex thread binding of a session and optionally archive its transcript, under the session lock.
+ *
+ * @example
+ * ```ts
+ * const r = await resetCodexSession({ sessionFile: "/data/s1.jsonl", archiveTranscript: true });
+ * // r.archivedTo === "/data/s1.jsonl.archived-1.jsonl"; r.pendingFinalize turns still to finalize
+ * ```
+ */
+export async function resetCodexSession(params: ResetCodexSessionParams): Promise<ResetCodexSessionResult> {
+  const parsed = ParamsSchema.safeParse(params);
+  if (!parsed.success) {
+    const file = typeof params?.sessionFile === "string" ? params.sessionFile : "(unknown)";
+    throw new SessionFileError(
+      "SESSION_INVALID_ARGUMENT",
+      file,
+      `invalid reset parameters for session ${file}: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`,
+    );
+  }
+  const logger = params.logger ?? silentLogger;
+  const { sessionFile } = params;
+  const real = await resolveSessionPath(sessionFile, params.sessionRoot);
+
+  const run = async (): Promise<ResetCodexSessionResult> => {
+    // The binding path comes from paths.ts with the caller's spelling, as the binding writer computes it.
+    const binding = sessionSidecarPaths(path.resolve(sessionFile)).binding;
+    let bindingCleared = false;
+    try {
+      await fsp.unlink(binding);
+      bindingCleared = true;
+    } catch (err) {
+      if (errCode(err) !== "ENOENT") {
+        throw new SessionFileError("SESSION_WRITE_FAILED", binding, `cannot remove thread binding ${binding} of session ${sessionFile} (${errCode(err) ?? String(err)})`, {
+          cause: err,
+        });
+      }
+    }
+    let archivedTo: string | undefined;
+    if (params.archiveTranscript) {
+      archivedTo = await archive(real, sessionFile);
+      invalidateSessionIndex(real);
+    }
+    const pendingFinalize = (await listPendingFinalize(sessionFile)).length;
+    logger.info(
+      { event: "transcript.reset", sessionFile: path.basename(real), bindingCleared, archived: archivedTo !== undefined, pendingFinalize },
+      "codex session reset",
+    );
+    return { bindingCleared, ...(archivedTo !== undefined ? { archivedTo } : {}), pendingFinalize };
+  };
+
+  const lockOpts: SessionLockOptions = { ...(params.lock ?? {}), logger };
+  if (params.locked === true) return run();
+  if (params.locked === false) return withSessionLock(sessionFile, run, lockOpts);
+  return withSessionLockUnlessHeld(sessionFile, run, lockOpts);
+}

@@ -1,0 +1,692 @@
+/**
+ * Binds the real effects (mirror, context engine, projection, Codex app-server) to the pure turn statechart and runs
+ * one turn attempt. Everything stateful about a session lives in files next to the session transcript, so any
+ * process can run the next attempt.
+ */
+import { existsSync } from "node:fs";
+import { createActor, fromCallback, fromPromise, toPromise, type AnyActorRef } from "xstate";
+import type { Logger } from "pino";
+import { turnMachine } from "../machines/turn.machine.js";
+import type {
+  AdditionalContextEntry,
+  HistoryOutput,
+  ProjectionOutput,
+  RunTurnEmitted,
+  RunTurnReceived,
+  TurnMachineInput,
+  TurnMachineOutput,
+  TurnRecord,
+} from "../machines/turn.contract.js";
+import type { AgentMessage } from "./context-engine/types.js";
+import { engineFacts, isLegacyEngine } from "./context-engine/contract.js";
+import {
+  assembleHarnessContextEngine,
+  bootstrapHarnessContextEngine,
+  buildHarnessContextEngineRuntimeContext,
+  finalizeHarnessContextEngineTurn,
+  runHarnessContextEngineMaintenance,
+} from "./context-engine/lifecycle.js";
+import { fingerprintDynamicTools, fingerprintPolicy, projectAssembledContext } from "./projection/index.js";
+import { applyBindingUpdate, readThreadBinding, writeThreadBinding, type ThreadBinding } from "./transcript/binding.js";
+import { readSessionHistory } from "./transcript/session-file.js";
+import { mirrorTurnToTranscript } from "./transcript/mirror.js";
+import { withSessionLock } from "./transcript/lock.js";
+import { completePendingFinalize, listPendingFinalize, recordPendingFinalize } from "./transcript/pending.js";
+import { evaluateAccordion, parseAccordionConfig, runAccordionCompaction } from "./compaction/accordion.js";
+import type { CodexAppServer, CodexTurn } from "./codex/app-server.js";
+import type { CodexTurnEvent } from "./codex/turn-projector.js";
+import { silentLogger } from "./log/logger.js";
+import {
+  parseCodexTurnParams,
+  type CodexTurnParams,
+  type CodexTurnResult,
+  type TurnStreamEvent,
+} from "./params.js";
+
+export type { CodexTurnParams, CodexTurnResult, TurnStreamEvent };
+
+/** A running turn attempt. */
+export interface CodexTurnHandle {
+  /** The XState actor (subscribe to it, or inspect it). Undefined until the session lock is held. */
+  readonly actor: AnyActorRef | undefined;
+  result: Promise<CodexTurnResult>;
+  /** Abort the attempt (before the turn: stops at once; during it: interrupts Codex; after it: skips maintenance). */
+  abort(reason?: string): void;
+  /** The agent hands control back (e.g. a `sessions_yield` tool): like abort, but the outcome is `yieldAborted`. */
+  yield(): void;
+  /** Steer the running turn; texts Codex does not take come back in `result.followUps`. */
+  steer(text: string): void;
+}
+
+type ParsedParams = ReturnType<typeof parseCodexTurnParams>;
+
+/** Background maintenance still running, so a host can wait for it before exiting (see {@link drainBackgroundWork}). */
+const backgroundWork = new Set<Promise<void>>();
+
+/**
+ * Wait for all background maintenance started by earlier turns.
+ *
+ * @example
+ * ```ts
+ * await runCodexTurn(params);
+ * await drainBackgroundWork();
+ * ```
+ */
+export async function drainBackgroundWork(): Promise<void> {
+  while (backgroundWork.size > 0) await Promise.allSettled([...backgroundWork]);
+}
+
+function emptyResult(status: CodexTurnResult["status"]): CodexTurnResult {
+  return {
+    status,
+    assistantText: "",
+    messagesSnapshot: [],
+    trace: [],
+    engine: { bootstrap: "pending", assemble: "pending", finalize: "pending", maintenance: "pending" },
+    nativeCompactions: [],
+    followUps: [],
+    warnings: [],
+    backgroundMaintenance: Promise.resolve(),
+  };
+}
+
+/**
+ * Start one turn attempt and return a handle to steer, abort or yield it.
+ *
+ * @example
+ * ```ts
+ * const handle = startCodexTurn({ appServer, sessionId: "s1", sessionFile: "/data/s1.jsonl", prompt: "Hello" });
+ * handle.steer("Be brief.");
+ * const result = await handle.result;
+ * ```
+ */
+export function startCodexTurn(params: CodexTurnParams): CodexTurnHandle {
+  const parsed = parseCodexTurnParams(params);
+  const pending: Array<{ type: "ABORT"; reason?: string } | { type: "YIELD" } | { type: "STEER"; text: string }> = [];
+  let actor: AnyActorRef | undefined;
+  const send = (event: (typeof pending)[number]) => {
+    if (actor) actor.send(event);
+    else pending.push(event);
+  };
+  const onAbortSignal = () => send({ type: "ABORT", reason: "signal" });
+  if (parsed.signal?.aborted) pending.push({ type: "ABORT", reason: "signal" });
+  else parsed.signal?.addEventListener("abort", onAbortSignal, { once: true });
+
+  const result = withSessionLock(parsed.sessionFile, async () => {
+    const logger = parsed.logger ?? silentLogger;
+    await finalizePendingTurns(parsed, logger);
+    const run = runTurnMachine(parsed, logger);
+    actor = run.actor;
+    for (const event of pending.splice(0)) actor.send(event);
+    return run.result;
+  }).finally(() => parsed.signal?.removeEventListener("abort", onAbortSignal));
+
+  return {
+    get actor() {
+      return actor;
+    },
+    result,
+    abort: (reason?: string) => send(reason === undefined ? { type: "ABORT" } : { type: "ABORT", reason }),
+    yield: () => send({ type: "YIELD" }),
+    steer: (text: string) => send({ type: "STEER", text }),
+  };
+}
+
+/**
+ * Run one Codex turn through the full context-engine lifecycle and resolve with its result.
+ *
+ * @example
+ * ```ts
+ * const appServer = await CodexAppServer.spawn();
+ * const result = await runCodexTurn({
+ *   appServer, sessionId: "s1", sessionFile: "/data/s1.jsonl", prompt: "Summarize the plan",
+ *   contextEngine: createWindowEngine({ tokenBudget: 8000 }), contextTokenBudget: 8000,
+ * });
+ * console.log(result.status, result.assistantText, result.trace);
+ * ```
+ */
+export function runCodexTurn(params: CodexTurnParams): Promise<CodexTurnResult> {
+  return startCodexTurn(params).result;
+}
+
+/**
+ * Finish turns a crashed earlier attempt mirrored but did not finalize, before this attempt touches the engine.
+ * Exactly-once rests on the durable pending record: it is cleared only after the engine call returned.
+ */
+async function finalizePendingTurns(p: ParsedParams, logger: Logger): Promise<void> {
+  const pendingTurns = await listPendingFinalize(p.sessionFile);
+  if (pendingTurns.length === 0) return;
+  const engine = p.contextEngine;
+  for (const turn of pendingTurns) {
+    const history = await readSessionHistory(p.sessionFile, { sessionId: p.sessionId, sessionRoot: p.sessionRoot, logger });
+    const mirrored = history.origins.some((o) => o?.turnId === turn.turnId);
+    if (!mirrored) {
+      logger.warn({ event: "pending finalize dropped", sessionId: p.sessionId, turnId: turn.turnId }, "pending turn was never mirrored; nothing to finalize");
+    } else if (engine && !isLegacyEngine(engine)) {
+      const mode = await finalizeHarnessContextEngineTurn({
+        engine,
+        sessionId: p.sessionId,
+        sessionKey: p.sessionKey,
+        sessionFile: p.sessionFile,
+        messages: history.messages,
+        prePromptMessageCount: Math.min(turn.prePromptMessageCount, history.messages.length),
+        tokenBudget: p.contextTokenBudget,
+        runtimeContext: buildHarnessContextEngineRuntimeContext({ tokenBudget: p.contextTokenBudget }),
+        turnId: turn.turnId,
+        timeoutMs: p.timeouts?.engineCallMs,
+      });
+      logger.info({ event: "pending finalize completed", sessionId: p.sessionId, turnId: turn.turnId, mode }, "pending finalize completed");
+    }
+    await completePendingFinalize(p.sessionFile, turn.turnId);
+  }
+}
+
+interface TurnRun {
+  actor: AnyActorRef;
+  result: Promise<CodexTurnResult>;
+}
+
+function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
+  const appServer = p.appServer as CodexAppServer;
+  const engine = p.contextEngine && !isLegacyEngine(p.contextEngine) ? p.contextEngine : undefined;
+  const facts = engineFacts(p.contextEngine);
+  const hadSessionFile = existsSync(p.sessionFile);
+  const engineCallMs = p.timeouts?.engineCallMs ?? 60_000;
+  const projectionMode = p.projection?.mode ?? "auto";
+  const dynamicToolNames = new Set((p.dynamicTools ?? []).map((t) => t.name));
+  const toolFingerprint = fingerprintDynamicTools(
+    (p.dynamicTools ?? []).map(({ name, inputSchema }) => ({ name, inputSchema })),
+  );
+  const policyFingerprint = fingerprintPolicy({
+    mode: projectionMode,
+    divergenceTokens: p.projection?.divergenceTokens,
+    partCapChars: p.projection?.partCapChars,
+    totalCapChars: p.projection?.totalCapChars,
+    model: p.model,
+  });
+  const accordion = parseAccordionConfig(p.compaction ?? {});
+  const ids = { sessionId: p.sessionId, engineId: facts.id };
+  const emit = (event: TurnStreamEvent) => {
+    try {
+      p.onEvent?.(event);
+    } catch {
+      // A display callback must never break the turn.
+    }
+  };
+
+  // Host-side state the actors share (the machine context carries the serializable decisions).
+  let binding: ThreadBinding | undefined;
+  let projection: ProjectionOutput | undefined;
+  let rotateRequested = false;
+  let activeTurn: CodexTurn | undefined;
+  let background: Promise<void> = Promise.resolve();
+
+  const readHistory = () =>
+    readSessionHistory(p.sessionFile, { sessionId: p.sessionId, sessionRoot: p.sessionRoot, logger });
+
+  const project = (history: HistoryOutput, assembled: Parameters<typeof projectAssembledContext>[0]["assembled"]) =>
+    projectAssembledContext({
+      mode: rotateRequested && projectionMode !== "prompt" ? "delta" : projectionMode,
+      prompt: p.prompt,
+      history: history.messages,
+      origins: history.origins,
+      assembled,
+      baseDeveloperInstructions: p.developerInstructions,
+      binding: rotateRequested ? undefined : binding,
+      fingerprints: { dynamicTools: toolFingerprint, engineId: facts.id, policy: policyFingerprint },
+      tokenBudget: p.contextTokenBudget,
+      divergenceTokens: p.projection?.divergenceTokens,
+      partCapChars: p.projection?.partCapChars,
+      totalCapChars: p.projection?.totalCapChars,
+    });
+
+  const machine = turnMachine.provide({
+    delays: { interruptGrace: p.timeouts?.interruptGraceMs ?? 10_000 },
+    actions: {
+      logLifecycle: ({ context }, params) => {
+        const { event, ...counts } = params as { event: string; [k: string]: unknown };
+        logger.info(
+          { ...ids, threadId: context.threadId, turnId: context.turnId, event, ...counts },
+          `codex context engine ${event}`,
+        );
+      },
+      scheduleBackgroundMaintenance: () => {
+        if (!engine) return;
+        const work = runHarnessContextEngineMaintenance({
+          engine,
+          sessionId: p.sessionId,
+          sessionKey: p.sessionKey,
+          sessionFile: p.sessionFile,
+          reason: "turn",
+          background: true,
+          runtimeContext: buildHarnessContextEngineRuntimeContext({ tokenBudget: p.contextTokenBudget }),
+          timeoutMs: engineCallMs,
+        })
+          .then(() => logger.info({ ...ids, event: "background maintenance completed" }, "background maintenance completed"))
+          .catch((error: unknown) =>
+            logger.warn({ ...ids, event: "background maintenance failed", err: errorLabel(error) }, "background maintenance failed"),
+          );
+        background = work;
+        backgroundWork.add(work);
+        void work.finally(() => backgroundWork.delete(work));
+      },
+    },
+    actors: {
+      readHistory: fromPromise(async () => {
+        const history = await readHistory();
+        binding = await readThreadBinding(p.sessionFile, logger);
+        logger.info({ ...ids, event: "history loaded", messageCount: history.messages.length, hasBinding: Boolean(binding) }, "history loaded");
+        return history;
+      }),
+      bootstrapEngine: fromPromise(async ({ signal }) => {
+        const out = await bootstrapHarnessContextEngine({
+          engine: engine!,
+          sessionId: p.sessionId,
+          sessionKey: p.sessionKey,
+          sessionFile: p.sessionFile,
+          readHistory,
+          signal,
+          timeoutMs: engineCallMs,
+        });
+        return out;
+      }),
+      assembleContext: fromPromise(async ({ input, signal }) => {
+        // Accordion cadence: compact in the engine before Codex's own lossy compaction point, then rotate threads.
+        const decision = evaluateAccordion({
+          lastUsage: binding?.lastUsage,
+          config: accordion,
+          engineOwnsCompaction: facts.ownsCompaction,
+        });
+        let messages = input.history.messages;
+        if (decision.compact && engine) {
+          const compacted = await runAccordionCompaction({
+            engine,
+            sessionId: p.sessionId,
+            sessionKey: p.sessionKey,
+            sessionFile: p.sessionFile,
+            tokenBudget: p.contextTokenBudget,
+            currentTokenCount: binding?.lastUsage?.inputTokens,
+            config: accordion,
+            signal,
+            logger,
+          });
+          if (compacted.compacted) {
+            rotateRequested = true;
+            messages = (await readHistory()).messages;
+          }
+        }
+        return assembleHarnessContextEngine({
+          engine: engine!,
+          sessionId: p.sessionId,
+          sessionKey: p.sessionKey,
+          messages,
+          tokenBudget: p.contextTokenBudget,
+          availableTools: dynamicToolNames,
+          model: p.model,
+          prompt: input.prompt,
+          signal,
+          timeoutMs: engineCallMs,
+        });
+      }),
+      projectContext: fromPromise(async ({ input }) => {
+        projection = project(input.history, input.assembled);
+        logger.info(
+          {
+            ...ids,
+            event: "projection decision",
+            mode: projection.mode,
+            reason: projection.reason,
+            thread: projection.thread.action,
+            entriesSent: projection.entriesSent,
+            bytes: projection.bytes,
+          },
+          "codex context projection decision",
+        );
+        return projection;
+      }),
+      runPromptHooks: fromPromise(async ({ input }) => {
+        const hook = p.hooks?.beforePromptBuild;
+        if (!hook) return { promptText: input.promptText, developerInstructions: input.developerInstructions };
+        const out = await hook({
+          sessionId: p.sessionId,
+          prompt: input.promptText,
+          developerInstructions: input.developerInstructions,
+          messages: input.history.messages,
+        });
+        return {
+          promptText: out?.prompt ?? input.promptText,
+          developerInstructions: out?.developerInstructions ?? input.developerInstructions,
+        };
+      }),
+      startThread: fromPromise(async ({ input }) => {
+        const common = {
+          cwd: p.cwd,
+          developerInstructions: input.developerInstructions,
+          model: p.model,
+          dynamicTools: p.dynamicTools?.map((t) => ({ ...t, handler: async (args: unknown) => String(await t.handler(args)) })),
+        };
+        if (input.plan.action === "resume" && input.plan.threadId) {
+          try {
+            const resumed = await appServer.resumeThread({ threadId: input.plan.threadId, ...common });
+            logger.info({ ...ids, event: "thread resumed", threadId: resumed.threadId }, "codex thread resumed");
+            return { threadId: resumed.threadId, resumed: true };
+          } catch (error) {
+            // A binding Codex no longer knows (new CODEX_HOME, deleted rollout): start fresh, re-projected for a new thread.
+            logger.warn({ ...ids, event: "thread resume failed", err: errorLabel(error) }, "codex thread resume failed; starting fresh");
+            binding = undefined;
+          }
+        }
+        const started = await appServer.startThread(common);
+        logger.info({ ...ids, event: "thread started", threadId: started.threadId }, "codex thread started");
+        return { threadId: started.threadId, resumed: false };
+      }),
+      runTurn: fromCallback<RunTurnReceived, { threadId: string; promptText: string; originalPrompt: string; additionalContext?: Record<string, AdditionalContextEntry> }, RunTurnEmitted>(
+        ({ input, sendBack, receive }) => {
+          let stopped = false;
+          const pendingSteers: string[] = [];
+          let interruptRequested = false;
+          receive((event) => {
+            if (event.type === "TURN.STEER") {
+              if (activeTurn) void steer(activeTurn, [event.text]);
+              else pendingSteers.push(event.text);
+            } else if (event.type === "TURN.INTERRUPT") {
+              interruptRequested = true;
+              if (activeTurn) void activeTurn.interrupt().catch(() => undefined);
+            }
+          });
+          const steer = async (turn: CodexTurn, texts: string[]) => {
+            for (const text of texts) {
+              const outcome = await turn.steer(text);
+              if (!outcome.accepted && !stopped) sendBack({ type: "TURN.STEER_REJECTED", texts: outcome.followUp });
+            }
+          };
+          void (async () => {
+            let turn: CodexTurn;
+            try {
+              turn = await appServer.startTurn({
+                threadId: input.threadId,
+                text: input.promptText,
+                originalPrompt: input.originalPrompt,
+                additionalContext: input.additionalContext,
+                model: p.model,
+                steerQuietWindowMs: p.steerQuietWindowMs,
+                idleTimeoutMs: p.timeouts?.turnIdleMs,
+                onEvent: (event) => handleStreamEvent(event),
+              });
+            } catch (error) {
+              if (!stopped) {
+                sendBack({
+                  type: "TURN.START_FAILED",
+                  error: { phase: "turnRunning", message: errorName(error), code: errorCode(error) ?? "turnStartRejected" },
+                });
+              }
+              return;
+            }
+            activeTurn = turn;
+            await persistAcceptedBinding(input.threadId, turn.turnId);
+            if (!stopped) sendBack({ type: "TURN.ACCEPTED", turnId: turn.turnId });
+            if (interruptRequested) void turn.interrupt().catch(() => undefined);
+            if (pendingSteers.length > 0) void steer(turn, pendingSteers.splice(0));
+            const record = await turn.completion;
+            activeTurn = undefined;
+            await persistUsage(record);
+            if (!stopped) sendBack({ type: "TURN.ENDED", record });
+          })();
+
+          const handleStreamEvent = (event: CodexTurnEvent) => {
+            switch (event.type) {
+              case "agentMessageDelta":
+                emit({ type: "agentMessageDelta", delta: event.delta });
+                break;
+              case "reasoningDelta":
+                emit({ type: "reasoningDelta", delta: event.delta });
+                break;
+              case "itemStarted":
+                if (event.item.kind === "dynamicToolCall") emit({ type: "toolCall", tool: event.item.tool });
+                break;
+              case "compactionStarted":
+              case "compactionCompleted": {
+                const completed = event.type === "compactionCompleted";
+                const compaction = { ...event.compaction, completed };
+                emit({ type: "compaction", phase: completed ? "completed" : "started", itemId: compaction.itemId });
+                const hookEvent = { ...compaction, ownsCompaction: facts.ownsCompaction };
+                const hook = completed ? p.hooks?.afterCompaction : p.hooks?.beforeCompaction;
+                void Promise.resolve()
+                  .then(() => hook?.(hookEvent))
+                  .catch(() => logger.warn({ ...ids, event: "compaction hook failed" }, "compaction hook failed"));
+                // Native compaction is Codex's, never the engine's: logged and reported as its own backend.
+                logger.info(
+                  {
+                    ...ids,
+                    event: completed ? "codex native compaction completed" : "codex native compaction started",
+                    backend: "codex-app-server",
+                    ownsCompaction: facts.ownsCompaction,
+                    threadId: compaction.threadId,
+                    turnId: compaction.turnId,
+                    itemId: compaction.itemId,
+                  },
+                  "codex native compaction",
+                );
+                if (completed) void markNativeCompaction(compaction.threadId);
+                if (!stopped) sendBack({ type: "TURN.COMPACTION", compaction });
+                break;
+              }
+              case "tokenUsage":
+                emit({ type: "usage", totalTokens: event.usage.totalTokens });
+                break;
+              default:
+                break;
+            }
+          };
+          return () => {
+            stopped = true;
+          };
+        },
+      ),
+      mirrorTranscript: fromPromise(async ({ input }) => {
+        // The pending record goes first: a crash after the mirror write then still leaves a record, and recovery
+        // finalizes only turns the mirror actually holds.
+        await recordPendingFinalize(p.sessionFile, {
+          threadId: input.record.threadId,
+          turnId: input.record.turnId,
+          prePromptMessageCount: projectionHistoryLength(),
+          messageCount: input.record.messagesSnapshot.length,
+          status: input.record.codexStatus,
+        });
+        const out = await mirrorTurnToTranscript({
+          sessionFile: p.sessionFile,
+          sessionId: p.sessionId,
+          cwd: p.cwd,
+          threadId: input.record.threadId,
+          turnId: input.record.turnId,
+          messages: input.record.messagesSnapshot,
+          sessionRoot: p.sessionRoot,
+          logger,
+          locked: true,
+        });
+        logger.info(
+          { ...ids, event: "mirror written", threadId: input.record.threadId, turnId: input.record.turnId, appended: out.appended, skipped: out.skipped },
+          "transcript mirrored",
+        );
+        return { appended: out.appended };
+      }),
+      finalizeEngine: fromPromise(async ({ input }) => {
+        const { record } = input;
+        // Prefer the re-read mirror (afterTurn expects the session snapshot); fall back to history + this turn.
+        let messages: AgentMessage[] | undefined;
+        let usedFallback = false;
+        try {
+          const reread = await readHistory();
+          if (reread.origins.some((o) => o?.turnId === record.turnId)) messages = reread.messages;
+        } catch {
+          messages = undefined;
+        }
+        if (!messages) {
+          usedFallback = true;
+          messages = [...input.history.messages, ...record.messagesSnapshot];
+          logger.warn({ ...ids, event: "finalize fallback", turnId: record.turnId }, "finalizing from history + this turn's snapshot");
+        }
+        if (!engine) {
+          await completePendingFinalize(p.sessionFile, record.turnId).catch(() => undefined);
+          return { mode: "skipped:noEngine" as const, usedFallback };
+        }
+        const mode = await finalizeHarnessContextEngineTurn({
+          engine,
+          sessionId: p.sessionId,
+          sessionKey: p.sessionKey,
+          sessionFile: p.sessionFile,
+          messages,
+          prePromptMessageCount: input.prePromptMessageCount,
+          tokenBudget: p.contextTokenBudget,
+          runtimeContext: buildHarnessContextEngineRuntimeContext({ tokenBudget: p.contextTokenBudget, usage: record.usage }),
+          turnId: record.turnId,
+          timeoutMs: engineCallMs,
+        });
+        await completePendingFinalize(p.sessionFile, record.turnId);
+        return { mode, usedFallback };
+      }),
+      maintainEngine: fromPromise(async ({ input, signal }) => {
+        const out = await runHarnessContextEngineMaintenance({
+          engine: engine!,
+          sessionId: p.sessionId,
+          sessionKey: p.sessionKey,
+          sessionFile: p.sessionFile,
+          reason: "turn",
+          background: false,
+          runtimeContext: buildHarnessContextEngineRuntimeContext({ tokenBudget: p.contextTokenBudget, usage: input.record?.usage }),
+          signal,
+          timeoutMs: engineCallMs,
+        });
+        return { changed: Boolean(out?.changed) };
+      }),
+    },
+  });
+
+  let historyLength = 0;
+  const projectionHistoryLength = () => historyLength;
+
+  /** Once Codex accepted the turn, the thread holds what we injected: persist the binding and ledger. */
+  async function persistAcceptedBinding(threadId: string, turnId: string): Promise<void> {
+    try {
+      binding = applyBindingUpdate(binding, {
+        threadId,
+        turnId,
+        update: projection?.bindingUpdate,
+        dynamicToolsFingerprint: toolFingerprint,
+        engineId: facts.id,
+        policyFingerprint,
+        projectionMode: projection?.mode ?? "none",
+      });
+      await writeThreadBinding(p.sessionFile, binding);
+    } catch (error) {
+      logger.warn({ ...ids, event: "binding write failed", err: errorLabel(error) }, "thread binding write failed");
+    }
+  }
+
+  /** Native compaction dropped injected context and earlier items: the next turn must re-send them (P3). */
+  async function markNativeCompaction(threadId: string): Promise<void> {
+    if (!binding || binding.threadId !== threadId) return;
+    binding = { ...binding, ledger: [], heldTurnIds: [] };
+    await writeThreadBinding(p.sessionFile, binding).catch(() => undefined);
+  }
+
+  async function persistUsage(record: TurnRecord): Promise<void> {
+    if (!binding || !record.usage || binding.threadId !== record.threadId) return;
+    binding = {
+      ...binding,
+      lastUsage: {
+        inputTokens: record.usage.lastCallInputTokens ?? record.usage.inputTokens,
+        totalTokens: record.usage.lastCallTotalTokens ?? record.usage.totalTokens,
+        ...(record.usage.modelContextWindow ? { modelContextWindow: record.usage.modelContextWindow } : {}),
+      },
+    };
+    await writeThreadBinding(p.sessionFile, binding).catch(() => undefined);
+  }
+
+  const input: TurnMachineInput = {
+    sessionId: p.sessionId,
+    sessionFile: p.sessionFile,
+    prompt: p.prompt,
+    engine: facts,
+    hadSessionFile,
+    hasPromptHooks: Boolean(p.hooks?.beforePromptBuild),
+    ...(p.sessionKey ? { sessionKey: p.sessionKey } : {}),
+  };
+  const actor = createActor(machine, {
+    input,
+    inspect: p.inspect,
+  });
+  actor.subscribe({
+    next: (snapshot) => {
+      historyLength = snapshot.context.prePromptMessageCount;
+    },
+    error: () => undefined,
+  });
+  let lastTraceLength = 0;
+  actor.subscribe((snapshot) => {
+    const trace = snapshot.context.trace;
+    for (; lastTraceLength < trace.length; lastTraceLength++) {
+      const state = trace[lastTraceLength]!;
+      emit({ type: "state", state });
+      try {
+        p.hooks?.onState?.(state);
+      } catch {
+        // observers never break the turn
+      }
+    }
+  });
+  const result = toPromise(actor).then((output) => {
+    const res = toResult(output as TurnMachineOutput, background);
+    logger.info(
+      { ...ids, event: "turn settled", status: res.status, threadId: res.threadId, turnId: res.turnId, warnings: res.warnings.length, followUps: res.followUps.length },
+      "codex turn settled",
+    );
+    return res;
+  });
+  actor.start();
+  return { actor, result };
+}
+
+function toResult(output: TurnMachineOutput, background: Promise<void>): CodexTurnResult {
+  const res = emptyResult(output.status);
+  res.trace = output.trace;
+  res.engine = output.engine;
+  res.warnings = output.warnings;
+  res.followUps = output.followUps;
+  res.backgroundMaintenance = background;
+  if (output.threadId) res.threadId = output.threadId;
+  if (output.turnId) res.turnId = output.turnId;
+  if (output.error) res.error = output.error;
+  if (output.projection) res.projection = output.projection;
+  if (output.record) {
+    res.assistantText = output.record.assistantText;
+    res.messagesSnapshot = output.record.messagesSnapshot;
+    res.nativeCompactions = output.record.compactions;
+    if (output.record.usage) res.usage = output.record.usage;
+    if (output.record.error && !res.error) {
+      res.error = {
+        phase: "turnRunning",
+        message: output.record.error.message,
+        ...(output.record.error.codexErrorInfo ? { code: output.record.error.codexErrorInfo } : {}),
+      };
+    }
+  }
+  return res;
+}
+
+/** For logs: the error's class and code, never its message (a model error message can echo request content). */
+function errorLabel(error: unknown): string {
+  const name = error instanceof Error ? error.name : typeof error;
+  const code = errorCode(error);
+  return code ? `${name}:${code}` : name;
+}
+
+function errorName(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+function errorCode(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === "string" ? code : undefined;
+}
