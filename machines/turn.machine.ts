@@ -295,7 +295,12 @@ export const turnMachine = setup({
         params.compaction,
       ],
     }),
-    storeRecord: assign((_, params: { record: TurnRecord }) => ({ record: params.record, turnId: params.record.turnId })),
+    // A turn that ended has a turn id: Codex accepted it, even if TURN.ACCEPTED was not seen first.
+    storeRecord: assign((_, params: { record: TurnRecord }) => ({
+      record: params.record,
+      turnId: params.record.turnId,
+      turnAccepted: true,
+    })),
     storeTimedOutRecord: assign(({ context }) => ({ record: timedOutRecord(context) })),
     storeMirrored: assign({ mirrorOk: true }),
     warnMirrorFailed: assign(({ context }) => ({

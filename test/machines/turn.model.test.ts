@@ -1,0 +1,375 @@
+/**
+ * Model-based test of the turn statechart. The lifecycle MODEL below is written from the spec (harness spec
+ * "Desired behavior" / "Error handling" and the issue's rules), independently of machines/turn.machine.ts and
+ * machines/rules.ts: no invokes, one event per outcome. `createTestModel` enumerates its paths; each path is replayed
+ * on the REAL machine with controllable fake actors, comparing the lifecycle state after every step and checking the
+ * side effects at the end.
+ */
+import { afterAll, describe, expect, it } from "vitest";
+import { assign, setup } from "xstate";
+import { createTestModel } from "xstate/graph";
+import { turnMachine } from "../../machines/turn.machine.js";
+import type { EngineFacts, TurnMachineInput } from "../../machines/turn.contract.js";
+import { ENGINE_FULL, NO_ENGINE, TurnHarness, record, settle, transitionKey, type PromiseActorName } from "./turn-harness.js";
+
+type ModelEvent =
+  | { type: "HISTORY_OK" | "HISTORY_FAIL" | "BOOTSTRAP_OK" | "BOOTSTRAP_FAIL" | "ASSEMBLE_OK" | "ASSEMBLE_EMPTY" | "ASSEMBLE_FAIL" }
+  | { type: "PROJECT_OK" | "PROJECT_FAIL" | "HOOKS_OK" | "HOOKS_FAIL" | "THREAD_OK" | "THREAD_FAIL" }
+  | { type: "TURN_ACCEPTED" | "TURN_START_FAIL" | "TURN_COMPLETED" | "TURN_FAILED" | "INTERRUPT_TIMEOUT" }
+  | { type: "MIRROR_OK" | "MIRROR_FAIL" | "FINALIZE_OK" | "FINALIZE_FAIL" | "MAINTAIN_OK" | "MAINTAIN_FAIL" }
+  | { type: "ABORT" | "YIELD" | "STEER" };
+
+interface ModelContext {
+  cfg: TurnMachineInput;
+  aborted: boolean;
+  yielded: boolean;
+  accepted: boolean;
+  promptError: boolean;
+  finalizeOk: boolean;
+}
+
+// --- The independent lifecycle model -------------------------------------------------------------------------
+const wantsBootstrap = (c: ModelContext) => c.cfg.engine.active && c.cfg.engine.hasBootstrap && c.cfg.hadSessionFile;
+const maintenanceAllowed = (c: ModelContext) =>
+  c.cfg.engine.active && c.cfg.engine.hasMaintain && !c.aborted && !c.yielded && !c.promptError && c.finalizeOk;
+
+export const lifecycleModel = setup({
+  types: { context: {} as ModelContext, events: {} as ModelEvent, input: {} as TurnMachineInput },
+  guards: {
+    wantsBootstrap: ({ context }) => wantsBootstrap(context),
+    engineActive: ({ context }) => context.cfg.engine.active,
+    hooks: ({ context }) => context.cfg.hasPromptHooks,
+    yielded: ({ context }) => context.yielded,
+    aborted: ({ context }) => context.aborted,
+    accepted: ({ context }) => context.accepted,
+    maintainForeground: ({ context }) => maintenanceAllowed(context) && context.cfg.engine.turnMaintenanceMode === "foreground",
+    promptError: ({ context }) => context.promptError,
+    notAbortedYet: ({ context }) => !context.aborted && !context.yielded,
+  },
+  actions: {
+    abort: assign({ aborted: true }),
+    yieldIt: assign({ yielded: true }),
+    accept: assign({ accepted: true }),
+    turnFailed: assign({ promptError: true }),
+    finalizeOk: assign({ finalizeOk: true }),
+  },
+}).createMachine({
+  id: "model",
+  context: ({ input }) => ({ cfg: input, aborted: false, yielded: false, accepted: false, promptError: false, finalizeOk: false }),
+  initial: "loadHistory",
+  states: {
+    loadHistory: {
+      on: {
+        HISTORY_OK: [{ guard: "wantsBootstrap", target: "bootstrap" }, { guard: "engineActive", target: "assemble" }, { target: "project" }],
+        HISTORY_FAIL: "failed",
+        ABORT: "aborted",
+        YIELD: "yieldAborted",
+        STEER: {},
+      },
+    },
+    bootstrap: { on: { BOOTSTRAP_OK: "assemble", BOOTSTRAP_FAIL: "assemble", ABORT: "aborted", YIELD: "yieldAborted" } },
+    assemble: {
+      on: { ASSEMBLE_OK: "project", ASSEMBLE_EMPTY: "project", ASSEMBLE_FAIL: "project", ABORT: "aborted", YIELD: "yieldAborted" },
+    },
+    project: {
+      on: {
+        PROJECT_OK: [{ guard: "hooks", target: "hooks" }, { target: "threadStart" }],
+        PROJECT_FAIL: [{ guard: "hooks", target: "hooks" }, { target: "threadStart" }],
+        ABORT: "aborted",
+        YIELD: "yieldAborted",
+      },
+    },
+    hooks: { on: { HOOKS_OK: "threadStart", HOOKS_FAIL: "threadStart", ABORT: "aborted", YIELD: "yieldAborted" } },
+    threadStart: { on: { THREAD_OK: "turnStarting", THREAD_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted" } },
+    turnStarting: {
+      on: {
+        TURN_ACCEPTED: { target: "turnStreaming", actions: "accept" },
+        TURN_START_FAIL: "failed",
+        ABORT: { target: "interrupting", actions: "abort" },
+        YIELD: { target: "interrupting", actions: "yieldIt" },
+      },
+    },
+    turnStreaming: {
+      on: {
+        TURN_COMPLETED: "mirror",
+        TURN_FAILED: { target: "mirror", actions: "turnFailed" },
+        ABORT: { target: "interrupting", actions: "abort" },
+        YIELD: { target: "interrupting", actions: "yieldIt" },
+        STEER: {},
+      },
+    },
+    interrupting: {
+      on: {
+        TURN_ACCEPTED: { guard: ({ context }) => !context.accepted, actions: "accept" },
+        TURN_START_FAIL: [
+          { guard: ({ context }) => !context.accepted && context.yielded, target: "yieldAborted" },
+          { guard: ({ context }) => !context.accepted, target: "aborted" },
+        ],
+        // A turn that ended was accepted by Codex (it has a turn id), whatever order the events arrived in.
+        TURN_FAILED: { target: "mirror", actions: ["accept", "turnFailed"] },
+        INTERRUPT_TIMEOUT: [
+          { guard: "accepted", target: "mirror", actions: "turnFailed" },
+          { guard: "yielded", target: "yieldAborted" },
+          { target: "aborted" },
+        ],
+      },
+    },
+    mirror: {
+      on: {
+        MIRROR_OK: "finalize",
+        MIRROR_FAIL: "finalize",
+        ABORT: { guard: "notAbortedYet", actions: "abort" },
+        YIELD: { guard: "notAbortedYet", actions: "yieldIt" },
+      },
+    },
+    finalize: {
+      on: {
+        FINALIZE_OK: { target: "settle", actions: "finalizeOk" },
+        FINALIZE_FAIL: "settle",
+        ABORT: { guard: "notAbortedYet", actions: "abort" },
+        YIELD: { guard: "notAbortedYet", actions: "yieldIt" },
+      },
+    },
+    settle: {
+      always: [
+        { guard: "maintainForeground", target: "maintain" },
+        { guard: "yielded", target: "yieldAborted" },
+        { guard: "aborted", target: "aborted" },
+        { guard: "promptError", target: "failed" },
+        { target: "completed" },
+      ],
+    },
+    maintain: {
+      on: { MAINTAIN_OK: "completed", MAINTAIN_FAIL: "completed", ABORT: "aborted", YIELD: "yieldAborted" },
+    },
+    completed: { type: "final" },
+    failed: { type: "final" },
+    aborted: { type: "final" },
+    yieldAborted: { type: "final" },
+  },
+});
+
+// --- Mapping model events onto the real machine ---------------------------------------------------------------
+const ok = (name: PromiseActorName, value: unknown) => (h: TurnHarness) => h.resolve(name, value);
+const fail = (name: PromiseActorName) => (h: TurnHarness) => h.reject(name);
+const history = { messages: [], origins: [] };
+const projection = {
+  mode: "delta",
+  reason: "test",
+  promptText: "prompt",
+  thread: { action: "start", reason: "test" },
+  entriesSent: 0,
+  bytes: 6,
+};
+
+const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
+  HISTORY_OK: ok("readHistory", history),
+  HISTORY_FAIL: fail("readHistory"),
+  BOOTSTRAP_OK: ok("bootstrapEngine", { ...history, bootstrapped: true }),
+  BOOTSTRAP_FAIL: fail("bootstrapEngine"),
+  ASSEMBLE_OK: ok("assembleContext", { messages: [{ role: "user", content: "earlier", timestamp: 1 }], estimatedTokens: 2 }),
+  ASSEMBLE_EMPTY: ok("assembleContext", { messages: [], estimatedTokens: 0 }),
+  ASSEMBLE_FAIL: fail("assembleContext"),
+  PROJECT_OK: ok("projectContext", projection),
+  PROJECT_FAIL: fail("projectContext"),
+  HOOKS_OK: ok("runPromptHooks", { promptText: "prompt" }),
+  HOOKS_FAIL: fail("runPromptHooks"),
+  THREAD_OK: ok("startThread", { threadId: "thread-1", resumed: false }),
+  THREAD_FAIL: fail("startThread"),
+  TURN_ACCEPTED: (h) => h.emit({ type: "TURN.ACCEPTED", turnId: "turn-1" }),
+  TURN_START_FAIL: (h) => h.emit({ type: "TURN.START_FAILED", error: { phase: "turnRunning", message: "rejected" } }),
+  TURN_COMPLETED: (h) => h.emit({ type: "TURN.ENDED", record: record("completed") }),
+  TURN_FAILED: (h) => h.emit({ type: "TURN.ENDED", record: record("interrupted") }),
+  INTERRUPT_TIMEOUT: (h) => h.clock.increment(10_000),
+  MIRROR_OK: ok("mirrorTranscript", { appended: 2 }),
+  MIRROR_FAIL: fail("mirrorTranscript"),
+  FINALIZE_OK: ok("finalizeEngine", { mode: "afterTurn", usedFallback: false }),
+  FINALIZE_FAIL: fail("finalizeEngine"),
+  MAINTAIN_OK: ok("maintainEngine", { changed: false }),
+  MAINTAIN_FAIL: fail("maintainEngine"),
+  ABORT: (h) => h.send({ type: "ABORT" }),
+  YIELD: (h) => h.send({ type: "YIELD" }),
+  STEER: (h) => h.send({ type: "STEER", text: "steer" }),
+};
+
+const configs: Array<{ name: string; input: TurnMachineInput }> = [
+  { name: "no engine", input: cfg(NO_ENGINE, true, false) },
+  { name: "full engine, existing session, prompt hooks", input: cfg(ENGINE_FULL, true, true) },
+  { name: "engine without bootstrap/maintain", input: cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false) },
+  { name: "background maintenance, new session", input: cfg({ ...ENGINE_FULL, turnMaintenanceMode: "background" }, false, false) },
+];
+
+function cfg(engine: EngineFacts, hadSessionFile: boolean, hasPromptHooks: boolean): TurnMachineInput {
+  return { sessionId: "s", sessionFile: "/sessions/s.jsonl", prompt: "prompt", engine, hadSessionFile, hasPromptHooks };
+}
+
+const modelValue = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
+
+interface ReplayFailure {
+  path: string;
+  reason: string;
+}
+
+/** Replay one model path on the real machine; returns a failure description or undefined. */
+async function replay(
+  input: TurnMachineInput,
+  steps: Array<{ event: ModelEvent; state: { value: unknown; context: ModelContext } }>,
+  harness: TurnHarness,
+): Promise<string | undefined> {
+  await settle();
+  for (const step of steps) {
+    if (step.event.type === ("xstate.init" as string)) continue;
+    try {
+      exec[step.event.type](harness);
+    } catch (error) {
+      return `${step.event.type}: ${(error as Error).message}`;
+    }
+    await settle();
+    const expected = modelValue(step.state.value);
+    const actual = harness.output ? harness.lifecycleState() : harness.lifecycleState();
+    if (expected !== actual) return `after ${step.event.type}: model ${expected}, machine ${actual}`;
+  }
+  const last = steps[steps.length - 1]!.state;
+  const final = modelValue(last.value);
+  if (["completed", "failed", "aborted", "yieldAborted"].includes(final)) {
+    if (harness.output?.status !== final) return `final status: model ${final}, machine ${harness.output?.status}`;
+    const ctx = last.context;
+    const passedMaintain = steps.some((st) => modelValue(st.state.value) === "maintain");
+    if (harness.calls.includes("maintainEngine") !== passedMaintain) return "maintenance ran although the model never reached maintain (or vice versa)";
+    if (!ctx.accepted && (harness.calls.includes("mirrorTranscript") || harness.calls.includes("finalizeEngine"))) {
+      return "mirrored/finalized a turn Codex never accepted";
+    }
+    const background = maintenanceAllowed(ctx) && input.engine.turnMaintenanceMode === "background";
+    if (background !== harness.backgroundScheduled > 0) return `background maintenance: model ${background}, machine ${harness.backgroundScheduled}`;
+    // Engine calls happen in lifecycle order.
+    const order = ["readHistory", "bootstrapEngine", "assembleContext", "projectContext", "runPromptHooks", "startThread", "runTurn", "mirrorTranscript", "finalizeEngine", "maintainEngine"];
+    const indexes = harness.calls.map((c) => order.indexOf(c));
+    if (indexes.some((v, i) => i > 0 && v < indexes[i - 1]!)) return `call order ${harness.calls.join(",")}`;
+    if (harness.output.trace[harness.output.trace.length - 1] !== final) return `trace ends with ${harness.output.trace.at(-1)}`;
+  }
+  return undefined;
+}
+
+async function runModel(input: TurnMachineInput, guards?: Record<string, () => boolean>) {
+  const model = createTestModel(lifecycleModel.provide({}) as never);
+  const paths = model.getShortestPaths({ input } as never) as unknown as Array<{
+    steps: Array<{ event: ModelEvent; state: { value: unknown; context: ModelContext } }>;
+  }>;
+  const failures: ReplayFailure[] = [];
+  const harnesses: TurnHarness[] = [];
+  for (const path of paths) {
+    const harness = new TurnHarness(input, turnMachine, guards);
+    harnesses.push(harness);
+    const reason = await replay(input, path.steps, harness);
+    if (reason) failures.push({ path: path.steps.map((s) => s.event.type).join(" > "), reason });
+    harness.actor.stop();
+  }
+  return { paths, failures, harnesses };
+}
+
+const coverage = { paths: 0, steps: 0, states: new Set<string>(), transitions: new Set<unknown>() };
+
+describe("turn machine against the independent lifecycle model", () => {
+  for (const { name, input } of configs) {
+    it(`replays every shortest path of the model: ${name}`, async () => {
+      const { paths, failures, harnesses } = await runModel(input);
+      expect(paths.length).toBeGreaterThan(5);
+      expect(failures.slice(0, 5)).toEqual([]);
+      coverage.paths += paths.length;
+      for (const p of paths) coverage.steps += p.steps.length;
+      for (const h of harnesses) {
+        for (const id of h.visitedStateIds) coverage.states.add(id);
+        for (const t of h.takenTransitions) coverage.transitions.add(t);
+      }
+    }, 120_000);
+  }
+
+  // Events that never change the lifecycle state, so shortest paths skip them: scenario checks that also count
+  // towards coverage.
+  const track = (h: TurnHarness) => {
+    for (const id of h.visitedStateIds) coverage.states.add(id);
+    for (const t of h.takenTransitions) coverage.transitions.add(t);
+  };
+  const drive = async (h: TurnHarness, events: ModelEvent["type"][]) => {
+    await settle();
+    for (const e of events) {
+      exec[e](h);
+      await settle();
+    }
+  };
+
+  it("keeps steers that arrive before the turn as follow-ups and forwards steers during it", async () => {
+    const h = new TurnHarness(configs[0]!.input);
+    await drive(h, ["STEER", "HISTORY_OK", "PROJECT_OK", "THREAD_OK", "TURN_ACCEPTED", "STEER"]);
+    h.emit({ type: "TURN.STEER_REJECTED", texts: ["late steer"] });
+    await drive(h, ["TURN_COMPLETED", "MIRROR_OK", "FINALIZE_OK"]);
+    expect(h.forwarded).toEqual([{ type: "TURN.STEER", text: "steer" }]);
+    expect(h.output?.followUps).toEqual(["steer", "late steer"]);
+    expect(h.output?.status).toBe("completed");
+    track(h);
+  });
+
+  it("records native compactions reported during the turn", async () => {
+    const h = new TurnHarness(configs[0]!.input);
+    await drive(h, ["HISTORY_OK", "PROJECT_OK", "THREAD_OK", "TURN_ACCEPTED"]);
+    const compaction = { backend: "codex-app-server" as const, threadId: "thread-1", turnId: "turn-1", itemId: "c1", completed: true };
+    h.emit({ type: "TURN.COMPACTION", compaction });
+    await settle();
+    expect((h.actor.getSnapshot() as { context: { compactions: unknown[] } }).context.compactions).toEqual([compaction]);
+    await drive(h, ["ABORT", "INTERRUPT_TIMEOUT", "MIRROR_OK", "FINALIZE_OK"]);
+    expect(h.output?.status).toBe("aborted");
+    expect(h.output?.record?.codexStatus).toBe("timedOut");
+    expect(h.output?.record?.compactions).toEqual([compaction]);
+    track(h);
+  });
+
+  it("ignores repeated abort and yield while interrupting (the first one decides)", async () => {
+    const h = new TurnHarness(configs[0]!.input);
+    await drive(h, ["HISTORY_OK", "PROJECT_OK", "THREAD_OK", "TURN_ACCEPTED", "ABORT", "ABORT", "YIELD"]);
+    expect(h.forwarded).toEqual([{ type: "TURN.INTERRUPT", reason: "abort" }]);
+    await drive(h, ["TURN_FAILED", "MIRROR_OK", "FINALIZE_OK"]);
+    expect(h.output?.status).toBe("aborted");
+    track(h);
+  });
+
+  it("covers every state node and every transition of the real machine", () => {
+    const allStates: string[] = [];
+    const allTransitions: unknown[] = [];
+    const walk = (node: { id: string; states: Record<string, unknown>; transitions: Map<string, unknown[]>; always?: unknown[] }) => {
+      allStates.push(node.id);
+      for (const list of node.transitions.values()) allTransitions.push(...list);
+      allTransitions.push(...(node.always ?? []));
+      for (const child of Object.values(node.states)) walk(child as typeof node);
+    };
+    walk(turnMachine.root as never);
+    const missingStates = allStates.filter((id) => !coverage.states.has(id));
+    const missingTransitions = allTransitions
+      .map((t) => transitionKey(t as never))
+      .filter((key) => !coverage.transitions.has(key));
+    console.log(
+      `[turn model-based] paths=${coverage.paths} steps=${coverage.steps} ` +
+        `states=${allStates.length - missingStates.length}/${allStates.length} ` +
+        `transitions=${allTransitions.length - missingTransitions.length}/${allTransitions.length}`,
+    );
+    expect(missingStates).toEqual([]);
+    expect(missingTransitions).toEqual([]);
+  });
+});
+
+describe("guard mutants are caught by the model", () => {
+  const mutants: Array<{ guard: string; impl: () => boolean; config: number }> = [
+    { guard: "canMaintainForeground", impl: () => true, config: 1 },
+    { guard: "shouldBootstrap", impl: () => false, config: 1 },
+    { guard: "settlesAborted", impl: () => false, config: 1 },
+    { guard: "isAborting", impl: () => false, config: 2 },
+  ];
+  const results: string[] = [];
+  for (const mutant of mutants) {
+    it(`mutant ${mutant.guard} := ${String(mutant.impl())} fails some paths`, async () => {
+      const { paths, failures } = await runModel(configs[mutant.config]!.input, { [mutant.guard]: mutant.impl });
+      results.push(`${mutant.guard}: ${failures.length}/${paths.length} paths fail`);
+      expect(failures.length).toBeGreaterThan(0);
+    }, 120_000);
+  }
+  afterAll(() => console.log(`[turn guard mutants] ${results.join("; ")}`));
+});
