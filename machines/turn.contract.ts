@@ -169,7 +169,7 @@ export interface TurnRecord {
   messagesSnapshot: AgentMessage[];
   usage?: TurnUsage;
   compactions: NativeCompactionRecord[];
-  error?: { message: string; codexErrorInfo?: string };
+  error?: { message: string; codexErrorInfo?: string; code?: string };
 }
 
 export interface MirrorOutput {

@@ -212,8 +212,11 @@ export const turnMachine = setup({
       assembled: params.output,
       engine: { ...context.engine, assemble: "ran" },
     })),
-    warnAssembleEmpty: assign(({ context }) => ({
-      assembled: undefined,
+    // An empty result still carries its systemPromptAddition (projection falls back to the raw prompt).
+    warnAssembleEmpty: assign(({ context }, params: { output: AssembleOutput }) => ({
+      assembled: params.output.systemPromptAddition?.trim()
+        ? { messages: [], estimatedTokens: 0, systemPromptAddition: params.output.systemPromptAddition }
+        : undefined,
       engine: { ...context.engine, assemble: "fallback" },
       warnings: [...context.warnings, "assemble returned no messages; using the unassembled prompt"],
     })),
@@ -431,7 +434,10 @@ export const turnMachine = setup({
           {
             guard: { type: "assembledEmpty", params: ({ event }) => ({ output: event.output }) },
             target: "project",
-            actions: ["warnAssembleEmpty", { type: "logLifecycle", params: { event: "assemble empty" } }],
+            actions: [
+              { type: "warnAssembleEmpty", params: ({ event }) => ({ output: event.output }) },
+              { type: "logLifecycle", params: { event: "assemble empty" } },
+            ],
           },
           {
             target: "project",

@@ -20,6 +20,7 @@ import type {
 import type { AgentMessage } from "./context-engine/types.js";
 import { engineFacts, isLegacyEngine } from "./context-engine/contract.js";
 import {
+  callEngine,
   assembleHarnessContextEngine,
   bootstrapHarnessContextEngine,
   buildHarnessContextEngineRuntimeContext,
@@ -145,7 +146,7 @@ export function startCodexTurn(params: CodexTurnParams): CodexTurnHandle {
  * console.log(result.status, result.assistantText, result.trace);
  * ```
  */
-export function runCodexTurn(params: CodexTurnParams): Promise<CodexTurnResult> {
+export async function runCodexTurn(params: CodexTurnParams): Promise<CodexTurnResult> {
   return startCodexTurn(params).result;
 }
 
@@ -163,6 +164,7 @@ async function finalizePendingTurns(p: ParsedParams, logger: Logger): Promise<vo
     if (!mirrored) {
       logger.warn({ event: "pending finalize dropped", sessionId: p.sessionId, turnId: turn.turnId }, "pending turn was never mirrored; nothing to finalize");
     } else if (engine && !isLegacyEngine(engine)) {
+      try {
       const mode = await finalizeHarnessContextEngineTurn({
         engine,
         sessionId: p.sessionId,
@@ -176,6 +178,13 @@ async function finalizePendingTurns(p: ParsedParams, logger: Logger): Promise<vo
         timeoutMs: p.timeouts?.engineCallMs,
       });
       logger.info({ event: "pending finalize completed", sessionId: p.sessionId, turnId: turn.turnId, mode }, "pending finalize completed");
+      } catch (error) {
+        // One replay only: an engine that keeps failing must not wedge the session (every later turn would reject).
+        logger.warn(
+          { event: "pending finalize failed", sessionId: p.sessionId, turnId: turn.turnId, err: errorLabel(error) },
+          "pending finalize failed; record dropped",
+        );
+      }
     }
     await completePendingFinalize(p.sessionFile, turn.turnId);
   }
@@ -218,6 +227,9 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
   let binding: ThreadBinding | undefined;
   let projection: ProjectionOutput | undefined;
   let rotateRequested = false;
+  let lastProjectionInput: { history: HistoryOutput; assembled: Parameters<typeof projectAssembledContext>[0]["assembled"] } | undefined;
+  /** Set when the thread could not be resumed: the fresh thread needs the context projected for a fresh thread. */
+  let reprojected: ProjectionOutput | undefined;
   let activeTurn: CodexTurn | undefined;
   let background: Promise<void> = Promise.resolve();
 
@@ -250,7 +262,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
           `codex context engine ${event}`,
         );
       },
-      scheduleBackgroundMaintenance: () => {
+      scheduleBackgroundMaintenance: ({ context }) => {
         if (!engine) return;
         const work = runHarnessContextEngineMaintenance({
           engine,
@@ -259,7 +271,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
           sessionFile: p.sessionFile,
           reason: "turn",
           background: true,
-          runtimeContext: buildHarnessContextEngineRuntimeContext({ tokenBudget: p.contextTokenBudget }),
+          runtimeContext: buildHarnessContextEngineRuntimeContext({ tokenBudget: p.contextTokenBudget, usage: context.record?.usage }),
           timeoutMs: engineCallMs,
         })
           .then(() => logger.info({ ...ids, event: "background maintenance completed" }, "background maintenance completed"))
@@ -287,6 +299,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
           readHistory,
           signal,
           timeoutMs: engineCallMs,
+          runtimeContext: buildHarnessContextEngineRuntimeContext({ tokenBudget: p.contextTokenBudget, usage: undefined }),
         });
         return out;
       }),
@@ -329,6 +342,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
         });
       }),
       projectContext: fromPromise(async ({ input }) => {
+        lastProjectionInput = { history: input.history, assembled: input.assembled };
         projection = project(input.history, input.assembled);
         logger.info(
           {
@@ -344,15 +358,20 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
         );
         return projection;
       }),
-      runPromptHooks: fromPromise(async ({ input }) => {
+      runPromptHooks: fromPromise(async ({ input, signal }) => {
         const hook = p.hooks?.beforePromptBuild;
         if (!hook) return { promptText: input.promptText, developerInstructions: input.developerInstructions };
-        const out = await hook({
-          sessionId: p.sessionId,
-          prompt: input.promptText,
-          developerInstructions: input.developerInstructions,
-          messages: input.history.messages,
-        });
+        const out = await callEngine(
+          "beforePromptBuild hook",
+          async () =>
+            hook({
+              sessionId: p.sessionId,
+              prompt: input.promptText,
+              developerInstructions: input.developerInstructions,
+              messages: input.history.messages,
+            }),
+          { timeoutMs: engineCallMs, signal },
+        );
         return {
           promptText: out?.prompt ?? input.promptText,
           developerInstructions: out?.developerInstructions ?? input.developerInstructions,
@@ -374,6 +393,14 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
             // A binding Codex no longer knows (new CODEX_HOME, deleted rollout): start fresh, re-projected for a new thread.
             logger.warn({ ...ids, event: "thread resume failed", err: errorLabel(error) }, "codex thread resume failed; starting fresh");
             binding = undefined;
+            if (lastProjectionInput) {
+              reprojected = project(lastProjectionInput.history, lastProjectionInput.assembled);
+              projection = reprojected;
+              logger.info(
+                { ...ids, event: "projection decision", mode: reprojected.mode, reason: `${reprojected.reason}:resumeFailed`, thread: "start", entriesSent: reprojected.entriesSent, bytes: reprojected.bytes },
+                "codex context projection decision",
+              );
+            }
           }
         }
         const started = await appServer.startThread(common);
@@ -407,7 +434,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
                 threadId: input.threadId,
                 text: input.promptText,
                 originalPrompt: input.originalPrompt,
-                additionalContext: input.additionalContext,
+                additionalContext: reprojected ? reprojected.additionalContext : input.additionalContext,
                 model: p.model,
                 steerQuietWindowMs: p.steerQuietWindowMs,
                 idleTimeoutMs: p.timeouts?.turnIdleMs,
@@ -667,7 +694,9 @@ function toResult(output: TurnMachineOutput, background: Promise<void>): CodexTu
       res.error = {
         phase: "turnRunning",
         message: output.record.error.message,
-        ...(output.record.error.codexErrorInfo ? { code: output.record.error.codexErrorInfo } : {}),
+        ...((output.record.error.codexErrorInfo ?? output.record.error.code)
+          ? { code: (output.record.error.codexErrorInfo ?? output.record.error.code)! }
+          : {}),
       };
     }
   }

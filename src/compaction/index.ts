@@ -2,3 +2,4 @@
 export * from "./accordion.js";
 export * from "./compact-session.js";
 export * from "./errors.js";
+export * from "./session.js";

@@ -123,7 +123,7 @@ export function buildHarnessContextEngineRuntimeContext(p: {
  * may rewrite the transcript).
  */
 export async function bootstrapHarnessContextEngine<H extends { messages: AgentMessage[] }>(
-  p: EngineIds & { readHistory: () => Promise<H> },
+  p: EngineIds & { readHistory: () => Promise<H>; runtimeContext?: ContextEngineRuntimeContext },
 ): Promise<H & { bootstrapped: boolean; importedMessages?: number; reason?: string }> {
   const { engine } = p;
   if (!engine.bootstrap) throw new Error("engine has no bootstrap()");
@@ -135,7 +135,7 @@ export async function bootstrapHarnessContextEngine<H extends { messages: AgentM
   const result = validateEngineResult("bootstrap", bootstrapResultSchema, raw);
   if (engine.maintain) {
     try {
-      await runHarnessContextEngineMaintenance({ ...p, reason: "bootstrap", background: false });
+      await runHarnessContextEngineMaintenance({ ...p, reason: "bootstrap", background: false, ...(p.runtimeContext ? { runtimeContext: p.runtimeContext } : {}) });
     } catch {
       // Bootstrap maintenance is best effort, like turn maintenance: errors are swallowed.
     }

@@ -122,6 +122,33 @@ export function chunkBlocks(blocks: readonly string[], maxChars = MAX_ENTRY_CHAR
   return chunks;
 }
 
+/** Key of the entry that carries changed developer instructions into a resumed thread (sorts after context). */
+export const DEVELOPER_UPDATE_KEY_PREFIX = "openclaw.developer";
+
+/** Hash of developer instructions as recorded in the binding. */
+export function developerInstructionsHash(text: string | undefined): string {
+  return sha256Hex(text ?? "", 20);
+}
+
+/**
+ * Codex applies `developerInstructions` only at thread start (thread/resume does not inject them, P4). When a resumed
+ * thread holds older instructions than this turn's (e.g. a new systemPromptAddition), the new ones travel as an
+ * `application` context entry, which Codex injects as a developer message.
+ */
+function withDeveloperUpdate(out: ProjectionOutput, binding: ThreadBinding | undefined, update: BindingUpdate): void {
+  const hash = developerInstructionsHash(out.developerInstructions);
+  update.developerInstructionsHash = hash;
+  if (out.thread.action !== "resume" || !binding) return;
+  const held = binding.developerInstructionsHash;
+  if (held === undefined || held === hash || !out.developerInstructions) return;
+  out.additionalContext = {
+    ...(out.additionalContext ?? {}),
+    [`${DEVELOPER_UPDATE_KEY_PREFIX}.${hash.slice(0, 10)}`]: { kind: "application", value: out.developerInstructions },
+  };
+  out.entriesSent += 1;
+  out.bytes += Buffer.byteLength(out.developerInstructions, "utf8");
+}
+
 /** Hash of an entry value, as recorded in the binding's injection ledger. */
 export function ledgerHash(value: string): string {
   return sha256Hex(value, 20);
@@ -186,6 +213,14 @@ export function heldMessageIndexes(origins: HistoryOutput["origins"], binding: T
  * ```
  */
 export function projectAssembledContext(p: ProjectAssembledContextParams): ProjectionOutput {
+  const out = projectWithoutDeveloperUpdate(p);
+  const update = (out.bindingUpdate as BindingUpdate | undefined) ?? { reset: out.thread.action === "start", ledgerAdd: [] };
+  withDeveloperUpdate(out, p.binding, update);
+  out.bindingUpdate = update;
+  return out;
+}
+
+function projectWithoutDeveloperUpdate(p: ProjectAssembledContextParams): ProjectionOutput {
   const fp = p.fingerprints;
   const developerInstructions = composeDeveloperInstructions(p.baseDeveloperInstructions, p.assembled?.systemPromptAddition);
   const base = (mode: ProjectionOutput["mode"], reason: string, thread: ThreadPlan): ProjectionOutput => {

@@ -27,6 +27,8 @@ export const threadBindingSchema = z.object({
   heldTurnIds: z.array(z.string()),
   /** Hashes of additionalContext values injected into this thread and not dropped since. */
   ledger: z.array(z.string()),
+  /** Hash of the developer instructions the thread last received (thread/start, or an injected update). */
+  developerInstructionsHash: z.string().optional(),
   /** The last token usage Codex reported on this thread (read by the accordion cadence). */
   lastUsage: z
     .object({
@@ -46,6 +48,8 @@ export interface BindingUpdate {
   /** Hashes of the additionalContext values sent with this turn. */
   ledgerAdd: string[];
   projectionEpoch?: string;
+  /** Hash of the developer instructions the thread now holds. */
+  developerInstructionsHash?: string;
 }
 
 /**
@@ -137,6 +141,8 @@ export function applyBindingUpdate(
     ledger: [...new Set([...ledger, ...(update?.ledgerAdd ?? [])])].slice(-MAX_LEDGER_ENTRIES),
   };
   if (epoch !== undefined) next.projectionEpoch = epoch;
+  const devHash = update?.developerInstructionsHash ?? (sameThread ? binding.developerInstructionsHash : undefined);
+  if (devHash !== undefined) next.developerInstructionsHash = devHash;
   if (sameThread && binding.lastUsage) next.lastUsage = binding.lastUsage;
   return next;
 }

@@ -119,6 +119,24 @@ describe("projectAssembledContext", () => {
     expect(composeDeveloperInstructions("base", "  ")).toBe("base");
   });
 
+  it("carries changed developer instructions into a resumed thread as a developer (application) entry", () => {
+    const assembled = { messages: [user("ctx")], estimatedTokens: 1, systemPromptAddition: "NEW RULE" };
+    const fresh = projectAssembledContext(params({ baseDeveloperInstructions: "BASE", assembled }));
+    const hash = (fresh.bindingUpdate as { developerInstructionsHash: string }).developerInstructionsHash;
+    expect(fresh.thread.action).toBe("start");
+    expect(Object.keys(fresh.additionalContext ?? {}).some((k) => k.startsWith("openclaw.developer"))).toBe(false);
+    // Same instructions on the resumed thread: nothing extra.
+    const same = projectAssembledContext(params({ baseDeveloperInstructions: "BASE", assembled, binding: binding({ developerInstructionsHash: hash }) }));
+    expect(Object.keys(same.additionalContext ?? {}).some((k) => k.startsWith("openclaw.developer"))).toBe(false);
+    // Changed addition: the thread gets the new instructions as a developer message.
+    const changed = projectAssembledContext(
+      params({ baseDeveloperInstructions: "BASE", assembled: { ...assembled, systemPromptAddition: "NEWER RULE" }, binding: binding({ developerInstructionsHash: hash }) }),
+    );
+    const entry = Object.entries(changed.additionalContext ?? {}).find(([k]) => k.startsWith("openclaw.developer"));
+    expect(entry?.[1]).toEqual({ kind: "application", value: "BASE\n\nNEWER RULE" });
+    expect(changed.promptText).not.toContain("NEWER RULE");
+  });
+
   it("sends the raw prompt and resumes a compatible binding when nothing is assembled", () => {
     const out = projectAssembledContext(params({ binding: binding() }));
     expect(out).toMatchObject({ mode: "none", promptText: "What next?", thread: { action: "resume", threadId: "thread-A" } });
@@ -154,7 +172,7 @@ describe("projectAssembledContext", () => {
     const [key, entry] = Object.entries(first.additionalContext ?? {})[0]!;
     expect(key).toMatch(/^openclaw\.context\.000\.[0-9a-f]{10}$/);
     expect(entry).toEqual({ kind: "application", value: "[compactionSummary]\nENGINE SUMMARY" });
-    expect(first.bindingUpdate).toEqual({ reset: false, ledgerAdd: [ledgerHash(entry.value)] });
+    expect(first.bindingUpdate).toMatchObject({ reset: false, ledgerAdd: [ledgerHash(entry.value)] });
     const second = projectAssembledContext(
       params({
         history,

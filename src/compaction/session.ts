@@ -1,0 +1,147 @@
+/**
+ * Host-bound explicit compaction: {@link compactCodexSession} wired to the real thread-binding sidecar, the real
+ * engine-maintenance lifecycle helper and the session lock, for users and the CLI (`/compact`).
+ */
+import { z } from "zod";
+import type { Logger } from "pino";
+import { runHarnessContextEngineMaintenance } from "../context-engine/lifecycle.js";
+import { silentLogger } from "../log/logger.js";
+import { readThreadBinding, writeThreadBinding, type ThreadBinding } from "../transcript/binding.js";
+import { withSessionLock } from "../transcript/lock.js";
+import { settleCompaction } from "../../machines/compaction.rules.js";
+import {
+  compactCodexSessionParamsSchema,
+  compactCodexSession,
+  compactionEngineFacts,
+  createBindingStore,
+  type CompactionMaintenanceRunner,
+  type CompactionOutput,
+} from "./compact-session.js";
+import { CompactionError, firstIssue } from "./errors.js";
+
+/** Default bound on the post-compaction `maintain()` call (the turn's default engine-call bound). */
+export const DEFAULT_COMPACTION_MAINTENANCE_TIMEOUT_MS = 60_000;
+
+/**
+ * Parameters of {@link compactSession}: those of `compactCodexSession` minus the host wiring it supplies itself
+ * (`bindingStore`, `runMaintenance`, `withLock`), plus optional bounds on the lock wait and on maintenance.
+ */
+export const compactSessionParamsSchema = compactCodexSessionParamsSchema
+  .omit({ bindingStore: true, runMaintenance: true, withLock: true })
+  .extend({
+    /** Give up waiting for the session lock after this long (default: the lock's own default, 10 minutes). */
+    lockTimeoutMs: z.number().int().positive().optional(),
+    /** Bound on the post-compaction engine `maintain()` call. */
+    maintenanceTimeoutMs: z.number().int().positive().default(DEFAULT_COMPACTION_MAINTENANCE_TIMEOUT_MS),
+  })
+  .strict();
+
+/** Parameters of {@link compactSession}. */
+export type CompactSessionParams = z.input<typeof compactSessionParamsSchema>;
+
+function parseCompactSessionParams(params: unknown): z.output<typeof compactSessionParamsSchema> {
+  const parsed = compactSessionParamsSchema.safeParse(params);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  if (issue?.code === "unrecognized_keys") {
+    const key = issue.keys[0] ?? "(unknown)";
+    throw new CompactionError("INVALID_COMPACTION_PARAMS", key, `invalid compaction parameter \`${key}\`: unknown option`);
+  }
+  const { field, message } = firstIssue(parsed.error.issues, "(params)");
+  throw new CompactionError("INVALID_COMPACTION_PARAMS", field, `invalid compaction parameter \`${field}\`: ${message}`);
+}
+
+/**
+ * Compact a Codex-backed session explicitly, holding the session lock for the whole run so no turn (in this or
+ * another process) interleaves with it. The thread binding next to `sessionFile` supplies the Codex thread and its
+ * last usage; after a successful native round its injection ledger and `heldTurnIds` are cleared, so the next turn
+ * re-sends the context Codex dropped (P3). Engine maintenance afterwards runs with `reason: "compaction"`, bounded
+ * by `maintenanceTimeoutMs`.
+ *
+ * The lock is not re-entrant: calling this from inside a turn of the same session (e.g. from a hook) throws
+ * `SESSION_LOCK_REENTRANT` instead of deadlocking. An abort, while waiting for the lock or once it is held, resolves
+ * with `{ ok: false, reason: "aborted" }` (nothing was changed if it came before the lock). A lock that cannot be
+ * had within `lockTimeoutMs` throws the lock's `SESSION_LOCK_TIMEOUT`. Invalid parameters throw
+ * {@link CompactionError}.
+ *
+ * @example
+ * ```ts
+ * const appServer = await CodexAppServer.spawn();
+ * const out = await compactSession({
+ *   appServer,
+ *   sessionId: "s1",
+ *   sessionFile: "/data/s1.jsonl",
+ *   contextEngine: engine,          // ownsCompaction: engine result primary, Codex native reported in details
+ *   contextTokenBudget: 200_000,
+ *   trigger: "manual",
+ * });
+ * console.log(out.ok, out.primary, out.result?.details.codexNativeCompaction);
+ * ```
+ */
+export async function compactSession(params: CompactSessionParams): Promise<CompactionOutput> {
+  const p = parseCompactSessionParams(params);
+  const logger: Logger = p.logger ?? silentLogger;
+  const bindingStore = createBindingStore<ThreadBinding>({ read: readThreadBinding, write: writeThreadBinding, logger });
+  const runMaintenance: CompactionMaintenanceRunner = (m) =>
+    runHarnessContextEngineMaintenance({
+      engine: m.engine,
+      sessionId: m.sessionId,
+      ...(m.sessionKey !== undefined ? { sessionKey: m.sessionKey } : {}),
+      sessionFile: m.sessionFile,
+      reason: m.reason,
+      // Foreground: the caller waits for the compaction; deferred execution belongs to background maintenance.
+      background: false,
+      runtimeContext: m.runtimeContext,
+      signal: m.signal,
+      timeoutMs: p.maintenanceTimeoutMs,
+    });
+  const lockOptions = {
+    logger,
+    ...(p.signal ? { signal: p.signal } : {}),
+    ...(p.lockTimeoutMs !== undefined ? { timeoutMs: p.lockTimeoutMs } : {}),
+  };
+  try {
+    return await compactCodexSession({
+      appServer: p.appServer,
+      bindingStore,
+      sessionId: p.sessionId,
+      ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
+      sessionFile: p.sessionFile,
+      ...(p.contextEngine ? { contextEngine: p.contextEngine } : {}),
+      ...(p.contextTokenBudget !== undefined ? { contextTokenBudget: p.contextTokenBudget } : {}),
+      trigger: p.trigger,
+      ...(p.customInstructions !== undefined ? { customInstructions: p.customInstructions } : {}),
+      ...(p.signal ? { signal: p.signal } : {}),
+      logger,
+      nativeTimeoutMs: p.nativeTimeoutMs,
+      runMaintenance,
+      withLock: (fn) => withSessionLock(p.sessionFile, () => fn(), lockOptions),
+    });
+  } catch (error) {
+    if (!(p.signal?.aborted && (error as { code?: unknown } | null)?.code === "SESSION_LOCK_ABORTED")) throw error;
+    logger.warn(
+      { sessionId: p.sessionId, event: "compaction aborted waiting for the session lock", trigger: p.trigger },
+      "codex compaction: aborted before the session lock was held",
+    );
+    return abortedBeforeLock(p);
+  }
+}
+
+/** The result of an abort that came before the lock was held: nothing ran, nothing changed. */
+function abortedBeforeLock(p: z.output<typeof compactSessionParamsSchema>): CompactionOutput {
+  return settleCompaction({
+    input: {
+      sessionId: p.sessionId,
+      ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
+      sessionFile: p.sessionFile,
+      trigger: p.trigger,
+      engine: compactionEngineFacts(p.contextEngine),
+      nativeTimeoutMs: p.nativeTimeoutMs,
+    },
+    binding: null,
+    aborted: true,
+    outcomes: { engineCompact: "aborted", maintenance: "aborted", bindingMark: "skipped:aborted" },
+    trace: ["aborted"],
+    warnings: ["abortedBeforeSessionLock"],
+  });
+}

@@ -1,0 +1,149 @@
+/**
+ * Explicit compaction (`compactSession`) against the real codex app-server and the fake Responses API: a prior turn
+ * (runCodexTurn) creates the thread binding, then the compaction runs the engine and/or Codex's native round.
+ */
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { compactSession } from "../../src/compaction/session.js";
+import { createWindowEngine } from "../../src/context-engine/engines/index.js";
+import type { ContextEngine } from "../../src/context-engine/types.js";
+import { readThreadBinding } from "../../src/transcript/binding.js";
+import { runCodexTurn } from "../../src/turn.js";
+import { inputMessageTexts, startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
+
+let env: OfflineCodex;
+let dir: string;
+let counter = 0;
+
+beforeAll(async () => {
+  env = await startOfflineCodex({ offline: { lean: true } });
+  dir = await mkdtemp(path.join(os.tmpdir(), "ctm-compaction-session-"));
+});
+afterAll(async () => {
+  await env?.dispose();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+/** A fresh session that ran `turns` turns (each answered by the fake), so it is bound to a Codex thread. */
+async function boundSession(engine: ContextEngine, turns = 2) {
+  const sessionId = `cs-${++counter}`;
+  const sessionFile = path.join(dir, `${sessionId}.jsonl`);
+  for (let i = 0; i < turns; i++) {
+    env.fake.enqueue({ text: `answer ${i} of ${sessionId}` });
+    const r = await runCodexTurn({
+      appServer: env.codex,
+      sessionId,
+      sessionFile,
+      prompt: `prompt ${i} of ${sessionId}`,
+      contextEngine: engine,
+      contextTokenBudget: 16_000,
+    });
+    expect(r.status).toBe("completed");
+  }
+  const binding = await readThreadBinding(sessionFile);
+  expect(binding?.threadId).toBeTruthy();
+  return { sessionId, sessionFile, binding: binding! };
+}
+
+function spyCompact<E extends ContextEngine>(engine: E) {
+  const original = engine.compact.bind(engine);
+  const compact = vi.fn(original);
+  engine.compact = compact;
+  return compact;
+}
+
+describe("compactSession against the real codex app-server", () => {
+  it("engine-owned with native success: engine result primary, native round in details, ledger and held turns cleared", async () => {
+    const engine = createWindowEngine({ ownsCompaction: true, threadBootstrap: true });
+    const compact = spyCompact(engine);
+    const { sessionId, sessionFile, binding } = await boundSession(engine);
+    // The bootstrap turn injected context and the thread holds the last turn: there is something to clear.
+    expect(binding.ledger.length).toBeGreaterThan(0);
+    expect(binding.heldTurnIds.length).toBeGreaterThan(0);
+
+    const before = env.fake.requests.length;
+    const out = await compactSession({
+      appServer: env.codex,
+      sessionId,
+      sessionFile,
+      contextEngine: engine,
+      contextTokenBudget: 16_000,
+      trigger: "manual",
+      nativeTimeoutMs: 15_000,
+    });
+    expect(out.ok).toBe(true);
+    expect(out.compacted).toBe(true);
+    expect(out.primary).toBe("engine");
+    expect(compact).toHaveBeenCalledTimes(1);
+    expect(out.result?.details).toMatchObject({
+      targetFraction: expect.any(Number),
+      codexNativeCompaction: { ok: true, threadId: binding.threadId, turnId: expect.any(String), itemId: expect.any(String) },
+    });
+    expect(env.fake.requests.slice(before).map((r) => r.requestKind)).toEqual(["compaction"]);
+
+    const after = await readThreadBinding(sessionFile);
+    expect(after).toMatchObject({ threadId: binding.threadId, ledger: [], heldTurnIds: [] });
+    expect(after?.lastUsage).toEqual(binding.lastUsage);
+  });
+
+  it("engine-owned with a failed native round: still ok, native ok:false with a reason, binding untouched", async () => {
+    const engine = createWindowEngine({ ownsCompaction: true, threadBootstrap: true });
+    const { sessionId, sessionFile, binding } = await boundSession(engine);
+    env.fake.enqueue({ httpStatus: 500 }, { kind: "compaction" });
+    const out = await compactSession({
+      appServer: env.codex,
+      sessionId,
+      sessionFile,
+      contextEngine: engine,
+      contextTokenBudget: 16_000,
+      trigger: "manual",
+      nativeTimeoutMs: 15_000,
+    });
+    expect(out.ok).toBe(true);
+    expect(out.primary).toBe("engine");
+    const native = out.result?.details.codexNativeCompaction as { ok: boolean; reason?: string };
+    expect(native.ok).toBe(false);
+    expect(native.reason).toEqual(expect.any(String));
+    expect(native.reason!.length).toBeGreaterThan(0);
+    expect(out.native).toEqual(native);
+    expect(await readThreadBinding(sessionFile)).toEqual(binding);
+  });
+
+  it("non-owning engine: Codex native compaction is the result and the engine's compact() is not called", async () => {
+    const engine = createWindowEngine({ ownsCompaction: false });
+    const compact = spyCompact(engine);
+    const { sessionId, sessionFile, binding } = await boundSession(engine);
+    const before = env.fake.requests.length;
+    const out = await compactSession({
+      appServer: env.codex,
+      sessionId,
+      sessionFile,
+      contextEngine: engine,
+      contextTokenBudget: 16_000,
+      trigger: "budget",
+      nativeTimeoutMs: 15_000,
+    });
+    expect(out).toMatchObject({ ok: true, compacted: true, primary: "native", native: { ok: true, threadId: binding.threadId } });
+    expect(out.result?.details).toEqual({ codexNativeCompaction: out.native });
+    expect(compact).not.toHaveBeenCalled();
+    expect(env.fake.requests.slice(before).map((r) => r.requestKind)).toEqual(["compaction"]);
+    expect(await readThreadBinding(sessionFile)).toMatchObject({ ledger: [], heldTurnIds: [] });
+
+    // The next turn resumes the compacted thread: Codex replays the summary instead of the old turns.
+    env.fake.enqueue({ text: "after compaction" });
+    const r = await runCodexTurn({
+      appServer: env.codex,
+      sessionId,
+      sessionFile,
+      prompt: "after the compaction",
+      contextEngine: engine,
+      contextTokenBudget: 16_000,
+    });
+    expect(r.status).toBe("completed");
+    expect(r.threadId).toBe(binding.threadId);
+    const last = env.fake.requests[env.fake.requests.length - 1]!;
+    expect(inputMessageTexts(last.body, "user").some((t) => t.includes("FAKE-SUMMARY"))).toBe(true);
+  });
+});
