@@ -33,6 +33,7 @@ export * as turnRules from "../machines/rules.js";
 export type * from "../machines/turn.contract.js";
 export { compactionMachine } from "../machines/compaction.machine.js";
 export { compactCodexSession, type CompactCodexSessionParams } from "./compaction/compact-session.js";
+export { compactSession } from "./compaction/session.js";
 export { parseAccordionConfig, evaluateAccordion, runAccordionCompaction, type AccordionConfig } from "./compaction/accordion.js";
 export { resetCodexSession, type ResetCodexSessionParams, type ResetCodexSessionResult } from "./transcript/reset.js";
 export { readSessionHistory, readSessionTranscript } from "./transcript/session-file.js";
@@ -45,3 +46,22 @@ export * from "./codex/index.js";
 export type * from "./context-engine/types.js";
 export type { CodexTurnHooks, BeforePromptBuildContext, BeforePromptBuildResult, CompactionHookEvent } from "./hooks/types.js";
 export { createLogger, silentLogger, REDACTED_LOG_PATHS } from "./log/logger.js";
+export { legacyEngine, createWindowEngine, createRecordingEngine, type WindowEngineOptions, type RecordedEngineCall } from "./context-engine/engines/index.js";
+export { assertContextEngine, engineFacts, isLegacyEngine, ContextEngineContractError, EngineResultInvalidError } from "./context-engine/contract.js";
+export {
+  bootstrapHarnessContextEngine,
+  assembleHarnessContextEngine,
+  finalizeHarnessContextEngineTurn,
+  buildHarnessContextEngineRuntimeContext,
+  runHarnessContextEngineMaintenance,
+  EngineCallTimeoutError,
+} from "./context-engine/lifecycle.js";
+export {
+  projectAssembledContext,
+  renderPromptProjection,
+  fingerprintDynamicTools,
+  fingerprintPolicy,
+  type ProjectionMode,
+} from "./projection/index.js";
+export { readThreadBinding, writeThreadBinding, clearThreadBinding, type ThreadBinding } from "./transcript/binding.js";
+export { machineToMermaid } from "./inspect/mermaid.js";

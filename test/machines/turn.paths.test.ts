@@ -80,7 +80,7 @@ describe("paths of the real turn machine", () => {
       const paths = getShortestPaths(turnMachine, {
         input: cfg,
         events: eventsFor as never,
-        serializeState: (s) => JSON.stringify({ v: s.value, c: { ...(s.context as TurnContext), trace: undefined } }),
+        serializeState: (s: { value: unknown; context: unknown }) => JSON.stringify({ v: s.value, c: { ...(s.context as TurnContext), trace: undefined } }),
       } as never) as unknown as Array<{ steps: Array<{ event: AnyEventObject; state: { value: unknown; context: TurnContext } }> }>;
       let steps = 0;
       for (const path of paths) {
