@@ -20,13 +20,25 @@ export class ContextEngineContractError extends Error {
 
 /** An engine method returned something malformed; the turn treats it as that method failing. */
 export class EngineResultInvalidError extends Error {
-  readonly code = "ENGINE_RESULT_INVALID";
+  readonly code: string = "ENGINE_RESULT_INVALID";
   constructor(
     readonly method: string,
     readonly detail: string,
   ) {
     super(`context engine ${method}() returned an invalid result: ${detail}`);
     this.name = "EngineResultInvalidError";
+  }
+}
+
+/**
+ * `assemble()` returned something malformed (e.g. `messages` not an array of objects with a string `role`, or a
+ * negative `estimatedTokens`). The machine treats it as an assemble failure: warn, and send the unassembled prompt.
+ */
+export class AssembleResultInvalidError extends EngineResultInvalidError {
+  override readonly code: string = "ASSEMBLE_RESULT_INVALID";
+  constructor(detail: string) {
+    super("assemble", detail);
+    this.name = "AssembleResultInvalidError";
   }
 }
 
@@ -77,17 +89,28 @@ export const ingestBatchResultSchema = z.looseObject({ ingestedCount: z.number()
 /** Validate an engine method's result; throws {@link EngineResultInvalidError} naming the method and field. */
 export function validateEngineResult<T>(method: string, schema: z.ZodType<T>, value: unknown): T {
   const parsed = schema.safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const where = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "(result)";
-    throw new EngineResultInvalidError(method, `${where}: ${issue?.message ?? "invalid"}`);
-  }
+  if (!parsed.success) throw new EngineResultInvalidError(method, describeIssue(parsed.error.issues[0]));
   return parsed.data;
 }
 
-/** Validate an `assemble()` result. */
+/**
+ * Validate an `assemble()` result; throws {@link AssembleResultInvalidError} naming the offending field.
+ *
+ * @example
+ * ```ts
+ * validateAssembleResult({ messages: [], estimatedTokens: 0 }); // ok
+ * validateAssembleResult({ messages: "x", estimatedTokens: 0 }); // throws AssembleResultInvalidError ("messages: …")
+ * ```
+ */
 export function validateAssembleResult(value: unknown): AssembleResult {
-  return validateEngineResult("assemble", assembleResultSchema, value) as unknown as AssembleResult;
+  const parsed = assembleResultSchema.safeParse(value);
+  if (!parsed.success) throw new AssembleResultInvalidError(describeIssue(parsed.error.issues[0]));
+  return parsed.data as unknown as AssembleResult;
+}
+
+function describeIssue(issue: z.core.$ZodIssue | undefined): string {
+  const where = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "(result)";
+  return `${where}: ${issue?.message ?? "invalid"}`;
 }
 
 const REQUIRED_METHODS = ["ingest", "assemble", "compact"] as const;
@@ -127,7 +150,15 @@ export function assertContextEngine(value: unknown): ContextEngine {
   return value as ContextEngine;
 }
 
-/** No engine, or OpenClaw's `legacy` engine: the turn behaves exactly as without an engine. */
+/**
+ * No engine, or OpenClaw's `legacy` engine: the turn behaves exactly as without an engine.
+ *
+ * @example
+ * ```ts
+ * isLegacyEngine(undefined); // true
+ * isLegacyEngine(createWindowEngine()); // false
+ * ```
+ */
 export function isLegacyEngine(engine: ContextEngine | undefined): boolean {
   return !engine || engine.info.id === "legacy";
 }

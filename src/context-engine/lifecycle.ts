@@ -5,7 +5,7 @@
  * receives an AbortSignal where the contract allows one.
  */
 import type { TurnUsage } from "../../machines/turn.contract.js";
-import type { AgentMessage, AssembleResult, ContextEngine, ContextEngineRuntimeContext } from "./types.js";
+import type { AgentMessage, AssembleResult, ContextEngine, ContextEngineRuntimeContext, PromptCacheInfo } from "./types.js";
 import {
   bootstrapResultSchema,
   ingestBatchResultSchema,
@@ -92,41 +92,74 @@ interface EngineIds {
 const withKey = (sessionKey: string | undefined) => (sessionKey !== undefined ? { sessionKey } : {});
 
 /**
- * The runtime context handed to afterTurn / maintain: token budget, the last call's prompt tokens and prompt-cache
- * usage, each only when known (omitted, never invented as zero).
+ * Usage as the turn reports it, plus optional last-call figures a host may carry (Codex's `tokenUsage.last`). The
+ * `TurnUsage` totals are THREAD-cumulative in Codex, so they are never used as the last call's figures.
+ */
+export type RuntimeUsage = TurnUsage & { lastCallOutputTokens?: number; lastCallCachedInputTokens?: number };
+
+/**
+ * The runtime context handed to afterTurn / maintain / compact: `tokenBudget`, `currentTokenCount` (prompt tokens of
+ * the last model call) and `promptCache.lastCallUsage` — each only when known. Unknown values are omitted, never
+ * invented as zero, and `promptCache` is omitted entirely when Codex reported no usage.
+ *
+ * `lastCallUsage` (e.g. the `usage` the mirror put on the turn's last assistant message, which comes from Codex's
+ * `tokenUsage.last`) wins over the `usage` fields when given.
+ *
+ * @example
+ * ```ts
+ * buildHarnessContextEngineRuntimeContext({ tokenBudget: 8000 }); // { tokenBudget: 8000 }
+ * buildHarnessContextEngineRuntimeContext({ tokenBudget: 8000, usage: record.usage });
+ * // { tokenBudget: 8000, currentTokenCount: 512, promptCache: { lastCallUsage: { input: 512, total: 540 } } }
+ * ```
  */
 export function buildHarnessContextEngineRuntimeContext(p: {
   tokenBudget?: number;
-  usage?: TurnUsage;
+  usage?: RuntimeUsage;
+  lastCallUsage?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number; total?: number };
   allowDeferredCompactionExecution?: boolean;
 }): ContextEngineRuntimeContext {
   const ctx: ContextEngineRuntimeContext = {};
   if (p.tokenBudget !== undefined) ctx.tokenBudget = p.tokenBudget;
+  const last: NonNullable<PromptCacheInfo["lastCallUsage"]> = {};
+  const put = (key: keyof typeof last, value: number | undefined) => {
+    if (typeof value === "number" && Number.isFinite(value) && value >= 0) last[key] = value;
+  };
   if (p.usage) {
-    const input = p.usage.lastCallInputTokens ?? p.usage.inputTokens;
-    ctx.currentTokenCount = input;
-    ctx.promptCache = {
-      lastCallUsage: {
-        input,
-        output: p.usage.outputTokens,
-        cacheRead: p.usage.cachedInputTokens,
-        total: p.usage.lastCallTotalTokens ?? p.usage.totalTokens,
-      },
-    };
+    put("input", p.usage.lastCallInputTokens);
+    put("output", p.usage.lastCallOutputTokens);
+    put("cacheRead", p.usage.lastCallCachedInputTokens);
+    put("total", p.usage.lastCallTotalTokens);
   }
+  if (p.lastCallUsage) {
+    put("input", p.lastCallUsage.input);
+    put("output", p.lastCallUsage.output);
+    put("cacheRead", p.lastCallUsage.cacheRead);
+    put("cacheWrite", p.lastCallUsage.cacheWrite);
+    put("total", p.lastCallUsage.total);
+  }
+  if (last.input !== undefined) ctx.currentTokenCount = last.input;
+  if (Object.keys(last).length > 0) ctx.promptCache = { lastCallUsage: last };
   if (p.allowDeferredCompactionExecution) ctx.allowDeferredCompactionExecution = true;
   return ctx;
 }
 
 /**
- * Bootstrap the engine, run bootstrap maintenance when the engine has `maintain`, then re-read the history (bootstrap
- * may rewrite the transcript).
+ * Bootstrap the engine, run bootstrap maintenance when the engine has `maintain` (errors swallowed, like turn
+ * maintenance), then re-read the history through `readHistory` (bootstrap may rewrite the transcript). An engine
+ * without `bootstrap` is not called; the history is still read. A bootstrap failure rejects (the caller warns and
+ * continues, first-port rule 1).
+ *
+ * @example
+ * ```ts
+ * const out = await bootstrapHarnessContextEngine({ engine, sessionId, sessionFile, readHistory: () => readSessionHistory(sessionFile) });
+ * out.bootstrapped; out.messages;
+ * ```
  */
 export async function bootstrapHarnessContextEngine<H extends { messages: AgentMessage[] }>(
   p: EngineIds & { readHistory: () => Promise<H>; runtimeContext?: ContextEngineRuntimeContext },
 ): Promise<H & { bootstrapped: boolean; importedMessages?: number; reason?: string }> {
   const { engine } = p;
-  if (!engine.bootstrap) throw new Error("engine has no bootstrap()");
+  if (!engine.bootstrap) return { ...(await p.readHistory()), bootstrapped: false, reason: "engine has no bootstrap()" };
   const raw = await callEngine(
     "bootstrap",
     () => engine.bootstrap!({ sessionId: p.sessionId, ...withKey(p.sessionKey), sessionFile: p.sessionFile }),
@@ -149,7 +182,17 @@ export async function bootstrapHarnessContextEngine<H extends { messages: AgentM
   };
 }
 
-/** Assemble context; a malformed result throws {@link EngineResultInvalidError} (an assemble failure). */
+/**
+ * Assemble context from the mirrored history, with the token budget, the dynamic tool names (`availableTools`), the
+ * model and the prompt. A malformed result throws `AssembleResultInvalidError` (an assemble failure); a hang past
+ * `timeoutMs` throws {@link EngineCallTimeoutError}.
+ *
+ * @example
+ * ```ts
+ * const assembled = await assembleHarnessContextEngine({ engine, sessionId, messages: history.messages, tokenBudget: 8000,
+ *   availableTools: new Set(["lookup"]), model: "gpt-5", prompt, timeoutMs: 30_000 });
+ * ```
+ */
 export async function assembleHarnessContextEngine(p: {
   engine: ContextEngine;
   sessionId: string;
@@ -242,7 +285,13 @@ export async function finalizeHarnessContextEngineTurn(
 
 /**
  * Run engine maintenance. Background maintenance passes `allowDeferredCompactionExecution: true` (lossless-claw
- * runs deferred compaction only there). Returns undefined when the engine has no `maintain`.
+ * runs deferred compaction only there); foreground maintenance never does. Returns undefined when the engine has no
+ * `maintain`. `reason` is for the caller's logs (the contract's `maintain` takes no reason).
+ *
+ * @example
+ * ```ts
+ * await runHarnessContextEngineMaintenance({ engine, sessionId, sessionFile, reason: "turn", background: true });
+ * ```
  */
 export async function runHarnessContextEngineMaintenance(
   p: EngineIds & { reason: "bootstrap" | "turn" | "compaction"; background: boolean; runtimeContext?: ContextEngineRuntimeContext },

@@ -4,7 +4,7 @@
  *
  * Codex stores every turn of a thread natively and replays it on each request (openclaw#84662), so re-sending the
  * assembled transcript every turn makes the model input grow without bound. The `delta` and `threadBootstrap` modes
- * send only what the thread does not already hold; `prompt` reproduces the first port byte for byte (the anchor).
+ * send only what the thread does not already hold; `prompt` reproduces the first port's text format (the anchor).
  */
 import type { AgentMessage } from "../context-engine/types.js";
 import type {
@@ -57,27 +57,55 @@ export interface ProjectAssembledContextParams {
 }
 
 /**
- * Fingerprint of the dynamic tool catalog: specs without descriptions, keys sorted. Never includes context-engine
- * output, or every context change would force a new thread.
+ * Fingerprint of the dynamic tool catalog: each spec without its `description` (and without functions such as a
+ * handler), object keys sorted at every level, specs sorted by name, sha256 (16 hex). It decides resume vs a fresh
+ * thread, so it never includes context-engine output, or every context change would force a new thread.
  *
  * @example
  * ```ts
- * fingerprintDynamicTools([{ name: "lookup", inputSchema: { type: "object" } }]);
+ * fingerprintDynamicTools([{ name: "lookup", description: "ignored", inputSchema: { type: "object" } }]);
  * ```
  */
-export function fingerprintDynamicTools(specs: ReadonlyArray<{ name: string; inputSchema?: unknown }>): string {
-  const normalized = [...specs]
-    .map((s) => ({ name: s.name, inputSchema: s.inputSchema ?? null }))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+export function fingerprintDynamicTools(specs: ReadonlyArray<{ name: string; [key: string]: unknown }>): string {
+  const normalized = specs
+    .map((spec) => {
+      const out: Record<string, unknown> = {};
+      for (const [key, value] of Object.entries(spec)) {
+        if (key === "description" || typeof value === "function" || value === undefined) continue;
+        out[key] = value;
+      }
+      return out;
+    })
+    .sort((a, b) => {
+      const x = canonicalJson(a);
+      const y = canonicalJson(b);
+      return x < y ? -1 : x > y ? 1 : 0;
+    });
   return sha256Hex(canonicalJson(normalized), 16);
 }
 
-/** Fingerprint of the projection policy (mode and caps): a change rotates to a fresh thread. */
+/**
+ * Fingerprint of the projection policy (mode, caps, divergence threshold, model...): a change rotates to a fresh
+ * thread, because what the thread holds was projected under the old policy. Keys are sorted; undefined values are
+ * ignored, so `{ a: 1, b: undefined }` and `{ a: 1 }` agree.
+ *
+ * @example
+ * ```ts
+ * fingerprintPolicy({ mode: "delta", partCapChars: 6000 });
+ * ```
+ */
 export function fingerprintPolicy(policy: Record<string, unknown>): string {
   return sha256Hex(canonicalJson(policy), 16);
 }
 
-/** Resume is possible only on a binding made under the same tools, engine and policy. */
+/**
+ * Resume is possible only on a binding with a thread id made under the same dynamic tools, engine and policy.
+ *
+ * @example
+ * ```ts
+ * isBindingCompatible(binding, { dynamicTools: toolFp, engineId: "window", policy: policyFp });
+ * ```
+ */
 export function isBindingCompatible(binding: ThreadBinding | undefined, fp: ProjectionFingerprints): binding is ThreadBinding {
   return (
     binding !== undefined &&
@@ -88,7 +116,15 @@ export function isBindingCompatible(binding: ThreadBinding | undefined, fp: Proj
   );
 }
 
-/** Developer instructions: base, then the engine's systemPromptAddition (trimmed) as the last section. */
+/**
+ * Developer instructions: base, then the engine's systemPromptAddition (trimmed) as the last section, joined by one
+ * blank line. The addition never goes into the prompt text.
+ *
+ * @example
+ * ```ts
+ * composeDeveloperInstructions("Be brief.", " Cite sources. "); // "Be brief.\n\nCite sources."
+ * ```
+ */
 export function composeDeveloperInstructions(base: string | undefined, addition: string | undefined): string | undefined {
   const extra = addition?.trim();
   if (!extra) return base;
@@ -96,8 +132,14 @@ export function composeDeveloperInstructions(base: string | undefined, addition:
 }
 
 /**
- * Split rendered blocks into additionalContext values under {@link MAX_ENTRY_CHARS}, keeping order. A block longer
- * than the cap is cut into consecutive pieces.
+ * Split rendered blocks into additionalContext values under {@link MAX_ENTRY_CHARS} (Codex truncates each value to
+ * ~1k tokens), packing consecutive blocks joined by a blank line and keeping order. Only a block longer than the cap
+ * is cut, into consecutive pieces.
+ *
+ * @example
+ * ```ts
+ * chunkBlocks(["[user]\na", "[assistant]\nb"]); // ["[user]\na\n\n[assistant]\nb"]
+ * ```
  */
 export function chunkBlocks(blocks: readonly string[], maxChars = MAX_ENTRY_CHARS): string[] {
   const chunks: string[] = [];
@@ -149,17 +191,80 @@ function withDeveloperUpdate(out: ProjectionOutput, binding: ThreadBinding | und
   out.bytes += Buffer.byteLength(out.developerInstructions, "utf8");
 }
 
-/** Hash of an entry value, as recorded in the binding's injection ledger. */
+/**
+ * The injection ledger records what this thread received as additionalContext, one unit per rendered message block
+ * (not per entry value: chunk boundaries shift when the set of missing blocks changes, and hashing whole values would
+ * then re-inject blocks the thread already holds). A unit is `<sha256-20 of the block>[#<n>]:<estimated tokens>`;
+ * `#n` counts earlier identical blocks in the same view (two "ok" replies are two units), and the token estimate lets
+ * divergence count injected blocks the engine has since dropped.
+ *
+ * Facts this relies on (notes/codex-app-server.md): after a cold `thread/resume` the next request carries the full
+ * persisted history, earlier additionalContext items included (§4.4), so the ledger stays valid across processes;
+ * only Codex's in-memory dedupe state and the developer instructions are lost (P3, P4), and the host re-sends the
+ * developer instructions on every resume. A native compaction DOES drop every earlier additionalContext item and all
+ * assistant output (§5.1, P3): the host then clears `ledger` and `heldTurnIds` (`markNativeCompaction` in
+ * `transcript/binding.ts`) and the next projection re-sends what the engine still wants the model to see.
+ *
+ * @example
+ * ```ts
+ * ledgerUnit("[user]\nok");    // "<20 hex>:3"
+ * ledgerUnit("[user]\nok", 1); // "<20 hex>#1:3" (the second identical block in the same view)
+ * ```
+ */
+export function ledgerUnit(block: string, occurrence = 0): string {
+  const id = occurrence === 0 ? sha256Hex(block, 20) : `${sha256Hex(block, 20)}#${occurrence}`;
+  return `${id}:${estimateTokens(block)}`;
+}
+
+/** The hash part of a ledger unit (before `:`), which is what membership is decided on. */
+export function ledgerUnitId(unit: string): string {
+  const colon = unit.indexOf(":");
+  return colon === -1 ? unit : unit.slice(0, colon);
+}
+
+function ledgerUnitTokens(unit: string): number {
+  const colon = unit.indexOf(":");
+  const n = colon === -1 ? 0 : Number(unit.slice(colon + 1));
+  return Number.isFinite(n) && n > 0 ? n : 0;
+}
+
+/** Hash of an entry value (kept for callers that address whole values). */
 export function ledgerHash(value: string): string {
   return sha256Hex(value, 20);
 }
 
 /**
- * Content-addressed, order-preserving keys: Codex injects entries sorted by key, so the zero-padded position comes
- * first and the content hash second (`openclaw.context.007.3fa2c1d9e0`). Same content at the same position, same key.
+ * Content-addressed, order-preserving keys: Codex injects a turn's entries sorted by key, so the zero-padded position
+ * comes first and the content hash second (`openclaw.context.007.3fa2c1d9e0`). The key is used verbatim as the XML
+ * tag around the value. Same content at the same position gives the same key; a position only orders entries within
+ * one turn (entries of later turns land after earlier turns' items anyway).
+ *
+ * @example
+ * ```ts
+ * contextEntryKey(7, "[user]\nhi"); // "openclaw.context.007.<10 hex>"
+ * ```
  */
 export function contextEntryKey(index: number, value: string): string {
   return `${CONTEXT_KEY_PREFIX}.${String(index).padStart(3, "0")}.${sha256Hex(value, 10)}`;
+}
+
+interface RenderedUnit {
+  block: string;
+  unit: string;
+}
+
+/** Render messages to blocks (empty bodies skipped) with their ledger units. */
+function renderUnits(messages: readonly AgentMessage[], partCap?: number): RenderedUnit[] {
+  const seen = new Map<string, number>();
+  const units: RenderedUnit[] = [];
+  for (const message of messages) {
+    const block = renderMessageBlock(message, partCap);
+    if (block === undefined) continue;
+    const occurrence = seen.get(block) ?? 0;
+    seen.set(block, occurrence + 1);
+    units.push({ block, unit: ledgerUnit(block, occurrence) });
+  }
+  return units;
 }
 
 interface EntryPlan {
@@ -169,21 +274,17 @@ interface EntryPlan {
   bytes: number;
 }
 
-function planEntries(messages: readonly AgentMessage[], ledger: ReadonlySet<string>, partCap?: number): EntryPlan {
-  const blocks = messages.map((m) => renderMessageBlock(m, partCap)).filter((b): b is string => b !== undefined);
-  const values = chunkBlocks(blocks);
+function planEntries(units: readonly RenderedUnit[], injected: ReadonlySet<string>): EntryPlan {
+  const fresh = units.filter((u) => !injected.has(ledgerUnitId(u.unit)));
+  const values = chunkBlocks(fresh.map((u) => u.block));
+  if (values.length === 0) return { ledgerAdd: [], entriesSent: 0, bytes: 0 };
   const additionalContext: Record<string, AdditionalContextEntry> = {};
-  const ledgerAdd: string[] = [];
   let bytes = 0;
   values.forEach((value, index) => {
-    const hash = ledgerHash(value);
-    if (ledger.has(hash)) return;
     additionalContext[contextEntryKey(index, value)] = { kind: "application", value };
-    ledgerAdd.push(hash);
     bytes += Buffer.byteLength(value, "utf8");
   });
-  const entriesSent = ledgerAdd.length;
-  return entriesSent > 0 ? { additionalContext, ledgerAdd, entriesSent, bytes } : { ledgerAdd, entriesSent: 0, bytes: 0 };
+  return { additionalContext, ledgerAdd: fresh.map((u) => u.unit), entriesSent: values.length, bytes };
 }
 
 function resumeOrStart(binding: ThreadBinding | undefined, fp: ProjectionFingerprints, why: string): ThreadPlan {
@@ -202,8 +303,77 @@ export function heldMessageIndexes(origins: HistoryOutput["origins"], binding: T
   return held;
 }
 
+/** Default divergence threshold: 25% of the token budget, or 8,000 tokens without a budget. */
+export function defaultDivergenceTokens(tokenBudget: number | undefined): number {
+  return tokenBudget !== undefined ? Math.floor(tokenBudget * 0.25) : 8_000;
+}
+
 /**
- * Decide what Codex receives for this turn. Pure and deterministic.
+ * The epoch of a `threadBootstrap` projection: the engine's `contextProjection.epoch`, else its `fingerprint`, else
+ * one derived from the OLDEST context message (`first:<hash>`). Deriving it from the whole view would change it every
+ * turn and rotate threads per turn, which breaks prompt caching; while the oldest message stays, everything after
+ * it is either in the bootstrap or held natively by the thread, and when the view's start moves (a window step, a
+ * new summary) the epoch changes.
+ *
+ * @example
+ * ```ts
+ * projectionEpoch({ messages, estimatedTokens: 0, contextProjection: { mode: "thread_bootstrap", epoch: "w12" } }, messages); // "w12"
+ * ```
+ */
+export function projectionEpoch(assembled: AssembleOutput, context: readonly AgentMessage[]): string {
+  const request = assembled.contextProjection;
+  if (request?.epoch) return request.epoch;
+  if (request?.fingerprint) return `fp:${request.fingerprint}`;
+  const first = context[0];
+  return first ? `first:${messageHash(first).slice(0, 16)}` : "first:empty";
+}
+
+/**
+ * What the bound thread lacks of the engine's view, and how far the thread has drifted from it.
+ * `droppedTokens` estimates what the thread still shows the model although the engine dropped it: held messages no
+ * longer in the view plus injected blocks no longer in the view.
+ */
+function deltaAgainstThread(
+  p: ProjectAssembledContextParams,
+  binding: ThreadBinding,
+  context: readonly AgentMessage[],
+): { plan: EntryPlan; droppedTokens: number } {
+  const heldHashes = new Map<string, number>();
+  for (const index of heldMessageIndexes(p.origins, binding)) {
+    const message = p.history[index];
+    if (message) heldHashes.set(messageHash(message), index);
+  }
+  const viewHashes = new Set(context.map(messageHash));
+  let droppedTokens = 0;
+  for (const [hash, index] of heldHashes) {
+    if (!viewHashes.has(hash)) droppedTokens += estimateTokens(renderMessageBlock(p.history[index]!, p.partCapChars) ?? "");
+  }
+  const missing = context.filter((m) => !heldHashes.has(messageHash(m)));
+  const units = renderUnits(missing, p.partCapChars);
+  const viewUnitIds = new Set(renderUnits(context, p.partCapChars).map((u) => ledgerUnitId(u.unit)));
+  const injected = new Set<string>();
+  for (const unit of binding.ledger) {
+    const id = ledgerUnitId(unit);
+    injected.add(id);
+    if (!viewUnitIds.has(id)) droppedTokens += ledgerUnitTokens(unit);
+  }
+  return { plan: planEntries(units, injected), droppedTokens };
+}
+
+/**
+ * Decide what Codex receives for this turn. Pure and deterministic: identical inputs (in any object-key order) give
+ * byte-identical output.
+ *
+ * - no assembled context (no engine, assemble failed, empty view): mode `none`, the raw prompt; resume a compatible
+ *   binding, else start.
+ * - `prompt`: the first-port text around the prompt, on the compatible bound thread (the anchor).
+ * - `delta`: resume and send, as `application` entries, only blocks the thread neither holds natively nor received
+ *   before; rotate to a fresh thread (everything as entries) when the engine dropped more than `divergenceTokens` of
+ *   what the thread shows.
+ * - `threadBootstrap`: same epoch on a compatible binding resumes (normally sending nothing but the prompt; after a
+ *   native compaction cleared the ledger it restores the view on the same thread); a new epoch rotates to a fresh
+ *   thread bootstrapped with the whole view.
+ * - `auto`: `threadBootstrap` when the engine asks for it, else `delta`.
  *
  * @example
  * ```ts
@@ -222,6 +392,7 @@ export function projectAssembledContext(p: ProjectAssembledContextParams): Proje
 
 function projectWithoutDeveloperUpdate(p: ProjectAssembledContextParams): ProjectionOutput {
   const fp = p.fingerprints;
+  // systemPromptAddition goes only into developer instructions, never into the prompt text.
   const developerInstructions = composeDeveloperInstructions(p.baseDeveloperInstructions, p.assembled?.systemPromptAddition);
   const base = (mode: ProjectionOutput["mode"], reason: string, thread: ThreadPlan): ProjectionOutput => {
     const out: ProjectionOutput = {
@@ -235,6 +406,12 @@ function projectWithoutDeveloperUpdate(p: ProjectAssembledContextParams): Projec
     if (developerInstructions !== undefined) out.developerInstructions = developerInstructions;
     return out;
   };
+  const withPlan = (out: ProjectionOutput, plan: EntryPlan): ProjectionOutput => {
+    if (plan.additionalContext) out.additionalContext = plan.additionalContext;
+    out.entriesSent = plan.entriesSent;
+    out.bytes += plan.bytes;
+    return out;
+  };
 
   const assembled = p.assembled && p.assembled.messages.length > 0 ? p.assembled : undefined;
   if (!assembled) {
@@ -245,6 +422,7 @@ function projectWithoutDeveloperUpdate(p: ProjectAssembledContextParams): Projec
 
   const wantsBootstrap = assembled.contextProjection?.mode === "thread_bootstrap";
   const mode = p.mode === "auto" ? (wantsBootstrap ? "threadBootstrap" : "delta") : p.mode;
+  // The current prompt is sent as the turn input: a trailing copy in the view would make the model see it twice.
   const context = dropTrailingPrompt(assembled.messages, p.prompt);
 
   if (mode === "prompt") {
@@ -258,11 +436,8 @@ function projectWithoutDeveloperUpdate(p: ProjectAssembledContextParams): Projec
   }
 
   const freshThread = (modeName: ProjectionOutput["mode"], reason: string, epoch?: string): ProjectionOutput => {
-    const plan = planEntries(context, new Set(), p.partCapChars);
-    const out = base(modeName, reason, { action: "start", reason });
-    if (plan.additionalContext) out.additionalContext = plan.additionalContext;
-    out.entriesSent = plan.entriesSent;
-    out.bytes += plan.bytes;
+    const plan = planEntries(renderUnits(context, p.partCapChars), new Set());
+    const out = withPlan(base(modeName, reason, { action: "start", reason }), plan);
     const update: BindingUpdate = { reset: true, ledgerAdd: plan.ledgerAdd };
     if (epoch !== undefined) update.projectionEpoch = epoch;
     out.bindingUpdate = update;
@@ -270,44 +445,32 @@ function projectWithoutDeveloperUpdate(p: ProjectAssembledContextParams): Projec
   };
 
   if (mode === "threadBootstrap") {
-    const epoch = assembled.contextProjection?.epoch ?? sha256Hex(canonicalJson(context), 16);
-    if (isBindingCompatible(p.binding, fp) && p.binding.projectionEpoch === epoch) {
-      const out = base("threadBootstrap", "sameEpoch", { action: "resume", threadId: p.binding.threadId, reason: "sameEpoch" });
-      out.bindingUpdate = { reset: false, ledgerAdd: [], projectionEpoch: epoch } satisfies BindingUpdate;
-      return out;
-    }
-    const why = !p.binding ? "noBinding" : !isBindingCompatible(p.binding, fp) ? "incompatibleBinding" : "epochChanged";
-    return freshThread("threadBootstrap", why, epoch);
+    const epoch = projectionEpoch(assembled, context);
+    if (!isBindingCompatible(p.binding, fp)) return freshThread("threadBootstrap", p.binding ? "incompatibleBinding" : "noBinding", epoch);
+    if (p.binding.projectionEpoch !== epoch) return freshThread("threadBootstrap", "epochChanged", epoch);
+    // Same epoch: the thread holds the bootstrap (ledger) and every later turn (held). The delta is empty unless a
+    // native compaction cleared both, in which case the view is restored on the same thread.
+    const { plan } = deltaAgainstThread(p, p.binding, context);
+    const reason = plan.entriesSent > 0 ? "sameEpochRestore" : "sameEpoch";
+    const out = withPlan(base("threadBootstrap", reason, { action: "resume", threadId: p.binding.threadId, reason }), plan);
+    out.bindingUpdate = { reset: false, ledgerAdd: plan.ledgerAdd, projectionEpoch: epoch } satisfies BindingUpdate;
+    return out;
   }
 
   // delta
   if (!isBindingCompatible(p.binding, fp)) return freshThread("delta", p.binding ? "incompatibleBinding" : "noBinding");
   const binding = p.binding;
-  const heldIndexes = heldMessageIndexes(p.origins, binding);
-  const heldHashes = new Map<string, number>();
-  for (const index of heldIndexes) {
-    const message = p.history[index];
-    if (message) heldHashes.set(messageHash(message), index);
-  }
-  const assembledHashes = new Set(context.map(messageHash));
-  // Divergence: the engine dropped messages the thread still holds (the model would still see them).
-  let droppedTokens = 0;
-  for (const [hash, index] of heldHashes) {
-    if (!assembledHashes.has(hash)) droppedTokens += estimateTokens(renderMessageBlock(p.history[index]!) ?? "");
-  }
-  const threshold = p.divergenceTokens ?? (p.tokenBudget !== undefined ? Math.floor(p.tokenBudget * 0.25) : 8_000);
+  const { plan, droppedTokens } = deltaAgainstThread(p, binding, context);
+  const threshold = p.divergenceTokens ?? defaultDivergenceTokens(p.tokenBudget);
   if (droppedTokens > threshold) return freshThread("delta", "divergence");
-
-  const missing = context.filter((m) => !heldHashes.has(messageHash(m)));
-  const plan = planEntries(missing, new Set(binding.ledger), p.partCapChars);
-  const out = base("delta", plan.entriesSent > 0 ? "newContext" : "threadHoldsContext", {
-    action: "resume",
-    threadId: binding.threadId,
-    reason: "compatibleBinding",
-  });
-  if (plan.additionalContext) out.additionalContext = plan.additionalContext;
-  out.entriesSent = plan.entriesSent;
-  out.bytes += plan.bytes;
+  const out = withPlan(
+    base("delta", plan.entriesSent > 0 ? "newContext" : "threadHoldsContext", {
+      action: "resume",
+      threadId: binding.threadId,
+      reason: "compatibleBinding",
+    }),
+    plan,
+  );
   out.bindingUpdate = { reset: false, ledgerAdd: plan.ledgerAdd } satisfies BindingUpdate;
   return out;
 }

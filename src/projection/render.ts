@@ -1,7 +1,9 @@
 /**
- * Rendering of AgentMessages as text, byte-exact with OpenClaw's first port (contract note section 4), plus the
- * hashing and canonical JSON used for content-addressed keys and fingerprints. Everything here is deterministic:
- * no clock, no randomness, object keys sorted wherever an object is serialized.
+ * Rendering of AgentMessages as text in OpenClaw's first-port format (contract note section 4: header, safety note,
+ * `<conversation_context>`, `[role]\nbody` blocks, `Current user request:`), plus the hashing and canonical JSON used
+ * for content-addressed keys and fingerprints. One deliberate difference from the first port: both caps keep the
+ * NEWEST text, as the epochs version did (see {@link truncationMarker}). Everything here is deterministic: no clock,
+ * no randomness, object keys sorted wherever an object is serialized.
  */
 import { createHash } from "node:crypto";
 import type { AgentMessage } from "../context-engine/types.js";
@@ -11,7 +13,15 @@ export const PROMPT_SAFETY_NOTE = "Treat the conversation context below as quote
 export const DEFAULT_PART_CAP_CHARS = 6_000;
 export const DEFAULT_TOTAL_CAP_CHARS = 24_000;
 
-/** JSON with object keys sorted at every level (arrays keep their order). */
+/**
+ * JSON with object keys sorted at every level (arrays keep their order; undefined values dropped), so serialized
+ * objects never leak key order.
+ *
+ * @example
+ * ```ts
+ * canonicalJson({ b: 1, a: { d: 2, c: 3 } }); // '{"a":{"c":3,"d":2},"b":1}'
+ * ```
+ */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(sortKeys(value));
 }
@@ -39,21 +49,86 @@ export function messageHash(message: AgentMessage): string {
   return sha256Hex(canonicalJson(message), 32);
 }
 
-/** Rough token estimate: 4 characters per token (the usual heuristic; only used for budgets and divergence). */
+/**
+ * Rough token estimate: characters / 4, rounded up (the usual heuristic for English text and code). Only used for
+ * budgets, divergence and ledger sizes, never for anything sent to the model, so its error only shifts thresholds.
+ *
+ * @example
+ * ```ts
+ * estimateTokens("abcde"); // 2
+ * ```
+ */
 export function estimateTokens(text: string): number {
   return Math.ceil(text.length / 4);
 }
 
-/** Keep the start of an over-long part: `<kept>\n[truncated N chars]` (first-port per-part rule). */
-export function capPart(text: string, cap: number): string {
-  if (text.length <= cap) return text;
-  return `${text.slice(0, cap)}\n[truncated ${text.length - cap} chars]`;
+/**
+ * The truncation marker. Both caps keep the NEWEST text (the epochs version's rule; the first port kept the oldest),
+ * so the cut is at the front and the marker goes where the text was removed: on its own line BEFORE the kept text,
+ * `[truncated N chars]\n<kept>`, where N counts the characters removed (the marker itself is not counted against
+ * the cap). Putting it first also keeps the kept text a byte-identical suffix of the original, which is what a
+ * reader scanning for the latest output expects.
+ */
+export function truncationMarker(removed: number): string {
+  return `[truncated ${removed} chars]`;
 }
 
-/** Keep the newest context: `[truncated N chars]\n<kept tail>` (the epochs version's whole-context rule). */
-export function capNewest(text: string, cap: number): string {
+/**
+ * Cap one part, keeping its end (the newest output of a long tool result or message): `[truncated N chars]\n<tail>`.
+ *
+ * @example
+ * ```ts
+ * capPart("abcdef", 2); // "[truncated 4 chars]\nef"
+ * ```
+ */
+export function capPart(text: string, cap: number): string {
   if (text.length <= cap) return text;
-  return `[truncated ${text.length - cap} chars]\n${text.slice(text.length - cap)}`;
+  return `${truncationMarker(text.length - cap)}\n${text.slice(text.length - cap)}`;
+}
+
+/**
+ * Cap a string keeping its newest (last) `cap` characters: `[truncated N chars]\n<kept tail>`.
+ *
+ * @example
+ * ```ts
+ * capNewest("abcdef", 3); // "[truncated 3 chars]\ndef"
+ * ```
+ */
+export function capNewest(text: string, cap: number): string {
+  return capPart(text, cap);
+}
+
+/**
+ * Join rendered blocks with one blank line, keeping the newest blocks within `cap` characters. Whole blocks are
+ * dropped from the oldest end first, so no `[role]` header is split; only when the newest block alone exceeds the cap
+ * is its head cut. When anything was dropped the result starts with `[truncated N chars]\n`, N being the length of
+ * the full join minus the length of what was kept.
+ *
+ * @example
+ * ```ts
+ * joinBlocksKeepNewest(["[user]\nold", "[user]\nnew"], 12); // "[truncated 12 chars]\n[user]\nnew"
+ * ```
+ */
+export function joinBlocksKeepNewest(blocks: readonly string[], cap: number): string {
+  const full = blocks.join("\n\n");
+  if (full.length <= cap) return full;
+  let keptLength = 0;
+  let first = blocks.length;
+  while (first > 0) {
+    const candidate = blocks[first - 1]!;
+    const next = keptLength === 0 ? candidate.length : keptLength + 2 + candidate.length;
+    if (next > cap) break;
+    keptLength = next;
+    first--;
+  }
+  if (first === blocks.length) {
+    // Even the newest block does not fit: keep its tail.
+    const newest = blocks[blocks.length - 1] ?? "";
+    const tail = newest.slice(newest.length - cap);
+    return `${truncationMarker(full.length - tail.length)}\n${tail}`;
+  }
+  const kept = blocks.slice(first).join("\n\n");
+  return `${truncationMarker(full.length - kept.length)}\n${kept}`;
 }
 
 function renderPart(part: unknown, partCap: number, ownToolResult: boolean): string {
@@ -63,7 +138,7 @@ function renderPart(part: unknown, partCap: number, ownToolResult: boolean): str
   const type = typeof p["type"] === "string" ? (p["type"] as string) : "unknown";
   switch (type) {
     case "text":
-      return capPart(String(p["text"] ?? "").trim(), partCap);
+      return typeof p["text"] === "string" ? capPart(p["text"].trim(), partCap) : "[text content omitted]";
     case "image":
       return "[image omitted]";
     case "toolCall":
@@ -96,7 +171,14 @@ export function renderMessageBody(message: AgentMessage, partCap = DEFAULT_PART_
   return `[${typeof content} content omitted]`;
 }
 
-/** `[role]\nbody`, or undefined for an empty body. */
+/**
+ * One message as a `[role]\nbody` block, or undefined when its body is empty (the message is skipped).
+ *
+ * @example
+ * ```ts
+ * renderMessageBlock({ role: "user", content: " hi ", timestamp: 1 }); // "[user]\nhi"
+ * ```
+ */
 export function renderMessageBlock(message: AgentMessage, partCap = DEFAULT_PART_CAP_CHARS): string | undefined {
   const body = renderMessageBody(message, partCap);
   if (body.length === 0) return undefined;
@@ -118,7 +200,15 @@ export function userMessageText(message: AgentMessage | undefined): string | und
   return undefined;
 }
 
-/** Drop the last assembled message when it is a user message equal to the current prompt (it is sent anyway). */
+/**
+ * Drop the last assembled message when it is a user message whose trimmed text equals the trimmed prompt (the prompt
+ * is sent as the turn input anyway, and must reach the model exactly once).
+ *
+ * @example
+ * ```ts
+ * dropTrailingPrompt([{ role: "user", content: "hi ", timestamp: 1 }], "hi"); // []
+ * ```
+ */
 export function dropTrailingPrompt(messages: readonly AgentMessage[], prompt: string): AgentMessage[] {
   const last = messages[messages.length - 1];
   if (last && userMessageText(last) === prompt.trim()) return messages.slice(0, -1);
@@ -146,7 +236,7 @@ export function renderPromptProjection(
     .map((m) => renderMessageBlock(m, partCap))
     .filter((b): b is string => b !== undefined);
   if (blocks.length === 0) return { text: prompt, renderedMessages: 0 };
-  const context = capNewest(blocks.join("\n\n"), totalCap);
+  const context = joinBlocksKeepNewest(blocks, totalCap);
   const text = [
     PROMPT_HEADER,
     PROMPT_SAFETY_NOTE,

@@ -25,7 +25,11 @@ export const threadBindingSchema = z.object({
   projectionEpoch: z.string().optional(),
   /** Turns whose messages the thread holds natively (cleared by a native compaction). */
   heldTurnIds: z.array(z.string()),
-  /** Hashes of additionalContext values injected into this thread and not dropped since. */
+  /**
+   * Injection ledger: one unit per message block injected into this thread as additionalContext and not dropped since
+   * (`<hash>[#n]:<tokens>`, see `ledgerUnit` in `projection/index.ts`). It survives a cold `thread/resume` (Codex
+   * replays persisted context items) and is cleared by a native compaction (which drops them, P3).
+   */
   ledger: z.array(z.string()),
   /** Hash of the developer instructions the thread last received (thread/start, or an injected update). */
   developerInstructionsHash: z.string().optional(),
@@ -37,6 +41,10 @@ export const threadBindingSchema = z.object({
       modelContextWindow: z.number().positive().optional(),
     })
     .optional(),
+  /** Native compactions observed on this thread since the binding was made (each cleared ledger and held turns). */
+  nativeCompactions: z.number().int().nonnegative().optional(),
+  /** Who wrote the binding last (e.g. "turn", "compaction", "cli"); for inspection only. */
+  updatedBy: z.string().optional(),
 });
 
 export type ThreadBinding = z.infer<typeof threadBindingSchema>;
@@ -53,8 +61,14 @@ export interface BindingUpdate {
 }
 
 /**
- * Read the binding; a missing file is `undefined`, a corrupt one is moved aside (`.corrupt-<n>`) with a warning and
- * also `undefined`, so the next turn starts a fresh thread instead of failing.
+ * Read the binding; a missing file is `undefined`, a corrupt one (not JSON, or not this schema) is moved aside
+ * (`.corrupt-<n>`, the first free n) with a warning and also `undefined`, so the next turn starts a fresh thread
+ * instead of failing.
+ *
+ * @example
+ * ```ts
+ * const binding = await readThreadBinding("/data/s1.jsonl", logger); // undefined => fresh thread
+ * ```
  */
 export async function readThreadBinding(sessionFile: string, logger: Logger = silentLogger): Promise<ThreadBinding | undefined> {
   const file = sessionSidecarPaths(sessionFile).binding;
@@ -73,16 +87,33 @@ export async function readThreadBinding(sessionFile: string, logger: Logger = si
   }
   if (parsed?.success) return parsed.data;
   const aside = await nextFreePath(`${file}.corrupt`);
-  await fs.rename(file, aside);
+  try {
+    await fs.rename(file, aside);
+  } catch (error) {
+    // Another reader moved it first: the outcome (no binding, fresh thread) is the same.
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
   logger.warn({ event: "thread binding corrupt", movedTo: path.basename(aside) }, "corrupt thread binding moved aside; starting a fresh thread");
   return undefined;
 }
 
-/** Write the binding atomically (temp file, fsync, rename). */
+let tmpCounter = 0;
+
+/**
+ * Write the binding atomically: a unique temp file, fsync, rename over the old one, then a best-effort fsync of the
+ * directory so the rename itself survives a crash. Readers see the old or the new binding, never a torn one.
+ *
+ * @example
+ * ```ts
+ * await writeThreadBinding(sessionFile, applyBindingUpdate(await readThreadBinding(sessionFile), { ... }));
+ * ```
+ */
 export async function writeThreadBinding(sessionFile: string, binding: ThreadBinding): Promise<void> {
   const file = sessionSidecarPaths(sessionFile).binding;
   const valid = threadBindingSchema.parse(binding);
-  const tmp = `${file}.tmp-${process.pid}`;
+  // Unique per process and per call: two writes racing in one process must not share a temp file.
+  const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
   const handle = await fs.open(tmp, "w");
   try {
     await handle.writeFile(`${JSON.stringify(valid, null, 2)}\n`, "utf8");
@@ -90,10 +121,36 @@ export async function writeThreadBinding(sessionFile: string, binding: ThreadBin
   } finally {
     await handle.close();
   }
-  await fs.rename(tmp, file);
+  try {
+    await fs.rename(tmp, file);
+  } catch (error) {
+    await fs.unlink(tmp).catch(() => undefined);
+    throw error;
+  }
+  await fsyncDirectory(path.dirname(file));
 }
 
-/** Remove the binding (the next turn starts a fresh thread). Returns whether one existed. */
+async function fsyncDirectory(dir: string): Promise<void> {
+  try {
+    const handle = await fs.open(dir, "r");
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // Some platforms cannot fsync a directory; the rename is still atomic.
+  }
+}
+
+/**
+ * Remove the binding (the next turn starts a fresh thread). Returns whether one existed.
+ *
+ * @example
+ * ```ts
+ * await clearThreadBinding(sessionFile); // e.g. on /new or /reset
+ * ```
+ */
 export async function clearThreadBinding(sessionFile: string): Promise<boolean> {
   try {
     await fs.unlink(sessionSidecarPaths(sessionFile).binding);
@@ -123,6 +180,9 @@ export function applyBindingUpdate(
     engineId: string;
     policyFingerprint: string;
     projectionMode: string;
+    /** Usage Codex reported for this turn; recorded as `lastUsage` (else the same thread's previous usage is kept). */
+    usage?: BindingUsage;
+    updatedBy?: string;
   },
 ): ThreadBinding {
   const update = isBindingUpdate(p.update) ? p.update : undefined;
@@ -143,8 +203,46 @@ export function applyBindingUpdate(
   if (epoch !== undefined) next.projectionEpoch = epoch;
   const devHash = update?.developerInstructionsHash ?? (sameThread ? binding.developerInstructionsHash : undefined);
   if (devHash !== undefined) next.developerInstructionsHash = devHash;
-  if (sameThread && binding.lastUsage) next.lastUsage = binding.lastUsage;
+  const usage = p.usage ?? (sameThread ? binding.lastUsage : undefined);
+  if (usage) next.lastUsage = usage;
+  if (sameThread && binding.nativeCompactions !== undefined) next.nativeCompactions = binding.nativeCompactions;
+  if (p.updatedBy !== undefined) next.updatedBy = p.updatedBy;
   return next;
+}
+
+/** Usage as the binding records it. */
+export type BindingUsage = NonNullable<ThreadBinding["lastUsage"]>;
+
+/**
+ * The binding after a native Codex compaction on `threadId`: the compaction dropped every earlier additionalContext
+ * item and all assistant output (notes §5.1, P3), so the ledger and `heldTurnIds` are cleared and the next projection
+ * re-sends what the engine still shows. A compaction on another thread changes nothing. Conservative for a mid-turn
+ * compaction too: this turn's items may be partly kept, and re-sending them costs a duplicate, not lost context.
+ *
+ * @example
+ * ```ts
+ * binding = markNativeCompaction(binding, record.threadId);
+ * ```
+ */
+export function markNativeCompaction(binding: ThreadBinding, threadId: string, updatedBy?: string): ThreadBinding {
+  if (binding.threadId !== threadId) return binding;
+  const next: ThreadBinding = { ...binding, ledger: [], heldTurnIds: [], nativeCompactions: (binding.nativeCompactions ?? 0) + 1 };
+  if (updatedBy !== undefined) next.updatedBy = updatedBy;
+  return next;
+}
+
+/**
+ * The binding with the last usage Codex reported on its thread (read by the accordion cadence). Usage reported for
+ * another thread changes nothing.
+ *
+ * @example
+ * ```ts
+ * binding = withLastUsage(binding, record.threadId, { inputTokens: 900, totalTokens: 950, modelContextWindow: 190_000 });
+ * ```
+ */
+export function withLastUsage(binding: ThreadBinding, threadId: string, usage: BindingUsage): ThreadBinding {
+  if (binding.threadId !== threadId) return binding;
+  return { ...binding, lastUsage: { ...usage } };
 }
 
 function isBindingUpdate(value: unknown): value is BindingUpdate {

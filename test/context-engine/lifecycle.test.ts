@@ -1,159 +1,240 @@
-import { mkdtempSync, writeFileSync, readdirSync } from "node:fs";
-import { tmpdir } from "node:os";
-import path from "node:path";
 import { describe, expect, it } from "vitest";
-import {
-  assertContextEngine,
-  ContextEngineContractError,
-  EngineResultInvalidError,
-  engineFacts,
-  isLegacyEngine,
-} from "../../src/context-engine/contract.js";
+import { AssembleResultInvalidError, EngineResultInvalidError } from "../../src/context-engine/contract.js";
 import {
   assembleHarnessContextEngine,
   bootstrapHarnessContextEngine,
   buildHarnessContextEngineRuntimeContext,
   callEngine,
+  EngineCallAbortedError,
   EngineCallTimeoutError,
   finalizeHarnessContextEngineTurn,
   runHarnessContextEngineMaintenance,
 } from "../../src/context-engine/lifecycle.js";
-import { createRecordingEngine, createWindowEngine, legacyEngine } from "../../src/context-engine/engines/index.js";
+import { createRecordingEngine, createWindowEngine } from "../../src/context-engine/engines/index.js";
 import type { AgentMessage, ContextEngine } from "../../src/context-engine/types.js";
-import { applyBindingUpdate, readThreadBinding, writeThreadBinding } from "../../src/transcript/binding.js";
+import type { TurnUsage } from "../../machines/turn.contract.js";
 
 const msg = (i: number): AgentMessage => ({ role: i % 2 ? "assistant" : "user", content: `message ${i} ${"x".repeat(40)}`, timestamp: i });
 const ids = { sessionId: "s1", sessionFile: "/sessions/s1.jsonl" };
+const never = () => new Promise<never>(() => undefined);
 
-describe("engine contract", () => {
-  it("treats no engine and info.id legacy as legacy", () => {
-    expect(isLegacyEngine(undefined)).toBe(true);
-    expect(isLegacyEngine(legacyEngine)).toBe(true);
-    expect(engineFacts(legacyEngine).active).toBe(false);
-    expect(engineFacts(createRecordingEngine())).toMatchObject({ active: true, hasBootstrap: true, hasMaintain: true, hasAfterTurn: true });
+describe("assembleHarnessContextEngine", () => {
+  it("passes history, budget, tool names, model and prompt to assemble", async () => {
+    let seen: Record<string, unknown> = {};
+    const engine = {
+      ...createWindowEngine(),
+      assemble: async (p: Record<string, unknown>) => ((seen = p), { messages: [], estimatedTokens: 0 }),
+    } as unknown as ContextEngine;
+    await assembleHarnessContextEngine({
+      engine,
+      sessionId: "s",
+      sessionKey: "k",
+      messages: [msg(0)],
+      tokenBudget: 100,
+      availableTools: new Set(["t"]),
+      model: "m",
+      prompt: "p",
+    });
+    expect(seen).toMatchObject({ sessionId: "s", sessionKey: "k", messages: [msg(0)], tokenBudget: 100, model: "m", prompt: "p" });
+    expect([...(seen["availableTools"] as Set<string>)]).toEqual(["t"]);
+    // Unknown optional parameters are omitted, not passed as undefined.
+    await assembleHarnessContextEngine({ engine, sessionId: "s", messages: [] });
+    expect(Object.keys(seen).sort()).toEqual(["messages", "sessionId"]);
   });
 
-  it("names the member an engine module is missing", () => {
-    expect(() => assertContextEngine({ info: { id: "x", name: "x" }, ingest() {}, assemble() {} })).toThrow(/compact must be a function/);
-    expect(() => assertContextEngine({ info: { name: "x" } })).toThrow(ContextEngineContractError);
-    expect(() => assertContextEngine(42)).toThrow(/must be an object/);
-    expect(assertContextEngine(createWindowEngine()).info.id).toBe("window");
+  it("rejects a malformed assemble result with a typed error naming the field", async () => {
+    const engine = { ...createWindowEngine(), assemble: async () => ({ messages: "nope", estimatedTokens: 1 }) } as unknown as ContextEngine;
+    const failure = assembleHarnessContextEngine({ engine, sessionId: "s", messages: [] });
+    await expect(failure).rejects.toBeInstanceOf(AssembleResultInvalidError);
+    await expect(failure).rejects.toThrow(/messages/);
+    const negative = { ...createWindowEngine(), assemble: async () => ({ messages: [], estimatedTokens: -1 }) } as unknown as ContextEngine;
+    await expect(assembleHarnessContextEngine({ engine: negative, sessionId: "s", messages: [] })).rejects.toThrow(/estimatedTokens/);
+    const noRole = { ...createWindowEngine(), assemble: async () => ({ messages: [{}], estimatedTokens: 0 }) } as unknown as ContextEngine;
+    await expect(assembleHarnessContextEngine({ engine: noRole, sessionId: "s", messages: [] })).rejects.toThrow(/messages\.0\.role/);
+    const nothing = { ...createWindowEngine(), assemble: async () => undefined } as unknown as ContextEngine;
+    await expect(assembleHarnessContextEngine({ engine: nothing, sessionId: "s", messages: [] })).rejects.toBeInstanceOf(AssembleResultInvalidError);
+  });
+
+  it("propagates an engine's own error and bounds a hanging assemble", async () => {
+    const throws = { ...createWindowEngine(), assemble: async () => Promise.reject(new Error("engine down")) } as unknown as ContextEngine;
+    await expect(assembleHarnessContextEngine({ engine: throws, sessionId: "s", messages: [] })).rejects.toThrow("engine down");
+    const hangs = { ...createWindowEngine(), assemble: never } as unknown as ContextEngine;
+    const failure = assembleHarnessContextEngine({ engine: hangs, sessionId: "s", messages: [], timeoutMs: 10 });
+    await expect(failure).rejects.toBeInstanceOf(EngineCallTimeoutError);
+    await expect(failure).rejects.toThrow(/assemble\(\) did not settle within 10 ms/);
   });
 });
 
-describe("lifecycle helpers", () => {
-  it("rejects a malformed assemble result with a typed error", async () => {
-    const engine = { ...createWindowEngine(), assemble: async () => ({ messages: "nope", estimatedTokens: 1 }) } as unknown as ContextEngine;
-    await expect(assembleHarnessContextEngine({ engine, sessionId: "s", messages: [] })).rejects.toBeInstanceOf(EngineResultInvalidError);
-    const negative = { ...createWindowEngine(), assemble: async () => ({ messages: [], estimatedTokens: -1 }) } as unknown as ContextEngine;
-    await expect(assembleHarnessContextEngine({ engine: negative, sessionId: "s", messages: [] })).rejects.toThrow(/estimatedTokens/);
+describe("finalizeHarnessContextEngineTurn", () => {
+  const messages = [msg(0), msg(1), msg(2), msg(3)];
+
+  it("prefers afterTurn with the full snapshot and prePromptMessageCount", async () => {
+    const inner = createWindowEngine();
+    let seen: Record<string, unknown> | undefined;
+    inner.afterTurn = async (p) => void (seen = p as unknown as Record<string, unknown>);
+    const engine = createRecordingEngine(inner);
+    const runtimeContext = buildHarnessContextEngineRuntimeContext({ tokenBudget: 500 });
+    const mode = await finalizeHarnessContextEngineTurn({ engine, ...ids, messages, prePromptMessageCount: 2, tokenBudget: 500, runtimeContext });
+    expect(mode).toBe("afterTurn");
+    expect(engine.calls).toEqual([{ method: "afterTurn", messageCount: 4, prePromptMessageCount: 2, runtimeContextKeys: ["tokenBudget"] }]);
+    expect(seen).toMatchObject({ sessionId: "s1", sessionFile: "/sessions/s1.jsonl", messages, prePromptMessageCount: 2, tokenBudget: 500 });
   });
 
-  it("passes history, budget, tool names, model and prompt to assemble", async () => {
-    let seen: Record<string, unknown> = {};
-    const engine = { ...createWindowEngine(), assemble: async (p: Record<string, unknown>) => ((seen = p), { messages: [], estimatedTokens: 0 }) } as unknown as ContextEngine;
-    await assembleHarnessContextEngine({ engine, sessionId: "s", messages: [msg(0)], tokenBudget: 100, availableTools: new Set(["t"]), model: "m", prompt: "p" });
-    expect(seen).toMatchObject({ sessionId: "s", messages: [msg(0)], tokenBudget: 100, model: "m", prompt: "p" });
-    expect([...(seen["availableTools"] as Set<string>)]).toEqual(["t"]);
+  it("falls back to ingestBatch of the new messages only", async () => {
+    const inner = createWindowEngine();
+    let batch: AgentMessage[] = [];
+    inner.ingestBatch = async (p) => ((batch = p.messages), { ingestedCount: p.messages.length });
+    const engine = createRecordingEngine(inner, { omit: ["afterTurn"] });
+    expect(await finalizeHarnessContextEngineTurn({ engine, ...ids, messages, prePromptMessageCount: 2 })).toBe("ingestBatch");
+    expect(engine.calls).toEqual([{ method: "ingestBatch", messageCount: 2 }]);
+    expect(batch).toEqual([msg(2), msg(3)]);
   });
 
-  it("finalizes with afterTurn, else ingestBatch of the new messages, else ingest per message", async () => {
-    const messages = [msg(0), msg(1), msg(2), msg(3)];
-    const full = createRecordingEngine();
-    expect(await finalizeHarnessContextEngineTurn({ engine: full, ...ids, messages, prePromptMessageCount: 2 })).toBe("afterTurn");
-    expect(full.calls).toEqual([{ method: "afterTurn", messageCount: 4, prePromptMessageCount: 2, runtimeContextKeys: [] }]);
-    const batch = createRecordingEngine(undefined, { omit: ["afterTurn"] });
-    expect(await finalizeHarnessContextEngineTurn({ engine: batch, ...ids, messages, prePromptMessageCount: 2 })).toBe("ingestBatch");
-    expect(batch.calls).toEqual([{ method: "ingestBatch", messageCount: 2 }]);
-    const single = createRecordingEngine(undefined, { omit: ["afterTurn", "ingestBatch"] });
-    expect(await finalizeHarnessContextEngineTurn({ engine: single, ...ids, messages, prePromptMessageCount: 1 })).toBe("ingest");
-    expect(single.calls.map((c) => c.method)).toEqual(["ingest", "ingest", "ingest"]);
+  it("falls back to ingest per new message, in order", async () => {
+    const inner = createWindowEngine();
+    const seen: AgentMessage[] = [];
+    inner.ingest = async (p) => (seen.push(p.message), { ingested: true });
+    const engine = createRecordingEngine(inner, { omit: ["afterTurn", "ingestBatch"] });
+    expect(await finalizeHarnessContextEngineTurn({ engine, ...ids, messages, prePromptMessageCount: 1 })).toBe("ingest");
+    expect(engine.calls.map((c) => c.method)).toEqual(["ingest", "ingest", "ingest"]);
+    expect(seen).toEqual([msg(1), msg(2), msg(3)]);
   });
 
-  it("omits unknown usage from the runtime context instead of inventing zeros", () => {
+  it("rejects a malformed ingestBatch result and a hanging afterTurn", async () => {
+    const inner = createWindowEngine();
+    inner.ingestBatch = async () => ({ wrong: 1 }) as unknown as { ingestedCount: number };
+    const engine = createRecordingEngine(inner, { omit: ["afterTurn"] });
+    await expect(finalizeHarnessContextEngineTurn({ engine, ...ids, messages, prePromptMessageCount: 2 })).rejects.toBeInstanceOf(
+      EngineResultInvalidError,
+    );
+    const hanging = createWindowEngine() as ContextEngine;
+    hanging.afterTurn = never;
+    await expect(
+      finalizeHarnessContextEngineTurn({ engine: hanging, ...ids, messages, prePromptMessageCount: 2, timeoutMs: 10 }),
+    ).rejects.toThrow(/afterTurn\(\) did not settle/);
+  });
+});
+
+describe("buildHarnessContextEngineRuntimeContext", () => {
+  const usage: TurnUsage = {
+    inputTokens: 9_000, // thread-cumulative in Codex: never used as the last call's figures
+    cachedInputTokens: 3_000,
+    outputTokens: 200,
+    reasoningOutputTokens: 0,
+    totalTokens: 9_200,
+    lastCallInputTokens: 500,
+    lastCallTotalTokens: 540,
+  };
+
+  it("omits what is unknown instead of inventing zeros", () => {
     expect(buildHarnessContextEngineRuntimeContext({})).toEqual({});
     expect(buildHarnessContextEngineRuntimeContext({ tokenBudget: 10 })).toEqual({ tokenBudget: 10 });
-    const ctx = buildHarnessContextEngineRuntimeContext({
-      tokenBudget: 10,
-      usage: { inputTokens: 900, cachedInputTokens: 300, outputTokens: 20, reasoningOutputTokens: 0, totalTokens: 920, lastCallInputTokens: 500 },
-    });
-    expect(ctx).toEqual({ tokenBudget: 10, currentTokenCount: 500, promptCache: { lastCallUsage: { input: 500, output: 20, cacheRead: 300, total: 920 } } });
+    const { lastCallInputTokens: _i, lastCallTotalTokens: _t, ...totalsOnly } = usage;
+    expect(buildHarnessContextEngineRuntimeContext({ tokenBudget: 10, usage: totalsOnly })).toEqual({ tokenBudget: 10 });
   });
 
+  it("uses the last call's figures when Codex reported them", () => {
+    expect(buildHarnessContextEngineRuntimeContext({ tokenBudget: 10, usage })).toEqual({
+      tokenBudget: 10,
+      currentTokenCount: 500,
+      promptCache: { lastCallUsage: { input: 500, total: 540 } },
+    });
+    expect(
+      buildHarnessContextEngineRuntimeContext({ usage: { ...usage, lastCallOutputTokens: 40, lastCallCachedInputTokens: 300 } }),
+    ).toEqual({ currentTokenCount: 500, promptCache: { lastCallUsage: { input: 500, output: 40, cacheRead: 300, total: 540 } } });
+  });
+
+  it("takes an explicit last-call usage (e.g. the last assistant message's) over the turn usage", () => {
+    const ctx = buildHarnessContextEngineRuntimeContext({
+      usage,
+      lastCallUsage: { input: 600, output: 20, cacheRead: 100, cacheWrite: 0, total: 620 },
+    });
+    expect(ctx).toEqual({ currentTokenCount: 600, promptCache: { lastCallUsage: { input: 600, output: 20, cacheRead: 100, cacheWrite: 0, total: 620 } } });
+  });
+});
+
+describe("maintenance and bootstrap", () => {
   it("passes allowDeferredCompactionExecution only to background maintenance", async () => {
     const engine = createRecordingEngine();
-    await runHarnessContextEngineMaintenance({ engine, ...ids, reason: "turn", background: true });
-    await runHarnessContextEngineMaintenance({ engine, ...ids, reason: "turn", background: false });
-    expect(engine.calls.map((c) => c.runtimeContextKeys)).toEqual([["allowDeferredCompactionExecution"], []]);
+    const runtimeContext = buildHarnessContextEngineRuntimeContext({ tokenBudget: 1 });
+    await runHarnessContextEngineMaintenance({ engine, ...ids, reason: "turn", background: true, runtimeContext });
+    await runHarnessContextEngineMaintenance({ engine, ...ids, reason: "turn", background: false, runtimeContext });
+    expect(engine.calls.map((c) => c.runtimeContextKeys)).toEqual([["allowDeferredCompactionExecution", "tokenBudget"], ["tokenBudget"]]);
+    // The caller's runtime context object is not mutated.
+    expect(runtimeContext).toEqual({ tokenBudget: 1 });
+  });
+
+  it("returns undefined when the engine has no maintain, and rejects a malformed maintain result", async () => {
+    const plain = createRecordingEngine(undefined, { omit: ["maintain"] });
+    expect(await runHarnessContextEngineMaintenance({ engine: plain, ...ids, reason: "turn", background: false })).toBeUndefined();
+    const inner = createWindowEngine();
+    inner.maintain = async () => ({ changed: "maybe" }) as unknown as { changed: boolean; bytesFreed: number; rewrittenEntries: number };
+    await expect(runHarnessContextEngineMaintenance({ engine: inner, ...ids, reason: "turn", background: false })).rejects.toThrow(/maintain\(\).*changed/);
   });
 
   it("bootstraps, runs bootstrap maintenance, then re-reads history", async () => {
     const engine = createRecordingEngine();
+    const order: string[] = [];
+    const inner = engine.maintain!;
+    engine.maintain = async (p) => (order.push("maintain"), inner(p));
     let reads = 0;
-    const out = await bootstrapHarnessContextEngine({ engine, ...ids, readHistory: async () => ({ messages: [msg(reads++)] }) });
-    expect(engine.calls.map((c) => c.method)).toEqual(["bootstrap", "maintain"]);
-    expect(out).toMatchObject({ bootstrapped: true, messages: [msg(0)] });
-  });
-
-  it("bounds a hanging engine call and honours abort", async () => {
-    await expect(callEngine("assemble", () => new Promise(() => undefined), { timeoutMs: 20 })).rejects.toBeInstanceOf(EngineCallTimeoutError);
-    const controller = new AbortController();
-    const pending = callEngine("assemble", () => new Promise(() => undefined), { timeoutMs: 10_000, signal: controller.signal });
-    controller.abort();
-    await expect(pending).rejects.toThrow(/aborted/);
-  });
-});
-
-describe("window engine", () => {
-  it("keeps the newest messages in budget and moves its window in steps", async () => {
-    const engine = createWindowEngine({ tokenBudget: 100, threadBootstrap: true });
-    const history: AgentMessage[] = [];
-    const epochs: string[] = [];
-    for (let i = 0; i < 30; i++) {
-      history.push(msg(i));
-      const out = await engine.assemble({ sessionId: "s", messages: history });
-      expect(out.estimatedTokens).toBeLessThanOrEqual(100);
-      expect(out.messages.at(-1)).toEqual(msg(i));
-      epochs.push(out.contextProjection!.epoch!);
-    }
-    const steps = new Set(epochs).size;
-    expect(steps).toBeGreaterThan(2);
-    expect(steps).toBeLessThan(15); // steps, not one change per turn
-  });
-
-  it("compacts down to the target fraction", async () => {
-    const engine = createWindowEngine({ tokenBudget: 200, ownsCompaction: true });
-    const history = Array.from({ length: 12 }, (_, i) => msg(i));
-    const before = await engine.assemble({ sessionId: "s", messages: history });
-    const result = await engine.compact({ sessionId: "s", sessionFile: "f", compactionTargetFraction: 0.35 });
-    expect(result).toMatchObject({ ok: true, compacted: true });
-    const after = await engine.assemble({ sessionId: "s", messages: history });
-    expect(after.estimatedTokens).toBeLessThanOrEqual(70);
-    expect(after.messages.length).toBeLessThan(before.messages.length);
-  });
-});
-
-describe("thread binding sidecar", () => {
-  it("round-trips, and moves a corrupt sidecar aside and starts fresh", async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), "ctm-binding-"));
-    const sessionFile = path.join(dir, "s.jsonl");
-    const next = applyBindingUpdate(undefined, {
-      threadId: "t1",
-      turnId: "u1",
-      update: { reset: true, ledgerAdd: ["h1"], projectionEpoch: "e1" },
-      dynamicToolsFingerprint: "d",
-      engineId: "e",
-      policyFingerprint: "p",
-      projectionMode: "delta",
+    const out = await bootstrapHarnessContextEngine({
+      engine,
+      ...ids,
+      readHistory: async () => (order.push("read"), { messages: [msg(reads++)], origins: [null] }),
     });
-    await writeThreadBinding(sessionFile, next);
-    expect(await readThreadBinding(sessionFile)).toEqual(next);
-    const again = applyBindingUpdate(next, { threadId: "t1", turnId: "u2", update: { reset: false, ledgerAdd: ["h2"] }, dynamicToolsFingerprint: "d", engineId: "e", policyFingerprint: "p", projectionMode: "delta" });
-    expect(again).toMatchObject({ heldTurnIds: ["u1", "u2"], ledger: ["h1", "h2"], projectionEpoch: "e1" });
-    const rotated = applyBindingUpdate(again, { threadId: "t2", turnId: "u3", update: { reset: true, ledgerAdd: [] }, dynamicToolsFingerprint: "d", engineId: "e", policyFingerprint: "p", projectionMode: "delta" });
-    expect(rotated).toMatchObject({ threadId: "t2", heldTurnIds: ["u3"], ledger: [] });
-    writeFileSync(`${sessionFile}.codex-binding.json`, "{ not json");
-    expect(await readThreadBinding(sessionFile)).toBeUndefined();
-    expect(readdirSync(dir).some((f) => f.includes(".codex-binding.json.corrupt-1"))).toBe(true);
+    expect(engine.calls.map((c) => c.method)).toEqual(["bootstrap", "maintain"]);
+    expect(order).toEqual(["maintain", "read"]);
+    expect(out).toEqual({ bootstrapped: true, messages: [msg(0)], origins: [null] });
+  });
+
+  it("swallows a bootstrap-maintenance failure but rejects a bootstrap failure", async () => {
+    const engine = createWindowEngine() as ContextEngine;
+    engine.bootstrap = async () => ({ bootstrapped: true, importedMessages: 2, reason: "imported" });
+    engine.maintain = async () => Promise.reject(new Error("maintain broke"));
+    const out = await bootstrapHarnessContextEngine({ engine, ...ids, readHistory: async () => ({ messages: [] }) });
+    expect(out).toEqual({ messages: [], bootstrapped: true, importedMessages: 2, reason: "imported" });
+    engine.bootstrap = async () => Promise.reject(new Error("bootstrap broke"));
+    await expect(bootstrapHarnessContextEngine({ engine, ...ids, readHistory: async () => ({ messages: [] }) })).rejects.toThrow("bootstrap broke");
+    engine.bootstrap = async () => ({ nope: true }) as unknown as { bootstrapped: boolean };
+    await expect(bootstrapHarnessContextEngine({ engine, ...ids, readHistory: async () => ({ messages: [] }) })).rejects.toThrow(/bootstrap\(\)/);
+  });
+
+  it("still reads history for an engine without bootstrap", async () => {
+    const engine = createRecordingEngine(undefined, { omit: ["bootstrap"] });
+    const out = await bootstrapHarnessContextEngine({ engine, ...ids, readHistory: async () => ({ messages: [msg(7)] }) });
+    expect(out).toMatchObject({ bootstrapped: false, messages: [msg(7)] });
+    expect(engine.calls).toEqual([]);
+  });
+});
+
+describe("callEngine", () => {
+  it("resolves with the engine's value and rejects with its error", async () => {
+    await expect(callEngine("assemble", async () => 7)).resolves.toBe(7);
+    await expect(callEngine("ingest", async () => Promise.reject(new Error("boom")))).rejects.toThrow("boom");
+    await expect(
+      callEngine("ingest", () => {
+        throw new Error("sync boom");
+      }),
+    ).rejects.toThrow("sync boom");
+  });
+
+  it("rejects with EngineCallTimeoutError naming the method", async () => {
+    const failure = callEngine("maintain", never, { timeoutMs: 5 });
+    await expect(failure).rejects.toBeInstanceOf(EngineCallTimeoutError);
+    await expect(failure).rejects.toMatchObject({ code: "ENGINE_CALL_TIMEOUT", method: "maintain", timeoutMs: 5 });
+  });
+
+  it("honours an abort signal, before and during the call", async () => {
+    const controller = new AbortController();
+    const pending = callEngine("assemble", never, { timeoutMs: 10_000, signal: controller.signal });
+    controller.abort();
+    await expect(pending).rejects.toBeInstanceOf(EngineCallAbortedError);
+    let called = false;
+    await expect(callEngine("assemble", async () => ((called = true), 1), { signal: controller.signal })).rejects.toMatchObject({
+      code: "ENGINE_CALL_ABORTED",
+      method: "assemble",
+    });
+    expect(called).toBe(false);
   });
 });

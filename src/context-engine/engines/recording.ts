@@ -77,5 +77,20 @@ export function createRecordingEngine(
       return inner.ingestBatch ? inner.ingestBatch(p) : { ingestedCount: p.messages.length };
     };
   }
+  // Optional members the inner engine has are forwarded (and recorded) so wrapping never hides a capability.
+  if (inner.interceptCompaction) {
+    const intercept = inner.interceptCompaction.bind(inner);
+    engine.interceptCompaction = async (req) => {
+      calls.push({ method: "interceptCompaction" });
+      return intercept(req);
+    };
+  }
+  if (inner.dispose) {
+    const dispose = inner.dispose.bind(inner);
+    engine.dispose = async () => {
+      calls.push({ method: "dispose" });
+      await dispose();
+    };
+  }
   return engine;
 }

@@ -37,6 +37,8 @@ export function createWindowEngine(options: WindowEngineOptions = {}): ContextEn
   if (!(lowWater > 0 && lowWater < 1)) throw new RangeError(`lowWaterFraction must be within (0, 1), got ${lowWater}`);
   const starts = new Map<string, number>();
   const forcedTargets = new Map<string, number>();
+  /** The messages the last assemble saw, so compact() can report real before/after figures. */
+  const lastSeen = new Map<string, AgentMessage[]>();
   const budgetOf = (tokenBudget: number | undefined) => options.tokenBudget ?? tokenBudget ?? 16_000;
 
   function windowFor(sessionId: string, messages: AgentMessage[], budget: number): number {
@@ -72,6 +74,7 @@ export function createWindowEngine(options: WindowEngineOptions = {}): ContextEn
     async assemble({ sessionId, messages, tokenBudget }): Promise<AssembleResult> {
       const budget = budgetOf(tokenBudget);
       const start = windowFor(sessionId, messages, budget);
+      lastSeen.set(sessionId, messages);
       const view = messages.slice(start);
       const result: AssembleResult = {
         messages: view,
@@ -83,14 +86,31 @@ export function createWindowEngine(options: WindowEngineOptions = {}): ContextEn
     async compact({ sessionId, tokenBudget, compactionTargetFraction, currentTokenCount }) {
       const budget = budgetOf(tokenBudget);
       const fraction = compactionTargetFraction ?? lowWater;
-      forcedTargets.set(sessionId, Math.floor(budget * fraction));
+      const target = Math.floor(budget * fraction);
+      const messages = lastSeen.get(sessionId);
+      if (!messages) {
+        // Nothing seen yet in this process: apply the target at the next assemble.
+        forcedTargets.set(sessionId, target);
+        return {
+          ok: true,
+          compacted: true,
+          result: { tokensBefore: currentTokenCount ?? 0, tokensAfter: target, details: { targetFraction: fraction } },
+        };
+      }
+      const total = (from: number) => messages.slice(from).reduce((sum, m) => sum + messageTokens(m), 0);
+      const before = Math.min(starts.get(sessionId) ?? 0, messages.length);
+      let start = before;
+      while (start < messages.length - 1 && total(start) > target) start++;
+      starts.set(sessionId, start);
+      // "compacted" stays true even when the view already fit: the engine re-based its view on the target, which is
+      // what the accordion cadence asks for (it then rotates the Codex thread, whose own history is what overflowed).
       return {
         ok: true,
         compacted: true,
         result: {
-          tokensBefore: currentTokenCount ?? 0,
-          tokensAfter: Math.floor(budget * fraction),
-          details: { targetFraction: fraction },
+          tokensBefore: total(before),
+          tokensAfter: total(start),
+          details: { targetFraction: fraction, droppedMessages: start - before },
         },
       };
     },

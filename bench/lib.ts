@@ -1,0 +1,143 @@
+/**
+ * Shared helpers of the benchmarks: statistics, deterministic conversation text, prefix reuse, process memory and
+ * plain-text tables. Nothing here talks to the network; everything that spawns a process is closed by its caller.
+ */
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+export const median = (xs: readonly number[]): number => {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+/** Nearest-rank percentile (p in 0..1). */
+export const percentile = (xs: readonly number[], p: number): number => {
+  if (xs.length === 0) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(p * s.length) - 1))]!;
+};
+
+export const round = (x: number, digits = 0): number => {
+  const f = 10 ** digits;
+  return Math.round(x * f) / f;
+};
+
+/** A tiny deterministic PRNG (mulberry32), so every run sends byte-identical conversations. */
+export function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const WORDS = (
+  "the session window engine thread context budget request model reply turn history summary plan file test build " +
+  "config value error log change review patch module function type schema state event queue cache prefix token " +
+  "input output bytes ratio compaction epoch delta bootstrap projection mirror transcript binding ledger rotate " +
+  "latency memory process server client offline fake loopback measure result figure median check target"
+).split(" ");
+
+function sentence(rand: () => number, words: number): string {
+  const out: string[] = [];
+  for (let i = 0; i < words; i++) out.push(WORDS[Math.floor(rand() * WORDS.length)]!);
+  const s = out.join(" ");
+  return `${s[0]!.toUpperCase()}${s.slice(1)}.`;
+}
+
+/** Deterministic text of about `chars` characters (whole sentences), seeded. */
+export function textOfLength(seed: number, chars: number): string {
+  const rand = prng(seed);
+  let text = "";
+  while (text.length < chars) text += (text ? " " : "") + sentence(rand, 6 + Math.floor(rand() * 10));
+  return text.slice(0, chars).trimEnd();
+}
+
+/** The user prompt of turn `i` (0-based): 120-240 characters, deterministic. */
+export function userPrompt(i: number): string {
+  const len = 120 + ((i * 53) % 121);
+  return `Turn ${i + 1}: ${textOfLength(1_000 + i, len)}`;
+}
+
+/** The fake model's reply to the `n`-th turn request (0-based): 300-600 characters, deterministic. */
+export function modelReply(n: number): string {
+  const len = 300 + ((n * 137) % 301);
+  return textOfLength(50_000 + n, len);
+}
+
+/**
+ * Share of `cur` (bytes) that is a byte-identical prefix of `prev`: the part a prompt cache keyed on the request
+ * prefix could reuse. Both are the request `input` arrays serialized item by item with JSON.stringify.
+ */
+export function prefixReuse(prev: Buffer, cur: Buffer): number {
+  if (cur.length === 0) return 0;
+  const n = Math.min(prev.length, cur.length);
+  let i = 0;
+  while (i < n && prev[i] === cur[i]) i++;
+  return i / cur.length;
+}
+
+/** The request `input` as one byte string (each item JSON.stringify'd, concatenated). */
+export function inputBytesOf(body: Record<string, unknown> | null): Buffer {
+  const input = Array.isArray(body?.input) ? (body!.input as unknown[]) : [];
+  return Buffer.from(input.map((item) => JSON.stringify(item)).join(""), "utf8");
+}
+
+/** Resident set size of a process in KiB (Linux /proc), or undefined when unreadable. */
+export function rssKiB(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const m = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return m ? Number(m[1]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** A temp directory removed by `cleanup()`. */
+export function tempDir(prefix: string): { dir: string; cleanup(): void } {
+  const dir = mkdtempSync(path.join(os.tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** Render rows as an aligned plain-text table (first row is the header). */
+export function table(rows: ReadonlyArray<ReadonlyArray<string | number>>): string {
+  const cells = rows.map((r) => r.map((c) => (typeof c === "number" ? formatNumber(c) : c)));
+  const widths: number[] = [];
+  for (const r of cells) r.forEach((c, i) => (widths[i] = Math.max(widths[i] ?? 0, c.length)));
+  const line = (r: string[]) => r.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join("  ");
+  const out = [line(cells[0]!), widths.map((w) => "-".repeat(w)).join("  "), ...cells.slice(1).map(line)];
+  return out.join("\n");
+}
+
+export function formatNumber(x: number): string {
+  if (!Number.isFinite(x)) return "n/a";
+  if (Number.isInteger(x)) return x.toLocaleString("en-US");
+  return x.toLocaleString("en-US", { maximumFractionDigits: Math.abs(x) < 10 ? 3 : 1 });
+}
+
+export const ratio = (a: number, b: number): number => (b > 0 ? round(a / b, 3) : Number.NaN);
+
+/** Elapsed milliseconds since `t0` (performance.now based). */
+export const since = (t0: number): number => performance.now() - t0;
+
+/** Reject after `ms` so no benchmark step can hang the run. */
+export async function bounded<T>(what: string, ms: number, work: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      work,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`bench: ${what} did not finish within ${ms} ms`)), ms);
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,208 @@
+/**
+ * Orchestration overhead: wall time per turn of `runCodexTurn` (no engine; window engine) versus the same turn driven
+ * directly on the client (`codex.startTurn` -> `completion` on a pre-started thread). One warm app-server, the fake
+ * answers at once with a fixed short reply, all three variants interleaved turn by turn (rotating order) so drift
+ * hits them alike. Per-state times come from the machine's `state` stream events.
+ */
+import { promises as fsp } from "node:fs";
+import path from "node:path";
+import { runCodexTurn, type TurnStreamEvent } from "../src/turn.js";
+import { createWindowEngine } from "../src/context-engine/engines/window.js";
+import { startOfflineCodex } from "../src/testing/index.js";
+import { bounded, median, percentile, round, table, tempDir, userPrompt } from "./lib.js";
+
+export interface OverheadResults {
+  turns: number;
+  warmup: number;
+  reply: string;
+  medianMs: Record<Variant, number>;
+  p90Ms: Record<Variant, number>;
+  ratio: { noEngine: number; window: number };
+  diffMs: { noEngine: number; window: number };
+  /** Median per turn of (runCodexTurn wall time - time in turnRunning): what the harness adds around the Codex turn. */
+  outsideTurnMs: { noEngine: number; window: number };
+  /** Durable writes per machine turn: FileHandle.sync calls (file + directory fsyncs) and the time spent in them. */
+  fsync: { noEngine: { callsPerTurn: number; msPerTurn: number }; window: { callsPerTurn: number; msPerTurn: number } };
+  /** Median ms spent in each lifecycle state (and before the first / after the last state event). */
+  statesMs: { noEngine: Record<string, number>; window: Record<string, number> };
+  note: string;
+}
+
+const REPLY = "Done. The change is in place and the tests pass.";
+
+type Variant = "direct" | "directResume" | "machineNoEngine" | "machineWindow";
+
+/**
+ * @example
+ * ```ts
+ * const o = await runOverhead({ turns: 30, warmup: 3, log: console.log });
+ * console.log(o.ratio.noEngine);
+ * ```
+ */
+export async function runOverhead(opts: { turns: number; warmup: number; log: (l: string) => void }): Promise<OverheadResults> {
+  const env = await startOfflineCodex();
+  env.fake.setDefault(() => ({ text: REPLY }));
+  const dirs = tempDir("ctm-bench-overhead-");
+  let restoreSync = () => {};
+  const cwd = tempDir("ctm-bench-cwd-");
+  try {
+    const { threadId } = await env.codex.startThread({ cwd: cwd.dir });
+    const { threadId: resumedThreadId } = await env.codex.startThread({ cwd: cwd.dir });
+    const engine = createWindowEngine({ tokenBudget: 1_000_000 });
+    const samples: Record<Variant, number[]> = { direct: [], directResume: [], machineNoEngine: [], machineWindow: [] };
+    const states: Record<"noEngine" | "window", Record<string, number[]>> = { noEngine: {}, window: {} };
+    const outside: Record<"noEngine" | "window", number[]> = { noEngine: [], window: [] };
+    const syncs: Record<"noEngine" | "window", { calls: number[]; ms: number[] }> = {
+      noEngine: { calls: [], ms: [] },
+      window: { calls: [], ms: [] },
+    };
+    // Count every FileHandle.sync (the harness's only fsync path) to attribute time to durability.
+    const probe = await fsp.open(path.join(dirs.dir, "probe"), "w");
+    const proto = Object.getPrototypeOf(probe) as { sync: (...a: unknown[]) => Promise<void> };
+    await probe.close();
+    const originalSync = proto.sync;
+    const syncCounter = { calls: 0, ms: 0 };
+    proto.sync = async function (this: unknown, ...a: unknown[]) {
+      const t = performance.now();
+      try {
+        return await originalSync.apply(this, a);
+      } finally {
+        syncCounter.calls++;
+        syncCounter.ms += performance.now() - t;
+      }
+    };
+    restoreSync = () => {
+      proto.sync = originalSync;
+    };
+
+    const machineTurn = async (kind: "noEngine" | "window", i: number, record: boolean): Promise<number> => {
+      const marks: Array<{ state: string; t: number }> = [];
+      const onEvent = (e: TurnStreamEvent) => {
+        if (e.type === "state") marks.push({ state: e.state, t: performance.now() });
+      };
+      syncCounter.calls = 0;
+      syncCounter.ms = 0;
+      const t0 = performance.now();
+      const result = await runCodexTurn({
+        appServer: env.codex,
+        sessionId: `overhead-${kind}`,
+        sessionFile: path.join(dirs.dir, `${kind}.jsonl`),
+        prompt: userPrompt(i),
+        cwd: cwd.dir,
+        onEvent,
+        ...(kind === "window" ? { contextEngine: engine, contextTokenBudget: 1_000_000 } : {}),
+      });
+      const t1 = performance.now();
+      if (result.status !== "completed") throw new Error(`overhead ${kind} turn ${i} ended ${result.status}`);
+      if (record && marks.length > 0) {
+        const add = (name: string, ms: number) => (states[kind][name] ??= []).push(ms);
+        add("(lock+pending check)", marks[0]!.t - t0);
+        for (let k = 0; k < marks.length - 1; k++) add(marks[k]!.state, marks[k + 1]!.t - marks[k]!.t);
+        add("(settle)", t1 - marks[marks.length - 1]!.t);
+        const running = marks.findIndex((m) => m.state === "turnRunning");
+        const inTurn = running >= 0 && marks[running + 1] ? marks[running + 1]!.t - marks[running]!.t : 0;
+        outside[kind].push(t1 - t0 - inTurn);
+        syncs[kind].calls.push(syncCounter.calls);
+        syncs[kind].ms.push(syncCounter.ms);
+      }
+      return t1 - t0;
+    };
+    /** With `resume`, thread/resume before every turn, as runCodexTurn does: isolates Codex's own resume cost. */
+    const directTurn = async (i: number, resume: boolean): Promise<number> => {
+      const t0 = performance.now();
+      const id = resume ? resumedThreadId : threadId;
+      // A thread has no rollout to resume before its first turn (warm-up turn 0).
+      if (resume && i > 0) await env.codex.resumeThread({ threadId: id, cwd: cwd.dir });
+      const turn = await env.codex.startTurn({ threadId: id, text: userPrompt(i) });
+      const record = await turn.completion;
+      const t1 = performance.now();
+      if (record.codexStatus !== "completed") throw new Error(`overhead direct turn ${i} ended ${record.codexStatus}`);
+      return t1 - t0;
+    };
+
+    const order: Variant[] = ["direct", "directResume", "machineNoEngine", "machineWindow"];
+    for (let i = 0; i < opts.warmup + opts.turns; i++) {
+      const record = i >= opts.warmup;
+      // Rotate the order each round so no variant always runs right after another.
+      const k = i % order.length;
+      const rotated = [...order.slice(k), ...order.slice(0, k)];
+      for (const v of rotated) {
+        const work =
+          v === "direct" || v === "directResume"
+            ? directTurn(i, v === "directResume")
+            : machineTurn(v === "machineNoEngine" ? "noEngine" : "window", i, record);
+        const ms = await bounded(`overhead ${v} turn ${i}`, 60_000, work);
+        if (record) samples[v].push(ms);
+      }
+    }
+    const med = (v: Variant) => round(median(samples[v]), 2);
+    const p90 = (v: Variant) => round(percentile(samples[v], 0.9), 2);
+    const stateMedians = (k: "noEngine" | "window") =>
+      Object.fromEntries(Object.entries(states[k]).map(([s, xs]) => [s, round(median(xs), 2)]));
+    return {
+      turns: opts.turns,
+      warmup: opts.warmup,
+      reply: REPLY,
+      medianMs: { direct: med("direct"), directResume: med("directResume"), machineNoEngine: med("machineNoEngine"), machineWindow: med("machineWindow") },
+      p90Ms: { direct: p90("direct"), directResume: p90("directResume"), machineNoEngine: p90("machineNoEngine"), machineWindow: p90("machineWindow") },
+      ratio: {
+        noEngine: round(median(samples.machineNoEngine) / median(samples.direct), 3),
+        window: round(median(samples.machineWindow) / median(samples.direct), 3),
+      },
+      diffMs: {
+        noEngine: round(median(samples.machineNoEngine) - median(samples.direct), 2),
+        window: round(median(samples.machineWindow) - median(samples.direct), 2),
+      },
+      statesMs: { noEngine: stateMedians("noEngine"), window: stateMedians("window") },
+      outsideTurnMs: { noEngine: round(median(outside.noEngine), 2), window: round(median(outside.window), 2) },
+      fsync: {
+        noEngine: { callsPerTurn: median(syncs.noEngine.calls), msPerTurn: round(median(syncs.noEngine.ms), 2) },
+        window: { callsPerTurn: median(syncs.window.calls), msPerTurn: round(median(syncs.window.ms), 2) },
+      },
+      note:
+        "runCodexTurn per turn also: takes the session lock (a lock file), reads the transcript and binding, resumes the " +
+        "thread (thread/resume RPC), writes the pending-finalize record, mirrors the turn (one O_APPEND write + fsync), " +
+        "writes the binding (twice: on accept and with usage) and clears the pending record: 8 fsyncs (binding 2 x file+dir, " +
+        "pending record file+dir, its removal dir, transcript file). The direct client does none of it.",
+    };
+  } finally {
+    restoreSync();
+    await env.dispose();
+    dirs.cleanup();
+    cwd.cleanup();
+  }
+}
+
+export function formatOverhead(o: OverheadResults): string {
+  const lines = [`\n## 3. Orchestration overhead (${o.turns} turns each after ${o.warmup} warm-up, interleaved, warm app-server, instant fake)`];
+  lines.push(
+    table([
+      ["variant", "median ms", "p90 ms", "x direct", "+ms vs direct"],
+      ["direct client: startTurn -> completion", o.medianMs.direct, o.p90Ms.direct, 1, 0],
+      [
+        "direct client: thread/resume + startTurn -> completion",
+        o.medianMs.directResume,
+        o.p90Ms.directResume,
+        round(o.medianMs.directResume / o.medianMs.direct, 3),
+        round(o.medianMs.directResume - o.medianMs.direct, 2),
+      ],
+      ["runCodexTurn, no engine", o.medianMs.machineNoEngine, o.p90Ms.machineNoEngine, o.ratio.noEngine, o.diffMs.noEngine],
+      ["runCodexTurn, window engine", o.medianMs.machineWindow, o.p90Ms.machineWindow, o.ratio.window, o.diffMs.window],
+    ]),
+  );
+  // Lifecycle order (the window run enters every state the no-engine run does, plus the engine ones).
+  const order = ["(lock+pending check)", "loadHistory", "bootstrap", "assemble", "project", "hooks", "threadStart", "turnRunning", "mirror", "finalize", "maintain", "(settle)"];
+  const seen = new Set([...Object.keys(o.statesMs.noEngine), ...Object.keys(o.statesMs.window)]);
+  const names = [...order.filter((n) => seen.has(n)), ...[...seen].filter((n) => !order.includes(n))];
+  const rows: Array<Array<string | number>> = [["state (median ms)", "no engine", "window engine"]];
+  for (const n of names) rows.push([n, o.statesMs.noEngine[n] ?? "-", o.statesMs.window[n] ?? "-"]);
+  lines.push(
+    `\nOutside the Codex turn (wall - turnRunning), median: no engine ${o.outsideTurnMs.noEngine} ms, window ${o.outsideTurnMs.window} ms. ` +
+      `Durable writes per turn: no engine ${o.fsync.noEngine.callsPerTurn} fsyncs = ${o.fsync.noEngine.msPerTurn} ms, ` +
+      `window ${o.fsync.window.callsPerTurn} fsyncs = ${o.fsync.window.msPerTurn} ms (FileHandle.sync calls, files and directories).`,
+  );
+  lines.push("\nPer-state breakdown (time from entering the state to entering the next):");
+  lines.push(table(rows));
+  lines.push(o.note);
+  return lines.join("\n");
+}

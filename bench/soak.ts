@@ -1,0 +1,164 @@
+/**
+ * Crash soak: many sessions, real offline Codex turns (loopback fake Responses API only), workers SIGKILLed at random
+ * points of random turns, restarted until every session has all its turns. Then every prompt is checked against the
+ * transcript and the engine's fsynced ledger. Not part of `npm test`.
+ *
+ *   npx tsx bench/soak.ts [--sessions 20] [--turns 10] [--batch 5] [--kill-rate 0.5] [--concurrency 2] [--seed 1]
+ *
+ * The last prompt of a session is never a crash target, so its worker's turn also finalizes whatever the previous
+ * worker left pending (finalizePendingTurns runs before every turn) and the session ends settled.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import path from "node:path";
+import { parseArgs } from "node:util";
+import {
+  CRASH_POINTS,
+  analyzeSession,
+  processAlive,
+  readLedger,
+  runTurnWorker,
+  unmirroredPrompts,
+  type CrashPoint,
+} from "../test/reliability/fixtures/turn-worker.js";
+
+const { values } = parseArgs({
+  options: {
+    sessions: { type: "string", default: "20" },
+    turns: { type: "string", default: "10" },
+    batch: { type: "string", default: "5" },
+    "kill-rate": { type: "string", default: "0.5" },
+    concurrency: { type: "string", default: "2" },
+    seed: { type: "string", default: "1" },
+    "max-seconds": { type: "string", default: "900" },
+  },
+});
+const num = (name: keyof typeof values, min: number, max: number): number => {
+  const v = Number(values[name]);
+  if (!Number.isFinite(v) || v < min || v > max) throw new Error(`--${name} must be a number in [${min}, ${max}], got ${String(values[name])}`);
+  return v;
+};
+const SESSIONS = Math.floor(num("sessions", 1, 500));
+const TURNS = Math.floor(num("turns", 2, 200));
+const BATCH = Math.floor(num("batch", 1, 200));
+const KILL_RATE = num("kill-rate", 0, 1);
+const CONCURRENCY = Math.floor(num("concurrency", 1, 16));
+const SEED = Math.floor(num("seed", 0, 2 ** 31));
+const DEADLINE = Date.now() + num("max-seconds", 10, 3600) * 1000;
+
+/** mulberry32: small, seeded, good enough to pick kill points reproducibly. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const root = mkdtempSync(path.join("/var/tmp", "codex-soak-"));
+const kills = new Map<CrashPoint, number>(CRASH_POINTS.map((p) => [p, 0]));
+let workers = 0;
+let workerFailures = 0;
+let lingered = 0;
+let timedOut = false;
+
+/** Crash points applied to each prompt (so a double finalize can be attributed to the unavoidable window). */
+const killedAt = new Map<string, CrashPoint[]>();
+
+async function soakSession(index: number): Promise<Awaited<ReturnType<typeof analyzeSession>>> {
+  // Distinct, well-mixed seeds per session (adjacent raw seeds give correlated first draws).
+  const rand = prng(Math.imul(SEED + 1, 0x9e3779b1) ^ Math.imul(index + 1, 0x85ebca6b));
+  const dir = path.join(root, `s${index}`);
+  const job = {
+    file: path.join(dir, "s.jsonl"),
+    sessionId: `soak-${index}`,
+    codexHome: path.join(dir, "codex-home"),
+    ledger: path.join(dir, "ledger.jsonl"),
+  };
+  const prompts = Array.from({ length: TURNS }, (_, t) => `s${index}-t${t}`);
+  const last = prompts[prompts.length - 1]!;
+  let seenPids = 0;
+  for (let attempt = 0; attempt < TURNS * 4; attempt++) {
+    if (Date.now() > DEADLINE) {
+      timedOut = true;
+      break;
+    }
+    const remaining = await unmirroredPrompts(job.file, prompts);
+    if (remaining.length === 0) break;
+    const batch = remaining.slice(0, BATCH);
+    const targets = batch.filter((p) => p !== last);
+    const crash =
+      targets.length > 0 && rand() < KILL_RATE
+        ? { point: CRASH_POINTS[Math.floor(rand() * CRASH_POINTS.length)]!, prompt: targets[Math.floor(rand() * targets.length)]! }
+        : undefined;
+    workers++;
+    const exit = await runTurnWorker({ ...job, prompts: batch, ...(crash ? { crash } : {}) }, 60_000);
+    if (exit.signal === "SIGKILL" && crash) {
+      kills.set(crash.point, kills.get(crash.point)! + 1);
+      killedAt.set(crash.prompt, [...(killedAt.get(crash.prompt) ?? []), crash.point]);
+    }
+    else if (exit.code !== 0) {
+      workerFailures++;
+      process.stderr.write(`session ${index}: worker exited code=${exit.code} signal=${exit.signal}: ${exit.stderr.slice(0, 300)}\n`);
+    }
+    // The worker's app-server must go away with it (stdin closed): wait a bit, then count and kill stragglers.
+    const spawned = (await readLedger(job.ledger)).filter((l) => l.kind === "spawned");
+    for (const l of spawned.slice(seenPids)) {
+      if (l.kind !== "spawned" || l.codexPid === undefined) continue;
+      const end = Date.now() + 5_000;
+      while (processAlive(l.codexPid) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+      if (processAlive(l.codexPid)) {
+        lingered++;
+        process.kill(l.codexPid, "SIGKILL");
+      }
+    }
+    seenPids = spawned.length;
+  }
+  return analyzeSession(job.file, job.ledger, prompts);
+}
+
+const started = Date.now();
+const reports: Array<Awaited<ReturnType<typeof analyzeSession>>> = [];
+let next = 0;
+await Promise.all(
+  Array.from({ length: Math.min(CONCURRENCY, SESSIONS) }, async () => {
+    while (next < SESSIONS) reports.push(await soakSession(next++));
+  }),
+);
+const wallMs = Date.now() - started;
+
+const fates = reports.flatMap((r) => [...r.prompts].map(([prompt, f]) => ({ ...f, killedAt: killedAt.get(prompt) ?? [] })));
+const count = (pred: (f: (typeof fates)[number]) => boolean) => fates.filter(pred).length;
+const summary = {
+  sessions: SESSIONS,
+  turnsPerSession: TURNS,
+  seed: SEED,
+  killRate: KILL_RATE,
+  workers,
+  workerFailures,
+  timedOut,
+  turns: fates.length,
+  codexTurnsAccepted: fates.reduce((n, f) => n + f.accepted, 0),
+  promptsAccepted: count((f) => f.accepted > 0),
+  mirroredExactlyOnce: count((f) => f.mirrored === 1),
+  mirroredNever: count((f) => f.mirrored === 0),
+  mirroredMoreThanOnce: count((f) => f.mirrored > 1),
+  mirroredWithoutReply: count((f) => f.mirrored > 0 && !f.replied),
+  mirroredWithoutReplyAfterMidWriteKill: count((f) => f.mirrored > 0 && !f.replied && f.killedAt.includes("midMirrorWrite")),
+  finalizedExactlyOnce: count((f) => f.finalized === 1),
+  finalizedMoreThanOnce: count((f) => f.finalized > 1),
+  finalizedMoreThanOnceAfterWindowKill: count((f) => f.finalized > 1 && f.killedAt.includes("finalizeWindow")),
+  finalizedMoreThanOnceOtherwise: count((f) => f.finalized > 1 && !f.killedAt.includes("finalizeWindow")),
+  finalizedNever: count((f) => f.finalized === 0),
+  killsByPoint: Object.fromEntries(kills),
+  killsTotal: [...kills.values()].reduce((a, b) => a + b, 0),
+  lingeringCodexProcesses: lingered,
+  pendingLeft: reports.reduce((n, r) => n + r.pending.length, 0),
+  duplicateMirrorKeys: reports.reduce((n, r) => n + r.duplicateKeys, 0),
+  transcriptDamage: reports.reduce((n, r) => n + r.damage.corruptLines + (r.damage.tornTailBytes > 0 ? 1 : 0), 0),
+  wallMs,
+};
+console.log(JSON.stringify(summary, null, 2));
+rmSync(root, { recursive: true, force: true });

@@ -1,0 +1,141 @@
+/**
+ * The `codex-turn` CLI, spawned through bin/codex-turn.js exactly as a user runs it, against the offline fake model.
+ */
+import { execFile } from "node:child_process";
+import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const bin = path.join(root, "bin", "codex-turn.js");
+
+function cli(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(process.execPath, [bin, ...args], { cwd: root, timeout: 45_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : -1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "ctm-cli-"));
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe("codex-turn CLI", () => {
+  it("prints help for the program and every command", async () => {
+    const main = await cli(["--help"]);
+    expect(main.code).toBe(0);
+    expect(main.stdout).toContain("Exit codes");
+    for (const cmd of ["demo", "run", "chat", "compact", "inspect-session", "viz"]) {
+      const r = await cli([cmd, "--help"]);
+      expect(r.code, cmd).toBe(0);
+      expect(r.stdout, cmd).toContain(`codex-turn ${cmd}`);
+    }
+  }, 30_000);
+
+  it("usage errors exit 2 with a message", async () => {
+    const unknown = await cli(["bogus"]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('unknown command "bogus"');
+    const missing = await cli(["run", "hi"]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("--session");
+    const badFlag = await cli(["viz", "--nope"]);
+    expect(badFlag.code).toBe(2);
+  }, 20_000);
+
+  it("demo --json runs the scripted session; inspect-session, viz and compact work on its output", async () => {
+    const out = path.join(dir, "demo");
+    const demo = await cli(["demo", "--json", "--out", out]);
+    expect(demo.stderr).toBe("");
+    expect(demo.code).toBe(0);
+    const summary = JSON.parse(demo.stdout.trim().split("\n").pop()!) as {
+      turns: number;
+      statuses: string[];
+      engineCalls: Record<string, number>;
+      modelRequests: Array<{ kind: string; inputBytes: number }>;
+      compaction: { ok: boolean; compacted: boolean };
+      transcript: string;
+      trace: string;
+    };
+    expect(summary.turns).toBe(5);
+    expect(summary.statuses.every((s) => s === "completed")).toBe(true);
+    expect(summary.engineCalls.assemble).toBe(5);
+    expect(summary.engineCalls.compact).toBe(1);
+    expect(summary.modelRequests.some((r) => r.kind === "compaction")).toBe(true);
+    expect(summary.modelRequests.every((r) => r.inputBytes > 0)).toBe(true);
+    expect(summary.compaction).toMatchObject({ ok: true, compacted: true });
+    expect((await stat(summary.transcript)).size).toBeGreaterThan(0);
+    expect((await readFile(summary.trace, "utf8")).length).toBeGreaterThan(0);
+
+    const inspect = await cli(["inspect-session", summary.transcript, "--json"]);
+    expect(inspect.code).toBe(0);
+    const s = JSON.parse(inspect.stdout) as { messages: number; byRole: Record<string, number>; binding: { threadId: string } | null; content?: unknown };
+    expect(s.byRole.user).toBeGreaterThanOrEqual(5); // the steer is mirrored as its own user message
+    expect(s.byRole.toolResult).toBe(1);
+    expect(s.binding?.threadId).toBeTruthy();
+    expect(s.content).toBeUndefined();
+    // No message content without --show-content.
+    expect(inspect.stdout).not.toContain("demo clock says noon");
+
+    const html = path.join(dir, "viz.html");
+    const viz = await cli(["viz", "--trace", summary.trace, "--out", html]);
+    expect(viz.code).toBe(0);
+    expect(await readFile(html, "utf8")).toContain("<html");
+
+    const compact = await cli(["compact", "--session", summary.transcript, "--offline", "--json"]);
+    expect(compact.code).toBe(0);
+    expect(JSON.parse(compact.stdout)).toMatchObject({ ok: true });
+  }, 60_000);
+
+  it("run --offline runs one turn and reports it as JSON", async () => {
+    const session = path.join(dir, "run.jsonl");
+    const r = await cli(["run", "hello there", "--session", session, "--offline", "--json"]);
+    expect(r.code).toBe(0);
+    const out = JSON.parse(r.stdout) as { status: string; assistantText: string; trace: string[] };
+    expect(out.status).toBe("completed");
+    expect(out.assistantText).toBe("offline reply");
+    expect(out.trace.at(-1)).toBe("completed");
+  }, 30_000);
+
+  it("--engine with a module that is not a context engine exits 3 with a clear message", async () => {
+    const bad = path.join(dir, "bad-engine.mjs");
+    await writeFile(bad, "export default { nope: 1 };\n");
+    const r = await cli(["run", "hi", "--session", path.join(dir, "bad.jsonl"), "--offline", "--engine", bad]);
+    expect(r.code).toBe(3);
+    expect(r.stderr).toContain("not a context engine");
+    const missing = await cli(["run", "hi", "--session", path.join(dir, "bad.jsonl"), "--offline", "--engine", path.join(dir, "missing.mjs")]);
+    expect(missing.code).toBe(3);
+    expect(missing.stderr).toContain("cannot load module");
+  }, 30_000);
+});
+
+describe("codex-turn chat and trajectories", () => {
+  it("chat runs one turn per piped line and exits 0 at end of input", async () => {
+    const r = await cli(["chat", "--session", path.join(dir, "chat.jsonl"), "--offline"], "first line\nsecond line\n");
+    expect(r.code).toBe(0);
+    expect(r.stdout.match(/offline reply/g)?.length).toBe(2);
+    const inspect = await cli(["inspect-session", path.join(dir, "chat.jsonl"), "--json"]);
+    expect((JSON.parse(inspect.stdout) as { byRole: Record<string, number> }).byRole.user).toBe(2);
+  }, 30_000);
+
+  it("run --trajectory writes notifications and the turn request with content redacted", async () => {
+    const traj = path.join(dir, "traj.jsonl");
+    const r = await cli(["run", "ZEBRA-PROMPT-77", "--session", path.join(dir, "traj-session.jsonl"), "--offline", "--trajectory", traj]);
+    expect(r.code).toBe(0);
+    const text = await readFile(traj, "utf8");
+    const methods = text.trim().split("\n").map((l) => (JSON.parse(l) as { method: string }).method);
+    expect(methods).toContain("codexTurn/run");
+    expect(methods).toContain("turn/completed");
+    expect(text).not.toContain("ZEBRA-PROMPT-77");
+    expect(text).not.toContain("offline reply");
+  }, 30_000);
+});

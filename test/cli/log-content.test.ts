@@ -1,0 +1,93 @@
+/**
+ * Logs must never carry prompt text, assistant text, tool results or transcript contents: run a full offline session
+ * with a debug-level logger writing to a buffer and grep it for every content string.
+ */
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { Writable } from "node:stream";
+import pino from "pino";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compactCodexSession, createBindingStore } from "../../src/compaction/index.js";
+import { createWindowEngine } from "../../src/context-engine/engines/index.js";
+import { startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
+import { readThreadBinding, writeThreadBinding } from "../../src/transcript/binding.js";
+import { withSessionLock } from "../../src/transcript/lock.js";
+import { runCodexTurn } from "../../src/turn.js";
+
+let env: OfflineCodex;
+let dir: string;
+beforeAll(async () => {
+  env = await startOfflineCodex({ offline: { lean: true } });
+  dir = await mkdtemp(path.join(os.tmpdir(), "ctm-logs-"));
+});
+afterAll(async () => {
+  await env?.dispose();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe("log content", () => {
+  it("a 3-turn session with a tool call and a compaction logs no prompt, reply, tool result or transcript text", async () => {
+    let logs = "";
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        logs += chunk.toString("utf8");
+        cb();
+      },
+    });
+    const logger = pino({ level: "debug" }, sink);
+    const sessionFile = path.join(dir, "logs.jsonl");
+    const engine = createWindowEngine({ tokenBudget: 16_000, ownsCompaction: true });
+    const secrets = {
+      prompts: ["PROMPT-ALPHA-quokka", "PROMPT-BETA-narwhal", "PROMPT-GAMMA-axolotl"],
+      replies: ["REPLY-ONE-pangolin", "REPLY-TWO-tapir", "REPLY-THREE-okapi"],
+      toolResult: "TOOLRESULT-capybara",
+      toolArg: "TOOLARG-wombat",
+    };
+    const tool = {
+      name: "lookup",
+      description: "Looks something up.",
+      inputSchema: { type: "object", properties: { q: { type: "string" } } },
+      handler: () => secrets.toolResult,
+    };
+    env.fake.enqueue({ text: secrets.replies[0]! });
+    env.fake.enqueue([{ functionCall: { name: "lookup", arguments: { q: secrets.toolArg } } }, { text: secrets.replies[1]! }]);
+    env.fake.enqueue({ text: secrets.replies[2]! });
+    for (const prompt of secrets.prompts) {
+      const r = await runCodexTurn({
+        appServer: env.codex,
+        sessionId: "logs",
+        sessionFile,
+        prompt,
+        contextEngine: engine,
+        contextTokenBudget: 16_000,
+        dynamicTools: [tool],
+        logger,
+      });
+      expect(r.status).toBe("completed");
+      await r.backgroundMaintenance;
+    }
+    env.fake.enqueue({ compaction: true }, { kind: "compaction" });
+    const c = await compactCodexSession({
+      appServer: env.codex,
+      bindingStore: createBindingStore({ read: readThreadBinding, write: writeThreadBinding, logger }),
+      sessionId: "logs",
+      sessionFile,
+      contextEngine: engine,
+      trigger: "manual",
+      logger,
+      withLock: (fn) => withSessionLock(sessionFile, fn),
+    });
+    expect(c.ok).toBe(true);
+
+    // The session really contains the strings (so their absence from the logs means something).
+    const transcript = await readFile(sessionFile, "utf8");
+    const all = [...secrets.prompts, ...secrets.replies, secrets.toolResult];
+    for (const s of all) expect(transcript, s).toContain(s);
+    // The logger really was used at debug level.
+    expect(logs.split("\n").filter(Boolean).length).toBeGreaterThan(10);
+    for (const s of [...all, secrets.toolArg]) expect(logs, `logs leak ${s}`).not.toContain(s);
+    // No transcript line (a whole JSON entry) is echoed either.
+    for (const line of transcript.split("\n").filter((l) => l.length > 40)) expect(logs).not.toContain(line);
+  }, 30_000);
+});

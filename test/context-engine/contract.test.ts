@@ -1,0 +1,153 @@
+import { describe, expect, it } from "vitest";
+import {
+  AssembleResultInvalidError,
+  assembleResultSchema,
+  assertContextEngine,
+  bootstrapResultSchema,
+  compactResultSchema,
+  ContextEngineContractError,
+  EngineResultInvalidError,
+  engineFacts,
+  ingestBatchResultSchema,
+  isLegacyEngine,
+  maintainResultSchema,
+  validateAssembleResult,
+  validateEngineResult,
+} from "../../src/context-engine/contract.js";
+import { createRecordingEngine, createWindowEngine, legacyEngine } from "../../src/context-engine/engines/index.js";
+import type { ContextEngine } from "../../src/context-engine/types.js";
+
+const minimal = () => ({
+  info: { id: "mine", name: "Mine" },
+  async ingest() {
+    return { ingested: true };
+  },
+  async assemble() {
+    return { messages: [], estimatedTokens: 0 };
+  },
+  async compact() {
+    return { ok: true, compacted: false };
+  },
+});
+
+describe("assertContextEngine", () => {
+  it("accepts a minimal engine and the reference engines", () => {
+    expect(assertContextEngine(minimal()).info.id).toBe("mine");
+    expect(assertContextEngine(createWindowEngine()).info.id).toBe("window");
+    expect(assertContextEngine(legacyEngine).info.id).toBe("legacy");
+    expect(assertContextEngine(createRecordingEngine()).info.id).toBe("window");
+  });
+
+  it.each([
+    ["(engine)", 42],
+    ["(engine)", null],
+    ["info", { ...minimal(), info: undefined }],
+    ["info.id", { ...minimal(), info: { name: "x" } }],
+    ["info.id", { ...minimal(), info: { id: "", name: "x" } }],
+    ["info.name", { ...minimal(), info: { id: "x" } }],
+    ["info.turnMaintenanceMode", { ...minimal(), info: { id: "x", name: "x", turnMaintenanceMode: "later" } }],
+    ["ingest", { ...minimal(), ingest: undefined }],
+    ["assemble", { ...minimal(), assemble: "not a function" }],
+    ["compact", { ...minimal(), compact: undefined }],
+    ["afterTurn", { ...minimal(), afterTurn: 1 }],
+    ["maintain", { ...minimal(), maintain: {} }],
+  ])("names the invalid member %s", (member, value) => {
+    let caught: unknown;
+    try {
+      assertContextEngine(value);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(ContextEngineContractError);
+    expect((caught as ContextEngineContractError).member).toBe(member);
+    expect((caught as ContextEngineContractError).code).toBe("ENGINE_CONTRACT_VIOLATION");
+    expect((caught as Error).message).toContain(member);
+  });
+});
+
+describe("legacy detection and engine facts", () => {
+  it("treats no engine and info.id legacy as legacy", () => {
+    expect(isLegacyEngine(undefined)).toBe(true);
+    expect(isLegacyEngine(legacyEngine)).toBe(true);
+    expect(isLegacyEngine(minimal() as ContextEngine)).toBe(false);
+    expect(engineFacts(undefined)).toEqual({
+      active: false,
+      id: "legacy",
+      hasBootstrap: false,
+      hasMaintain: false,
+      hasAfterTurn: false,
+      hasIngestBatch: false,
+      ownsCompaction: false,
+      turnMaintenanceMode: "foreground",
+    });
+    expect(engineFacts(legacyEngine).active).toBe(false);
+  });
+
+  it("reports which optional methods an engine has", () => {
+    expect(engineFacts(minimal() as ContextEngine)).toEqual({
+      active: true,
+      id: "mine",
+      hasBootstrap: false,
+      hasMaintain: false,
+      hasAfterTurn: false,
+      hasIngestBatch: false,
+      ownsCompaction: false,
+      turnMaintenanceMode: "foreground",
+    });
+    const full = createRecordingEngine(createWindowEngine({ ownsCompaction: true }));
+    full.info.turnMaintenanceMode = "background";
+    expect(engineFacts(full)).toEqual({
+      active: true,
+      id: "window",
+      hasBootstrap: true,
+      hasMaintain: true,
+      hasAfterTurn: true,
+      hasIngestBatch: true,
+      ownsCompaction: true,
+      turnMaintenanceMode: "background",
+    });
+  });
+});
+
+describe("result schemas", () => {
+  it("validates assemble results and throws a typed error naming the field", () => {
+    expect(validateAssembleResult({ messages: [{ role: "user", content: "x" }], estimatedTokens: 3, extra: true })).toMatchObject({
+      estimatedTokens: 3,
+    });
+    const bad: Array<[unknown, RegExp]> = [
+      [{ messages: "nope", estimatedTokens: 1 }, /messages/],
+      [{ messages: [{ content: "no role" }], estimatedTokens: 1 }, /messages\.0\.role/],
+      [{ messages: [42], estimatedTokens: 1 }, /messages\.0/],
+      [{ messages: [], estimatedTokens: -1 }, /estimatedTokens/],
+      [{ messages: [], estimatedTokens: Number.POSITIVE_INFINITY }, /estimatedTokens/],
+      [{ messages: [], estimatedTokens: 1, systemPromptAddition: 5 }, /systemPromptAddition/],
+      [{ messages: [], estimatedTokens: 1, contextProjection: { mode: "sometimes" } }, /contextProjection\.mode/],
+      [undefined, /\(result\)/],
+    ];
+    for (const [value, pattern] of bad) {
+      let caught: unknown;
+      try {
+        validateAssembleResult(value);
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toBeInstanceOf(AssembleResultInvalidError);
+      expect(caught).toBeInstanceOf(EngineResultInvalidError);
+      expect((caught as AssembleResultInvalidError).code).toBe("ASSEMBLE_RESULT_INVALID");
+      expect((caught as Error).message).toMatch(/assemble\(\) returned an invalid result/);
+      expect((caught as Error).message).toMatch(pattern);
+    }
+    expect(assembleResultSchema.safeParse({ messages: [], estimatedTokens: 0, contextProjection: { mode: "thread_bootstrap", epoch: "e" } }).success).toBe(true);
+  });
+
+  it("validates bootstrap, maintain, compact and ingestBatch results", () => {
+    expect(bootstrapResultSchema.safeParse({ bootstrapped: true, importedMessages: 3 }).success).toBe(true);
+    expect(bootstrapResultSchema.safeParse({ importedMessages: 3 }).success).toBe(false);
+    expect(maintainResultSchema.safeParse({ changed: false, bytesFreed: 0, rewrittenEntries: 0 }).success).toBe(true);
+    expect(maintainResultSchema.safeParse({ changed: "no" }).success).toBe(false);
+    expect(compactResultSchema.safeParse({ ok: true, compacted: true, result: { tokensBefore: 10, tokensAfter: 4 } }).success).toBe(true);
+    expect(compactResultSchema.safeParse({ ok: true, compacted: true, result: { tokensAfter: 4 } }).success).toBe(false);
+    expect(ingestBatchResultSchema.safeParse({ ingestedCount: 2 }).success).toBe(true);
+    expect(() => validateEngineResult("ingestBatch", ingestBatchResultSchema, { count: 2 })).toThrow(/ingestBatch\(\).*ingestedCount/);
+  });
+});

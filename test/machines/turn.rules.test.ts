@@ -1,0 +1,88 @@
+import { describe, expect, it } from "vitest";
+import {
+  bootstrapSkipReason,
+  canMaintain,
+  hasPromptError,
+  isAssembleEmpty,
+  isBackgroundMaintenance,
+  maintenanceSkipReason,
+  settleStatus,
+  shouldAssemble,
+  shouldBootstrap,
+} from "../../machines/rules.js";
+import type { EngineFacts } from "../../machines/turn.contract.js";
+
+const engine = (over: Partial<EngineFacts> = {}): EngineFacts => ({
+  active: true,
+  id: "test",
+  hasBootstrap: true,
+  hasMaintain: true,
+  hasAfterTurn: true,
+  hasIngestBatch: false,
+  ownsCompaction: false,
+  turnMaintenanceMode: "foreground",
+  ...over,
+});
+
+const ok = {
+  aborted: false,
+  yieldAborted: false,
+  turnAccepted: true,
+  record: { codexStatus: "completed" as const },
+  finalizeOk: true,
+  engine: engine(),
+};
+
+describe("turn lifecycle rules", () => {
+  it("bootstraps only an active engine with bootstrap on an existing session", () => {
+    expect(shouldBootstrap(engine(), true)).toBe(true);
+    expect(shouldBootstrap(engine(), false)).toBe(false);
+    expect(shouldBootstrap(engine({ hasBootstrap: false }), true)).toBe(false);
+    expect(shouldBootstrap(engine({ active: false }), true)).toBe(false);
+    expect(bootstrapSkipReason(engine({ active: false }), true)).toBe("skipped:noEngine");
+    expect(bootstrapSkipReason(engine({ hasBootstrap: false }), true)).toBe("skipped:noBootstrap");
+    expect(bootstrapSkipReason(engine(), false)).toBe("skipped:newSession");
+  });
+
+  it("assembles only with an active engine and treats an empty result as no assembly", () => {
+    expect(shouldAssemble(engine())).toBe(true);
+    expect(shouldAssemble(engine({ active: false }))).toBe(false);
+    expect(isAssembleEmpty(undefined)).toBe(true);
+    expect(isAssembleEmpty({ messages: [], estimatedTokens: 0 })).toBe(true);
+    expect(isAssembleEmpty({ messages: [{ role: "user", content: "x", timestamp: 1 }], estimatedTokens: 1 })).toBe(false);
+  });
+
+  it("detects prompt errors from the Codex record or a failure before the turn", () => {
+    expect(hasPromptError(ok)).toBe(false);
+    expect(hasPromptError({ ...ok, record: { codexStatus: "failed" } })).toBe(true);
+    expect(hasPromptError({ ...ok, record: { codexStatus: "interrupted" } })).toBe(true);
+    expect(hasPromptError({ ...ok, record: { codexStatus: "timedOut" } })).toBe(true);
+    expect(hasPromptError({ ...ok, record: undefined, turnAccepted: true })).toBe(true);
+    expect(hasPromptError({ ...ok, failedBeforeTurn: true })).toBe(true);
+  });
+
+  it("maintains only after a successful, non-aborted, finalized turn of an engine with maintain", () => {
+    expect(canMaintain(ok)).toBe(true);
+    expect(maintenanceSkipReason(ok)).toBeUndefined();
+    expect(maintenanceSkipReason({ ...ok, engine: engine({ active: false }) })).toBe("skipped:noEngine");
+    expect(maintenanceSkipReason({ ...ok, yieldAborted: true, aborted: true })).toBe("skipped:yieldAborted");
+    expect(maintenanceSkipReason({ ...ok, aborted: true })).toBe("skipped:aborted");
+    expect(maintenanceSkipReason({ ...ok, record: { codexStatus: "failed" } })).toBe("skipped:promptError");
+    expect(maintenanceSkipReason({ ...ok, finalizeOk: false })).toBe("skipped:finalizeFailed");
+    expect(maintenanceSkipReason({ ...ok, engine: engine({ hasMaintain: false }) })).toBe("skipped:noMaintain");
+    for (const bad of [{ aborted: true }, { yieldAborted: true }, { record: { codexStatus: "timedOut" as const } }]) {
+      expect(canMaintain({ ...ok, ...bad })).toBe(false);
+    }
+    expect(isBackgroundMaintenance(engine({ turnMaintenanceMode: "background" }))).toBe(true);
+    expect(isBackgroundMaintenance(engine())).toBe(false);
+  });
+
+  it("settles yieldAborted > aborted > failed > completed", () => {
+    const all = { ...ok, yieldAborted: true, aborted: true, record: { codexStatus: "failed" as const } };
+    expect(settleStatus(all)).toBe("yieldAborted");
+    expect(settleStatus({ ...all, yieldAborted: false })).toBe("aborted");
+    expect(settleStatus({ ...all, yieldAborted: false, aborted: false })).toBe("failed");
+    expect(settleStatus({ ...ok, failedBeforeTurn: true, turnAccepted: false, record: undefined })).toBe("failed");
+    expect(settleStatus(ok)).toBe("completed");
+  });
+});

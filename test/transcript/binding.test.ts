@@ -1,0 +1,167 @@
+import { promises as fsp } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import {
+  applyBindingUpdate,
+  clearThreadBinding,
+  markNativeCompaction,
+  readThreadBinding,
+  threadBindingSchema,
+  withLastUsage,
+  writeThreadBinding,
+  type ThreadBinding,
+} from "../../src/transcript/binding.js";
+import { sessionSidecarPaths } from "../../src/transcript/paths.js";
+import { captureLogger, tempDir } from "./helpers.js";
+
+const fps = { dynamicToolsFingerprint: "d", engineId: "e", policyFingerprint: "p", projectionMode: "delta" };
+
+function sample(overrides: Partial<ThreadBinding> = {}): ThreadBinding {
+  return {
+    version: 1,
+    threadId: "thread-1",
+    dynamicToolsFingerprint: "d",
+    engineId: "e",
+    policyFingerprint: "p",
+    projectionMode: "delta",
+    heldTurnIds: ["u1"],
+    ledger: ["aaaa:3"],
+    ...overrides,
+  };
+}
+
+async function sessionIn(dir: string): Promise<string> {
+  return path.join(dir, "s.jsonl");
+}
+
+describe("thread binding sidecar I/O", () => {
+  it("returns undefined when there is no sidecar", async () => {
+    const sessionFile = await sessionIn(await tempDir("ctm-binding-"));
+    expect(await readThreadBinding(sessionFile)).toBeUndefined();
+  });
+
+  it("round-trips every field through an atomic write and leaves no temp files", async () => {
+    const dir = await tempDir("ctm-binding-");
+    const sessionFile = await sessionIn(dir);
+    const binding = sample({
+      projectionEpoch: "w3",
+      developerInstructionsHash: "abc",
+      lastUsage: { inputTokens: 900, totalTokens: 950, modelContextWindow: 190_000 },
+      nativeCompactions: 2,
+      updatedBy: "turn",
+    });
+    await writeThreadBinding(sessionFile, binding);
+    expect(await readThreadBinding(sessionFile)).toEqual(binding);
+    expect(await fsp.readdir(dir)).toEqual(["s.jsonl.codex-binding.json"]);
+  });
+
+  it("keeps one valid binding when writes race in one process", async () => {
+    const dir = await tempDir("ctm-binding-");
+    const sessionFile = await sessionIn(dir);
+    await Promise.all(Array.from({ length: 8 }, (_, i) => writeThreadBinding(sessionFile, sample({ threadId: `thread-${i}` }))));
+    const read = await readThreadBinding(sessionFile);
+    expect(read?.threadId).toMatch(/^thread-[0-7]$/);
+    expect((await fsp.readdir(dir)).filter((f) => f.includes(".tmp-"))).toEqual([]);
+  });
+
+  it("rejects writing an invalid binding", async () => {
+    const sessionFile = await sessionIn(await tempDir("ctm-binding-"));
+    await expect(writeThreadBinding(sessionFile, { ...sample(), threadId: "" })).rejects.toThrow();
+    expect(await readThreadBinding(sessionFile)).toBeUndefined();
+  });
+
+  it.each([
+    ["not JSON", "{ not json"],
+    ["wrong schema", JSON.stringify({ version: 1, threadId: 42 })],
+    ["future version", JSON.stringify({ ...sample(), version: 2 })],
+  ])("moves a corrupt sidecar (%s) aside with a warning and starts fresh", async (_label, content) => {
+    const dir = await tempDir("ctm-binding-");
+    const sessionFile = await sessionIn(dir);
+    const file = sessionSidecarPaths(sessionFile).binding;
+    await fsp.writeFile(file, content);
+    const log = captureLogger();
+    expect(await readThreadBinding(sessionFile, log.logger)).toBeUndefined();
+    expect(await fsp.readFile(`${file}.corrupt-1`, "utf8")).toBe(content);
+    expect(await readThreadBinding(sessionFile)).toBeUndefined();
+    expect(log.events()).toEqual(["thread binding corrupt"]);
+    expect(log.records[0]?.["level"]).toBe(40);
+    // A second corrupt file gets the next free suffix instead of overwriting the first.
+    await fsp.writeFile(file, "garbage");
+    await readThreadBinding(sessionFile);
+    expect((await fsp.readdir(dir)).sort()).toEqual([
+      "s.jsonl.codex-binding.json.corrupt-1",
+      "s.jsonl.codex-binding.json.corrupt-2",
+    ]);
+  });
+
+  it("clears a binding and reports whether one existed", async () => {
+    const sessionFile = await sessionIn(await tempDir("ctm-binding-"));
+    expect(await clearThreadBinding(sessionFile)).toBe(false);
+    await writeThreadBinding(sessionFile, sample());
+    expect(await clearThreadBinding(sessionFile)).toBe(true);
+    expect(await readThreadBinding(sessionFile)).toBeUndefined();
+  });
+});
+
+describe("binding updates (pure)", () => {
+  it("creates a binding for a fresh thread from the projection's update", () => {
+    const next = applyBindingUpdate(undefined, {
+      threadId: "t1",
+      turnId: "u1",
+      update: { reset: true, ledgerAdd: ["h1:2"], projectionEpoch: "e1", developerInstructionsHash: "dev" },
+      ...fps,
+      updatedBy: "turn",
+    });
+    expect(next).toEqual({
+      version: 1,
+      threadId: "t1",
+      ...fps,
+      heldTurnIds: ["u1"],
+      ledger: ["h1:2"],
+      projectionEpoch: "e1",
+      developerInstructionsHash: "dev",
+      updatedBy: "turn",
+    });
+    expect(threadBindingSchema.safeParse(next).success).toBe(true);
+  });
+
+  it("accumulates held turns and ledger on the same thread, deduplicated, keeping epoch and usage", () => {
+    const first = sample({ projectionEpoch: "e1", lastUsage: { inputTokens: 10, totalTokens: 12 } });
+    const next = applyBindingUpdate(first, { threadId: "thread-1", turnId: "u2", update: { reset: false, ledgerAdd: ["aaaa:3", "bbbb:4"] }, ...fps });
+    expect(next).toMatchObject({ heldTurnIds: ["u1", "u2"], ledger: ["aaaa:3", "bbbb:4"], projectionEpoch: "e1", lastUsage: { inputTokens: 10 } });
+    const withUsage = applyBindingUpdate(next, { threadId: "thread-1", turnId: "u3", ...fps, usage: { inputTokens: 99, totalTokens: 100 } });
+    expect(withUsage.lastUsage).toEqual({ inputTokens: 99, totalTokens: 100 });
+    expect(withUsage.heldTurnIds).toEqual(["u1", "u2", "u3"]);
+  });
+
+  it("forgets the old thread's state on rotation (reset or another thread id)", () => {
+    const old = sample({ projectionEpoch: "e1", lastUsage: { inputTokens: 10, totalTokens: 12 }, nativeCompactions: 3 });
+    const reset = applyBindingUpdate(old, { threadId: "thread-2", turnId: "u9", update: { reset: true, ledgerAdd: [] }, ...fps });
+    expect(reset).toEqual({ version: 1, threadId: "thread-2", ...fps, heldTurnIds: ["u9"], ledger: [] });
+    const other = applyBindingUpdate(old, { threadId: "thread-3", turnId: "u9", ...fps });
+    expect(other).toMatchObject({ threadId: "thread-3", heldTurnIds: ["u9"], ledger: [] });
+    expect(other.projectionEpoch).toBeUndefined();
+  });
+
+  it("ignores an update that is not a binding update", () => {
+    const next = applyBindingUpdate(sample(), { threadId: "thread-1", turnId: "u2", update: { junk: true }, ...fps });
+    expect(next).toMatchObject({ heldTurnIds: ["u1", "u2"], ledger: ["aaaa:3"] });
+  });
+
+  it("clears ledger and held turns after a native compaction on the bound thread only", () => {
+    const binding = sample();
+    const compacted = markNativeCompaction(binding, "thread-1", "turn");
+    expect(compacted).toMatchObject({ ledger: [], heldTurnIds: [], nativeCompactions: 1, updatedBy: "turn" });
+    expect(markNativeCompaction(compacted, "thread-1").nativeCompactions).toBe(2);
+    expect(markNativeCompaction(binding, "other-thread")).toBe(binding);
+    // The counter survives later turns on the same thread.
+    const later = applyBindingUpdate(compacted, { threadId: "thread-1", turnId: "u2", ...fps });
+    expect(later).toMatchObject({ nativeCompactions: 1, heldTurnIds: ["u2"] });
+  });
+
+  it("records last usage only for the bound thread", () => {
+    const binding = sample();
+    expect(withLastUsage(binding, "thread-1", { inputTokens: 5, totalTokens: 6 }).lastUsage).toEqual({ inputTokens: 5, totalTokens: 6 });
+    expect(withLastUsage(binding, "thread-2", { inputTokens: 5, totalTokens: 6 })).toBe(binding);
+  });
+});
