@@ -42,8 +42,14 @@ export interface GrowthRun {
   retainedMedian: number;
   /** Turn requests (after the first) that repeat less than half of the previous request as their prefix. */
   cacheBreaks: number;
-  /** Composition of the largest turn request (see {@link composition}). */
+  /** Composition of the largest turn request by raw input bytes (see {@link composition}). */
   largestComposition: RequestComposition;
+  /** Request content (see {@link composition}) of each turn request, in order. */
+  turnContentBytes: number[];
+  /** The largest request content over all turn requests: what the outgrows check compares with its limit. */
+  largestContent: number;
+  /** Composition of the turn request with the largest content (not necessarily the raw-largest one). */
+  largestContentComposition: RequestComposition;
   projectionModes: Record<string, number>;
   projectionReasons: Record<string, number>;
   wallMs: number;
@@ -57,15 +63,33 @@ export interface GrowthOptions {
   log: (line: string) => void;
 }
 
+export const BYTES_PER_TOKEN = 4;
+
+/**
+ * What one conversation item costs the model beyond its text, in bytes: a chat model pays about 4 tokens of role
+ * framing per message, x {@link BYTES_PER_TOKEN} bytes/token = 16 B. It stands in for the item's JSON transport
+ * envelope (type, id, role, content wrappers: ~114 B per item here), which is wire format, not model tokens.
+ */
+export const ITEM_OVERHEAD_BYTES = 16;
+
 /** How a request's input splits into Codex's fixed framing, conversation text and JSON item envelopes. */
 export interface RequestComposition {
   items: number;
+  /** Items that are Codex framing (base instructions, the skills block, the environment context). */
+  framingItems: number;
+  /** Every other item: conversation messages and injected context. */
+  conversationItems: number;
   /** JSON bytes of the framing items: base instructions, the skills block, the environment context. */
   framingBytes: number;
   /** Text bytes of every other item (conversation messages and injected context). */
   conversationTextBytes: number;
   /** The rest: JSON envelopes of the non-framing items (type, id, role, content wrappers, escaping). */
   envelopeBytes: number;
+  /**
+   * Request content: conversation text + {@link ITEM_OVERHEAD_BYTES} per conversation item. The part of the request
+   * a context engine's token budget governs, in model-token terms (x 4 B/token); excludes Codex framing and envelopes.
+   */
+  contentBytes: number;
 }
 
 function itemText(item: unknown): string {
@@ -83,18 +107,89 @@ function isFraming(item: unknown, text: string): boolean {
 /** Split a request's input into framing, conversation text and envelope bytes. */
 export function composition(body: Record<string, unknown> | null): RequestComposition {
   const input = Array.isArray(body?.input) ? (body!.input as unknown[]) : [];
-  const out: RequestComposition = { items: input.length, framingBytes: 0, conversationTextBytes: 0, envelopeBytes: 0 };
+  const out: RequestComposition = {
+    items: input.length,
+    framingItems: 0,
+    conversationItems: 0,
+    framingBytes: 0,
+    conversationTextBytes: 0,
+    envelopeBytes: 0,
+    contentBytes: 0,
+  };
   for (const item of input) {
     const json = Buffer.byteLength(JSON.stringify(item));
     const text = itemText(item);
-    if (isFraming(item, text)) out.framingBytes += json;
-    else {
+    if (isFraming(item, text)) {
+      out.framingItems++;
+      out.framingBytes += json;
+    } else {
       const t = Buffer.byteLength(text);
+      out.conversationItems++;
       out.conversationTextBytes += t;
       out.envelopeBytes += json - t;
     }
   }
+  out.contentBytes = out.conversationTextBytes + ITEM_OVERHEAD_BYTES * out.conversationItems;
   return out;
+}
+
+/** Request content of a request body: conversation text + {@link ITEM_OVERHEAD_BYTES} per non-framing item. */
+export const requestContentBytes = (body: Record<string, unknown> | null): number => composition(body).contentBytes;
+
+/** The largest increase from one element to the next (0 for fewer than two elements or a never-growing series). */
+export function largestIncrease(xs: readonly number[]): number {
+  let best = 0;
+  for (let i = 1; i < xs.length; i++) best = Math.max(best, xs[i]! - xs[i - 1]!);
+  return best;
+}
+
+/** Limit of the outgrows check: the budget in bytes (tokens x {@link BYTES_PER_TOKEN}) plus one turn. */
+export const outgrowLimit = (budgetTokens: number, oneTurnBytes: number): number => budgetTokens * BYTES_PER_TOKEN + oneTurnBytes;
+
+export interface GrowthCheck {
+  name: string;
+  pass: boolean;
+  detail: string;
+  /** Reported for context only: never a target, never counted as a failure (the name also starts with "(info)"). */
+  info?: boolean;
+}
+
+const fmt = (n: number) => n.toLocaleString("en-US");
+
+/**
+ * The outgrows target: no single turn request's content exceeds the budget plus one turn. `contents` are the
+ * mode's request contents, `floorContents` the no-engine floor's (one turn = their largest turn-to-turn increase),
+ * `largest` the composition of the mode's request with the largest content.
+ */
+export function outgrowsCheck(mode: string, contents: readonly number[], largest: RequestComposition, floorContents: readonly number[], budgetTokens: number): GrowthCheck {
+  const oneTurn = largestIncrease(floorContents);
+  const limit = outgrowLimit(budgetTokens, oneTurn);
+  const worst = Math.max(0, ...contents);
+  return {
+    name: `${mode} largest request content <= budget + one turn (outgrows)`,
+    pass: worst <= limit,
+    detail:
+      `${fmt(worst)} B content (${fmt(largest.conversationTextBytes)} B text + ${largest.conversationItems} items x ${ITEM_OVERHEAD_BYTES} B) ` +
+      `vs limit ${fmt(limit)} B (${fmt(budgetTokens)} tok x ${BYTES_PER_TOKEN} + one floor turn ${fmt(oneTurn)} B)`,
+  };
+}
+
+/**
+ * Context for the outgrows check: the raw largest request (JSON bytes of `input`) split into Codex framing, text
+ * and envelopes, against the old raw-byte limit. Reported, never a target: the framing is identical in every mode.
+ */
+export function rawLargestInfo(mode: string, rawLargest: number, c: RequestComposition, budgetTokens: number, oneTurnRawBytes: number): GrowthCheck {
+  const limit = outgrowLimit(budgetTokens, oneTurnRawBytes);
+  const over = rawLargest - limit;
+  return {
+    name: `(info) ${mode} largest raw request (JSON input bytes incl. Codex framing and envelopes) (outgrows)`,
+    pass: rawLargest <= limit,
+    info: true,
+    detail:
+      `${fmt(rawLargest)} B = ${fmt(c.framingBytes)} B Codex framing (${c.framingItems} items, same in every mode incl. the floor) + ` +
+      `${fmt(c.conversationTextBytes)} B text + ${fmt(c.envelopeBytes)} B JSON envelopes (${c.conversationItems} items); ` +
+      `${over > 0 ? `${fmt(over)} B over` : `${fmt(-over)} B under`} the raw limit ${fmt(limit)} B (${fmt(budgetTokens)} tok x ${BYTES_PER_TOKEN} + one floor turn ${fmt(oneTurnRawBytes)} B raw)`,
+  };
 }
 
 function threadOf(r: RecordedRequest): string {
@@ -165,6 +260,9 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
       prev = cur;
     }
     const largest = turnReqs.reduce<RecordedRequest | undefined>((a, b) => (a === undefined || b.inputBytes > a.inputBytes ? b : a), undefined);
+    const comps = turnReqs.map((r) => composition(r.body));
+    const contents = comps.map((c) => c.contentBytes);
+    const largestContentAt = contents.indexOf(Math.max(...contents));
     return {
       mode,
       budgetTokens: budget,
@@ -181,6 +279,9 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
       retainedMedian: round(median(retained), 4),
       cacheBreaks: retained.filter((x) => x < 0.5).length,
       largestComposition: composition(largest?.body ?? null),
+      turnContentBytes: contents,
+      largestContent: Math.max(0, ...contents),
+      largestContentComposition: comps[largestContentAt] ?? composition(null),
       projectionModes: modes,
       projectionReasons: reasons,
       wallMs: Math.round(performance.now() - t0),
@@ -196,11 +297,15 @@ export interface GrowthScenario {
   name: "fits" | "outgrows";
   budgetTokens: number;
   runs: GrowthRun[];
-  /** Largest per-turn increase of the floor's request size: what one more turn adds to a native thread. */
+  /** Largest per-turn increase of the floor's raw request size (JSON input bytes): the old one-turn figure. */
   oneTurnBytes: number;
+  /** Largest per-turn increase of the floor's request content: "one turn" of the outgrows check. */
+  oneTurnContentBytes: number;
   /** Input bytes of the floor's first request: Codex's fixed framing (instructions, skills, environment) + prompt 1. */
   framingBytes: number;
-  checks: Array<{ name: string; pass: boolean; detail: string }>;
+  /** Limits of the outgrows check: on request content (the target) and on raw JSON bytes (reported only). */
+  limits: { contentBytes: number; rawBytes: number };
+  checks: GrowthCheck[];
 }
 
 export interface GrowthResults {
@@ -211,7 +316,6 @@ export interface GrowthResults {
   scenarios: GrowthScenario[];
 }
 
-const BYTES_PER_TOKEN = 4;
 /** "Far past": the anchor's cumulative input at the last turn is at least this many times the mode's. */
 const FAR_PAST_FACTOR = 2;
 
@@ -230,8 +334,8 @@ export async function runGrowth(opts: GrowthOptions): Promise<GrowthResults> {
     opts.log(`growth: floor (no engine), ${opts.turns} turns`);
     const floor = await runOne("floor", null, opts, cwd.dir);
     const floorBytes = floor.turnInputBytes;
-    let oneTurnBytes = 0;
-    for (let i = 1; i < floorBytes.length; i++) oneTurnBytes = Math.max(oneTurnBytes, floorBytes[i]! - floorBytes[i - 1]!);
+    const oneTurnBytes = largestIncrease(floorBytes);
+    const oneTurnContentBytes = largestIncrease(floor.turnContentBytes);
     const framingBytes = floorBytes[0] ?? 0;
     const scenarios: GrowthScenario[] = [];
     for (const [name, budget] of [
@@ -255,20 +359,10 @@ export async function runGrowth(opts: GrowthOptions): Promise<GrowthResults> {
           });
         }
       } else {
-        const limit = budget * BYTES_PER_TOKEN + oneTurnBytes;
         for (const m of ["delta", "threadBootstrap"] as const) {
-          const largest = by(m).largestRequest;
-          checks.push({
-            name: `${m} largest request <= budget + one turn (outgrows)`,
-            pass: largest <= limit,
-            detail: `${largest.toLocaleString("en-US")} B vs limit ${limit.toLocaleString("en-US")} B (${budget} tok x ${BYTES_PER_TOKEN} + ${oneTurnBytes} B)`,
-          });
-          const c = by(m).largestComposition;
-          checks.push({
-            name: `(info) ${m} largest request's conversation text <= budget + one turn (outgrows)`,
-            pass: c.conversationTextBytes <= limit,
-            detail: `${c.conversationTextBytes.toLocaleString("en-US")} B text + ${c.envelopeBytes.toLocaleString("en-US")} B JSON envelopes (${c.items} items) + ${c.framingBytes.toLocaleString("en-US")} B Codex framing`,
-          });
+          const r = by(m);
+          checks.push(outgrowsCheck(m, r.turnContentBytes, r.largestContentComposition, floor.turnContentBytes, budget));
+          checks.push(rawLargestInfo(m, r.largestRequest, r.largestComposition, budget, oneTurnBytes));
         }
       }
       for (const m of ["delta", "threadBootstrap"] as const) {
@@ -279,7 +373,8 @@ export async function runGrowth(opts: GrowthOptions): Promise<GrowthResults> {
           detail: `anchor/${m} = ${r}x`,
         });
       }
-      scenarios.push({ name, budgetTokens: budget, runs, oneTurnBytes, framingBytes, checks });
+      const limits = { contentBytes: outgrowLimit(budget, oneTurnContentBytes), rawBytes: outgrowLimit(budget, oneTurnBytes) };
+      scenarios.push({ name, budgetTokens: budget, runs, oneTurnBytes, oneTurnContentBytes, framingBytes, limits, checks });
     }
     return {
       turns: opts.turns,
@@ -290,8 +385,16 @@ export async function runGrowth(opts: GrowthOptions): Promise<GrowthResults> {
       definitions: [
         "input bytes = byte length of JSON.stringify(request.input); only requestKind 'turn' requests are summed (compaction requests reported separately)",
         `budget bytes = budget tokens x ${BYTES_PER_TOKEN} bytes/token`,
-        "one turn = the largest increase of the floor's request size from one turn to the next (prompt + previous reply + item framing)",
-        "Codex framing = the floor's first request (base instructions, skills block, environment context, first prompt)",
+        "Codex framing = the framing items of a request (base instructions, skills block, environment context): fixed Codex input, " +
+          "byte-identical in every mode including the no-engine floor; no context engine controls or budgets it",
+        `request content = conversation text bytes + ITEM_OVERHEAD_BYTES (${ITEM_OVERHEAD_BYTES}) per non-framing item: what the engine's token budget governs. ` +
+          `${ITEM_OVERHEAD_BYTES} B = ~4 tokens of per-message role framing a chat model pays x ${BYTES_PER_TOKEN} B/token; it replaces the item's JSON ` +
+          "transport envelope (type/id/role/content wrappers, ~114 B per item), which is wire format, not model tokens",
+        "one turn (content) = the largest increase of the floor's request content from one turn to the next (prompt + previous reply + 2 items' overhead)",
+        "one turn (raw) = the same on the floor's raw input bytes (the previous measure; reported, no longer the target's)",
+        `outgrows target = max over the mode's turn requests of request content <= budget tokens x ${BYTES_PER_TOKEN} + one turn (content); ` +
+          "the (info) line shows the raw largest request (framing | text | envelopes) against budget bytes + one turn (raw)",
+        "floor request 1 = the floor's first request in raw bytes (Codex framing + first prompt)",
         `far past = anchor cumulative at the last checkpoint >= ${FAR_PAST_FACTOR}x the mode's`,
         "reuse = median over turn requests 2..N of (byte-identical prefix shared with the previous turn request) / (request size); input serialized item by item with JSON.stringify",
         "retained = the same prefix / (previous request size): 1.0 means the whole previous request is a cacheable prefix of the next",
@@ -332,12 +435,27 @@ export function formatGrowth(g: GrowthResults): string {
       ]);
     }
     lines.push(table(rows));
-    lines.push(`one turn = ${s.oneTurnBytes.toLocaleString("en-US")} B; Codex framing (floor request 1) = ${s.framingBytes.toLocaleString("en-US")} B`);
+    lines.push(
+      `one turn = ${fmt(s.oneTurnContentBytes)} B content (${fmt(s.oneTurnBytes)} B raw); floor request 1 (Codex framing + prompt 1) = ${fmt(s.framingBytes)} B raw`,
+    );
+    if (s.name === "outgrows") {
+      lines.push(
+        `limits: content ${fmt(s.limits.contentBytes)} B = ${fmt(s.budgetTokens)} tok x ${BYTES_PER_TOKEN} + ${fmt(s.oneTurnContentBytes)} B (the target); ` +
+          `raw ${fmt(s.limits.rawBytes)} B = ${fmt(s.budgetTokens)} tok x ${BYTES_PER_TOKEN} + ${fmt(s.oneTurnBytes)} B (info only)`,
+      );
+      const cRows: Array<Array<string | number>> = [["mode", "largest content B", "largest raw B", "framing B", "text B", "envelopes B", "items"]];
+      for (const r of s.runs) {
+        const c = r.largestComposition;
+        cRows.push([MODE_LABELS[r.mode], r.largestContent, r.largestRequest, c.framingBytes, c.conversationTextBytes, c.envelopeBytes, c.items]);
+      }
+      lines.push("Largest request (framing / text / envelopes are of the raw-largest request):");
+      lines.push(table(cRows));
+    }
     for (const r of s.runs) {
       if (r.mode === "floor") continue;
       lines.push(`  ${r.mode}: projection reasons ${JSON.stringify(r.projectionReasons)}`);
     }
-    for (const c of s.checks) lines.push(`${c.pass ? "PASS" : "FAIL"}  ${c.name}: ${c.detail}`);
+    for (const c of s.checks) lines.push(`${c.info ? "INFO" : c.pass ? "PASS" : "FAIL"}  ${c.name}: ${c.detail}`);
   }
   lines.push("\nDefinitions:");
   for (const d of g.definitions) lines.push(`  - ${d}`);

@@ -14,7 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { formatGrowth, runGrowth } from "./growth.js";
-import { formatOverhead, runOverhead } from "./overhead.js";
+import { formatOverhead, overheadTarget, runOverhead } from "./overhead.js";
 import { formatSdk, runSdkComparison } from "./sdk.js";
 import { formatScale, runScale } from "./scale.js";
 
@@ -80,6 +80,8 @@ console.log(`mode: ${args.quick ? "quick" : "full"}; sections: ${args.only.join(
 console.log("Absolute times drift 10-25% between runs on a small shared box; compare ratios measured in one run.");
 
 const failures: string[] = [];
+/** Every target evaluated in this run, printed together at the end ((info) lines are context, not targets). */
+const targets: Array<{ section: Section; name: string; pass: boolean; detail: string }> = [];
 const started = performance.now();
 for (const section of args.only) {
   try {
@@ -94,12 +96,21 @@ for (const section of args.only) {
       });
       results.growth = g;
       console.log(formatGrowth(g));
-      for (const s of g.scenarios) for (const c of s.checks) if (!c.pass && !c.name.startsWith("(info)")) failures.push(`${c.name}: ${c.detail}`);
+      for (const s of g.scenarios) {
+        for (const c of s.checks) {
+          if (c.info || c.name.startsWith("(info)")) continue;
+          targets.push({ section, name: c.name, pass: c.pass, detail: c.detail });
+          if (!c.pass) failures.push(`${c.name}: ${c.detail}`);
+        }
+      }
     } else if (section === "overhead") {
       log("overhead: interleaved direct / runCodexTurn / runCodexTurn+window");
       const o = await runOverhead({ turns: args.quick ? 10 : 30, warmup: 3, log });
       results.overhead = o;
       console.log(formatOverhead(o));
+      const t = overheadTarget(o);
+      targets.push({ section, ...t });
+      if (!t.pass) failures.push(`${t.name}: ${t.detail}`);
     } else if (section === "sdk") {
       log("sdk: codex-sdk vs runCodexTurn vs bare client");
       const s = await runSdkComparison({ turns: args.quick ? 4 : 10, log });
@@ -125,6 +136,10 @@ for (const section of args.only) {
 results.meta = { ...meta, wallSeconds: Math.round((performance.now() - started) / 1000) };
 writeFileSync(resultsPath, `${JSON.stringify(results, null, 2)}\n`);
 console.log(`\nwrote ${path.relative(process.cwd(), resultsPath)} (${Math.round((performance.now() - started) / 1000)} s)`);
+if (targets.length > 0) {
+  console.log("\nTargets (sections run now):");
+  for (const t of targets) console.log(`  ${t.pass ? "PASS" : "FAIL"}  [${t.section}] ${t.name}: ${t.detail}`);
+}
 if (failures.length > 0) {
   console.log(`\n${failures.length} target(s) failed or errored:`);
   for (const f of failures) console.log(`  FAIL ${f}`);

@@ -94,7 +94,9 @@ async function soakSession(index: number): Promise<Awaited<ReturnType<typeof ana
         ? { point: CRASH_POINTS[Math.floor(rand() * CRASH_POINTS.length)]!, prompt: targets[Math.floor(rand() * targets.length)]! }
         : undefined;
     workers++;
-    const exit = await runTurnWorker({ ...job, prompts: batch, ...(crash ? { crash } : {}) }, 60_000);
+    // The worker recovers the session first (finishing a cut-short mirror from the pending record), then runs the
+    // batch's prompts the transcript still lacks: a prompt whose turn was already accepted is never run twice.
+    const exit = await runTurnWorker({ ...job, retryIfUnmirrored: batch, prompts: [], ...(crash ? { crash } : {}) }, 60_000);
     if (exit.signal === "SIGKILL" && crash) {
       kills.set(crash.point, kills.get(crash.point)! + 1);
       killedAt.set(crash.prompt, [...(killedAt.get(crash.prompt) ?? []), crash.point]);

@@ -19,7 +19,15 @@
  * await appServer.close();
  * ```
  */
-export { runCodexTurn, startCodexTurn, drainBackgroundWork, type CodexTurnHandle } from "./turn.js";
+export {
+  runCodexTurn,
+  startCodexTurn,
+  recoverCodexSession,
+  drainBackgroundWork,
+  type CodexTurnHandle,
+  type SessionRecovery,
+  type RecoverCodexSessionParams,
+} from "./turn.js";
 export {
   CodexTurnParamsError,
   parseCodexTurnParams,

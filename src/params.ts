@@ -90,6 +90,37 @@ export const codexTurnParamsSchema = z
   })
   .strict();
 
+/** Parameters of `recoverCodexSession`: the session and the engine, no turn. */
+export const recoverCodexSessionParamsSchema = codexTurnParamsSchema
+  .pick({
+    sessionId: true,
+    sessionKey: true,
+    sessionFile: true,
+    sessionRoot: true,
+    contextEngine: true,
+    contextTokenBudget: true,
+    cwd: true,
+    timeouts: true,
+    logger: true,
+  })
+  .strict();
+
+/** Parameters of `recoverCodexSession`. */
+export type RecoverCodexSessionParams = z.input<typeof recoverCodexSessionParamsSchema>;
+
+/**
+ * Parse recovery parameters; throws {@link CodexTurnParamsError} naming the first bad field.
+ */
+export function parseRecoverCodexSessionParams(params: unknown): z.output<typeof recoverCodexSessionParamsSchema> {
+  const parsed = recoverCodexSessionParamsSchema.safeParse(params);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "(params)";
+    throw new CodexTurnParamsError(field, issue?.message ?? "invalid");
+  }
+  return parsed.data;
+}
+
 /** Streaming events for live displays (deltas are text; a display may show them, the logger never does). */
 export type TurnStreamEvent =
   | { type: "state"; state: string }

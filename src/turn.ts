@@ -28,7 +28,14 @@ import {
   runHarnessContextEngineMaintenance,
 } from "./context-engine/lifecycle.js";
 import { fingerprintDynamicTools, fingerprintPolicy, projectAssembledContext } from "./projection/index.js";
-import { applyBindingUpdate, readThreadBinding, writeThreadBinding, type ThreadBinding } from "./transcript/binding.js";
+import {
+  applyBindingUpdate,
+  markNativeCompaction as bindingAfterNativeCompaction,
+  readThreadBinding,
+  withLastUsage,
+  writeThreadBinding,
+  type ThreadBinding,
+} from "./transcript/binding.js";
 import { readSessionHistory } from "./transcript/session-file.js";
 import { mirrorTurnToTranscript } from "./transcript/mirror.js";
 import { withSessionLock } from "./transcript/lock.js";
@@ -39,12 +46,14 @@ import type { CodexTurnEvent } from "./codex/turn-projector.js";
 import { silentLogger } from "./log/logger.js";
 import {
   parseCodexTurnParams,
+  parseRecoverCodexSessionParams,
+  type RecoverCodexSessionParams,
   type CodexTurnParams,
   type CodexTurnResult,
   type TurnStreamEvent,
 } from "./params.js";
 
-export type { CodexTurnParams, CodexTurnResult, TurnStreamEvent };
+export type { CodexTurnParams, CodexTurnResult, RecoverCodexSessionParams, TurnStreamEvent };
 
 /** A running turn attempt. */
 export interface CodexTurnHandle {
@@ -150,18 +159,64 @@ export async function runCodexTurn(params: CodexTurnParams): Promise<CodexTurnRe
   return startCodexTurn(params).result;
 }
 
+/** What {@link recoverCodexSession} (and the start of every attempt) did with a crashed attempt's leftovers. */
+export interface SessionRecovery {
+  /** Pending-finalize records found. */
+  pending: number;
+  /** Messages appended to complete mirrors a crash cut short. */
+  mirroredMessages: number;
+  /** Turns handed to the engine's finalize. */
+  finalized: number;
+  /** Records dropped: the turn never reached the transcript, or the engine failed its one replay. */
+  dropped: number;
+}
+
+type RecoveryParams = Pick<
+  ParsedParams,
+  "sessionId" | "sessionKey" | "sessionFile" | "sessionRoot" | "contextEngine" | "contextTokenBudget" | "cwd" | "timeouts"
+>;
+
 /**
- * Finish turns a crashed earlier attempt mirrored but did not finalize, before this attempt touches the engine.
- * Exactly-once rests on the durable pending record: it is cleared only after the engine call returned.
+ * Finish turns a crashed earlier attempt recorded but did not finalize, before this attempt touches the engine: first
+ * complete the mirror from the record's snapshot, then finalize. Exactly-once rests on the durable pending record: it
+ * is cleared only after the engine call returned.
  */
-async function finalizePendingTurns(p: ParsedParams, logger: Logger): Promise<void> {
+async function finalizePendingTurns(p: RecoveryParams, logger: Logger): Promise<SessionRecovery> {
+  const stats: SessionRecovery = { pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 };
   const pendingTurns = await listPendingFinalize(p.sessionFile);
-  if (pendingTurns.length === 0) return;
+  stats.pending = pendingTurns.length;
+  if (pendingTurns.length === 0) return stats;
   const engine = p.contextEngine;
   for (const turn of pendingTurns) {
+    if (turn.messages && turn.messages.length > 0) {
+      // Complete a mirror the crash cut short (or never started): idempotent keys append only what is missing.
+      try {
+        const out = await mirrorTurnToTranscript({
+          sessionFile: p.sessionFile,
+          sessionId: p.sessionId,
+          cwd: p.cwd,
+          threadId: turn.threadId,
+          turnId: turn.turnId,
+          messages: turn.messages,
+          sessionRoot: p.sessionRoot,
+          logger,
+          locked: true,
+        });
+        stats.mirroredMessages += out.appended;
+        if (out.appended > 0) {
+          logger.info(
+            { event: "pending mirror completed", sessionId: p.sessionId, turnId: turn.turnId, appended: out.appended, skipped: out.skipped },
+            "pending turn's mirror completed",
+          );
+        }
+      } catch (error) {
+        logger.warn({ event: "pending mirror failed", sessionId: p.sessionId, turnId: turn.turnId, err: errorLabel(error) }, "pending turn's mirror failed");
+      }
+    }
     const history = await readSessionHistory(p.sessionFile, { sessionId: p.sessionId, sessionRoot: p.sessionRoot, logger });
     const mirrored = history.origins.some((o) => o?.turnId === turn.turnId);
     if (!mirrored) {
+      stats.dropped++;
       logger.warn({ event: "pending finalize dropped", sessionId: p.sessionId, turnId: turn.turnId }, "pending turn was never mirrored; nothing to finalize");
     } else if (engine && !isLegacyEngine(engine)) {
       try {
@@ -177,8 +232,10 @@ async function finalizePendingTurns(p: ParsedParams, logger: Logger): Promise<vo
         turnId: turn.turnId,
         timeoutMs: p.timeouts?.engineCallMs,
       });
+      stats.finalized++;
       logger.info({ event: "pending finalize completed", sessionId: p.sessionId, turnId: turn.turnId, mode }, "pending finalize completed");
       } catch (error) {
+        stats.dropped++;
         // One replay only: an engine that keeps failing must not wedge the session (every later turn would reject).
         logger.warn(
           { event: "pending finalize failed", sessionId: p.sessionId, turnId: turn.turnId, err: errorLabel(error) },
@@ -188,6 +245,23 @@ async function finalizePendingTurns(p: ParsedParams, logger: Logger): Promise<vo
     }
     await completePendingFinalize(p.sessionFile, turn.turnId);
   }
+  return stats;
+}
+
+/**
+ * Complete what a crashed attempt left on a session (finish its mirror from the pending record, finalize it in the
+ * engine exactly once) without running a turn. Every attempt does this first anyway; call it on host start-up to
+ * decide from the transcript which prompts still need to run.
+ *
+ * @example
+ * ```ts
+ * const r = await recoverCodexSession({ sessionId: "s1", sessionFile: "/data/s1.jsonl", contextEngine: engine });
+ * console.log(r.pending, r.mirroredMessages, r.finalized);
+ * ```
+ */
+export async function recoverCodexSession(params: RecoverCodexSessionParams): Promise<SessionRecovery> {
+  const parsed = parseRecoverCodexSessionParams(params);
+  return withSessionLock(parsed.sessionFile, () => finalizePendingTurns(parsed, parsed.logger ?? silentLogger));
 }
 
 interface TurnRun {
@@ -238,7 +312,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
 
   const project = (history: HistoryOutput, assembled: Parameters<typeof projectAssembledContext>[0]["assembled"]) =>
     projectAssembledContext({
-      mode: rotateRequested && projectionMode !== "prompt" ? "delta" : projectionMode,
+      mode: projectionMode,
       prompt: p.prompt,
       history: history.messages,
       origins: history.origins,
@@ -285,8 +359,8 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
     },
     actors: {
       readHistory: fromPromise(async () => {
-        const history = await readHistory();
-        binding = await readThreadBinding(p.sessionFile, logger);
+        const [history, bound] = await Promise.all([readHistory(), readThreadBinding(p.sessionFile, logger)]);
+        binding = bound;
         logger.info({ ...ids, event: "history loaded", messageCount: history.messages.length, hasBinding: Boolean(binding) }, "history loaded");
         return history;
       }),
@@ -386,8 +460,10 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
         };
         if (input.plan.action === "resume" && input.plan.threadId) {
           try {
-            const resumed = await appServer.resumeThread({ threadId: input.plan.threadId, ...common });
-            logger.info({ ...ids, event: "thread resumed", threadId: resumed.threadId }, "codex thread resumed");
+            // Developer instructions travel on every real resume (P4); a thread this process already holds with the
+            // same settings needs no resume RPC.
+            const resumed = await appServer.resumeThread({ threadId: input.plan.threadId, ...common, reuseLoaded: true });
+            logger.info({ ...ids, event: "thread resumed", threadId: resumed.threadId, reusedLoaded: resumed.reused === true }, "codex thread resumed");
             return { threadId: resumed.threadId, resumed: true };
           } catch (error) {
             // A binding Codex no longer knows (new CODEX_HOME, deleted rollout): start fresh, re-projected for a new thread.
@@ -450,13 +526,13 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
               return;
             }
             activeTurn = turn;
-            await persistAcceptedBinding(input.threadId, turn.turnId);
+            persistAcceptedBinding(input.threadId, turn.turnId);
             if (!stopped) sendBack({ type: "TURN.ACCEPTED", turnId: turn.turnId });
             if (interruptRequested) void turn.interrupt().catch(() => undefined);
             if (pendingSteers.length > 0) void steer(turn, pendingSteers.splice(0));
             const record = await turn.completion;
             activeTurn = undefined;
-            await persistUsage(record);
+            persistUsage(record);
             if (!stopped) sendBack({ type: "TURN.ENDED", record });
           })();
 
@@ -494,7 +570,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
                   },
                   "codex native compaction",
                 );
-                if (completed) void markNativeCompaction(compaction.threadId);
+                if (completed) markNativeCompaction(compaction.threadId);
                 if (!stopped) sendBack({ type: "TURN.COMPACTION", compaction });
                 break;
               }
@@ -519,6 +595,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
           prePromptMessageCount: projectionHistoryLength(),
           messageCount: input.record.messagesSnapshot.length,
           status: input.record.codexStatus,
+          messages: input.record.messagesSnapshot,
         });
         const out = await mirrorTurnToTranscript({
           sessionFile: p.sessionFile,
@@ -592,42 +669,53 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
   let historyLength = 0;
   const projectionHistoryLength = () => historyLength;
 
+  /**
+   * Binding writes run one after another, each writing the latest in-memory binding, so a slower earlier write can
+   * never land after (and undo) a later one. They overlap with the Codex turn, the mirror and finalize; the result
+   * is reported only after the queue drained.
+   */
+  let bindingWrites: Promise<void> = Promise.resolve();
+  function persistBinding(): Promise<void> {
+    bindingWrites = bindingWrites.then(async () => {
+      if (!binding) return;
+      try {
+        await writeThreadBinding(p.sessionFile, binding);
+      } catch (error) {
+        logger.warn({ ...ids, event: "binding write failed", err: errorLabel(error) }, "thread binding write failed");
+      }
+    });
+    return bindingWrites;
+  }
+
   /** Once Codex accepted the turn, the thread holds what we injected: persist the binding and ledger. */
-  async function persistAcceptedBinding(threadId: string, turnId: string): Promise<void> {
-    try {
-      binding = applyBindingUpdate(binding, {
-        threadId,
-        turnId,
-        update: projection?.bindingUpdate,
-        dynamicToolsFingerprint: toolFingerprint,
-        engineId: facts.id,
-        policyFingerprint,
-        projectionMode: projection?.mode ?? "none",
-      });
-      await writeThreadBinding(p.sessionFile, binding);
-    } catch (error) {
-      logger.warn({ ...ids, event: "binding write failed", err: errorLabel(error) }, "thread binding write failed");
-    }
+  function persistAcceptedBinding(threadId: string, turnId: string): void {
+    binding = applyBindingUpdate(binding, {
+      threadId,
+      turnId,
+      update: projection?.bindingUpdate,
+      dynamicToolsFingerprint: toolFingerprint,
+      engineId: facts.id,
+      policyFingerprint,
+      projectionMode: projection?.mode ?? "none",
+    });
+    void persistBinding();
   }
 
   /** Native compaction dropped injected context and earlier items: the next turn must re-send them (P3). */
-  async function markNativeCompaction(threadId: string): Promise<void> {
+  function markNativeCompaction(threadId: string): void {
     if (!binding || binding.threadId !== threadId) return;
-    binding = { ...binding, ledger: [], heldTurnIds: [] };
-    await writeThreadBinding(p.sessionFile, binding).catch(() => undefined);
+    binding = bindingAfterNativeCompaction(binding, threadId);
+    void persistBinding();
   }
 
-  async function persistUsage(record: TurnRecord): Promise<void> {
+  function persistUsage(record: TurnRecord): void {
     if (!binding || !record.usage || binding.threadId !== record.threadId) return;
-    binding = {
-      ...binding,
-      lastUsage: {
-        inputTokens: record.usage.lastCallInputTokens ?? record.usage.inputTokens,
-        totalTokens: record.usage.lastCallTotalTokens ?? record.usage.totalTokens,
-        ...(record.usage.modelContextWindow ? { modelContextWindow: record.usage.modelContextWindow } : {}),
-      },
-    };
-    await writeThreadBinding(p.sessionFile, binding).catch(() => undefined);
+    binding = withLastUsage(binding, record.threadId, {
+      inputTokens: record.usage.lastCallInputTokens ?? record.usage.inputTokens,
+      totalTokens: record.usage.lastCallTotalTokens ?? record.usage.totalTokens,
+      ...(record.usage.modelContextWindow ? { modelContextWindow: record.usage.modelContextWindow } : {}),
+    });
+    void persistBinding();
   }
 
   const input: TurnMachineInput = {
@@ -662,7 +750,8 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
       }
     }
   });
-  const result = toPromise(actor).then((output) => {
+  const result = toPromise(actor).then(async (output) => {
+    await bindingWrites;
     const res = toResult(output as TurnMachineOutput, background);
     logger.info(
       { ...ids, event: "turn settled", status: res.status, threadId: res.threadId, turnId: res.turnId, warnings: res.warnings.length, followUps: res.followUps.length },

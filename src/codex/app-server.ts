@@ -33,6 +33,7 @@ import {
   turnSteerResultSchema,
   type IncomingNotification,
 } from "./schemas.js";
+import { canonicalJson } from "../projection/render.js";
 import { SteerBatcher, type SteerResult } from "./steering.js";
 import { TurnProjector, type CodexTurnEvent, type TurnRecordCore, type TurnRecordError } from "./turn-projector.js";
 
@@ -137,6 +138,12 @@ const resumeThreadSchema = z
     ...threadSettings,
     /** Handlers for the thread's dynamic tools (Codex keeps the declarations from thread/start). */
     dynamicTools: z.array(toolSchema).optional(),
+    /**
+     * Skip the `thread/resume` RPC when this process already has the thread loaded with exactly these settings
+     * (started or resumed here, not closed since, no restart in between): the request would change nothing. Tool
+     * handlers are still replaced. Default false: always resume.
+     */
+    reuseLoaded: z.boolean().optional(),
   })
   .strict();
 
@@ -172,6 +179,8 @@ export interface ThreadInfo {
   threadId: string;
   model?: string;
   modelProvider?: string;
+  /** `resumeThread({ reuseLoaded: true })` found the thread loaded with the same settings and sent no RPC. */
+  reused?: boolean;
 }
 
 /** A running turn. */
@@ -812,14 +821,28 @@ export class CodexAppServer {
     if (!parsed.success) invalidArgument("resumeThread options", parsed.error.issues);
     const o = parsed.data;
     await this.ensureAlive();
-    return this.resumeInternal(o.threadId, defined({
+    const settings: ThreadState["settings"] = defined({
       cwd: o.cwd,
       developerInstructions: o.developerInstructions,
       model: o.model,
       approvalPolicy: o.approvalPolicy,
       sandbox: o.sandbox,
       config: o.config,
-    }), o.dynamicTools);
+    });
+    const loaded = this.threads.get(o.threadId);
+    if (o.reuseLoaded && loaded && loaded.generation === this.generation && this.sameThreadSettings(loaded.settings, settings)) {
+      if (o.dynamicTools) loaded.tools = new Map(o.dynamicTools.map((t) => [t.name, t]));
+      this.logger.debug({ event: "codex.thread.reused", threadId: o.threadId }, "thread already loaded with these settings");
+      return defined({ threadId: o.threadId, model: loaded.model, modelProvider: loaded.modelProvider, reused: true });
+    }
+    return this.resumeInternal(o.threadId, settings, o.dynamicTools);
+  }
+
+  /** Settings equal as Codex would apply them (an omitted cwd means the client's default cwd). */
+  private sameThreadSettings(a: ThreadState["settings"], b: ThreadState["settings"]): boolean {
+    const normal = (x: ThreadState["settings"]) =>
+      canonicalJson({ ...x, cwd: x.cwd ?? this.opts.cwd ?? process.cwd() });
+    return normal(a) === normal(b);
   }
 
   private async resumeInternal(threadId: string, settings: ThreadState["settings"], tools?: DynamicToolSpec[]): Promise<ThreadInfo> {
@@ -1183,6 +1206,12 @@ export class CodexAppServer {
     if (!n.consumed) return;
     const threadId = (n.params as { threadId?: string }).threadId;
     if (threadId === undefined) return;
+    if (n.method === "thread/closed") {
+      // Unloaded by Codex: the next resume must really resume (keep the tool handlers for it).
+      const state = this.threads.get(threadId);
+      if (state && state.generation === proc.generation) state.generation = -2;
+      return;
+    }
     const run = this.runs.get(threadId);
     if (run && run.generation === proc.generation) {
       if (run.state === "starting") run.buffer.push(n);

@@ -170,6 +170,7 @@ export const consumedNotificationSchemas = {
     }),
   }),
   error: z.looseObject({ ...threadTurn, error: turnErrorSchema, willRetry: z.boolean() }),
+  "thread/closed": z.looseObject({ threadId: z.string().min(1) }),
   "thread/status/changed": z.looseObject({
     threadId: z.string().min(1),
     status: z.looseObject({ type: z.string() }),

@@ -447,6 +447,16 @@ function projectWithoutDeveloperUpdate(p: ProjectAssembledContextParams): Projec
   if (mode === "threadBootstrap") {
     const epoch = projectionEpoch(assembled, context);
     if (!isBindingCompatible(p.binding, fp)) return freshThread("threadBootstrap", p.binding ? "incompatibleBinding" : "noBinding", epoch);
+    if (p.binding.projectionEpoch === undefined) {
+      // The bound thread was never bootstrapped (earlier turns had nothing assembled): it holds its own turns. When the
+      // engine dropped none of them, adopt the epoch on this thread (sending what it lacks) instead of rotating.
+      const { plan, droppedTokens } = deltaAgainstThread(p, p.binding, context);
+      if (droppedTokens === 0) {
+        const out = withPlan(base("threadBootstrap", "epochAdopted", { action: "resume", threadId: p.binding.threadId, reason: "epochAdopted" }), plan);
+        out.bindingUpdate = { reset: false, ledgerAdd: plan.ledgerAdd, projectionEpoch: epoch } satisfies BindingUpdate;
+        return out;
+      }
+    }
     if (p.binding.projectionEpoch !== epoch) return freshThread("threadBootstrap", "epochChanged", epoch);
     // Same epoch: the thread holds the bootstrap (ledger) and every later turn (held). The delta is empty unless a
     // native compaction cleared both, in which case the view is restored on the same thread.

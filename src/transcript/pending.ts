@@ -26,6 +26,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
 import type { TurnRecord, TurnStatus } from "../../machines/turn.contract.js";
+import type { AgentMessage } from "../context-engine/types.js";
 import { silentLogger } from "../log/logger.js";
 import { SessionFileError } from "./errors.js";
 import { faultPoint } from "./fault.js";
@@ -45,6 +46,11 @@ export interface PendingFinalizeRecord {
   /** Messages in the turn's snapshot. */
   messageCount: number;
   status: PendingFinalizeStatus;
+  /**
+   * The turn's snapshot (original prompt first), so recovery can complete a mirror the crash cut short: the mirror is
+   * idempotent by key, so re-mirroring appends exactly the missing messages.
+   */
+  messages?: AgentMessage[];
   /** When the record was written (ISO; metadata only). */
   recordedAt: string;
 }
@@ -70,6 +76,7 @@ const RecordInputSchema = z.object({
   prePromptMessageCount: z.number().int().nonnegative(),
   messageCount: z.number().int().nonnegative(),
   status: z.enum(STATUSES),
+  messages: z.array(z.looseObject({ role: z.string().min(1) })).optional(),
 });
 
 const FileSchema = z.object({
@@ -213,7 +220,7 @@ export async function recordPendingFinalize(
   const file = pendingPath(sessionFile);
   return runSerialized(sessionFile, file, opts, async () => {
     const data = await readPendingFile(file, sessionFile);
-    const next: PendingFinalizeRecord = { ...r.data, recordedAt: new Date().toISOString() };
+    const next = { ...r.data, recordedAt: new Date().toISOString() } as PendingFinalizeRecord;
     const at = data.records.findIndex((x) => x.turnId === next.turnId);
     if (at >= 0) data.records[at] = next;
     else data.records.push(next);
@@ -261,5 +268,5 @@ export async function completePendingFinalize(sessionFile: string, turnId: strin
  */
 export async function listPendingFinalize(sessionFile: string): Promise<PendingFinalizeRecord[]> {
   const data = await readPendingFile(pendingPath(sessionFile), sessionFile);
-  return data.records.map((r) => ({ ...r }));
+  return data.records.map((r) => ({ ...r }) as PendingFinalizeRecord);
 }

@@ -242,3 +242,37 @@ describe("codex app-server against the fake Responses API", () => {
     expect(existsSync(path.join(home, "sessions"))).toBe(true);
   });
 });
+
+describe("resumeThread({ reuseLoaded })", () => {
+  it("skips the resume RPC only for a thread this process holds with the same settings", async () => {
+    // Its own app-server: the suite above closed the shared one.
+    const own = await startOfflineCodex();
+    const { codex } = own;
+    try {
+    const { threadId: t } = await codex.startThread({ developerInstructions: "REUSE-A" });
+    // A thread has a rollout to resume only after its first turn.
+    expect((await (await codex.startTurn({ threadId: t, text: "first" })).completion).codexStatus).toBe("completed");
+    let responses = codex.stats().responses;
+    const same = await codex.resumeThread({ threadId: t, developerInstructions: "REUSE-A", reuseLoaded: true });
+    expect(same).toMatchObject({ threadId: t, reused: true });
+    expect(codex.stats().responses).toBe(responses);
+    // Changed developer instructions: a real resume carries them (P4).
+    const changed = await codex.resumeThread({ threadId: t, developerInstructions: "REUSE-B", reuseLoaded: true });
+    expect(changed.reused).toBeUndefined();
+    expect(codex.stats().responses).toBe(responses + 1);
+    responses = codex.stats().responses;
+    // Without the option every call resumes.
+    await codex.resumeThread({ threadId: t, developerInstructions: "REUSE-B" });
+    expect(codex.stats().responses).toBe(responses + 1);
+    // A thread this process never loaded is resumed for real (and fails when Codex does not know it).
+    await expect(
+      codex.resumeThread({ threadId: "00000000-0000-7000-8000-000000000000", reuseLoaded: true }),
+    ).rejects.toBeInstanceOf(CodexAppServerError);
+    // The reused thread still runs turns.
+    const r = await (await codex.startTurn({ threadId: t, text: "after reuse" })).completion;
+    expect(r.codexStatus).toBe("completed");
+    } finally {
+      await own.dispose();
+    }
+  });
+});

@@ -10,6 +10,7 @@ import { compactSession } from "../../src/compaction/session.js";
 import { createWindowEngine } from "../../src/context-engine/engines/index.js";
 import type { ContextEngine } from "../../src/context-engine/types.js";
 import { readThreadBinding } from "../../src/transcript/binding.js";
+import { mirrorTurnToTranscript } from "../../src/transcript/mirror.js";
 import { runCodexTurn } from "../../src/turn.js";
 import { inputMessageTexts, startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
 
@@ -26,10 +27,23 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-/** A fresh session that ran `turns` turns (each answered by the fake), so it is bound to a Codex thread. */
+/**
+ * A fresh session that ran `turns` turns (each answered by the fake), so it is bound to a Codex thread. It starts
+ * with one exchange from an earlier harness (another thread), so the first turn bootstraps its thread with context.
+ */
 async function boundSession(engine: ContextEngine, turns = 2) {
   const sessionId = `cs-${++counter}`;
   const sessionFile = path.join(dir, `${sessionId}.jsonl`);
+  await mirrorTurnToTranscript({
+    sessionFile,
+    sessionId,
+    threadId: "earlier-harness",
+    turnId: "t0",
+    messages: [
+      { role: "user", content: `earlier question of ${sessionId}`, timestamp: 1 },
+      { role: "assistant", content: [{ type: "text", text: `earlier answer of ${sessionId}` }], timestamp: 2 } as never,
+    ],
+  });
   for (let i = 0; i < turns; i++) {
     env.fake.enqueue({ text: `answer ${i} of ${sessionId}` });
     const r = await runCodexTurn({

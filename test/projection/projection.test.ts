@@ -333,6 +333,31 @@ describe("mode threadBootstrap", () => {
     expect(out).toMatchObject({ reason: "incompatibleBinding", thread: { action: "start" } });
   });
 
+  it("adopts the first epoch on a thread started without a bootstrap when the engine dropped none of it", () => {
+    // Turn 1 had nothing assembled (empty history): its thread holds turn 1 natively and records no epoch.
+    const history = [user("first"), assistant("first answer")];
+    const origins = onThread(2, "turn-1", "thread-A");
+    const unbootstrapped = binding({ projectionMode: "none" });
+    const adopted = projectAssembledContext(
+      params({ prompt: "next", history, origins, binding: unbootstrapped, assembled: withEpoch("e1", [...history, user("next")]) }),
+    );
+    expect(adopted).toMatchObject({ mode: "threadBootstrap", reason: "epochAdopted", entriesSent: 0, thread: { action: "resume", threadId: "thread-A" } });
+    expect(update(adopted)).toMatchObject({ reset: false, projectionEpoch: "e1" });
+    // Once adopted, the next turn in that epoch is an ordinary same-epoch resume.
+    const b = accept(adopted, unbootstrapped, "turn-2", "thread-A");
+    expect(b.projectionEpoch).toBe("e1");
+    // Context the thread lacks is sent on adoption, like a delta.
+    const withSummary = projectAssembledContext(
+      params({ prompt: "next", history, origins, binding: unbootstrapped, assembled: withEpoch("e1", [summary("older"), ...history]) }),
+    );
+    expect(withSummary).toMatchObject({ reason: "epochAdopted", entriesSent: 1 });
+    // The engine dropped a message the thread still shows: the thread no longer matches the view, so rotate.
+    const dropped = projectAssembledContext(
+      params({ prompt: "next", history, origins, binding: unbootstrapped, assembled: withEpoch("e1", history.slice(1)) }),
+    );
+    expect(dropped).toMatchObject({ reason: "epochChanged", thread: { action: "start" } });
+  });
+
   it("restores the view on the same thread after a native compaction dropped it", () => {
     const fresh = projectAssembledContext(params({ assembled: withEpoch("e1") }));
     const compacted = markNativeCompaction(accept(fresh, undefined, "turn-1", "thread-A"), "thread-A");

@@ -13,7 +13,6 @@ import {
   processAlive,
   readLedger,
   runTurnWorker,
-  unmirroredPrompts,
   type CrashPoint,
   type TurnJob,
 } from "./fixtures/turn-worker.js";
@@ -56,23 +55,21 @@ const cases: Case[] = [
   { point: "midTurn", title: "killed mid-turn: not mirrored, not finalized, the prompt runs again once", finalized: 1, accepted: 2, retried: true, pendingAfterCrash: false },
   {
     point: "afterPendingRecord",
-    title: "killed after the pending record, before the mirror: the record is dropped unfinalized, the prompt runs again",
-    finalized: 1,
-    accepted: 2,
-    retried: true,
-    pendingAfterCrash: true,
-  },
-  {
-    // KNOWN GAP: the prompt line landed, the reply line was torn. Recovery sees the turn as mirrored (an origin with
-    // its turn id), finalizes what the transcript holds (the prompt only) and nobody re-mirrors the reply: the turn's
-    // snapshot died with the process. Codex's thread still has the reply.
-    point: "midMirrorWrite",
-    title: "killed mid mirror write: the torn reply is cut off, the prompt-only turn is finalized once and never re-mirrored (known gap)",
+    title: "killed after the pending record, before the mirror: recovery mirrors the turn from the record and finalizes it once",
     finalized: 1,
     accepted: 1,
     retried: false,
     pendingAfterCrash: true,
-    replied: false,
+  },
+  {
+    // The prompt line landed, the reply line was torn: recovery cuts the torn tail and re-mirrors the missing reply
+    // from the record's snapshot before finalizing.
+    point: "midMirrorWrite",
+    title: "killed mid mirror write: the torn reply is cut off, re-mirrored from the record, and the turn finalized once",
+    finalized: 1,
+    accepted: 1,
+    retried: false,
+    pendingAfterCrash: true,
   },
   { point: "afterMirror", title: "killed after the mirror, before finalize: recovery finalizes it exactly once", finalized: 1, accepted: 1, retried: false, pendingAfterCrash: true },
   {
@@ -112,11 +109,11 @@ describe("SIGKILL at each point of a real turn, then recovery by the next proces
       expect(crashed.pending.length > 0).toBe(c.pendingAfterCrash);
       expect(crashed.prompts.get("a2")).toMatchObject({ accepted: 0, mirrored: 0, finalized: 0 });
 
-      const retry = await unmirroredPrompts(base.file, ["a0", "a1", "a2"]);
-      expect(retry).toEqual(c.retried ? ["a1", "a2"] : ["a2"]);
-      const second = await runTurnWorker({ ...base, prompts: [...retry, "b0"] });
+      const second = await runTurnWorker({ ...base, retryIfUnmirrored: ["a0", "a1", "a2"], prompts: ["b0"] });
       expect(second.stderr).toBe("");
       expect(second.code).toBe(0);
+      const retried = (await readLedger(base.ledger)).flatMap((l) => (l.kind === "retry" ? [l.prompts] : []));
+      expect(retried).toEqual([c.retried ? ["a1", "a2"] : ["a2"]]);
       for (const l of await readLedger(base.ledger)) if (l.kind === "spawned" && l.codexPid !== undefined) codexPids.push(l.codexPid);
 
       const after = await analyzeSession(base.file, base.ledger, ["a0", "a1", "a2", "b0"]);

@@ -45,13 +45,18 @@ describe("malformed and oversized JSON-RPC lines", () => {
     expect(clientLog.events.some((e) => e.event === "codex.rpc.oversizedLine")).toBe(true);
     expect(codex.alive).toBe(true);
 
-    // The fake knows no thread/resume: the binding's thread cannot be resumed, a fresh one is started.
+    // Same settings: the thread this process holds is reused without a resume RPC.
     const r2 = await runCodexTurn(turnParams(env, file, "second over bad lines", { logger: log.logger }));
     expect(r2.status).toBe("completed");
-    expect(log.events.some((e) => e.event === "thread resume failed")).toBe(true);
+    expect(log.events.some((e) => e.event === "thread resumed" && e.reusedLoaded === true)).toBe(true);
     const s2 = codex.stats();
     expect(s2.malformedLines).toBeGreaterThan(s1.malformedLines);
     expect(s2.oversizedLines).toBe(2);
+    // New developer instructions need a real thread/resume, which the fake does not know: a fresh thread is started.
+    const r3 = await runCodexTurn(turnParams(env, file, "third over bad lines", { logger: log.logger, developerInstructions: "changed" }));
+    expect(r3.status).toBe("completed");
+    expect(log.events.some((e) => e.event === "thread resume failed")).toBe(true);
+    expect(log.events.filter((e) => e.event === "thread started")).toHaveLength(2);
     // The fake reuses one turn id for every turn: the idempotent mirror keeps one copy per key.
     const keys = await mirrorKeyCounts(file);
     expect(keys.duplicates).toEqual([]);

@@ -1,0 +1,122 @@
+/**
+ * The pure helpers behind the growth benchmark's "outgrows" target (bench/growth.ts): request composition, the
+ * request-content measure, the limit and the check itself, on synthetic Responses request bodies. Proves the check
+ * can fail as well as pass. No app-server.
+ */
+import { describe, expect, it } from "vitest";
+import {
+  BYTES_PER_TOKEN,
+  ITEM_OVERHEAD_BYTES,
+  composition,
+  largestIncrease,
+  outgrowLimit,
+  outgrowsCheck,
+  rawLargestInfo,
+  requestContentBytes,
+} from "../../bench/growth.js";
+import { OFFLINE_BASE_INSTRUCTIONS } from "../../src/codex/config.js";
+
+const msg = (role: string, text: string, id = `msg_${role}_${text.length}`) => ({
+  type: "message",
+  id,
+  role,
+  content: [{ type: role === "assistant" ? "output_text" : "input_text", text }],
+});
+const FRAMING = [
+  msg("developer", OFFLINE_BASE_INSTRUCTIONS),
+  msg("developer", "<skills_instructions>\n## Skills\nA skill is a set of local instructions."),
+  msg("developer", "<permissions instructions>sandbox: read-only</permissions instructions>"),
+  msg("user", "<environment_context>\n  <cwd>/tmp/x</cwd>\n</environment_context>"),
+];
+const body = (...conversation: object[]) => ({ model: "fake-model", input: [...FRAMING, ...conversation] });
+const bytes = (x: unknown) => Buffer.byteLength(JSON.stringify(x));
+const text = (n: number, ch = "a") => ch.repeat(n);
+
+describe("composition", () => {
+  it("splits framing, conversation text and envelopes, and counts content as text + 16 B per item", () => {
+    const conversation = [msg("user", text(100)), msg("assistant", text(250)), msg("developer", `<openclaw.context.000>${text(40)}`)];
+    const c = composition(body(...conversation));
+    expect(c.items).toBe(7);
+    expect(c.framingItems).toBe(4);
+    expect(c.conversationItems).toBe(3);
+    expect(c.framingBytes).toBe(FRAMING.reduce((a, f) => a + bytes(f), 0));
+    const textBytes = 100 + 250 + Buffer.byteLength(`<openclaw.context.000>${text(40)}`);
+    expect(c.conversationTextBytes).toBe(textBytes);
+    expect(c.envelopeBytes).toBe(conversation.reduce((a, m) => a + bytes(m), 0) - textBytes);
+    expect(c.framingBytes + c.conversationTextBytes + c.envelopeBytes).toBe(FRAMING.concat(conversation as never).reduce((a, m) => a + bytes(m), 0));
+    expect(ITEM_OVERHEAD_BYTES).toBe(16);
+    expect(c.contentBytes).toBe(textBytes + 3 * ITEM_OVERHEAD_BYTES);
+    expect(requestContentBytes(body(...conversation))).toBe(c.contentBytes);
+  });
+
+  it("counts multi-byte text in bytes, an item without text as overhead only, and a missing body as empty", () => {
+    expect(requestContentBytes(body(msg("user", "é€")))).toBe(2 + 3 + ITEM_OVERHEAD_BYTES);
+    expect(requestContentBytes(body({ type: "reasoning", id: "r1", summary: [] }))).toBe(ITEM_OVERHEAD_BYTES);
+    expect(composition(null)).toMatchObject({ items: 0, contentBytes: 0, framingBytes: 0 });
+    expect(requestContentBytes(body())).toBe(0);
+  });
+
+  it("treats only Codex's fixed blocks as framing (a user message that merely mentions them is content)", () => {
+    const c = composition(body(msg("user", "see <environment_context> above"), msg("developer", "You are a helpful assistant.")));
+    expect(c.framingItems).toBe(4);
+    expect(c.conversationItems).toBe(2);
+  });
+});
+
+describe("limit and one turn", () => {
+  it("largestIncrease is the largest step between neighbours, never negative", () => {
+    expect(largestIncrease([])).toBe(0);
+    expect(largestIncrease([5])).toBe(0);
+    expect(largestIncrease([10, 30, 35, 80, 20])).toBe(45);
+    expect(largestIncrease([50, 40, 30])).toBe(0);
+  });
+
+  it("outgrowLimit = budget tokens x 4 + one turn", () => {
+    expect(BYTES_PER_TOKEN).toBe(4);
+    expect(outgrowLimit(2_000, 790)).toBe(8_790);
+  });
+});
+
+describe("outgrowsCheck", () => {
+  // A floor whose content grows by at most 800 B per turn: one turn = 800 B; with a 1,000-token budget the limit is 4,800 B.
+  const floor = [1_000, 1_700, 2_500, 3_100];
+  const budget = 1_000;
+
+  it("passes when every request's content is within budget + one turn, and measures content, not raw JSON", () => {
+    const requests = [body(msg("user", text(2_000))), body(msg("user", text(2_000)), msg("assistant", text(2_700)))];
+    const contents = requests.map(requestContentBytes);
+    expect(Math.max(...contents)).toBe(4_700 + 2 * ITEM_OVERHEAD_BYTES);
+    const check = outgrowsCheck("delta", contents, composition(requests[1]!), floor, budget);
+    expect(check.pass).toBe(true);
+    expect(check.detail).toContain("limit 4,800 B");
+    // The same request in raw JSON bytes is over the limit: framing and envelopes are what the content measure drops.
+    expect(bytes(requests[1]!.input)).toBeGreaterThan(4_800);
+    const info = rawLargestInfo("delta", bytes(requests[1]!.input), composition(requests[1]!), budget, largestIncrease(floor));
+    expect(info.info).toBe(true);
+    expect(info.pass).toBe(false);
+    expect(info.name.startsWith("(info)")).toBe(true);
+  });
+
+  it("fails when any single request's content exceeds budget + one turn (even if the last one is small)", () => {
+    const requests = [body(msg("user", text(4_790))), body(msg("user", text(100)))];
+    const contents = requests.map(requestContentBytes);
+    expect(contents[0]).toBe(4_806);
+    const check = outgrowsCheck("threadBootstrap", contents, composition(requests[0]!), floor, budget);
+    expect(check.pass).toBe(false);
+    expect(check.detail).toMatch(/^4,806 B content .* vs limit 4,800 B/);
+  });
+
+  it("is exactly inclusive at the limit and fails one byte past it", () => {
+    const at = requestContentBytes(body(msg("user", text(4_800 - ITEM_OVERHEAD_BYTES))));
+    expect(at).toBe(4_800);
+    expect(outgrowsCheck("delta", [at], composition(null), floor, budget).pass).toBe(true);
+    expect(outgrowsCheck("delta", [at + 1], composition(null), floor, budget).pass).toBe(false);
+  });
+
+  it("fails the same contents once the budget is lowered (the bench's budget constant is what it checks against)", () => {
+    const contents = [7_456];
+    const floorTurn = [0, 790];
+    expect(outgrowsCheck("delta", contents, composition(null), floorTurn, 2_000).pass).toBe(true);
+    expect(outgrowsCheck("delta", contents, composition(null), floorTurn, 1_500).pass).toBe(false);
+  });
+});
