@@ -28,7 +28,7 @@ export interface OverheadDecomposition {
   restMs: number;
   /** of the rest: time in FileHandle.sync (file + directory fsyncs), median per turn. */
   fsyncMs: number;
-  /** of the rest: thread/resume, as directResume - direct. */
+  /** of the rest: the threadStart state (a thread this process holds is reused without a thread/resume RPC). */
   resumeMs: number;
   /** of the rest: everything else (lock file, transcript/binding reads and writes without their fsyncs, other RPC work). */
   otherMs: number;
@@ -174,8 +174,9 @@ export async function runOverhead(opts: {
     const machine = await measureMachineOnly({ turns: machineTurns, warmup: machineWarmup });
     const directMs = median(samples.direct);
     const fsyncMs = { noEngine: median(syncs.noEngine.ms), window: median(syncs.window.ms) };
-    const resumeMs = median(samples.directResume) - directMs;
+    const threadStartMs = (k: "noEngine" | "window") => median(states[k].threadStart ?? [0]);
     const decompose = (machineVariant: Variant, machineMs: number, fsync: number): OverheadDecomposition => {
+      const resumeMs = threadStartMs(machineVariant === "machineNoEngine" ? "noEngine" : "window");
       const diff = median(samples[machineVariant]) - directMs;
       const rest = diff - machineMs;
       return {
@@ -225,10 +226,12 @@ export async function runOverhead(opts: {
         window: decompose("machineWindow", machine.fullEngineMs, fsyncMs.window),
       },
       note:
-        "runCodexTurn per turn also: takes the session lock (a lock file), reads the transcript and binding, resumes the " +
-        "thread (thread/resume RPC), writes the pending-finalize record, mirrors the turn (one O_APPEND write + fsync), " +
-        "writes the binding (twice: on accept and with usage) and clears the pending record: 8 fsyncs (binding 2 x file+dir, " +
-        "pending record file+dir, its removal dir, transcript file). The direct client does none of it.",
+        "runCodexTurn per turn also: takes the session lock (a lock file), reads the transcript and binding, reuses the " +
+        "thread this app-server holds (a real thread/resume RPC only after a restart or a settings change), writes the " +
+        "pending-finalize record (with the turn's snapshot), mirrors the turn (one O_APPEND write + fsync), writes the " +
+        "binding (on accept, overlapping the Codex turn, and with usage, overlapping the mirror) and clears the pending " +
+        "record: 8 fsyncs (binding 2 x file+dir, pending record file+dir, its removal dir, transcript file). The direct " +
+        "client does none of it.",
     };
   } finally {
     restoreSync();
@@ -292,7 +295,7 @@ export function formatOverhead(o: OverheadResults): string {
     ] as const) {
       lines.push(
         `  ${label}: +${d.endToEndDiffMs} ms = machine ${d.machineMs} ms + rest ${d.restMs} ms ` +
-          `(fsyncs ${d.fsyncMs} ms, thread/resume ${d.resumeMs} ms, other ${d.otherMs} ms: lock, transcript/binding reads and writes, RPC glue)`,
+          `(fsyncs ${d.fsyncMs} ms, threadStart ${d.resumeMs} ms, other ${d.otherMs} ms: lock, transcript/binding reads and writes, RPC glue)`,
       );
     }
   }

@@ -40,14 +40,16 @@ export { turnMachine, type TurnMachine, type TurnContext } from "../machines/tur
 export * as turnRules from "../machines/rules.js";
 export type * from "../machines/turn.contract.js";
 export { compactionMachine } from "../machines/compaction.machine.js";
-export { compactCodexSession, type CompactCodexSessionParams } from "./compaction/compact-session.js";
+export { compactCodexSession, createBindingStore, type CompactCodexSessionParams } from "./compaction/compact-session.js";
+export { CompactionError, type CompactionErrorCode } from "./compaction/errors.js";
 export { compactSession } from "./compaction/session.js";
 export { parseAccordionConfig, evaluateAccordion, runAccordionCompaction, type AccordionConfig } from "./compaction/accordion.js";
 export { resetCodexSession, type ResetCodexSessionParams, type ResetCodexSessionResult } from "./transcript/reset.js";
 export { readSessionHistory, readSessionTranscript } from "./transcript/session-file.js";
 export { mirrorTurnToTranscript } from "./transcript/mirror.js";
 export { withSessionLock } from "./transcript/lock.js";
-export { listPendingFinalize } from "./transcript/pending.js";
+export { listPendingFinalize, movePendingFinalizeAside, type PendingFinalizeRecord } from "./transcript/pending.js";
+export { createTrajectoryWriter, TrajectoryError, type TrajectoryWriter, type TrajectoryRecord } from "./trajectory/index.js";
 export { sessionSidecarPaths } from "./transcript/paths.js";
 export { SessionFileError } from "./transcript/errors.js";
 export * from "./codex/index.js";

@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { InspectionEvent } from "xstate";
 import type { ContextEngine } from "./context-engine/types.js";
 import type { CodexTurnHooks } from "./hooks/types.js";
+import { accordionConfigSchema } from "./compaction/accordion.js";
 import type { AgentMessage } from "./context-engine/types.js";
 import type {
   EngineOutcomes,
@@ -60,7 +61,6 @@ export const dynamicToolSchema = z
   })
   .strict();
 
-export const accordionConfigSchemaLoose = z.record(z.string(), z.unknown());
 
 /** Parameters of one turn attempt. Validated with zod; a bad value rejects with {@link CodexTurnParamsError}. */
 export const codexTurnParamsSchema = z
@@ -80,7 +80,8 @@ export const codexTurnParamsSchema = z
     dynamicTools: z.array(dynamicToolSchema).optional(),
     hooks: z.custom<CodexTurnHooks>((v) => typeof v === "object" && v !== null).optional(),
     projection: projectionConfigSchema.optional(),
-    compaction: accordionConfigSchemaLoose.optional(),
+    /** Accordion cadence (validated here, so a bad value names `compaction.<key>` before any work starts). */
+    compaction: accordionConfigSchema.optional(),
     timeouts: timeoutsSchema.optional(),
     steerQuietWindowMs: z.number().int().nonnegative().optional(),
     signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "signal must be an AbortSignal").optional(),

@@ -4,6 +4,7 @@
  * process can run the next attempt.
  */
 import { existsSync } from "node:fs";
+import path from "node:path";
 import { createActor, fromCallback, fromPromise, toPromise, type AnyActorRef } from "xstate";
 import type { Logger } from "pino";
 import { turnMachine } from "../machines/turn.machine.js";
@@ -39,7 +40,9 @@ import {
 import { readSessionHistory } from "./transcript/session-file.js";
 import { mirrorTurnToTranscript } from "./transcript/mirror.js";
 import { withSessionLock } from "./transcript/lock.js";
-import { completePendingFinalize, listPendingFinalize, recordPendingFinalize } from "./transcript/pending.js";
+import { SessionFileError } from "./transcript/errors.js";
+import { resolveSessionPath } from "./transcript/resolve.js";
+import { completePendingFinalize, listPendingFinalize, movePendingFinalizeAside, recordPendingFinalize } from "./transcript/pending.js";
 import { evaluateAccordion, parseAccordionConfig, runAccordionCompaction } from "./compaction/accordion.js";
 import type { CodexAppServer, CodexTurn } from "./codex/app-server.js";
 import type { CodexTurnEvent } from "./codex/turn-projector.js";
@@ -112,24 +115,67 @@ function emptyResult(status: CodexTurnResult["status"]): CodexTurnResult {
  */
 export function startCodexTurn(params: CodexTurnParams): CodexTurnHandle {
   const parsed = parseCodexTurnParams(params);
+  const logger = parsed.logger ?? silentLogger;
   const pending: Array<{ type: "ABORT"; reason?: string } | { type: "YIELD" } | { type: "STEER"; text: string }> = [];
   let actor: AnyActorRef | undefined;
+  // An abort or yield that arrives while another attempt holds the session lock ends this attempt without waiting.
+  const lockWait = new AbortController();
+  let endedBeforeStart: "aborted" | "yieldAborted" | undefined;
   const send = (event: (typeof pending)[number]) => {
-    if (actor) actor.send(event);
-    else pending.push(event);
+    if (actor) {
+      actor.send(event);
+      return;
+    }
+    pending.push(event);
+    if (event.type !== "STEER") {
+      endedBeforeStart ??= event.type === "YIELD" ? "yieldAborted" : "aborted";
+      lockWait.abort();
+    }
   };
   const onAbortSignal = () => send({ type: "ABORT", reason: "signal" });
   if (parsed.signal?.aborted) pending.push({ type: "ABORT", reason: "signal" });
   else parsed.signal?.addEventListener("abort", onAbortSignal, { once: true });
 
-  const result = withSessionLock(parsed.sessionFile, async () => {
-    const logger = parsed.logger ?? silentLogger;
-    await finalizePendingTurns(parsed, logger);
-    const run = runTurnMachine(parsed, logger);
-    actor = run.actor;
-    for (const event of pending.splice(0)) actor.send(event);
-    return run.result;
-  }).finally(() => parsed.signal?.removeEventListener("abort", onAbortSignal));
+  const attempt = async (): Promise<CodexTurnResult> => {
+    const startMachine = () => {
+      const run = runTurnMachine(parsed, logger);
+      actor = run.actor;
+      for (const event of pending.splice(0)) actor.send(event);
+      return run.result;
+    };
+    if (parsed.sessionRoot !== undefined) {
+      try {
+        await resolveSessionPath(parsed.sessionFile, parsed.sessionRoot);
+      } catch (error) {
+        // A path outside the session root: no lock (it would create directories there) and no recovery; the machine
+        // fails at loadHistory with the typed code, writing nothing.
+        if (error instanceof SessionFileError) return startMachine();
+        throw error;
+      }
+    }
+    try {
+      return await withSessionLock(
+        parsed.sessionFile,
+        async () => {
+          await finalizePendingTurns(parsed, logger);
+          return startMachine();
+        },
+        { signal: lockWait.signal, logger },
+      );
+    } catch (error) {
+      if (error instanceof SessionFileError && error.code === "SESSION_LOCK_ABORTED" && endedBeforeStart) {
+        logger.info(
+          { event: "turn settled", sessionId: parsed.sessionId, status: endedBeforeStart, waitingForLock: true },
+          "codex turn ended while waiting for the session lock",
+        );
+        const res = emptyResult(endedBeforeStart);
+        res.warnings = ["ended while waiting for the session lock; nothing ran"];
+        return res;
+      }
+      throw error;
+    }
+  };
+  const result = attempt().finally(() => parsed.signal?.removeEventListener("abort", onAbortSignal));
 
   return {
     get actor() {
@@ -183,7 +229,19 @@ type RecoveryParams = Pick<
  */
 async function finalizePendingTurns(p: RecoveryParams, logger: Logger): Promise<SessionRecovery> {
   const stats: SessionRecovery = { pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 };
-  const pendingTurns = await listPendingFinalize(p.sessionFile);
+  let pendingTurns: Awaited<ReturnType<typeof listPendingFinalize>>;
+  try {
+    pendingTurns = await listPendingFinalize(p.sessionFile);
+  } catch (error) {
+    if (!(error instanceof SessionFileError && error.code === "SESSION_PENDING_INVALID")) throw error;
+    // Unreadable record: keep it for inspection, but never let it wedge every later attempt on the session.
+    const aside = await movePendingFinalizeAside(p.sessionFile);
+    logger.warn(
+      { event: "pending record corrupt", sessionId: p.sessionId, movedTo: aside ? path.basename(aside) : undefined },
+      "unreadable pending-finalize record moved aside; its turns are not finalized again",
+    );
+    pendingTurns = [];
+  }
   stats.pending = pendingTurns.length;
   if (pendingTurns.length === 0) return stats;
   const engine = p.contextEngine;
@@ -753,6 +811,15 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
   const result = toPromise(actor).then(async (output) => {
     await bindingWrites;
     const res = toResult(output as TurnMachineOutput, background);
+    // The thread could not be resumed: what Codex received is the re-projection for the fresh thread.
+    if (reprojected && res.projection) {
+      res.projection = {
+        mode: reprojected.mode,
+        reason: `${reprojected.reason}:resumeFailed`,
+        entriesSent: reprojected.entriesSent,
+        bytes: reprojected.bytes,
+      };
+    }
     logger.info(
       { ...ids, event: "turn settled", status: res.status, threadId: res.threadId, turnId: res.turnId, warnings: res.warnings.length, followUps: res.followUps.length },
       "codex turn settled",

@@ -254,7 +254,8 @@ function isBindingUpdate(value: unknown): value is BindingUpdate {
   );
 }
 
-async function nextFreePath(base: string): Promise<string> {
+/** `<base>-<n>` for the first n that does not exist (where a corrupt sidecar is moved aside). */
+export async function nextFreePath(base: string): Promise<string> {
   for (let n = 1; ; n++) {
     const candidate = `${base}-${n}`;
     try {

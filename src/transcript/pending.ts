@@ -32,6 +32,7 @@ import { SessionFileError } from "./errors.js";
 import { faultPoint } from "./fault.js";
 import { withSessionLock, type SessionLockOptions } from "./lock.js";
 import { sessionSidecarPaths } from "./paths.js";
+import { nextFreePath } from "./binding.js";
 import { errCode } from "./resolve.js";
 
 /** Codex's status of the turn, or the machine's status of the attempt. */
@@ -269,4 +270,29 @@ export async function completePendingFinalize(sessionFile: string, turnId: strin
 export async function listPendingFinalize(sessionFile: string): Promise<PendingFinalizeRecord[]> {
   const data = await readPendingFile(pendingPath(sessionFile), sessionFile);
   return data.records.map((r) => ({ ...r }) as PendingFinalizeRecord);
+}
+
+/**
+ * Move a pending-finalize sidecar that cannot be read (`SESSION_PENDING_INVALID`) aside to `<file>.corrupt-<n>`, so
+ * the session is not wedged: every later attempt would otherwise reject. The file is kept for inspection; the turns it
+ * named are not finalized again. Returns the new path, or undefined when there was nothing to move.
+ *
+ * @example
+ * ```ts
+ * const aside = await movePendingFinalizeAside(sessionFile); // ".../s1.jsonl.codex-pending.json.corrupt-1"
+ * ```
+ */
+export async function movePendingFinalizeAside(sessionFile: string): Promise<string | undefined> {
+  const file = pendingPath(sessionFile);
+  return queued(file, async () => {
+    const aside = await nextFreePath(`${file}.corrupt`);
+    try {
+      await fsp.rename(file, aside);
+    } catch (err) {
+      if (errCode(err) === "ENOENT") return undefined;
+      throw new SessionFileError("SESSION_WRITE_FAILED", file, `cannot move the unreadable pending-finalize record ${file} aside (${errCode(err) ?? String(err)})`, { cause: err });
+    }
+    await fsyncDir(path.dirname(file));
+    return aside;
+  });
 }

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { existsSync } from "node:fs";
+import path from "node:path";
 import { drainBackgroundWork, runCodexTurn, startCodexTurn } from "../../src/turn.js";
 import { createRecordingEngine, createWindowEngine, legacyEngine } from "../../src/context-engine/engines/index.js";
 import type { ContextEngine } from "../../src/context-engine/types.js";
@@ -260,12 +261,14 @@ describe("edges of the attempt", () => {
   it("a session file outside sessionRoot fails at loadHistory with a typed code and writes nothing", async () => {
     const outside = tempSessions("turn-outside-");
     try {
-      const file = outside.file();
+      // In a directory that does not exist yet: nothing (not even the lock's directory) may be created outside the root.
+      const file = path.join(outside.dir, "not-yet", "s.jsonl");
       const r = await runCodexTurn(turnParams(env, file, "outside the root", { sessionRoot: sessions.dir }));
       expect(r.status).toBe("failed");
       expect(r.trace).toEqual(["loadHistory", "failed"]);
       expect(r.error).toMatchObject({ phase: "loadHistory", code: "SESSION_OUTSIDE_ROOT" });
       expect(existsSync(file)).toBe(false);
+      expect(existsSync(path.dirname(file))).toBe(false);
     } finally {
       outside.cleanup();
     }

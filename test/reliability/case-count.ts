@@ -15,6 +15,8 @@ export const RELIABILITY_CASES = {
   "app-server-kill": 3,
   "rpc-lines": 2,
   "torn-transcript": 1,
+  "corrupt-pending-record": 1,
+  "crash-finalize": 6,
   concurrency: 4,
   "machine-property": 400,
 } as const;

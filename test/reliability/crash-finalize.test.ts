@@ -16,6 +16,7 @@ import {
   type CrashPoint,
   type TurnJob,
 } from "./fixtures/turn-worker.js";
+import { recordCases } from "./case-count.js";
 
 const dirs: string[] = [];
 const codexPids: number[] = [];
@@ -82,6 +83,8 @@ const cases: Case[] = [
   },
   { point: "afterFinalize", title: "killed after finalize (in maintain): nothing pending, finalized exactly once", finalized: 1, accepted: 1, retried: false, pendingAfterCrash: false },
 ];
+
+recordCases("crash-finalize", cases.length);
 
 describe("SIGKILL at each point of a real turn, then recovery by the next process", () => {
   for (const c of cases) {

@@ -3,7 +3,8 @@
  * turns intact, and concurrent attempts on one session are serialized by the session lock, both mirrored, never
  * interleaved.
  */
-import { appendFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCodexTurn, startCodexTurn } from "../../src/turn.js";
 import { createRecordingEngine } from "../../src/context-engine/engines/index.js";
@@ -24,6 +25,7 @@ afterAll(async () => {
 });
 
 recordCases("torn-transcript", 1);
+recordCases("corrupt-pending-record", 1);
 recordCases("concurrency", 4);
 
 describe("a torn transcript", () => {
@@ -54,6 +56,26 @@ describe("a torn transcript", () => {
     const keys = await mirrorKeyCounts(file);
     expect(keys.duplicates).toEqual([]);
     expect(keys.byTurn.size).toBe(3);
+  });
+});
+
+describe("an unreadable pending-finalize record", () => {
+  it("is moved aside with a warning and the session keeps working", async () => {
+    const file = sessions.file();
+    const engine = createRecordingEngine();
+    expect((await runCodexTurn(turnParams(env, file, "before the damage", { contextEngine: engine }))).status).toBe("completed");
+    const pendingFile = `${file}.codex-pending.json`;
+    writeFileSync(pendingFile, '{"version":1,"records":[{"turnId":');
+    const log = captureLogger();
+    const r = await runCodexTurn(turnParams(env, file, "after the damage", { contextEngine: engine, logger: log.logger }));
+    expect(r.status).toBe("completed");
+    expect(log.events.find((e) => e.event === "pending record corrupt")).toMatchObject({ movedTo: path.basename(`${pendingFile}.corrupt-1`) });
+    // Kept byte for byte for inspection, and no longer in the way.
+    expect(readFileSync(`${pendingFile}.corrupt-1`, "utf8")).toBe('{"version":1,"records":[{"turnId":');
+    expect(existsSync(pendingFile)).toBe(false);
+    expect((await readSessionHistory(file)).messages.map(messageText)).toEqual([
+      "before the damage", "reply to: before the damage", "after the damage", "reply to: after the damage",
+    ]);
   });
 });
 
@@ -121,10 +143,14 @@ describe("concurrent attempts on one session", () => {
     await until(() => first.actor !== undefined, 5_000, "the first attempt to hold the lock");
     expect(queued.actor).toBeUndefined();
     queued.abort();
-    const [a, b] = await Promise.all([first.result, queued.result]);
-    expect(a.status).toBe("completed");
+    // It ends at once, without waiting for the lock holder to finish.
+    const b = await queued.result;
     expect(b.status).toBe("aborted");
-    expect(b.trace).toEqual(["loadHistory", "aborted"]);
+    expect(b.trace).toEqual([]);
+    expect(b.warnings).toEqual(["ended while waiting for the session lock; nothing ran"]);
+    expect(first.actor!.getSnapshot().status).toBe("active");
+    const a = await first.result;
+    expect(a.status).toBe("completed");
     const keys = await mirrorKeyCounts(file);
     expect([...keys.byTurn.keys()]).toEqual([a.turnId]);
   });
