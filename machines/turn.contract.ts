@@ -145,6 +145,9 @@ export interface TurnUsage {
   totalTokens: number;
   /** Prompt tokens of the last model call (`last.inputTokens`). */
   lastCallInputTokens?: number;
+  /** Of those, served from the prompt cache (`last.cachedInputTokens`). */
+  lastCallCachedInputTokens?: number;
+  lastCallOutputTokens?: number;
   lastCallTotalTokens?: number;
   modelContextWindow?: number;
 }

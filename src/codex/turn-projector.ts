@@ -412,6 +412,8 @@ export class TurnProjector {
       reasoningOutputTokens: tu.total.reasoningOutputTokens,
       totalTokens: tu.total.totalTokens,
       lastCallInputTokens: tu.last.inputTokens,
+      lastCallCachedInputTokens: tu.last.cachedInputTokens,
+      lastCallOutputTokens: tu.last.outputTokens,
       lastCallTotalTokens: tu.last.totalTokens,
       ...(typeof tu.modelContextWindow === "number" ? { modelContextWindow: tu.modelContextWindow } : {}),
     };

@@ -95,7 +95,7 @@ const withKey = (sessionKey: string | undefined) => (sessionKey !== undefined ? 
  * Usage as the turn reports it, plus optional last-call figures a host may carry (Codex's `tokenUsage.last`). The
  * `TurnUsage` totals are THREAD-cumulative in Codex, so they are never used as the last call's figures.
  */
-export type RuntimeUsage = TurnUsage & { lastCallOutputTokens?: number; lastCallCachedInputTokens?: number };
+export type RuntimeUsage = TurnUsage;
 
 /**
  * The runtime context handed to afterTurn / maintain / compact: `tokenBudget`, `currentTokenCount` (prompt tokens of

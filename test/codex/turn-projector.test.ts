@@ -62,6 +62,8 @@ describe("TurnProjector on recorded turns", () => {
       reasoningOutputTokens: 0,
       totalTokens: 1234,
       lastCallInputTokens: 1200,
+      lastCallCachedInputTokens: 200,
+      lastCallOutputTokens: 34,
       lastCallTotalTokens: 1234,
       modelContextWindow: 190_000,
     });
