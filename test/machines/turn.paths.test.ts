@@ -5,7 +5,7 @@
  * per-state invariants.
  */
 import { describe, expect, it } from "vitest";
-import { getShortestPaths } from "xstate/graph";
+import { getShortestPaths, getSimplePaths } from "xstate/graph";
 import type { AnyEventObject } from "xstate";
 import { turnMachine, type TurnContext } from "../../machines/turn.machine.js";
 import type { TurnMachineInput } from "../../machines/turn.contract.js";
@@ -70,6 +70,46 @@ const input = (engine = ENGINE_FULL, hooks = true): TurnMachineInput => ({
   hasPromptHooks: hooks,
 });
 
+type GraphPath = { steps: Array<{ event: AnyEventObject; state: { value: unknown; context: TurnContext } }> };
+
+function traverse(kind: "shortest" | "simple", cfg: TurnMachineInput): GraphPath[] {
+  const options = {
+    input: cfg,
+    events: eventsFor as never,
+    serializeState: (s: { value: unknown; context: unknown }) => JSON.stringify({ v: s.value, c: { ...(s.context as TurnContext), trace: undefined } }),
+  } as never;
+  return (kind === "shortest" ? getShortestPaths(turnMachine, options) : getSimplePaths(turnMachine, options)) as unknown as GraphPath[];
+}
+
+/** Replay every path on a live actor with controllable fakes; returns the number of steps replayed. */
+async function replay(paths: GraphPath[], cfg: TurnMachineInput): Promise<number> {
+  let steps = 0;
+  for (const path of paths) {
+    const h = new TurnHarness(cfg);
+    await settle();
+    for (const step of path.steps.slice(1)) {
+      apply(h, step.event);
+      await settle();
+      steps++;
+      const live = h.actor.getSnapshot() as { value: unknown; context: TurnContext };
+      expect(live.value, path.steps.map((s) => s.event.type).join(" > ")).toEqual(step.state.value);
+      // Per-state invariants.
+      if (live.value === "mirror" || live.value === "finalize") expect(live.context.turnAccepted).toBe(true);
+      if (live.value === "maintain") {
+        expect(live.context.aborted || live.context.yieldAborted).toBe(false);
+        expect(live.context.finalizeOk).toBe(true);
+      }
+    }
+    if (h.output) {
+      if (h.output.status !== "completed") expect(h.output.engine.maintenance).not.toBe("ran");
+      if (!h.calls.includes("runTurn")) expect(h.calls).not.toContain("mirrorTranscript");
+      expect(h.output.trace.at(-1)).toBe(h.output.status);
+    }
+    h.actor.stop();
+  }
+  return steps;
+}
+
 describe("paths of the real turn machine", () => {
   for (const [name, cfg] of [
     ["full engine with hooks", input()],
@@ -77,37 +117,20 @@ describe("paths of the real turn machine", () => {
     ["background maintenance", input({ ...ENGINE_FULL, turnMaintenanceMode: "background" }, false)],
   ] as const) {
     it(`replays every shortest path with per-state invariants: ${name}`, async () => {
-      const paths = getShortestPaths(turnMachine, {
-        input: cfg,
-        events: eventsFor as never,
-        serializeState: (s: { value: unknown; context: unknown }) => JSON.stringify({ v: s.value, c: { ...(s.context as TurnContext), trace: undefined } }),
-      } as never) as unknown as Array<{ steps: Array<{ event: AnyEventObject; state: { value: unknown; context: TurnContext } }> }>;
-      let steps = 0;
-      for (const path of paths) {
-        const h = new TurnHarness(cfg);
-        await settle();
-        for (const step of path.steps.slice(1)) {
-          apply(h, step.event);
-          await settle();
-          steps++;
-          const live = h.actor.getSnapshot() as { value: unknown; context: TurnContext };
-          expect(live.value, path.steps.map((s) => s.event.type).join(" > ")).toEqual(step.state.value);
-          // Per-state invariants.
-          if (live.value === "mirror" || live.value === "finalize") expect(live.context.turnAccepted).toBe(true);
-          if (live.value === "maintain") {
-            expect(live.context.aborted || live.context.yieldAborted).toBe(false);
-            expect(live.context.finalizeOk).toBe(true);
-          }
-        }
-        if (h.output) {
-          if (h.output.status !== "completed") expect(h.output.engine.maintenance).not.toBe("ran");
-          if (!h.calls.includes("runTurn")) expect(h.calls).not.toContain("mirrorTranscript");
-          expect(h.output.trace.at(-1)).toBe(h.output.status);
-        }
-        h.actor.stop();
-      }
-      console.log(`[turn real-machine paths] ${name}: paths=${paths.length} steps=${steps}`);
+      const paths = traverse("shortest", cfg);
+      const steps = await replay(paths, cfg);
+      console.log(`[turn real-machine paths] ${name}: shortest paths=${paths.length} steps=${steps}`);
       expect(paths.length).toBeGreaterThan(10);
     }, 60_000);
   }
+
+  // Simple paths (every loop-free route, not one per state) only for the no-engine machine: for the engine
+  // configurations getSimplePaths alone takes about a minute each (2,779 paths with background maintenance), so they
+  // get shortest paths above and the independent model's paths in turn.model.test.ts.
+  it.each([["no engine", input(NO_ENGINE, false)]] as const)("replays every simple path with per-state invariants: %s", async (name, cfg) => {
+    const paths = traverse("simple", cfg);
+    const steps = await replay(paths, cfg);
+    console.log(`[turn real-machine paths] ${name}: simple paths=${paths.length} steps=${steps}`);
+    expect(paths.length).toBeGreaterThan(traverse("shortest", cfg).length - 1);
+  }, 120_000);
 });
