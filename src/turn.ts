@@ -594,6 +594,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
             if (!stopped) sendBack({ type: "TURN.ENDED", record });
           })();
 
+          let userMessageStarted = false;
           const handleStreamEvent = (event: CodexTurnEvent) => {
             switch (event.type) {
               case "agentMessageDelta":
@@ -603,6 +604,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
                 emit({ type: "reasoningDelta", delta: event.delta });
                 break;
               case "itemStarted":
+                if (event.item.kind === "userMessage") userMessageStarted = true;
                 if (event.item.kind === "dynamicToolCall") emit({ type: "toolCall", tool: event.item.tool });
                 break;
               case "compactionStarted":
@@ -628,7 +630,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
                   },
                   "codex native compaction",
                 );
-                if (completed) markNativeCompaction(compaction.threadId);
+                if (completed) markNativeCompaction(compaction.threadId, userMessageStarted ? undefined : compaction.turnId);
                 if (!stopped) sendBack({ type: "TURN.COMPACTION", compaction });
                 break;
               }
@@ -759,10 +761,18 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
     void persistBinding();
   }
 
-  /** Native compaction dropped injected context and earlier items: the next turn must re-send them (P3). */
-  function markNativeCompaction(threadId: string): void {
+  /**
+   * Native compaction dropped injected context and earlier items: the next turn must re-send them (P3). A compaction
+   * that completed before this turn's user message started is Codex's pre-turn compaction: everything this turn
+   * brings (its messages and the context entries sent with it, injected after the compaction) is still held.
+   */
+  function markNativeCompaction(threadId: string, preTurnOf?: string): void {
     if (!binding || binding.threadId !== threadId) return;
     binding = bindingAfterNativeCompaction(binding, threadId);
+    if (preTurnOf !== undefined && binding.heldTurnIds.length === 0) {
+      const update = projection?.bindingUpdate as { ledgerAdd?: string[] } | undefined;
+      binding = { ...binding, heldTurnIds: [preTurnOf], ledger: [...(update?.ledgerAdd ?? [])] };
+    }
     void persistBinding();
   }
 

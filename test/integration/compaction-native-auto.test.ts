@@ -177,7 +177,8 @@ describe("in-turn native auto-compaction through runCodexTurn", () => {
     ]);
     expect(hookEvents).toEqual(["before:true", "after:true"]);
     expect(compact).not.toHaveBeenCalled();
-    expect(await readThreadBinding(sessionFile)).toMatchObject({ heldTurnIds: [], ledger: [] });
+    // The compaction ran before turn three's own message: the thread still holds turn three, only 1 and 2 are gone.
+    expect(await readThreadBinding(sessionFile)).toMatchObject({ heldTurnIds: [r3.turnId], ledger: [], nativeCompactions: 1 });
 
     // The next turn re-sends what the compaction dropped (turns one and two): the thread only has their summary.
     fake.enqueue({ text: "FOUR-ANSWER-MARKER", usage: small });
@@ -186,5 +187,9 @@ describe("in-turn native auto-compaction through runCodexTurn", () => {
     expect(r4.projection).toMatchObject({ mode: "delta", reason: "newContext" });
     const entries = contextEntries(fake.requests[from4]!.body).join("\n");
     for (const marker of ["ONE-PROMPT-MARKER", "ONE-ANSWER-MARKER", "TWO-PROMPT-MARKER", "TWO-ANSWER-MARKER"]) expect(entries).toContain(marker);
+    // Turn three is still in the thread natively: it is not injected a second time.
+    expect(entries).not.toContain("THREE-PROMPT-MARKER");
+    expect(entries).not.toContain("THREE-ANSWER-MARKER");
+    expect(inputMessageTexts(fake.requests[from4]!.body, "user")).toContain("THREE-PROMPT-MARKER");
   });
 });
