@@ -113,7 +113,12 @@ export type RecoverCodexSessionParams = z.input<typeof recoverCodexSessionParams
  * Parse recovery parameters; throws {@link CodexTurnParamsError} naming the first bad field.
  */
 export function parseRecoverCodexSessionParams(params: unknown): z.output<typeof recoverCodexSessionParamsSchema> {
-  const parsed = recoverCodexSessionParamsSchema.safeParse(params);
+  return parseOrThrow(recoverCodexSessionParamsSchema, params);
+}
+
+/** Parse with `schema`; the first issue becomes a {@link CodexTurnParamsError} naming its field. */
+function parseOrThrow<S extends z.ZodType>(schema: S, params: unknown): z.output<S> {
+  const parsed = schema.safeParse(params);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "(params)";
@@ -170,11 +175,5 @@ export interface CodexTurnResult {
  * Parse turn parameters; throws {@link CodexTurnParamsError} naming the first bad field.
  */
 export function parseCodexTurnParams(params: unknown): z.output<typeof codexTurnParamsSchema> {
-  const parsed = codexTurnParamsSchema.safeParse(params);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const field = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "(params)";
-    throw new CodexTurnParamsError(field, issue?.message ?? "invalid");
-  }
-  return parsed.data;
+  return parseOrThrow(codexTurnParamsSchema, params);
 }
