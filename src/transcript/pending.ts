@@ -144,7 +144,7 @@ async function writePendingFile(file: string, data: PendingFile): Promise<void> 
     const tmp = `${file}.tmp`;
     const fh = await fsp.open(tmp, "w");
     try {
-      await fh.writeFile(`${JSON.stringify(data, null, 2)}\n`);
+      await fh.writeFile(`${JSON.stringify(data)}\n`);
       await fh.sync();
     } finally {
       await fh.close();
