@@ -1,10 +1,43 @@
 #!/usr/bin/env node
-// The package runs from source: register tsx's ESM loader, then run the TypeScript CLI.
-import { register } from "tsx/esm/api";
-import { fileURLToPath } from "node:url";
+// Runs the compiled CLI (dist/src/cli/main.js, built by `npm run build`, which `prepare` runs on install and pack).
+// In a source checkout without a build it runs src/cli/main.ts through tsx (a devDependency).
+// CODEX_TURN_FROM_SOURCE=1 forces the sources even when dist/ exists (a checkout's dist/ may be older than src/).
+import { existsSync } from "node:fs";
 import path from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
-register();
-const here = path.dirname(fileURLToPath(import.meta.url));
-const { main } = await import(path.join(here, "..", "src", "cli", "main.ts"));
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const compiled = path.join(root, "dist", "src", "cli", "main.js");
+const source = path.join(root, "src", "cli", "main.ts");
+const EXIT_ENV = 3;
+
+function fail(message) {
+  process.stderr.write(`codex-turn: ${message}\n`);
+  process.exit(EXIT_ENV);
+}
+
+async function loadCli() {
+  const fromSource = process.env.CODEX_TURN_FROM_SOURCE === "1";
+  if (!fromSource && existsSync(compiled)) return import(pathToFileURL(compiled).href);
+  if (!existsSync(source)) {
+    fail(
+      fromSource
+        ? `CODEX_TURN_FROM_SOURCE=1 but ${source} does not exist (an installed package ships only dist/)`
+        : `the compiled CLI ${compiled} is missing; reinstall the package, or run \`npm run build\` in a checkout`,
+    );
+  }
+  let register;
+  try {
+    ({ register } = await import("tsx/esm/api"));
+  } catch {
+    fail(
+      `${compiled} is missing and running from source needs the devDependency "tsx", which cannot be loaded: ` +
+        "run `npm install` (or `npm run build`) in the checkout",
+    );
+  }
+  register();
+  return import(pathToFileURL(source).href);
+}
+
+const { main } = await loadCli();
 process.exitCode = await main(process.argv.slice(2));

@@ -38,8 +38,13 @@ and never appear in a result's \`trace\`.
    existed before this attempt (\`shouldBootstrap\`). Bootstrap maintenance follows when the engine has \`maintain\`. A
    failure warns and continues. History is re-read after it (bootstrap may rewrite the transcript).
 3. **assemble** runs only with an active engine (\`shouldAssemble\`). A failure, a malformed result (validated with zod) or
-   an empty result warns and falls back to the unassembled prompt (\`engine.assemble\` = \`failed\` / \`fallback\`). For an
-   engine that owns compaction, the accordion cadence runs first (docs/compaction.md).
+   an empty result warns and falls back to the unassembled prompt (\`engine.assemble\` = \`failed\` / \`fallback\`). Before
+   \`assemble()\` the accordion cadence (docs/compaction.md) runs when it is enabled: the turn's \`compaction.enabled\`,
+   which defaults to the engine's \`info.ownsCompaction\` (so it is on for an engine that owns compaction unless
+   \`compaction.enabled: false\`, and on for any active engine with \`compaction.enabled: true\`). It compacts only when
+   Codex reported the bound thread's last usage with the model context window and \`totalTokens / modelContextWindow >=
+   compaction.contextThreshold\` (default 0.9); when the engine then reports it compacted, the history is re-read and the
+   turn moves to a fresh Codex thread.
 4. **project** turns the assembled messages into what Codex receives and decides resume vs fresh thread
    (docs/projection.md). A failure warns and sends the original prompt on a fresh thread.
 5. **hooks** runs \`beforePromptBuild\` when one is registered, after projection, so hooks see exactly what Codex will

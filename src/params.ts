@@ -44,6 +44,8 @@ export const timeoutsSchema = z
   .object({
     /** Each engine call (bootstrap, assemble, afterTurn, maintain...). */
     engineCallMs: z.number().int().positive().default(60_000),
+    /** Each engine compaction call of the accordion (`interceptCompaction`, `compact`): may summarize with a model. */
+    compactionMs: z.number().int().positive().default(300_000),
     /** After an abort/yield during a running turn, how long to wait for Codex to end it. */
     interruptGraceMs: z.number().int().positive().default(10_000),
     /** A running turn with no notification for this long is interrupted and ends as timed out. */

@@ -364,6 +364,8 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
   let reprojected: ProjectionOutput | undefined;
   let activeTurn: CodexTurn | undefined;
   let background: Promise<void> = Promise.resolve();
+  /** Warnings from host-side work the machine does not model (the accordion runs inside `assemble`). */
+  const hostWarnings: string[] = [];
 
   const readHistory = () =>
     readSessionHistory(p.sessionFile, { sessionId: p.sessionId, sessionRoot: p.sessionRoot, logger });
@@ -452,12 +454,15 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
             tokenBudget: p.contextTokenBudget,
             currentTokenCount: binding?.lastUsage?.inputTokens,
             config: accordion,
+            timeoutMs: p.timeouts?.compactionMs,
             signal,
             logger,
           });
           if (compacted.compacted) {
             rotateRequested = true;
             messages = (await readHistory()).messages;
+          } else if (compacted.reason === "compactFailed" || compacted.reason === "compactResultInvalid") {
+            hostWarnings.push(`accordion compaction failed (${compacted.reason}); the turn runs on the uncompacted thread`);
           }
         }
         return assembleHarnessContextEngine({
@@ -821,6 +826,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
   const result = toPromise(actor).then(async (output) => {
     await bindingWrites;
     const res = toResult(output as TurnMachineOutput, background);
+    if (hostWarnings.length > 0) res.warnings = [...hostWarnings, ...res.warnings];
     // The thread could not be resumed: what Codex received is the re-projection for the fresh thread.
     if (reprojected && res.projection) {
       res.projection = {

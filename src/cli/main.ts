@@ -2,7 +2,7 @@
  * `codex-turn` CLI: an operator surface over {@link runCodexTurn} (demo, run, compact, inspect-session, viz).
  * Exit codes: 0 ok, 1 turn failed, 2 usage error, 3 environment/config error, 130 aborted.
  */
-import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -39,6 +39,12 @@ export class CliError extends Error {
 const usage = (msg: string) => new CliError("USAGE", msg, EXIT.usage);
 const envError = (msg: string) => new CliError("ENV", msg, EXIT.env);
 
+const LIVE_PROVIDER_HELP = `--offline uses the fake model (answers "offline reply"). Without it, codex app-server runs
+with CODEX_HOME set to $CODEX_HOME when that is set and non-empty, else ~/.codex (Codex's own default; created if
+missing), so your \`codex login\` credentials and config.toml there are used; of the environment only PATH, HOME and
+OPENAI_API_KEY (when set) are passed to it.`;
+const INSPECT_HELP = `--inspect needs the package @statelyai/inspect (a devDependency of codex-turn-machine).`;
+
 const HELP: Record<string, string> = {
   main: `codex-turn <command> [options]
 
@@ -55,25 +61,31 @@ Exit codes: 0 ok, 1 turn failed, 2 usage error, 3 environment/config error, 130 
   demo: `codex-turn demo [--out DIR] [--json] [--inspect]
 
 Starts a real codex app-server against the offline fake model and runs ~5 scripted turns with the window engine,
-then prints a summary (turns, engine calls, model input bytes, where the transcript and trace were written).`,
+then prints a summary (turns, engine calls, model input bytes, where the transcript and trace were written).
+${INSPECT_HELP}`,
   run: `codex-turn run "<prompt>" --session FILE [--engine MODULE] [--model M] [--offline] [--json] [--inspect]
                 [--trajectory FILE [--trajectory-full]]
 
-Runs one turn. --offline uses the fake model (answers "offline reply"); otherwise codex uses your configured
-provider (CODEX_HOME, login or OPENAI_API_KEY).`,
+Runs one turn.
+${LIVE_PROVIDER_HELP}
+${INSPECT_HELP}`,
   chat: `codex-turn chat --session FILE [--engine MODULE] [--offline] [--inspect] [--trajectory FILE [--trajectory-full]]
 
 Interactive multi-turn chat. A line typed while a turn runs is sent as a steer; Ctrl-C aborts the running turn;
-Ctrl-C at the idle prompt or end of input exits.`,
+Ctrl-C at the idle prompt or end of input exits.
+${LIVE_PROVIDER_HELP}
+${INSPECT_HELP}`,
   compact: `codex-turn compact --session FILE [--engine MODULE] [--offline] [--json]
 
-Compacts the session: the engine's compact() when it owns compaction, plus Codex native compaction of the bound thread.`,
+Compacts the session: the engine's compact() when it owns compaction, plus Codex native compaction of the bound thread.
+${LIVE_PROVIDER_HELP}`,
   "inspect-session": `codex-turn inspect-session FILE [--show-content] [--json]
 
 Message count by role, the thread binding summary and pending finalize records. Content only with --show-content.`,
   viz: `codex-turn viz [--trace FILE] [--out FILE.html]
 
-Writes the turn and compaction statecharts as one self-contained HTML page (with a replay when --trace is given).`,
+Writes the turn and compaction statecharts as one self-contained HTML page (with a replay when --trace is given).
+Needs the package "mermaid" (a devDependency of codex-turn-machine).`,
 };
 
 type Out = { json: boolean; log: (line: string) => void };
@@ -114,19 +126,55 @@ export async function loadEngineModule(spec: string): Promise<ContextEngine> {
   return engine as ContextEngine;
 }
 
+/**
+ * The CODEX_HOME a non-offline command runs codex with: `$CODEX_HOME` when set and non-empty (Codex ignores an empty
+ * one too), else Codex's own default `~/.codex`, so the user's `codex login` and config.toml are used. Never a
+ * temporary directory.
+ *
+ * @example
+ * ```ts
+ * resolveCodexHome({}, () => "/home/ada"); // { home: "/home/ada/.codex", source: "default" }
+ * ```
+ */
+export function resolveCodexHome(
+  env: NodeJS.ProcessEnv = process.env,
+  homedir: () => string = os.homedir,
+): { home: string; source: "CODEX_HOME" | "default" } {
+  const fromEnv = env.CODEX_HOME;
+  if (fromEnv !== undefined && fromEnv !== "") return { home: fromEnv, source: "CODEX_HOME" };
+  return { home: path.join(homedir(), ".codex"), source: "default" };
+}
+
+/** `CodexAppServer.spawn` options of a non-offline command (the user's own Codex setup). */
+export function liveCodexSpawnOptions(env: NodeJS.ProcessEnv = process.env, homedir: () => string = os.homedir) {
+  return { codexHome: resolveCodexHome(env, homedir).home, passEnv: ["OPENAI_API_KEY"] };
+}
+
 async function startServer(offline: boolean) {
   if (offline) {
-    const env = await startOfflineCodex({ offline: { lean: true } });
+    let env;
+    try {
+      env = await startOfflineCodex({ offline: { lean: true } });
+    } catch (err) {
+      throw envError(`cannot start the offline codex app-server: ${(err as Error).message}`);
+    }
     env.fake.setDefault({ text: "offline reply" });
     return { codex: env.codex, fake: env.fake, dispose: () => env.dispose() };
   }
+  const { home, source } = resolveCodexHome();
   try {
-    // The user's own provider: their CODEX_HOME (login, config.toml) and an API key from the environment.
-    const home = process.env.CODEX_HOME;
-    const codex = await CodexAppServer.spawn({ passEnv: ["OPENAI_API_KEY"], ...(home ? { codexHome: home } : {}) });
+    // Codex refuses a CODEX_HOME that does not exist; its default ~/.codex it would create itself, so create that one.
+    if (source === "default") await mkdir(home, { recursive: true });
+    else if (!(await stat(home)).isDirectory()) throw new Error("not a directory");
+  } catch (err) {
+    const origin = source === "default" ? "default ~/.codex" : "from $CODEX_HOME";
+    throw envError(`CODEX_HOME ${home} (${origin}) is not usable: ${(err as Error).message}`);
+  }
+  try {
+    const codex = await CodexAppServer.spawn(liveCodexSpawnOptions());
     return { codex, fake: undefined, dispose: () => codex.close() };
   } catch (err) {
-    throw envError(`cannot start codex app-server: ${(err as Error).message}`);
+    throw envError(`cannot start codex app-server (CODEX_HOME ${home}): ${(err as Error).message}`);
   }
 }
 
@@ -143,16 +191,49 @@ function recordTurnRequest(sessionFile: string, prompt: string, engineId: string
   trajectory?.record("request", "codexTurn/run", { sessionFile, prompt, engineId });
 }
 
+/** Whether `err` says that the package `pkg` (or a file inside it) could not be found. */
+export function isMissingPackageError(err: unknown, pkg: string): boolean {
+  const code = (err as { code?: unknown } | null)?.code;
+  const message = (err as { message?: unknown } | null)?.message;
+  if (typeof message !== "string" || !message.includes(pkg)) return false;
+  return code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND" || /cannot find (package|module)/i.test(message);
+}
+
+/** The CLI error for a command that needs an optional package (a devDependency) that is not installed. */
+export function missingPackageError(pkg: string, feature: string): CliError {
+  return envError(
+    `${feature} needs the package "${pkg}", which is not installed (it is a devDependency of codex-turn-machine): ` +
+      `run \`npm install ${pkg}\``,
+  );
+}
+
+/**
+ * Import a module that needs the optional package `pkg`: a missing package becomes {@link missingPackageError}, any
+ * other load failure an environment error naming `feature`; never a stack trace.
+ */
+export async function importOptional<T>(pkg: string, feature: string, load: () => Promise<T>): Promise<T> {
+  try {
+    return await load();
+  } catch (err) {
+    if (isMissingPackageError(err, pkg)) throw missingPackageError(pkg, feature);
+    throw envError(`${feature}: cannot load ${pkg}: ${(err as Error)?.message ?? String(err)}`);
+  }
+}
+
 async function maybeInspector(enabled: boolean, out: Out) {
   if (!enabled) return undefined;
+  const { createLiveInspector } = await importOptional("@statelyai/inspect", "--inspect", () => import("../inspect/live.js"));
   try {
-    const { createLiveInspector } = await import("../inspect/live.js");
     const inspector = await createLiveInspector();
     // Keep stdout pure JSON for scripts.
     if (out.json) process.stderr.write(`inspector: ${inspector.url}\n`);
     else out.log(`inspector: ${inspector.url}`);
     return inspector;
   } catch (err) {
+    // `ws` is resolved through @statelyai/inspect (its dependency) when the relay starts.
+    if (isMissingPackageError(err, "@statelyai/inspect") || isMissingPackageError(err, "ws")) {
+      throw missingPackageError("@statelyai/inspect", "--inspect");
+    }
     throw envError(`--inspect: live inspector unavailable: ${(err as Error).message}`);
   }
 }
@@ -180,8 +261,12 @@ async function cmdRun(argv: string[]): Promise<number> {
   if (typeof values.session !== "string") throw usage("run: --session FILE is required");
   const out = mkOut(values.json === true);
   const engine = typeof values.engine === "string" ? await loadEngineModule(values.engine) : createWindowEngine({});
-  const server = await startServer(values.offline === true);
+  // The inspector first: a missing optional package fails before an app-server process exists.
   const inspector = await maybeInspector(values.inspect === true, out);
+  const server = await startServer(values.offline === true).catch(async (err: unknown) => {
+    await inspector?.close();
+    throw err;
+  });
   const detach = attachTrajectory(server.codex, values);
   const ac = new AbortController();
   const onSigint = () => ac.abort();
@@ -307,14 +392,23 @@ async function cmdViz(argv: string[]): Promise<number> {
       throw envError(`viz: cannot read trace ${values.trace}: ${(err as Error).message}`);
     }
   }
-  const html = viz.renderStatechartPage({
-    title: "codex-turn-machine",
-    machines: [
-      { id: "turn", title: "Turn", machine: turnMachine },
-      { id: "compaction", title: "Compaction", machine: compactionMachine },
-    ],
-    ...(steps ? { trace: steps } : {}),
-  });
+  let html: string;
+  try {
+    html = viz.renderStatechartPage({
+      title: "codex-turn-machine",
+      machines: [
+        { id: "turn", title: "Turn", machine: turnMachine },
+        { id: "compaction", title: "Compaction", machine: compactionMachine },
+      ],
+      ...(steps ? { trace: steps } : {}),
+    });
+  } catch (err) {
+    // The page inlines mermaid's browser bundle (resolved from node_modules when the page is rendered).
+    if ((err as { code?: unknown } | null)?.code === "VIZ_MERMAID_MISSING" || isMissingPackageError(err, "mermaid")) {
+      throw missingPackageError("mermaid", "viz");
+    }
+    throw envError(`viz: cannot render the page: ${(err as Error)?.message ?? String(err)}`);
+  }
   const outFile = path.resolve(typeof values.out === "string" ? values.out : "statecharts.html");
   await writeFile(outFile, html);
   process.stdout.write(`wrote ${outFile}\n`);
@@ -335,13 +429,14 @@ async function cmdDemo(argv: string[]): Promise<number> {
     throw envError(`demo: src/inspect/trace.ts unavailable: ${err.message}`);
   });
   const recorder = createTraceRecorder();
+  const inspector = await maybeInspector(values.inspect === true, out);
   let env;
   try {
     env = await startOfflineCodex({ offline: { lean: true } });
   } catch (err) {
+    await inspector?.close();
     throw envError(`demo: cannot start offline codex: ${(err as Error).message}`);
   }
-  const inspector = await maybeInspector(values.inspect === true, out);
   const engine = createRecordingEngine(createWindowEngine({ tokenBudget: 16_000, ownsCompaction: true }));
   const tty = process.stdout.isTTY === true && !json;
   const turns: Array<{ n: number; prompt: string; status: string; states: string[]; reply: string }> = [];
@@ -479,8 +574,11 @@ async function cmdChat(argv: string[]): Promise<number> {
   const sessionFile = path.resolve(values.session);
   const out = mkOut(false);
   const engine = typeof values.engine === "string" ? await loadEngineModule(values.engine) : createWindowEngine({});
-  const server = await startServer(values.offline === true);
   const inspector = await maybeInspector(values.inspect === true, out);
+  const server = await startServer(values.offline === true).catch(async (err: unknown) => {
+    await inspector?.close();
+    throw err;
+  });
   const detach = attachTrajectory(server.codex, values);
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY === true });
   let running: ReturnType<typeof startCodexTurn> | undefined;

@@ -7,8 +7,13 @@
  */
 import { z } from "zod";
 import type { Logger } from "pino";
-import type { ContextEngine, InterceptCompactionResult } from "../context-engine/types.js";
+import { CompactResultInvalidError, validateCompactResult } from "../context-engine/contract.js";
+import type { CompactResult, ContextEngine, InterceptCompactionResult } from "../context-engine/types.js";
+import { callEngine } from "../context-engine/lifecycle.js";
 import { silentLogger } from "../log/logger.js";
+
+/** Default bound on each engine call of an accordion compaction (engines may summarize with a model). */
+export const DEFAULT_ACCORDION_TIMEOUT_MS = 300_000;
 import { CompactionError, firstIssue } from "./errors.js";
 
 /** lossless-claw's floor: below ~5% of the budget a sweep cannot even fit system prompt + tool definitions. */
@@ -145,6 +150,7 @@ const runParamsSchema = z.object({
   currentTokenCount: z.number().int().nonnegative().optional(),
   firstKeptEntryId: z.string().optional(),
   config: z.unknown(),
+  timeoutMs: z.number().int().positive().optional(),
   signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "signal must be an AbortSignal").optional(),
   logger: z.custom<Logger>((v) => typeof v === "object" && v !== null && isFunction((v as Logger).info)).optional(),
 });
@@ -162,6 +168,8 @@ export interface RunAccordionParams {
   firstKeptEntryId?: string;
   /** Validated with {@link parseAccordionConfig} (a parsed config passes unchanged). */
   config: AccordionConfigInput | AccordionConfig;
+  /** Bound on each engine call (`interceptCompaction`, `compact`); default 300 s. A timeout counts as a failure. */
+  timeoutMs?: number;
   signal?: AbortSignal;
   logger?: Logger;
 }
@@ -172,8 +180,13 @@ export interface AccordionRunResult {
   tokensAfter?: number;
   /** Which engine entry point did the work ("none": aborted before anything ran). */
   via: "intercept" | "compact" | "none";
-  /** Why nothing was compacted (e.g. "aborted", "compactFailed", or the engine's own reason). */
+  /**
+   * Why nothing was compacted: "aborted", "compactFailed" (`compact()` threw), "compactResultInvalid" (it returned a
+   * malformed result, see `error`), "notCompacted" / "compactRejected", or the engine's own reason.
+   */
   reason?: string;
+  /** Set when `compact()` returned a malformed result: `code` "COMPACT_RESULT_INVALID" and a message naming the field. */
+  error?: { code: string; message: string };
 }
 
 function errorLabel(error: unknown): string {
@@ -187,11 +200,26 @@ const capReason = (reason: unknown): string | undefined =>
   typeof reason === "string" ? reason.slice(0, 120) : undefined;
 
 /**
- * Run one accordion compaction in the engine. `interceptCompaction` first when the engine implements it (a throw
- * counts as `handled: false`); otherwise, or when it declines, `compact({ force: true, compactionTarget: "threshold",
- * compactionTargetFraction })`. Never throws for engine failures (they come back as `compacted: false`) because the
- * caller runs it on the way to `assemble`, which must not fail because of it. Invalid parameters do throw
- * {@link CompactionError}.
+ * Whether the accordion calls the engine's `interceptCompaction`: whenever the engine implements it, unless it opts out
+ * with `info.interceptsCompaction === false`.
+ *
+ * @example
+ * ```ts
+ * usesInterceptCompaction({ ...engine, info: { ...engine.info, interceptsCompaction: false } }); // false
+ * ```
+ */
+export function usesInterceptCompaction(engine: ContextEngine): boolean {
+  return typeof engine.interceptCompaction === "function" && engine.info?.interceptsCompaction !== false;
+}
+
+/**
+ * Run one accordion compaction in the engine. `interceptCompaction` first when the engine implements it and does not
+ * opt out with `info.interceptsCompaction: false` (a throw counts as `handled: false`); otherwise, or when it declines,
+ * `compact({ force: true, compactionTarget: "threshold", compactionTargetFraction })`, whose result is validated
+ * (`compactResultSchema`; a malformed one is a failure: `reason: "compactResultInvalid"`, `error.code:
+ * "COMPACT_RESULT_INVALID"`, logged as a warning). Never throws for engine failures (they come back as `compacted:
+ * false`) because the caller runs it on the way to `assemble`, which must not fail because of it. Invalid parameters
+ * do throw {@link CompactionError}.
  *
  * @example
  * ```ts
@@ -212,6 +240,7 @@ export async function runAccordionCompaction(params: RunAccordionParams): Promis
   const config = parseAccordionConfig(params.config);
   const { engine, sessionId, sessionKey, sessionFile, tokenBudget, currentTokenCount, signal } = params;
   const logger = params.logger ?? silentLogger;
+  const timeoutMs = params.timeoutMs ?? DEFAULT_ACCORDION_TIMEOUT_MS;
   const ids = { sessionId, engineId: engine.info?.id };
   const tokensBefore = currentTokenCount ?? 0;
 
@@ -220,10 +249,16 @@ export async function runAccordionCompaction(params: RunAccordionParams): Promis
     return { compacted: false, tokensBefore, via: "none", reason: "aborted" };
   }
 
-  if (typeof engine.interceptCompaction === "function") {
+  if (typeof engine.interceptCompaction === "function" && !usesInterceptCompaction(engine)) {
+    logger.info(
+      { ...ids, event: "accordion intercept skipped", reason: "interceptsCompaction false" },
+      "engine opted out of interceptCompaction (info.interceptsCompaction: false); using compact()",
+    );
+  }
+  if (usesInterceptCompaction(engine)) {
     let intercepted: InterceptCompactionResult;
     try {
-      intercepted = await engine.interceptCompaction({
+      intercepted = await callEngine("interceptCompaction", () => engine.interceptCompaction!({
         sessionId,
         ...(sessionKey !== undefined ? { sessionKey } : {}),
         sessionFile,
@@ -233,7 +268,7 @@ export async function runAccordionCompaction(params: RunAccordionParams): Promis
         tokensBefore,
         trigger: "in-attempt-auto",
         ...(signal ? { signal } : {}),
-      });
+      }), { timeoutMs, ...(signal ? { signal } : {}) });
     } catch (error) {
       // The contract says interceptCompaction never throws; if it does, treat it as declined (lossless-claw#665).
       intercepted = { handled: false, reason: `threw: ${errorLabel(error)}` };
@@ -258,8 +293,9 @@ export async function runAccordionCompaction(params: RunAccordionParams): Promis
     if (signal?.aborted) return { compacted: false, tokensBefore, via: "none", reason: "aborted" };
   }
 
+  let res: CompactResult;
   try {
-    const res = await engine.compact({
+    const raw: unknown = await callEngine("compact", () => engine.compact({
       sessionId,
       ...(sessionKey !== undefined ? { sessionKey } : {}),
       sessionFile,
@@ -273,33 +309,50 @@ export async function runAccordionCompaction(params: RunAccordionParams): Promis
         ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
       },
       ...(signal ? { abortSignal: signal } : {}),
-    });
-    const compacted = res?.ok === true && res.compacted === true;
-    const result: AccordionRunResult = {
-      compacted,
-      tokensBefore: res?.result?.tokensBefore ?? tokensBefore,
-      via: "compact",
-    };
-    if (res?.result?.tokensAfter !== undefined) result.tokensAfter = res.result.tokensAfter;
-    if (!compacted) result.reason = capReason(res?.reason) ?? (res?.ok ? "notCompacted" : "compactRejected");
-    logger.info(
-      {
-        ...ids,
-        event: "accordion compaction completed",
-        compacted,
-        tokensBefore: result.tokensBefore,
-        tokensAfter: result.tokensAfter,
-        compactionTargetFraction: config.compactionTargetFraction,
-      },
-      "accordion compaction completed",
-    );
-    return result;
+    }), { timeoutMs, ...(signal ? { signal } : {}) });
+    // Third-party output: validate before reading it (a malformed result is a failure, never half-read).
+    res = validateCompactResult(raw);
   } catch (error) {
     const aborted = signal?.aborted === true;
+    const invalid = error instanceof CompactResultInvalidError;
     logger.warn(
-      { ...ids, event: aborted ? "accordion compaction aborted" : "accordion compaction failed", err: errorLabel(error) },
-      "accordion compaction failed",
+      {
+        ...ids,
+        event: aborted ? "accordion compaction aborted" : "accordion compaction failed",
+        err: errorLabel(error),
+        // The field path and the schema's complaint only (no values), so no content reaches the log.
+        ...(invalid ? { detail: error.detail } : {}),
+      },
+      invalid ? "accordion compaction failed: compact() returned an invalid result" : "accordion compaction failed",
     );
-    return { compacted: false, tokensBefore, via: "compact", reason: aborted ? "aborted" : "compactFailed" };
+    const failed: AccordionRunResult = {
+      compacted: false,
+      tokensBefore,
+      via: "compact",
+      reason: aborted ? "aborted" : invalid ? "compactResultInvalid" : "compactFailed",
+    };
+    // Our own message (method, field path, schema complaint): safe to report, unlike whatever an engine threw.
+    if (invalid && !aborted) failed.error = { code: error.code, message: error.message };
+    return failed;
   }
+  const compacted = res.ok && res.compacted;
+  const result: AccordionRunResult = {
+    compacted,
+    tokensBefore: res.result?.tokensBefore ?? tokensBefore,
+    via: "compact",
+  };
+  if (res.result?.tokensAfter !== undefined) result.tokensAfter = res.result.tokensAfter;
+  if (!compacted) result.reason = capReason(res.reason) ?? (res.ok ? "notCompacted" : "compactRejected");
+  logger.info(
+    {
+      ...ids,
+      event: "accordion compaction completed",
+      compacted,
+      tokensBefore: result.tokensBefore,
+      tokensAfter: result.tokensAfter,
+      compactionTargetFraction: config.compactionTargetFraction,
+    },
+    "accordion compaction completed",
+  );
+  return result;
 }

@@ -7,6 +7,7 @@
  * helpers can be wired in by the caller.
  */
 import { z } from "zod";
+import { callEngine } from "../context-engine/lifecycle.js";
 import type { Logger } from "pino";
 import { createActor, fromPromise, toPromise } from "xstate";
 import { compactionMachine, type MarkBindingInput } from "../../machines/compaction.machine.js";
@@ -19,7 +20,9 @@ import type {
   CompactionTrigger,
   NativeCompactOutput,
 } from "../../machines/compaction.rules.js";
-import type { CompactResult, ContextEngine, ContextEngineRuntimeContext } from "../context-engine/types.js";
+import { validateCompactResult } from "../context-engine/contract.js";
+import type { ContextEngine, ContextEngineRuntimeContext } from "../context-engine/types.js";
+import { markNativeCompaction, type ThreadBinding } from "../transcript/binding.js";
 import { silentLogger } from "../log/logger.js";
 import { CompactionError, firstIssue } from "./errors.js";
 
@@ -83,6 +86,8 @@ export const compactCodexSessionParamsSchema = z
     logger: z.custom<Logger>((v) => isObject(v) && isFunction(v.info) && isFunction(v.warn), "logger must be a pino logger").optional(),
     /** Bound on the native round; Codex runs it as its own model turn, so it gets more time than an RPC. */
     nativeTimeoutMs: z.number().int().positive().default(120_000),
+    /** Bound on the engine's `compact()` (an engine summarizing with a model may need minutes). */
+    engineTimeoutMs: z.number().int().positive().default(300_000),
     runMaintenance: z.custom<CompactionMaintenanceRunner>(isFunction, "runMaintenance must be a function").optional(),
     /** Runs the whole compaction under the session lock when given (e.g. `fn => withSessionLock(file, fn)`). */
     withLock: z
@@ -200,7 +205,7 @@ async function runCompaction(p: z.output<typeof compactCodexSessionParamsSchema>
       }),
       compactEngine: fromPromise(async ({ input, signal }) => {
         const { request } = input;
-        const res: CompactResult = await engine!.compact({
+        const raw: unknown = await callEngine("compact", () => engine!.compact({
           sessionId: p.sessionId,
           ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
           sessionFile: p.sessionFile,
@@ -211,9 +216,11 @@ async function runCompaction(p: z.output<typeof compactCodexSessionParamsSchema>
           ...(p.customInstructions !== undefined ? { customInstructions: p.customInstructions } : {}),
           runtimeContext: runtimeContext(request.currentTokenCount),
           abortSignal: signal,
-        });
-        if (!isObject(res) || typeof res.ok !== "boolean") throw new Error("context engine compact() returned no result");
-        return res;
+        }), { timeoutMs: p.engineTimeoutMs, signal });
+        // Third-party output: a malformed result (e.g. `null`, `{ ok: "yes" }`) throws CompactResultInvalidError
+        // (code COMPACT_RESULT_INVALID, naming the field), which the machine records as the engine's compaction failing
+        // (`outcomes.engineCompact: "failed"`, a warning, `reason: "engineCompactionFailed: ..."`).
+        return validateCompactResult(raw);
       }),
       maintainEngine: fromPromise(async ({ signal }) => {
         if (p.runMaintenance) {
@@ -295,8 +302,9 @@ async function runCompaction(p: z.output<typeof compactCodexSessionParamsSchema>
 
 /**
  * Adapt the thread-binding sidecar functions (`readThreadBinding` / `writeThreadBinding`) to a {@link BindingStore}.
- * Marking clears the injection ledger and `heldTurnIds` of the binding only when it still names the compacted thread
- * (a binding that already rotated to a new thread has nothing Codex dropped).
+ * Marking applies the binding helper `markNativeCompaction` (clears the injection ledger and `heldTurnIds`, counts
+ * `nativeCompactions`, `updatedBy: "compaction"`) only when the binding still names the compacted thread (a binding
+ * that already rotated to a new thread has nothing Codex dropped, and is not written).
  *
  * @example
  * ```ts
@@ -304,7 +312,14 @@ async function runCompaction(p: z.output<typeof compactCodexSessionParamsSchema>
  * ```
  */
 export function createBindingStore<
-  B extends { threadId: string; ledger?: unknown; heldTurnIds?: unknown; lastUsage?: BindingUsage },
+  B extends {
+    threadId: string;
+    ledger?: unknown;
+    heldTurnIds?: unknown;
+    lastUsage?: BindingUsage;
+    nativeCompactions?: number;
+    updatedBy?: string;
+  } = ThreadBinding,
 >(io: {
   read(sessionFile: string, logger?: Logger): Promise<B | null | undefined>;
   write(sessionFile: string, binding: B): Promise<void>;
@@ -319,7 +334,10 @@ export function createBindingStore<
     markNativeCompaction: async (sessionFile, info) => {
       const binding = await io.read(sessionFile, io.logger);
       if (!binding || binding.threadId !== info.threadId) return;
-      await io.write(sessionFile, { ...binding, ledger: [], heldTurnIds: [] });
+      // The shared helper (also used by the turn), so both paths mark a native compaction identically. It only
+      // spreads the binding and sets ledger, heldTurnIds, nativeCompactions and updatedBy, so any B fits.
+      const next = markNativeCompaction(binding as unknown as ThreadBinding, info.threadId, "compaction");
+      await io.write(sessionFile, next as unknown as B);
     },
   };
 }

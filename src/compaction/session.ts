@@ -114,6 +114,7 @@ export async function compactSession(params: CompactSessionParams): Promise<Comp
       ...(p.signal ? { signal: p.signal } : {}),
       logger,
       nativeTimeoutMs: p.nativeTimeoutMs,
+      engineTimeoutMs: p.engineTimeoutMs,
       runMaintenance,
       withLock: (fn) => withSessionLock(p.sessionFile, () => fn(), lockOptions),
     });

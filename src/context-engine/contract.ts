@@ -4,7 +4,7 @@
  */
 import { z } from "zod";
 import type { EngineFacts } from "../../machines/turn.contract.js";
-import type { AssembleResult, ContextEngine } from "./types.js";
+import type { AssembleResult, CompactResult, ContextEngine } from "./types.js";
 
 /** An engine object that does not satisfy the contract; `member` names what is missing or wrong. */
 export class ContextEngineContractError extends Error {
@@ -39,6 +39,18 @@ export class AssembleResultInvalidError extends EngineResultInvalidError {
   constructor(detail: string) {
     super("assemble", detail);
     this.name = "AssembleResultInvalidError";
+  }
+}
+
+/**
+ * `compact()` returned something malformed (e.g. `null`, `ok` not a boolean, or `result.tokensBefore` missing). The
+ * compaction paths treat it as the engine's compaction failing: a warning, never a crash or a half-read result.
+ */
+export class CompactResultInvalidError extends EngineResultInvalidError {
+  override readonly code: string = "COMPACT_RESULT_INVALID";
+  constructor(detail: string) {
+    super("compact", detail);
+    this.name = "CompactResultInvalidError";
   }
 }
 
@@ -108,6 +120,22 @@ export function validateAssembleResult(value: unknown): AssembleResult {
   return parsed.data as unknown as AssembleResult;
 }
 
+/**
+ * Validate a `compact()` result with {@link compactResultSchema}; throws {@link CompactResultInvalidError} naming the
+ * offending field.
+ *
+ * @example
+ * ```ts
+ * validateCompactResult({ ok: true, compacted: false }); // ok
+ * validateCompactResult({ ok: "yes" }); // throws CompactResultInvalidError ("ok: …")
+ * ```
+ */
+export function validateCompactResult(value: unknown): CompactResult {
+  const parsed = compactResultSchema.safeParse(value);
+  if (!parsed.success) throw new CompactResultInvalidError(describeIssue(parsed.error.issues[0]));
+  return parsed.data as unknown as CompactResult;
+}
+
 function describeIssue(issue: z.core.$ZodIssue | undefined): string {
   const where = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "(result)";
   return `${where}: ${issue?.message ?? "invalid"}`;
@@ -135,6 +163,10 @@ export function assertContextEngine(value: unknown): ContextEngine {
     throw new ContextEngineContractError("info.id", "must be a non-empty string");
   }
   if (typeof info["name"] !== "string") throw new ContextEngineContractError("info.name", "must be a string");
+  const intercepts = info["interceptsCompaction"];
+  if (intercepts !== undefined && typeof intercepts !== "boolean") {
+    throw new ContextEngineContractError("info.interceptsCompaction", `must be a boolean when present, got ${typeof intercepts}`);
+  }
   const mode = info["turnMaintenanceMode"];
   if (mode !== undefined && mode !== "foreground" && mode !== "background") {
     throw new ContextEngineContractError("info.turnMaintenanceMode", `must be "foreground" or "background", got ${String(mode)}`);

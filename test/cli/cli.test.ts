@@ -1,5 +1,7 @@
 /**
  * The `codex-turn` CLI, spawned through bin/codex-turn.js exactly as a user runs it, against the offline fake model.
+ * CODEX_TURN_FROM_SOURCE=1 makes the bin run src/ (through tsx) even when a dist/ build exists, so the tests always
+ * exercise the current sources, never a stale build.
  */
 import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
@@ -13,7 +15,8 @@ const bin = path.join(root, "bin", "codex-turn.js");
 
 function cli(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = execFile(process.execPath, [bin, ...args], { cwd: root, timeout: 45_000 }, (err, stdout, stderr) => {
+    const env = { ...process.env, CODEX_TURN_FROM_SOURCE: "1" };
+    const child = execFile(process.execPath, [bin, ...args], { cwd: root, env, timeout: 45_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : -1) : 0;
       resolve({ code, stdout, stderr });
     });

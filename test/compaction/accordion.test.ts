@@ -4,6 +4,7 @@ import {
   evaluateAccordion,
   parseAccordionConfig,
   runAccordionCompaction,
+  usesInterceptCompaction,
   type AccordionConfig,
 } from "../../src/compaction/accordion.js";
 import { CompactionError } from "../../src/compaction/errors.js";
@@ -115,13 +116,22 @@ describe("evaluateAccordion", () => {
   });
 });
 
-function engineWith(o: { intercept?: () => Promise<InterceptCompactionResult>; compact?: () => Promise<CompactResult> }) {
+function engineWith(o: {
+  intercept?: () => Promise<InterceptCompactionResult>;
+  compact?: () => Promise<CompactResult>;
+  interceptsCompaction?: boolean;
+}) {
   const compact = vi.fn<ContextEngine["compact"]>(
     o.compact ?? (async () => ({ ok: true, compacted: true, result: { tokensBefore: 180_000, tokensAfter: 70_000 } })),
   );
   const interceptCompaction = o.intercept ? vi.fn(o.intercept) : undefined;
   const engine: ContextEngine = {
-    info: { id: "lcm", name: "lossless", ownsCompaction: true },
+    info: {
+      id: "lcm",
+      name: "lossless",
+      ownsCompaction: true,
+      ...(o.interceptsCompaction !== undefined ? { interceptsCompaction: o.interceptsCompaction } : {}),
+    },
     ingest: async () => ({ ingested: true }),
     assemble: async ({ messages }) => ({ messages, estimatedTokens: 0 }),
     compact,
@@ -205,6 +215,76 @@ describe("runAccordionCompaction", () => {
     expect(out).toEqual({ compacted: false, tokensBefore: 180_000, via: "compact", reason: "compactFailed" });
     expect(lines.join("")).not.toContain("SECRET-TRANSCRIPT-TEXT");
     expect(lines.map((l) => JSON.parse(l).event)).toEqual(["accordion compaction failed"]);
+  });
+
+  it("bounds each engine call: a hanging interceptCompaction is declined, a hanging compact() fails", async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: "info" }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+    const never = () => new Promise<never>(() => undefined);
+    const { engine, compact, interceptCompaction } = engineWith({ intercept: never, compact: never });
+    const started = Date.now();
+    const out = await runAccordionCompaction({ ...runBase, engine, logger, timeoutMs: 50 });
+    expect(out).toEqual({ compacted: false, tokensBefore: 180_000, via: "compact", reason: "compactFailed" });
+    expect(interceptCompaction).toHaveBeenCalledTimes(1);
+    expect(compact).toHaveBeenCalledTimes(1);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(lines.find((l) => l.event === "accordion intercept declined")).toMatchObject({ interceptReason: "threw: ENGINE_CALL_TIMEOUT" });
+    expect(lines.find((l) => l.event === "accordion compaction failed")).toMatchObject({ err: "ENGINE_CALL_TIMEOUT" });
+  });
+
+  it.each([
+    ["null", null, "(result): Invalid input: expected object, received null"],
+    ['{ ok: "yes" }', { ok: "yes" }, "ok: Invalid input: expected boolean, received string"],
+    ["compacted not a boolean", { ok: true, compacted: "yes", result: { tokensBefore: 1 } }, "compacted: Invalid input: expected boolean, received string"],
+    ["tokensBefore not a number", { ok: true, compacted: true, result: { tokensBefore: "many" } }, "result.tokensBefore: Invalid input: expected number, received string"],
+  ])("a malformed compact() result (%s) is a typed failure with a warning, never a crash", async (_label, bad, detail) => {
+    const lines: Array<Record<string, unknown>> = [];
+    const logger = pino({ level: "info" }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+    const { engine } = engineWith({ compact: (async () => bad) as unknown as () => Promise<CompactResult> });
+    const out = await runAccordionCompaction({ ...runBase, engine, logger });
+    expect(out).toEqual({
+      compacted: false,
+      tokensBefore: 180_000,
+      via: "compact",
+      reason: "compactResultInvalid",
+      error: { code: "COMPACT_RESULT_INVALID", message: `context engine compact() returned an invalid result: ${detail}` },
+    });
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject({ level: 40, event: "accordion compaction failed", err: "COMPACT_RESULT_INVALID", detail });
+  });
+
+  describe("info.interceptsCompaction", () => {
+    const handled = async (): Promise<InterceptCompactionResult> => ({ handled: true, summary: "S", firstKeptEntryId: "e1", tokensBefore: 181_000, tokensAfter: 60_000 });
+
+    it.each([[undefined], [true]])("interceptsCompaction %s: interceptCompaction is called (it exists)", async (flag) => {
+      const { engine, compact, interceptCompaction } = engineWith({ intercept: handled, ...(flag !== undefined ? { interceptsCompaction: flag } : {}) });
+      expect(usesInterceptCompaction(engine)).toBe(true);
+      const out = await runAccordionCompaction({ ...runBase, engine });
+      expect(interceptCompaction).toHaveBeenCalledTimes(1);
+      expect(compact).not.toHaveBeenCalled();
+      expect(out.via).toBe("intercept");
+    });
+
+    it("interceptsCompaction: false opts out: interceptCompaction is never called, compact() runs", async () => {
+      const lines: Array<Record<string, unknown>> = [];
+      const logger = pino({ level: "info" }, { write: (s: string) => void lines.push(JSON.parse(s) as Record<string, unknown>) });
+      const { engine, compact, interceptCompaction } = engineWith({ intercept: handled, interceptsCompaction: false });
+      expect(usesInterceptCompaction(engine)).toBe(false);
+      const out = await runAccordionCompaction({ ...runBase, engine, logger });
+      expect(interceptCompaction).not.toHaveBeenCalled();
+      expect(compact).toHaveBeenCalledTimes(1);
+      expect(out).toEqual({ compacted: true, tokensBefore: 180_000, tokensAfter: 70_000, via: "compact" });
+      expect(lines.map((l) => l.event)).toEqual(["accordion intercept skipped", "accordion compaction completed"]);
+    });
+
+    it("without an interceptCompaction method the flag changes nothing: compact() runs", async () => {
+      for (const flag of [undefined, true, false]) {
+        const { engine, compact } = engineWith({ ...(flag !== undefined ? { interceptsCompaction: flag } : {}) });
+        expect(usesInterceptCompaction(engine)).toBe(false);
+        expect((await runAccordionCompaction({ ...runBase, engine })).via).toBe("compact");
+        expect(compact).toHaveBeenCalledTimes(1);
+      }
+    });
   });
 
   it("reports a compact() that did not compact", async () => {

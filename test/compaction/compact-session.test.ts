@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { pino } from "pino";
 import {
@@ -10,6 +13,7 @@ import {
 import { CompactionError } from "../../src/compaction/errors.js";
 import type { CompactResult, ContextEngine } from "../../src/context-engine/types.js";
 import type { CodexAppServer } from "../../src/codex/app-server.js";
+import { readThreadBinding, writeThreadBinding, type ThreadBinding } from "../../src/transcript/binding.js";
 
 // The real Codex client plugs in as the native compactor (checked by tsc).
 const clientFits: CodexAppServer extends NativeCompactor ? true : false = true;
@@ -239,6 +243,41 @@ describe("compactCodexSession with an engine that owns compaction", () => {
     expect(compactThread).toHaveBeenCalledTimes(1);
     expect(maintain).not.toHaveBeenCalled();
     expect(markNativeCompaction).toHaveBeenCalledTimes(1);
+  });
+
+  it.each([
+    ["null", null, "(result): Invalid input: expected object, received null"],
+    ["{ ok: \"yes\" }", { ok: "yes" }, "ok: Invalid input: expected boolean, received string"],
+    ["compacted missing", { ok: true }, "compacted: Invalid input: expected boolean, received undefined"],
+    ["result without tokensBefore", { ok: true, compacted: true, result: { tokensAfter: 5 } }, "result.tokensBefore: Invalid input: expected number, received undefined"],
+  ])("a malformed compact() result (%s) is a typed engine compaction failure with a warning; native still runs", async (_label, bad, detail) => {
+    const order: string[] = [];
+    const { engine, maintain } = fakeEngine(order, { compact: (async () => bad) as unknown as ContextEngine["compact"] });
+    const { appServer, compactThread } = fakeNative(order);
+    const log = captureLogger();
+    const out = await compactCodexSession(
+      baseParams({ appServer, bindingStore: fakeStore(order, BOUND).store, contextEngine: engine, logger: log.logger }),
+    );
+    expect(out).toMatchObject({ ok: false, compacted: false, primary: "engine" });
+    expect(out.reason).toBe(`engineCompactionFailed: context engine compact() returned an invalid result: ${detail}`);
+    expect(out.outcomes.engineCompact).toBe("failed");
+    expect(out.warnings).toContain("context-engine compaction failed; still running Codex native compaction");
+    expect(log.lines.find((l) => l.event === "engine compaction failed")).toMatchObject({ level: 40, err: "COMPACT_RESULT_INVALID" });
+    expect(compactThread).toHaveBeenCalledTimes(1);
+    expect(maintain).not.toHaveBeenCalled();
+  });
+
+  it("a compact() that never settles is bounded by engineTimeoutMs: a failure, and native still runs", async () => {
+    const order: string[] = [];
+    const { engine } = fakeEngine(order, { compact: () => new Promise<never>(() => undefined) });
+    const { appServer, compactThread } = fakeNative(order);
+    const out = await compactCodexSession(
+      baseParams({ appServer, bindingStore: fakeStore(order, BOUND).store, contextEngine: engine, engineTimeoutMs: 50 }),
+    );
+    expect(out).toMatchObject({ ok: false, compacted: false });
+    expect(out.reason).toBe("engineCompactionFailed: context engine compact() did not settle within 50 ms");
+    expect(out.outcomes.engineCompact).toBe("failed");
+    expect(compactThread).toHaveBeenCalledTimes(1);
   });
 
   it("an engine ok:false result is reported with the engine's reason; native still runs", async () => {
@@ -496,7 +535,47 @@ describe("createBindingStore", () => {
     await store.markNativeCompaction("/f", { threadId: "other-thread" });
     expect(write).not.toHaveBeenCalled();
     await store.markNativeCompaction("/f", { threadId: THREAD, turnId: "tc" });
-    expect(saved).toEqual({ threadId: THREAD, ledger: [], heldTurnIds: [], lastUsage: { inputTokens: 5, totalTokens: 6 } });
+    expect(saved).toEqual({
+      threadId: THREAD,
+      ledger: [],
+      heldTurnIds: [],
+      lastUsage: { inputTokens: 5, totalTokens: 6 },
+      nativeCompactions: 1,
+      updatedBy: "compaction",
+    });
+    // Each native compaction is counted (the shared `markNativeCompaction` helper of the binding module).
+    saved = { ...saved, ledger: ["ctx-b"], heldTurnIds: ["t2"] };
+    await store.markNativeCompaction("/f", { threadId: THREAD });
+    expect(saved).toMatchObject({ ledger: [], heldTurnIds: [], nativeCompactions: 2 });
+    expect(write).toHaveBeenCalledTimes(2);
+  });
+
+  it("with the real sidecar: a native compaction of the bound thread increments nativeCompactions on disk", async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), "ctm-binding-store-"));
+    try {
+      const file = path.join(dir, "s.jsonl");
+      const binding: ThreadBinding = {
+        version: 1,
+        threadId: THREAD,
+        dynamicToolsFingerprint: "tools",
+        engineId: "lcm",
+        policyFingerprint: "policy",
+        projectionMode: "delta",
+        heldTurnIds: ["t1"],
+        ledger: ["ctx-a"],
+      };
+      await writeThreadBinding(file, binding);
+      const store = createBindingStore({ read: readThreadBinding, write: writeThreadBinding });
+      await store.markNativeCompaction(file, { threadId: THREAD });
+      expect(await readThreadBinding(file)).toEqual({ ...binding, ledger: [], heldTurnIds: [], nativeCompactions: 1, updatedBy: "compaction" });
+      await store.markNativeCompaction(file, { threadId: THREAD });
+      expect((await readThreadBinding(file))?.nativeCompactions).toBe(2);
+      // Another thread's compaction leaves the binding alone.
+      await store.markNativeCompaction(file, { threadId: "other-thread" });
+      expect((await readThreadBinding(file))?.nativeCompactions).toBe(2);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it("an absent binding reads as null", async () => {

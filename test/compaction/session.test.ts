@@ -115,7 +115,8 @@ describe("compactSession (host-bound compaction)", () => {
     });
     expect(maintain.mock.calls[0]![0]!.runtimeContext).not.toHaveProperty("allowDeferredCompactionExecution");
     const after = await readThreadBinding(sessionFile);
-    expect(after).toEqual({ ...binding(), ledger: [], heldTurnIds: [] });
+    // Marked with the shared binding helper: ledger and held turns cleared, the native compaction counted.
+    expect(after).toEqual({ ...binding(), ledger: [], heldTurnIds: [], nativeCompactions: 1, updatedBy: "compaction" });
   });
 
   it("engine-owned with a failed native round: still ok, native ok:false with its reason, binding untouched", async () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import {
   AssembleResultInvalidError,
   assembleResultSchema,
+  CompactResultInvalidError,
   assertContextEngine,
   bootstrapResultSchema,
   compactResultSchema,
@@ -12,6 +13,7 @@ import {
   isLegacyEngine,
   maintainResultSchema,
   validateAssembleResult,
+  validateCompactResult,
   validateEngineResult,
 } from "../../src/context-engine/contract.js";
 import { createRecordingEngine, createWindowEngine, legacyEngine } from "../../src/context-engine/engines/index.js";
@@ -46,6 +48,7 @@ describe("assertContextEngine", () => {
     ["info.id", { ...minimal(), info: { id: "", name: "x" } }],
     ["info.name", { ...minimal(), info: { id: "x" } }],
     ["info.turnMaintenanceMode", { ...minimal(), info: { id: "x", name: "x", turnMaintenanceMode: "later" } }],
+    ["info.interceptsCompaction", { ...minimal(), info: { id: "x", name: "x", interceptsCompaction: "false" } }],
     ["ingest", { ...minimal(), ingest: undefined }],
     ["assemble", { ...minimal(), assemble: "not a function" }],
     ["compact", { ...minimal(), compact: undefined }],
@@ -149,5 +152,28 @@ describe("result schemas", () => {
     expect(compactResultSchema.safeParse({ ok: true, compacted: true, result: { tokensAfter: 4 } }).success).toBe(false);
     expect(ingestBatchResultSchema.safeParse({ ingestedCount: 2 }).success).toBe(true);
     expect(() => validateEngineResult("ingestBatch", ingestBatchResultSchema, { count: 2 })).toThrow(/ingestBatch\(\).*ingestedCount/);
+  });
+
+  it("validateCompactResult returns a valid result (extra fields kept) and throws a typed error naming the field", () => {
+    const good = { ok: true, compacted: true, reason: "r", result: { tokensBefore: 10, tokensAfter: 4, details: { x: 1 } }, extra: 1 };
+    expect(validateCompactResult(good)).toEqual(good);
+    expect(validateCompactResult({ ok: false, compacted: false })).toEqual({ ok: false, compacted: false });
+    for (const [bad, detail] of [
+      [null, "(result): Invalid input: expected object, received null"],
+      [undefined, "(result): Invalid input: expected object, received undefined"],
+      [{ ok: "yes" }, "ok: Invalid input: expected boolean, received string"],
+      [{ ok: true, compacted: true, reason: 5 }, "reason: Invalid input: expected string, received number"],
+    ] as const) {
+      let caught: unknown;
+      try {
+        validateCompactResult(bad);
+      } catch (error) {
+        caught = error;
+      }
+      expect(caught).toBeInstanceOf(CompactResultInvalidError);
+      expect(caught).toBeInstanceOf(EngineResultInvalidError);
+      expect(caught).toMatchObject({ code: "COMPACT_RESULT_INVALID", method: "compact", detail });
+      expect((caught as Error).message).toBe(`context engine compact() returned an invalid result: ${detail}`);
+    }
   });
 });
