@@ -119,7 +119,7 @@ export interface ContextEngineInfo {
   /** The engine owns compaction policy (lossless-claw#850). */
   ownsCompaction?: boolean;
   turnMaintenanceMode?: "foreground" | "background";
-  /** Proposed upstream (openclaw#81164); honoured when present. */
+  /** Proposed upstream (openclaw#81164). `interceptCompaction` is used whenever the engine has it; `false` opts out. */
   interceptsCompaction?: boolean;
 }
 
