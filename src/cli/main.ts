@@ -220,6 +220,21 @@ export async function importOptional<T>(pkg: string, feature: string, load: () =
   }
 }
 
+/**
+ * What `run` and `chat` share: the engine (from --engine or the default window engine), the inspector (first, so a
+ * missing optional package fails before an app-server process exists), the app-server and the trajectory writer.
+ */
+async function setUpTurnCommand(values: Values, out: Out) {
+  const engine = typeof values.engine === "string" ? await loadEngineModule(values.engine) : createWindowEngine({});
+  const inspector = await maybeInspector(values.inspect === true, out);
+  const server = await startServer(values.offline === true).catch(async (err: unknown) => {
+    await inspector?.close();
+    throw err;
+  });
+  const detach = attachTrajectory(server.codex, values);
+  return { engine, inspector, server, detach };
+}
+
 async function maybeInspector(enabled: boolean, out: Out) {
   if (!enabled) return undefined;
   const { createLiveInspector } = await importOptional("@statelyai/inspect", "--inspect", () => import("../inspect/live.js"));
@@ -260,14 +275,7 @@ async function cmdRun(argv: string[]): Promise<number> {
   if (!prompt) throw usage('run: missing "<prompt>"');
   if (typeof values.session !== "string") throw usage("run: --session FILE is required");
   const out = mkOut(values.json === true);
-  const engine = typeof values.engine === "string" ? await loadEngineModule(values.engine) : createWindowEngine({});
-  // The inspector first: a missing optional package fails before an app-server process exists.
-  const inspector = await maybeInspector(values.inspect === true, out);
-  const server = await startServer(values.offline === true).catch(async (err: unknown) => {
-    await inspector?.close();
-    throw err;
-  });
-  const detach = attachTrajectory(server.codex, values);
+  const { engine, inspector, server, detach } = await setUpTurnCommand(values, out);
   const ac = new AbortController();
   const onSigint = () => ac.abort();
   process.once("SIGINT", onSigint);
@@ -573,13 +581,7 @@ async function cmdChat(argv: string[]): Promise<number> {
   if (typeof values.session !== "string") throw usage("chat: --session FILE is required");
   const sessionFile = path.resolve(values.session);
   const out = mkOut(false);
-  const engine = typeof values.engine === "string" ? await loadEngineModule(values.engine) : createWindowEngine({});
-  const inspector = await maybeInspector(values.inspect === true, out);
-  const server = await startServer(values.offline === true).catch(async (err: unknown) => {
-    await inspector?.close();
-    throw err;
-  });
-  const detach = attachTrajectory(server.codex, values);
+  const { engine, inspector, server, detach } = await setUpTurnCommand(values, out);
   const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: process.stdin.isTTY === true });
   let running: ReturnType<typeof startCodexTurn> | undefined;
   let exitCode: number = EXIT.ok;
