@@ -3,12 +3,15 @@
  * points of random turns, restarted until every session has all its turns. Then every prompt is checked against the
  * transcript and the engine's fsynced ledger. Not part of `npm test`.
  *
- *   npx tsx bench/soak.ts [--sessions 20] [--turns 10] [--batch 5] [--kill-rate 0.5] [--concurrency 2] [--seed 1]
+ *   npx tsx bench/soak.ts [--sessions 20] [--turns 10] [--batch 5] [--kill-rate 0.5] [--concurrency 2] [--seed 1] [--out FILE]
+ *
+ * Prints the summary and writes it to bench/soak-results.json (or --out).
  *
  * The last prompt of a session is never a crash target, so its worker's turn also finalizes whatever the previous
  * worker left pending (finalizePendingTurns runs before every turn) and the session ends settled.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import {
@@ -30,6 +33,7 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "2" },
     seed: { type: "string", default: "1" },
     "max-seconds": { type: "string", default: "900" },
+    out: { type: "string" },
   },
 });
 const num = (name: keyof typeof values, min: number, max: number): number => {
@@ -163,4 +167,8 @@ const summary = {
   wallMs,
 };
 console.log(JSON.stringify(summary, null, 2));
+// Kept next to bench/results.json (the mirror append cost lives there, under scale.append).
+const out = values.out ?? path.join(path.dirname(fileURLToPath(import.meta.url)), "soak-results.json");
+writeFileSync(out, `${JSON.stringify({ generatedAt: new Date().toISOString(), node: process.version, ...summary }, null, 2)}\n`);
+console.log(`wrote ${out}`);
 rmSync(root, { recursive: true, force: true });
