@@ -22,12 +22,11 @@
 export {
   runCodexTurn,
   startCodexTurn,
-  recoverCodexSession,
   drainBackgroundWork,
   type CodexTurnHandle,
-  type SessionRecovery,
   type RecoverCodexSessionParams,
 } from "./turn.js";
+export { recoverCodexSession, type SessionRecovery } from "./recovery.js";
 export {
   CodexTurnParamsError,
   parseCodexTurnParams,

@@ -7,7 +7,8 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { CodexTurnParamsError, parseCodexTurnParams, parseRecoverCodexSessionParams } from "../../src/params.js";
-import { recoverCodexSession, startCodexTurn } from "../../src/turn.js";
+import { startCodexTurn } from "../../src/turn.js";
+import { recoverCodexSession } from "../../src/recovery.js";
 import type { CodexAppServer } from "../../src/codex/app-server.js";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "ctm-params-"));
