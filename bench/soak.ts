@@ -12,6 +12,7 @@
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { prng } from "./lib.js";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import {
@@ -49,17 +50,6 @@ const CONCURRENCY = Math.floor(num("concurrency", 1, 16));
 const SEED = Math.floor(num("seed", 0, 2 ** 31));
 const DEADLINE = Date.now() + num("max-seconds", 10, 3600) * 1000;
 
-/** mulberry32: small, seeded, good enough to pick kill points reproducibly. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const root = mkdtempSync(path.join("/var/tmp", "codex-soak-"));
 const kills = new Map<CrashPoint, number>(CRASH_POINTS.map((p) => [p, 0]));
