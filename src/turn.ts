@@ -36,7 +36,7 @@ import {
   writeThreadBinding,
   type ThreadBinding,
 } from "./transcript/binding.js";
-import { readSessionHistory } from "./transcript/session-file.js";
+import { historyFromTranscript, openSessionFile, readSessionHistory, readSessionTranscript } from "./transcript/session-file.js";
 import { mirrorTurnToTranscript } from "./transcript/mirror.js";
 import { withSessionLock } from "./transcript/lock.js";
 import { SessionFileError } from "./transcript/errors.js";
@@ -250,8 +250,15 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
   /** Warnings from host-side work the machine does not model (the accordion runs inside `assemble`). */
   const hostWarnings: string[] = [];
 
-  const readHistory = () =>
-    readSessionHistory(p.sessionFile, { sessionId: p.sessionId, sessionRoot: p.sessionRoot, logger });
+  /** Entries in the file when the machine's history was last read (loadHistory, or bootstrap's re-read). */
+  let historyEntryCount: number | undefined;
+  /** Read the history the machine works from, noting how many entries the file held then. */
+  const readHistory = async () => {
+    const transcript = await readSessionTranscript(p.sessionFile, { sessionId: p.sessionId, sessionRoot: p.sessionRoot, logger });
+    historyEntryCount = transcript.entries.length;
+    return historyFromTranscript(transcript);
+  };
+  const rereadHistory = () => readSessionHistory(p.sessionFile, { sessionId: p.sessionId, sessionRoot: p.sessionRoot, logger });
 
   const project = (history: HistoryOutput, assembled: Parameters<typeof projectAssembledContext>[0]["assembled"]) =>
     projectAssembledContext({
@@ -343,7 +350,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
           });
           if (compacted.compacted) {
             rotateRequested = true;
-            messages = (await readHistory()).messages;
+            messages = (await rereadHistory()).messages;
           } else if (compacted.reason === "compactFailed" || compacted.reason === "compactResultInvalid") {
             hostWarnings.push(`accordion compaction failed (${compacted.reason}); the turn runs on the uncompacted thread`);
           }
@@ -560,6 +567,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
           { ...ids, event: "mirror written", threadId: input.record.threadId, turnId: input.record.turnId, appended: out.appended, skipped: out.skipped },
           "transcript mirrored",
         );
+        lastMirror = { turnId: input.record.turnId, appended: out.appended, lastEntryId: out.entryIds.at(-1) };
         return { appended: out.appended };
       }),
       finalizeEngine: fromPromise(async ({ input }) => {
@@ -567,12 +575,23 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
         // Prefer the re-read mirror (afterTurn expects the session snapshot); fall back to history + this turn.
         let messages: AgentMessage[] | undefined;
         let usedFallback = false;
+        let source: "mirrorTail" | "reread" | "fallback" = "fallback";
         try {
-          const reread = await readHistory();
-          if (reread.origins.some((o) => o?.turnId === record.turnId)) messages = reread.messages;
+          if (await mirrorIsTailOfHistory(record)) {
+            // The file is exactly the history this turn was assembled from plus this turn (written as stored).
+            messages = [...input.history.messages, ...(JSON.parse(JSON.stringify(record.messagesSnapshot)) as AgentMessage[])];
+            source = "mirrorTail";
+          } else {
+            const reread = await rereadHistory();
+            if (reread.origins.some((o) => o?.turnId === record.turnId)) {
+              messages = reread.messages;
+              source = "reread";
+            }
+          }
         } catch {
           messages = undefined;
         }
+        logger.info({ ...ids, event: "finalize snapshot", turnId: record.turnId, source, messageCount: messages?.length }, "finalize snapshot");
         if (!messages) {
           usedFallback = true;
           messages = [...input.history.messages, ...record.messagesSnapshot];
@@ -616,6 +635,23 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
 
   let historyLength = 0;
   const projectionHistoryLength = () => historyLength;
+
+  /** What the mirror actor wrote for the current turn. */
+  let lastMirror: { turnId: string; appended: number; lastEntryId: string | undefined } | undefined;
+  /**
+   * Re-check the mirror against the file without re-parsing the whole transcript (which grows with the session): the
+   * writer index reads only what was appended since it last looked. True when this attempt appended every message of
+   * the turn in one write and that write is still the end of the file, so the session is the loaded history plus
+   * this turn. Anything else (messages skipped as already present, a failed write, another writer) takes the full
+   * re-read.
+   */
+  async function mirrorIsTailOfHistory(record: TurnRecord): Promise<boolean> {
+    const m = lastMirror;
+    if (!m || m.turnId !== record.turnId || m.lastEntryId === undefined || m.appended !== record.messagesSnapshot.length) return false;
+    if (historyEntryCount === undefined) return false;
+    const writer = await openSessionFile(p.sessionFile, { sessionId: p.sessionId, sessionRoot: p.sessionRoot, logger });
+    return writer.lastEntryId === m.lastEntryId && writer.entryCount === historyEntryCount + m.appended;
+  }
 
   /**
    * Binding writes run one after another, each writing the latest in-memory binding, so a slower earlier write can

@@ -877,7 +877,19 @@ export async function readSessionHistory(
   sessionFile: string,
   opts: ReadSessionOptions = {},
 ): Promise<{ messages: AgentMessage[]; origins: Array<TranscriptOrigin | null> }> {
-  const t = await readSessionTranscript(sessionFile, opts);
+  return historyFromTranscript(await readSessionTranscript(sessionFile, opts));
+}
+
+/**
+ * The history of an already-read transcript, as {@link readSessionHistory} returns it.
+ *
+ * @example
+ * ```ts
+ * const t = await readSessionTranscript(sessionFile);
+ * const { messages, origins } = historyFromTranscript(t); // t.entries.length: entries in the file
+ * ```
+ */
+export function historyFromTranscript(t: SessionTranscript): { messages: AgentMessage[]; origins: Array<TranscriptOrigin | null> } {
   const { messages, sources } = t.buildContext();
   return { messages, origins: sources.map((s) => (s.type === "compaction" ? null : entryOrigin(s))) };
 }

@@ -90,6 +90,26 @@ describe("runCodexTurn with a recording engine", () => {
     expect(r2.engine).toEqual({ bootstrap: "ran", assemble: "ran", finalize: "afterTurn", maintenance: "ran" });
   });
 
+  it("afterTurn gets exactly the re-read session, from the mirror's tail without re-parsing the transcript", async () => {
+    const file = sessions.file();
+    const seen: unknown[][] = [];
+    const engine = createRecordingEngine();
+    const afterTurn = engine.afterTurn!.bind(engine);
+    engine.afterTurn = async (params) => {
+      seen.push(structuredClone(params.messages));
+      return afterTurn(params);
+    };
+    const log = captureLogger();
+    for (const prompt of ["tail one", "tail two", "tail three"]) {
+      const r = await runCodexTurn(turnParams(env, file, prompt, { contextEngine: engine, contextTokenBudget: 8_000, logger: log.logger }));
+      expect(r.status).toBe("completed");
+      // What a full re-read of the file gives, byte for byte.
+      expect(seen.at(-1)).toEqual((await readSessionHistory(file)).messages);
+    }
+    expect(log.events.filter((e) => e.event === "finalize snapshot").map((e) => e.source)).toEqual(["mirrorTail", "mirrorTail", "mirrorTail"]);
+    expect(log.events.some((e) => e.event === "finalize fallback")).toBe(false);
+  });
+
   it("finalizes with ingestBatch when afterTurn is missing, and ingest when both are", async () => {
     const batchFile = sessions.file();
     const batch = createRecordingEngine(undefined, { omit: ["afterTurn"] });
