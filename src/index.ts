@@ -24,9 +24,8 @@ export {
   startCodexTurn,
   drainBackgroundWork,
   type CodexTurnHandle,
-  type RecoverCodexSessionParams,
 } from "./turn.js";
-export { recoverCodexSession, type SessionRecovery } from "./recovery.js";
+export { recoverCodexSession, type RecoverCodexSessionParams, type SessionRecovery } from "./recovery.js";
 export {
   CodexTurnParamsError,
   parseCodexTurnParams,

@@ -17,6 +17,8 @@ import { mirrorTurnToTranscript } from "./transcript/mirror.js";
 import { completePendingFinalize, listPendingFinalize, movePendingFinalizeAside } from "./transcript/pending.js";
 import { readSessionHistory } from "./transcript/session-file.js";
 
+export type { RecoverCodexSessionParams };
+
 /** What {@link recoverCodexSession} (and the start of every attempt) did with a crashed attempt's leftovers. */
 export interface SessionRecovery {
   /** Pending-finalize records found. */

@@ -50,13 +50,12 @@ import { errorCode, errorLabel } from "./log/error-label.js";
 import { finalizePendingTurns } from "./recovery.js";
 import {
   parseCodexTurnParams,
-  type RecoverCodexSessionParams,
   type CodexTurnParams,
   type CodexTurnResult,
   type TurnStreamEvent,
 } from "./params.js";
 
-export type { CodexTurnParams, CodexTurnResult, RecoverCodexSessionParams, TurnStreamEvent };
+export type { CodexTurnParams, CodexTurnResult, TurnStreamEvent };
 
 /** A running turn attempt. */
 export interface CodexTurnHandle {
@@ -693,7 +692,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
   function markNativeCompaction(threadId: string, preTurnOf?: string): void {
     if (!binding || binding.threadId !== threadId) return;
     binding = bindingAfterNativeCompaction(binding, threadId);
-    if (preTurnOf !== undefined && binding.heldTurnIds.length === 0) {
+    if (preTurnOf !== undefined) {
       const update = projection?.bindingUpdate as { ledgerAdd?: string[] } | undefined;
       binding = { ...binding, heldTurnIds: [preTurnOf], ledger: [...(update?.ledgerAdd ?? [])] };
     }

@@ -133,7 +133,7 @@ export async function loadEngineModule(spec: string): Promise<ContextEngine> {
  *
  * @example
  * ```ts
- * resolveCodexHome({}, () => "/home/ada"); // { home: "/home/ada/.codex", source: "default" }
+ * resolveCodexHome({}, os.homedir); // { home: path.join(os.homedir(), ".codex"), source: "default" }
  * ```
  */
 export function resolveCodexHome(

@@ -24,7 +24,8 @@ export type ScreenshotErrorCode =
  *
  * @example
  * ```ts
- * await screenshotHtml("/tmp/page.html", "/tmp/page.png").catch((err) => {
+ * const dir = os.tmpdir();
+ * await screenshotHtml(path.join(dir, "page.html"), path.join(dir, "page.png")).catch((err) => {
  *   if (err instanceof ScreenshotError && err.code === "SCREENSHOT_NO_BROWSER") console.error("install chromium");
  * });
  * ```
@@ -59,8 +60,9 @@ export type ScreenshotOptions = z.input<typeof optionsSchema>;
  *
  * @example
  * ```ts
- * await writeFile("/tmp/viz-check.html", renderStatechartPage({ machines, trace }));
- * await screenshotHtml("/tmp/viz-check.html", "/tmp/viz-check.png", { width: 1600, height: 2000, hash: "step=7" });
+ * const html = path.join(os.tmpdir(), "viz-check.html");
+ * await writeFile(html, renderStatechartPage({ machines, trace }));
+ * await screenshotHtml(html, html.replace(/\.html$/, ".png"), { width: 1600, height: 2000, hash: "step=7" });
  * ```
  */
 export async function screenshotHtml(htmlPath: string, pngPath: string, options: ScreenshotOptions = {}): Promise<void> {

@@ -25,7 +25,7 @@ export type TraceFileErrorCode =
  * @example
  * ```ts
  * try {
- *   await readTraceFile("/tmp/turn.trace.jsonl");
+ *   await readTraceFile(path.join(os.tmpdir(), "turn.trace.jsonl"));
  * } catch (err) {
  *   if (err instanceof TraceFileError && err.code === "TRACE_LINE_INVALID") console.error(err.line);
  * }
@@ -194,7 +194,7 @@ export function traceToJSONL(steps: readonly TraceStep[]): string {
  * const actor = createActor(turnMachine.provide({ actors }), { input, inspect: recorder.inspect });
  * actor.start();
  * await toPromise(actor);
- * await writeTraceFile("/tmp/turn.trace.jsonl", recorder.events());
+ * await writeTraceFile(path.join(os.tmpdir(), "turn.trace.jsonl"), recorder.events());
  * ```
  */
 export function createTraceRecorder(options: TraceRecorderOptions = {}): TraceRecorder {
@@ -263,7 +263,7 @@ export function createTraceRecorder(options: TraceRecorderOptions = {}): TraceRe
  *
  * @example
  * ```ts
- * await writeTraceFile("/tmp/turn.trace.jsonl", recorder.events());
+ * await writeTraceFile(path.join(os.tmpdir(), "turn.trace.jsonl"), recorder.events());
  * ```
  */
 export async function writeTraceFile(path: string, steps: readonly TraceStep[]): Promise<void> {
@@ -338,7 +338,7 @@ export function parseTraceJSONL(text: string, path = "<memory>"): TraceStep[] {
  *
  * @example
  * ```ts
- * const trace = await readTraceFile("/tmp/turn.trace.jsonl");
+ * const trace = await readTraceFile(path.join(os.tmpdir(), "turn.trace.jsonl"));
  * const html = renderStatechartPage({ machines: [{ id: "turn", title: "Turn", machine: turnMachine }], trace });
  * ```
  */

@@ -77,7 +77,7 @@ export interface TrajectoryWriter {
  *
  * @example
  * ```ts
- * const traj = createTrajectoryWriter({ file: "/tmp/t.jsonl" });
+ * const traj = createTrajectoryWriter({ file: path.join(os.tmpdir(), "t.jsonl") });
  * const detach = traj.attach(codex);
  * ```
  */

@@ -32,6 +32,17 @@ const minimal = () => ({
   },
 });
 
+
+/** What `fn` throws (undefined when it does not). */
+function thrownBy(fn: () => unknown): unknown {
+  try {
+    fn();
+  } catch (error) {
+    return error;
+  }
+  return undefined;
+}
+
 describe("assertContextEngine", () => {
   it("accepts a minimal engine and the reference engines", () => {
     expect(assertContextEngine(minimal()).info.id).toBe("mine");
@@ -55,12 +66,7 @@ describe("assertContextEngine", () => {
     ["afterTurn", { ...minimal(), afterTurn: 1 }],
     ["maintain", { ...minimal(), maintain: {} }],
   ])("names the invalid member %s", (member, value) => {
-    let caught: unknown;
-    try {
-      assertContextEngine(value);
-    } catch (error) {
-      caught = error;
-    }
+    const caught = thrownBy(() => assertContextEngine(value));
     expect(caught).toBeInstanceOf(ContextEngineContractError);
     expect((caught as ContextEngineContractError).member).toBe(member);
     expect((caught as ContextEngineContractError).code).toBe("ENGINE_CONTRACT_VIOLATION");
@@ -128,12 +134,7 @@ describe("result schemas", () => {
       [undefined, /\(result\)/],
     ];
     for (const [value, pattern] of bad) {
-      let caught: unknown;
-      try {
-        validateAssembleResult(value);
-      } catch (error) {
-        caught = error;
-      }
+      const caught = thrownBy(() => validateAssembleResult(value));
       expect(caught).toBeInstanceOf(AssembleResultInvalidError);
       expect(caught).toBeInstanceOf(EngineResultInvalidError);
       expect((caught as AssembleResultInvalidError).code).toBe("ASSEMBLE_RESULT_INVALID");
@@ -164,12 +165,7 @@ describe("result schemas", () => {
       [{ ok: "yes" }, "ok: Invalid input: expected boolean, received string"],
       [{ ok: true, compacted: true, reason: 5 }, "reason: Invalid input: expected string, received number"],
     ] as const) {
-      let caught: unknown;
-      try {
-        validateCompactResult(bad);
-      } catch (error) {
-        caught = error;
-      }
+      const caught = thrownBy(() => validateCompactResult(bad));
       expect(caught).toBeInstanceOf(CompactResultInvalidError);
       expect(caught).toBeInstanceOf(EngineResultInvalidError);
       expect(caught).toMatchObject({ code: "COMPACT_RESULT_INVALID", method: "compact", detail });
