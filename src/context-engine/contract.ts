@@ -117,7 +117,10 @@ export function validateEngineResult<T>(method: string, schema: z.ZodType<T>, va
 export function validateAssembleResult(value: unknown): AssembleResult {
   const parsed = assembleResultSchema.safeParse(value);
   if (!parsed.success) throw new AssembleResultInvalidError(describeIssue(parsed.error.issues[0]));
-  return parsed.data as unknown as AssembleResult;
+  // The schema has no defaults or transforms, so the parsed copy equals the input; returning the engine's own
+  // message objects keeps their identity, which lets the projection recognize history objects without serializing.
+  const result = parsed.data as unknown as AssembleResult;
+  return { ...result, messages: (value as AssembleResult).messages };
 }
 
 /**

@@ -338,19 +338,42 @@ function deltaAgainstThread(
   binding: ThreadBinding,
   context: readonly AgentMessage[],
 ): { plan: EntryPlan; droppedTokens: number } {
-  const heldHashes = new Map<string, number>();
+  // Message identity is its canonical JSON (what messageHash hashes; compared whole here, so nothing is hashed).
+  // Serializing is most of a projection's cost and grows with the session, so object references decide first: an
+  // engine that passes the history's own message objects through (the usual case, and what a long session's steady
+  // state looks like: everything held, nothing to send) costs no serialization at all. Identities are computed, once
+  // per object, only where references cannot decide.
+  const identities = new Map<AgentMessage, string>();
+  const identityOf = (message: AgentMessage): string => {
+    let identity = identities.get(message);
+    if (identity === undefined) {
+      identity = canonicalJson(message);
+      identities.set(message, identity);
+    }
+    return identity;
+  };
+  const heldObjects = new Set<AgentMessage>();
   for (const index of heldMessageIndexes(p.origins, binding)) {
     const message = p.history[index];
-    if (message) heldHashes.set(messageHash(message), index);
+    if (message) heldObjects.add(message);
   }
-  const viewHashes = new Set(context.map(messageHash));
+  const viewObjects = new Set(context);
+  let heldIdentities: Set<string> | undefined;
+  let viewIdentities: Set<string> | undefined;
+  const isHeld = (m: AgentMessage) => heldObjects.has(m) || (heldIdentities ??= new Set([...heldObjects].map(identityOf))).has(identityOf(m));
+  const isInView = (m: AgentMessage) => viewObjects.has(m) || (viewIdentities ??= new Set(context.map(identityOf))).has(identityOf(m));
+  // Held messages the view no longer shows, each distinct message counted once.
+  const dropped = new Map<string, AgentMessage>();
+  for (const message of heldObjects) {
+    if (!isInView(message)) dropped.set(identityOf(message), message);
+  }
   let droppedTokens = 0;
-  for (const [hash, index] of heldHashes) {
-    if (!viewHashes.has(hash)) droppedTokens += estimateTokens(renderMessageBlock(p.history[index]!, p.partCapChars) ?? "");
-  }
-  const missing = context.filter((m) => !heldHashes.has(messageHash(m)));
+  for (const message of dropped.values()) droppedTokens += estimateTokens(renderMessageBlock(message, p.partCapChars) ?? "");
+  const missing = context.filter((m) => !isHeld(m));
   const units = renderUnits(missing, p.partCapChars);
-  const viewUnitIds = new Set(renderUnits(context, p.partCapChars).map((u) => ledgerUnitId(u.unit)));
+  // The view's ledger units matter only against a ledger (rendering the whole view is the other large cost).
+  const viewUnitIds =
+    binding.ledger.length === 0 ? new Set<string>() : new Set(renderUnits(context, p.partCapChars).map((u) => ledgerUnitId(u.unit)));
   const injected = new Set<string>();
   for (const unit of binding.ledger) {
     const id = ledgerUnitId(unit);

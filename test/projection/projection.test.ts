@@ -271,6 +271,28 @@ describe("mode delta", () => {
       );
     });
 
+    it("recognizes held messages by content when the engine returns copies, not the history's objects", () => {
+      // The projection matches view messages to held ones by reference first; copies must take the content path
+      // and give the same decisions (held, dropped, missing) as the objects themselves.
+      const copy = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+      const droppedTokens = heldTokens(0, 8);
+      for (const divergenceTokens of [droppedTokens, droppedTokens - 1]) {
+        const run = (view: AgentMessage[]) =>
+          projectAssembledContext(params({ history: held, origins: onThread(10), binding: binding(), divergenceTokens, assembled: assembledOf(view) }));
+        const same = run(held.slice(8));
+        const copied = run(copy(held.slice(8)));
+        expect(copied).toEqual(same);
+        expect(copied.reason).toBe(divergenceTokens === droppedTokens ? "threadHoldsContext" : "divergence");
+      }
+      // A copied view of everything held plus one new message sends only the new one.
+      const fresh = user("not on the thread yet", 99);
+      const out = projectAssembledContext(
+        params({ history: held, origins: onThread(10), binding: binding(), divergenceTokens: 0, assembled: assembledOf([...copy(held), fresh]) }),
+      );
+      expect(out).toMatchObject({ reason: "newContext", thread: { action: "resume" }, entriesSent: 1 });
+      expect(values(out)).toEqual([renderMessageBlock(fresh)]);
+    });
+
     it("counts injected blocks the engine has since dropped", () => {
       const stale = "[compactionSummary]\n" + "old summary ".repeat(100);
       const b = binding({ ledger: [ledgerUnit(stale)] });
