@@ -135,7 +135,9 @@ async function writePendingFile(file: string, data: PendingFile): Promise<void> 
   const dir = path.dirname(file);
   try {
     if (data.records.length === 0) {
-      await fsp.rm(file, { force: true });
+      await fsp.unlink(file).catch((err: unknown) => {
+        if (errCode(err) !== "ENOENT") throw err;
+      });
       await fsyncDir(dir);
       return;
     }
