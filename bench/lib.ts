@@ -2,7 +2,9 @@
  * Shared helpers of the benchmarks: statistics, deterministic conversation text, prefix reuse, process memory and
  * plain-text tables. Nothing here talks to the network; everything that spawns a process is closed by its caller.
  */
+import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import os from "node:os";
 import path from "node:path";
 
@@ -140,4 +142,46 @@ export async function bounded<T>(what: string, ms: number, work: Promise<T>): Pr
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * Start the fake Responses API in a child process (`fake-model-process.ts`) that answers every turn with `reply`.
+ * Closing stdin stops it.
+ *
+ * @example
+ * ```ts
+ * const model = await startFakeModelProcess("Done.");
+ * const settings = offlineCodexConfig({ baseUrl: model.baseUrl });
+ * await model.close();
+ * ```
+ */
+export async function startFakeModelProcess(reply: string): Promise<{ baseUrl: string; pid: number; close(): Promise<void> }> {
+  const script = fileURLToPath(new URL("./fake-model-process.ts", import.meta.url));
+  const child = spawn(process.execPath, ["--import", "tsx", script, reply], { stdio: ["pipe", "pipe", "inherit"] });
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const baseUrl = await bounded(
+    "fake model process start",
+    30_000,
+    new Promise<string>((resolve, reject) => {
+      let out = "";
+      child.stdout.setEncoding("utf8");
+      child.stdout.on("data", (chunk: string) => {
+        out += chunk;
+        const nl = out.indexOf("\n");
+        if (nl >= 0) resolve((JSON.parse(out.slice(0, nl)) as { baseUrl: string }).baseUrl);
+      });
+      child.once("exit", (code) => reject(new Error(`fake model process exited with ${code} before listening`)));
+    }),
+  ).catch((err: unknown) => {
+    child.kill("SIGKILL");
+    throw err;
+  });
+  return {
+    baseUrl,
+    pid: child.pid!,
+    async close() {
+      child.stdin.end();
+      await bounded("fake model process exit", 10_000, exited).catch(() => child.kill("SIGKILL"));
+    },
+  };
 }

@@ -1,8 +1,8 @@
 /**
  * Orchestration overhead: wall time per turn of `runCodexTurn` (no engine; window engine) versus the same turn driven
  * directly on the client (`codex.startTurn` -> `completion` on a pre-started thread). One warm app-server, the fake
- * answers at once with a fixed short reply, all three variants interleaved turn by turn (rotating order) so drift
- * hits them alike. Per-state times come from the machine's `state` stream events.
+ * (in its own process, like a real model) answers at once with a fixed short reply, all variants interleaved turn by
+ * turn (rotating order) so drift hits them alike. Per-state times come from the machine's `state` stream events.
  *
  * Separately, the statechart alone (`machine-only.ts`): `turnMachine` with instant actors and lifecycle logging to
  * /dev/null, in the same process and run, as a share of the warm direct turn. That is the issue's "per-turn overhead of
@@ -12,8 +12,9 @@ import { promises as fsp } from "node:fs";
 import path from "node:path";
 import { runCodexTurn, type TurnStreamEvent } from "../src/turn.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
-import { startOfflineCodex } from "../src/testing/index.js";
-import { bounded, median, percentile, round, table, tempDir, userPrompt } from "./lib.js";
+import { CodexAppServer } from "../src/codex/app-server.js";
+import { offlineCodexConfig } from "../src/codex/config.js";
+import { bounded, median, percentile, round, startFakeModelProcess, table, tempDir, userPrompt } from "./lib.js";
 import { measureMachineOnly, type MachineOnlyResults } from "./machine-only.js";
 
 /** The issue's target: the machine's per-turn overhead is under this share of a warm turn. */
@@ -42,6 +43,13 @@ export interface OverheadResults {
   p90Ms: Record<Variant, number>;
   ratio: { noEngine: number; window: number };
   diffMs: { noEngine: number; window: number };
+  /**
+   * The `directDurable` variant: the direct turn plus only the durable I/O of the crash protocol (lock directory,
+   * transcript read, pending record with snapshot, mirror append, record removal; 4 fsyncs). `ioMs` is that I/O's
+   * median time, timed directly around the turn (compare with `outsideTurnMs`); `shareOfWarmTurn` is `ioMs` over the
+   * warm direct turn.
+   */
+  durableFloor: { ioMs: number; shareOfWarmTurn: number };
   /** Median per turn of (runCodexTurn wall time - time in turnRunning): what the harness adds around the Codex turn. */
   outsideTurnMs: { noEngine: number; window: number };
   /** Durable writes per machine turn: FileHandle.sync calls (file + directory fsyncs) and the time spent in them. */
@@ -56,7 +64,7 @@ export interface OverheadResults {
 
 const REPLY = "Done. The change is in place and the tests pass.";
 
-type Variant = "direct" | "directResume" | "machineNoEngine" | "machineWindow";
+type Variant = "direct" | "directResume" | "directDurable" | "machineNoEngine" | "machineWindow";
 
 /**
  * @example
@@ -73,16 +81,30 @@ export async function runOverhead(opts: {
   machineWarmup?: number;
   log: (l: string) => void;
 }): Promise<OverheadResults> {
-  const env = await startOfflineCodex();
-  env.fake.setDefault(() => ({ text: REPLY }));
+  // The fake model runs in its own process: in this one it would share the event loop with runCodexTurn, and the
+  // harness's work during a turn (the accept-time binding write) would delay the model's reply, which a real remote
+  // model never sees.
+  const model = await startFakeModelProcess(REPLY);
+  const settings = offlineCodexConfig({ baseUrl: model.baseUrl });
+  const env = {
+    codex: await CodexAppServer.spawn({
+      config: settings.config,
+      env: settings.env,
+      ...(settings.modelCatalog ? { modelCatalog: settings.modelCatalog } : {}),
+    }).catch(async (err: unknown) => {
+      await model.close();
+      throw err;
+    }),
+  };
   const dirs = tempDir("ctm-bench-overhead-");
   let restoreSync = () => {};
   const cwd = tempDir("ctm-bench-cwd-");
   try {
     const { threadId } = await env.codex.startThread({ cwd: cwd.dir });
     const { threadId: resumedThreadId } = await env.codex.startThread({ cwd: cwd.dir });
+    const { threadId: durableThreadId } = await env.codex.startThread({ cwd: cwd.dir });
     const engine = createWindowEngine({ tokenBudget: 1_000_000 });
-    const samples: Record<Variant, number[]> = { direct: [], directResume: [], machineNoEngine: [], machineWindow: [] };
+    const samples: Record<Variant, number[]> = { direct: [], directResume: [], directDurable: [], machineNoEngine: [], machineWindow: [] };
     const states: Record<"noEngine" | "window", Record<string, number[]>> = { noEngine: {}, window: {} };
     const outside: Record<"noEngine" | "window", number[]> = { noEngine: [], window: [] };
     const syncs: Record<"noEngine" | "window", { calls: number[]; ms: number[] }> = {
@@ -153,7 +175,60 @@ export async function runOverhead(opts: {
       return t1 - t0;
     };
 
-    const order: Variant[] = ["direct", "directResume", "machineNoEngine", "machineWindow"];
+    /**
+     * The direct turn plus the durable I/O the crash protocol needs, back to back with nothing else: a lock
+     * directory, one transcript read, the pending record with the turn's snapshot (temp file + fsync + rename + directory
+     * fsync), one O_APPEND + fsync mirror write, the record's removal + directory fsync, the lock's removal. No
+     * machine, no validation, no binding, no logging: a floor for any host that keeps issue 5's guarantees this way.
+     */
+    const floorFile = path.join(dirs.dir, "floor.jsonl");
+    const floorPending = `${floorFile}.pending.json`;
+    const floorLock = `${floorFile}.lock`;
+    const fsyncDir = async (dir: string) => {
+      const fh = await fsp.open(dir, "r");
+      try {
+        await fh.sync();
+      } finally {
+        await fh.close();
+      }
+    };
+    /** Time of the durable floor's I/O alone (before + after the Codex turn), timed directly: no turn jitter in it. */
+    const floorIo: number[] = [];
+    const durableTurn = async (i: number, record_: boolean): Promise<number> => {
+      const t0 = performance.now();
+      await fsp.mkdir(floorLock);
+      await fsp.readFile(floorFile).catch(() => Buffer.alloc(0));
+      const tTurn = performance.now();
+      const turn = await env.codex.startTurn({ threadId: durableThreadId, text: userPrompt(i) });
+      const record = await turn.completion;
+      const tDone = performance.now();
+      const tmp = `${floorPending}.tmp`;
+      const pending = await fsp.open(tmp, "w");
+      try {
+        await pending.writeFile(JSON.stringify({ version: 1, records: [{ turnId: record.turnId, messages: record.messagesSnapshot }] }));
+        await pending.sync();
+      } finally {
+        await pending.close();
+      }
+      await fsp.rename(tmp, floorPending);
+      await fsyncDir(dirs.dir);
+      const mirror = await fsp.open(floorFile, "a");
+      try {
+        await mirror.write(record.messagesSnapshot.map((m) => `${JSON.stringify({ type: "message", message: m })}\n`).join(""));
+        await mirror.sync();
+      } finally {
+        await mirror.close();
+      }
+      await fsp.unlink(floorPending);
+      await fsyncDir(dirs.dir);
+      await fsp.rmdir(floorLock);
+      const t1 = performance.now();
+      if (record_) floorIo.push(tTurn - t0 + (t1 - tDone));
+      if (record.codexStatus !== "completed") throw new Error(`overhead durable direct turn ${i} ended ${record.codexStatus}`);
+      return t1 - t0;
+    };
+
+    const order: Variant[] = ["direct", "directResume", "directDurable", "machineNoEngine", "machineWindow"];
     for (let i = 0; i < opts.warmup + opts.turns; i++) {
       const record = i >= opts.warmup;
       // Rotate the order each round so no variant always runs right after another.
@@ -163,7 +238,9 @@ export async function runOverhead(opts: {
         const work =
           v === "direct" || v === "directResume"
             ? directTurn(i, v === "directResume")
-            : machineTurn(v === "machineNoEngine" ? "noEngine" : "window", i, record);
+            : v === "directDurable"
+              ? durableTurn(i, record)
+              : machineTurn(v === "machineNoEngine" ? "noEngine" : "window", i, record);
         const ms = await bounded(`overhead ${v} turn ${i}`, 60_000, work);
         if (record) samples[v].push(ms);
       }
@@ -196,8 +273,24 @@ export async function runOverhead(opts: {
       turns: opts.turns,
       warmup: opts.warmup,
       reply: REPLY,
-      medianMs: { direct: med("direct"), directResume: med("directResume"), machineNoEngine: med("machineNoEngine"), machineWindow: med("machineWindow") },
-      p90Ms: { direct: p90("direct"), directResume: p90("directResume"), machineNoEngine: p90("machineNoEngine"), machineWindow: p90("machineWindow") },
+      medianMs: {
+        direct: med("direct"),
+        directResume: med("directResume"),
+        directDurable: med("directDurable"),
+        machineNoEngine: med("machineNoEngine"),
+        machineWindow: med("machineWindow"),
+      },
+      p90Ms: {
+        direct: p90("direct"),
+        directResume: p90("directResume"),
+        directDurable: p90("directDurable"),
+        machineNoEngine: p90("machineNoEngine"),
+        machineWindow: p90("machineWindow"),
+      },
+      durableFloor: {
+        ioMs: round(median(floorIo), 2),
+        shareOfWarmTurn: round(median(floorIo) / directMs, 4),
+      },
       ratio: {
         noEngine: round(median(samples.machineNoEngine) / median(samples.direct), 3),
         window: round(median(samples.machineWindow) / median(samples.direct), 3),
@@ -235,7 +328,8 @@ export async function runOverhead(opts: {
     };
   } finally {
     restoreSync();
-    await env.dispose();
+    await env.codex.close();
+    await model.close();
     dirs.cleanup();
     cwd.cleanup();
   }
@@ -253,6 +347,13 @@ export function formatOverhead(o: OverheadResults): string {
         o.p90Ms.directResume,
         round(o.medianMs.directResume / o.medianMs.direct, 3),
         round(o.medianMs.directResume - o.medianMs.direct, 2),
+      ],
+      [
+        "direct client + durable I/O only (the crash protocol's floor)",
+        o.medianMs.directDurable,
+        o.p90Ms.directDurable,
+        round(o.medianMs.directDurable / o.medianMs.direct, 3),
+        round(o.medianMs.directDurable - o.medianMs.direct, 2),
       ],
       ["runCodexTurn, no engine", o.medianMs.machineNoEngine, o.p90Ms.machineNoEngine, o.ratio.noEngine, o.diffMs.noEngine],
       ["runCodexTurn, window engine", o.medianMs.machineWindow, o.p90Ms.machineWindow, o.ratio.window, o.diffMs.window],
@@ -286,6 +387,12 @@ export function formatOverhead(o: OverheadResults): string {
       ]),
     );
     lines.push(`Warm direct turn (the share's denominator, this run): ${o.medianMs.direct} ms median.`);
+    const f = o.durableFloor;
+    lines.push(
+      `Durable floor: the crash protocol's I/O alone (lock dir, transcript read, pending record + snapshot, mirror append, ` +
+        `record removal; 4 fsyncs, no machine), timed around the turn: ${f.ioMs} ms = ${pct(f.shareOfWarmTurn)} of the warm ` +
+        `direct turn. runCodexTurn outside the Codex turn: ${o.outsideTurnMs.noEngine} ms no engine, ${o.outsideTurnMs.window} ms window engine.`,
+    );
     const t = overheadTarget(o);
     lines.push(`${t.pass ? "PASS" : "FAIL"}  ${t.name}: ${t.detail}`);
     lines.push("End-to-end difference vs the direct client, decomposed (medians measured separately, so approximate):");
@@ -316,6 +423,7 @@ export function overheadTarget(o: OverheadResults): { name: string; pass: boolea
     detail:
       `machine only ${pct(share)} (full engine ${m.fullEngineMs} ms, no engine ${m.noEngineMs} ms, vs warm direct turn ${o.medianMs.direct} ms); ` +
       `end-to-end runCodexTurn / direct (not the target's measure: includes durable I/O, lock, RPCs) = ${o.ratio.noEngine}x no engine (+${o.diffMs.noEngine} ms), ` +
-      `${o.ratio.window}x window (+${o.diffMs.window} ms)`,
+      `${o.ratio.window}x window (+${o.diffMs.window} ms); the crash protocol's bare I/O alone takes ${o.durableFloor.ioMs} ms = ` +
+      `${pct(o.durableFloor.shareOfWarmTurn)} of the warm turn`,
   };
 }

@@ -9,6 +9,7 @@ import path from "node:path";
 import { runCodexTurn } from "../src/turn.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
 import { measureAppendCostDetailed, type AppendCostFigures } from "../src/transcript/bench-append.js";
+import { formatSessionSize, measureSessionSizeCosts, type SessionSizeFigures } from "./session-size.js";
 import { startOfflineCodex } from "../src/testing/index.js";
 import { bounded, median, modelReply, percentile, round, rssKiB, table, tempDir, userPrompt } from "./lib.js";
 
@@ -30,6 +31,8 @@ export interface ScaleRow {
 export interface ScaleResults {
   rows: ScaleRow[];
   append: AppendCostFigures[];
+  /** Per-turn history read and projection at growing session sizes (absent in results written before it existed). */
+  sessionSize?: SessionSizeFigures[];
   note: string;
 }
 
@@ -133,9 +136,12 @@ export async function runScale(opts: {
     opts.log(`append cost: ${n} existing entries`);
     append.push(await measureAppendCostDetailed(n, opts.appendSamples));
   }
+  opts.log("session size: history read and projection at 100 / 1,000 / 10,000 messages");
+  const sessionSize = await measureSessionSizeCosts([100, 1_000, 10_000], 10);
   return {
     rows,
     append,
+    sessionSize,
     note:
       "one app-server per N (fresh CODEX_HOME); sessions run concurrently, turns within a session sequentially; " +
       "latency = runCodexTurn call to result; RSS peak sampled every 50 ms. Append = mirror one 3-message turn " +
@@ -167,6 +173,7 @@ export function formatScale(s: ScaleResults): string {
   const arows: Array<Array<string | number>> = [["existing entries", "median us", "p90 us", "cold us", "file bytes", "samples"]];
   for (const a of s.append) arows.push([String(a.existingEntries), a.medianUs, a.p90Us, a.coldUs, a.fileBytes, a.samples]);
   lines.push(table(arows));
+  if (s.sessionSize) lines.push(formatSessionSize(s.sessionSize));
   lines.push(s.note);
   return lines.join("\n");
 }
