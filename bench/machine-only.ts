@@ -1,8 +1,9 @@
 /**
  * The statechart alone: `turnMachine` driven to its final state with instant in-process actors (no app-server, no
  * files, no lock), its lifecycle logging bound to a real pino logger (the project's `createLogger`, level info,
- * redaction on) writing to /dev/null. What is left is what the machine itself costs a turn: createActor, interpreting
- * every transition, assigns, invoking and settling each actor, the lifecycle log lines and the host's trace observer.
+ * redaction on) writing to /dev/null. What is left is what the machine itself costs a turn: binding the actors
+ * (`provide`, per turn as `runCodexTurn` does), createActor, interpreting every transition, assigns, invoking and
+ * settling each actor, the lifecycle log lines and the host's trace observer.
  */
 import { createActor, fromCallback, fromPromise, toPromise } from "xstate";
 import { pino, type Logger } from "pino";
@@ -142,14 +143,18 @@ export function instantTurnMachine(logger: Logger) {
   });
 }
 
-/** Run one turn of `machine` to its final state; returns its output and wall milliseconds. */
+/**
+ * Run one turn to its final state; returns its output and wall milliseconds. `bind` makes the machine for the turn
+ * (`turnMachine.provide(...)`) and is timed with it: `runCodexTurn` binds its actors to every turn's own state, so
+ * `provide()` (which rebuilds the state node tree) is part of what the machine costs a turn.
+ */
 export async function runMachineTurn(
-  machine: ReturnType<typeof instantTurnMachine>,
+  bind: () => ReturnType<typeof instantTurnMachine>,
   input: TurnMachineInput,
   logger: Logger,
 ): Promise<{ output: TurnMachineOutput; ms: number }> {
   const t0 = performance.now();
-  const actor = createActor(machine, { input });
+  const actor = createActor(bind(), { input });
   // The host's trace observer (runCodexTurn emits one `state` event per new trace entry).
   let seen = 0;
   actor.subscribe((snapshot) => {
@@ -199,16 +204,15 @@ export async function measureMachineOnly(opts: { turns: number; warmup: number }
       return v;
     },
   });
-  const machine = instantTurnMachine(logger);
   try {
-    return await measure(machine, logger, lines, opts);
+    return await measure(() => instantTurnMachine(logger), logger, lines, opts);
   } finally {
     close();
   }
 }
 
 async function measure(
-  machine: ReturnType<typeof instantTurnMachine>,
+  bind: () => ReturnType<typeof instantTurnMachine>,
   logger: Logger,
   lines: { count: number },
   opts: { turns: number; warmup: number },
@@ -219,7 +223,7 @@ async function measure(
   for (let i = 0; i < opts.warmup + opts.turns; i++) {
     for (const kind of i % 2 ? [...kinds].reverse() : kinds) {
       lines.count = 0;
-      const { output, ms } = await runMachineTurn(machine, machineInput(kind), logger);
+      const { output, ms } = await runMachineTurn(bind, machineInput(kind), logger);
       if (output.status !== "completed" || output.trace.join(",") !== EXPECTED_TRACE[kind].join(",")) {
         throw new Error(`machine-only ${kind}: ended ${output.status} via ${output.trace.join(" > ")}`);
       }

@@ -311,7 +311,8 @@ export async function runOverhead(opts: {
         note:
           "turnMachine.provide() with instant fromPromise actors and a runTurn callback that sends TURN.ACCEPTED + TURN.ENDED " +
           "on the next microtask; logLifecycle bound as runCodexTurn binds it, to createLogger({ level: 'info' }) writing " +
-          "to /dev/null (sync), plus the 'turn settled' line and a trace observer. Timed from createActor to the final state. " +
+          "to /dev/null (sync), plus the 'turn settled' line and a trace observer. Timed from provide() (per turn, as " +
+          "runCodexTurn binds its actors to each turn) through createActor to the final state. " +
           "no engine: 7 states; full engine (bootstrap, assemble, hooks, afterTurn, foreground maintain): 11 states",
       },
       decomposition: {

@@ -17,10 +17,10 @@ describe("machine-only benchmark driver", () => {
       },
     });
     const logger = createLogger({ level: "info" }, sink);
-    const machine = instantTurnMachine(logger);
+    const bind = () => instantTurnMachine(logger);
     for (const kind of ["noEngine", "fullEngine"] as const) {
       lines.length = 0;
-      const { output, ms } = await runMachineTurn(machine, machineInput(kind), logger);
+      const { output, ms } = await runMachineTurn(bind, machineInput(kind), logger);
       expect(output.status).toBe("completed");
       expect(output.trace).toEqual(EXPECTED_TRACE[kind]);
       expect(ms).toBeGreaterThan(0);
