@@ -117,6 +117,20 @@ describe("withSessionLock", () => {
     expect(await withSessionLock(file, async () => 1, { timeoutMs: 1000 })).toBe(1);
   });
 
+  it("writes owner.json while held and removes the lock directory on release, even with other files in it", async () => {
+    const lockPath = sessionSidecarPaths(file).lock;
+    await withSessionLock(file, async (ctx) => {
+      expect(ctx.lockPath).toBe(lockPath);
+      // The owner record is written while the callback runs; waiters use it to take over from a dead holder.
+      await expect.poll(async () => JSON.parse(await fsp.readFile(path.join(lockPath, "owner.json"), "utf8")) as { pid: number }).toMatchObject({
+        pid: process.pid,
+      });
+      await fsp.writeFile(path.join(lockPath, "stray"), "x");
+    });
+    await expect(fsp.stat(lockPath)).rejects.toMatchObject({ code: "ENOENT" });
+    expect(await withSessionLock(file, async () => 2, { timeoutMs: 1000 })).toBe(2);
+  });
+
   it("rejects invalid options", async () => {
     expect(await codeOf(withSessionLock(file, async () => undefined, { staleMs: 10 }))).toBe("SESSION_INVALID_ARGUMENT");
   });
