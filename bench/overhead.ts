@@ -323,9 +323,9 @@ export async function runOverhead(opts: {
         "runCodexTurn per turn also: takes the session lock (a lock file), reads the transcript and binding, reuses the " +
         "thread this app-server holds (a real thread/resume RPC only after a restart or a settings change), writes the " +
         "pending-finalize record (with the turn's snapshot), mirrors the turn (one O_APPEND write + fsync), writes the " +
-        "binding (on accept, overlapping the Codex turn, and with usage, overlapping the mirror) and clears the pending " +
-        "record: 8 fsyncs (binding 2 x file+dir, pending record file+dir, its removal dir, transcript file). The direct " +
-        "client does none of it.",
+        "binding (on accept without fsync, overlapping the Codex turn; with usage, durably, overlapping the mirror) and " +
+        "clears the pending record: 6 fsyncs (binding file+dir once, pending record file+dir, its removal dir, " +
+        "transcript file). The direct client does none of it.",
     };
   } finally {
     restoreSync();

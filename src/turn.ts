@@ -655,14 +655,17 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
   /**
    * Binding writes run one after another, each writing the latest in-memory binding, so a slower earlier write can
    * never land after (and undo) a later one. They overlap with the Codex turn, the mirror and finalize; the result
-   * is reported only after the queue drained.
+   * is reported only after the queue drained and the binding on disk is durable.
    */
   let bindingWrites: Promise<void> = Promise.resolve();
-  function persistBinding(): Promise<void> {
+  /** Whether the last binding write that succeeded was fsynced. */
+  let bindingDurable = true;
+  function persistBinding(durable = true): Promise<void> {
     bindingWrites = bindingWrites.then(async () => {
       if (!binding) return;
       try {
-        await writeThreadBinding(p.sessionFile, binding);
+        await writeThreadBinding(p.sessionFile, binding, { durable });
+        bindingDurable = durable;
       } catch (error) {
         logger.warn({ ...ids, event: "binding write failed", err: errorLabel(error) }, "thread binding write failed");
       }
@@ -670,7 +673,11 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
     return bindingWrites;
   }
 
-  /** Once Codex accepted the turn, the thread holds what we injected: persist the binding and ledger. */
+  /**
+   * Once Codex accepted the turn, the thread holds what we injected: persist the binding and ledger. Without fsync:
+   * it runs during the Codex turn, where an fsync (an ext4 journal commit) holds up Codex's own writes. It survives a
+   * crash of this process; the usage write at the turn's end (or the settle step) makes it durable.
+   */
   function persistAcceptedBinding(threadId: string, turnId: string): void {
     binding = applyBindingUpdate(binding, {
       threadId,
@@ -681,7 +688,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
       policyFingerprint,
       projectionMode: projection?.mode ?? "none",
     });
-    void persistBinding();
+    void persistBinding(false);
   }
 
   /**
@@ -743,6 +750,8 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
   });
   const result = toPromise(actor).then(async (output) => {
     await bindingWrites;
+    // The turn ended without a durable write after the accept-time one (no usage reported, or it failed early).
+    if (!bindingDurable) await persistBinding(true);
     const res = toResult(output as TurnMachineOutput, background);
     if (hostWarnings.length > 0) res.warnings = [...hostWarnings, ...res.warnings];
     // The thread could not be resumed: what Codex received is the re-projection for the fresh thread.

@@ -100,6 +100,17 @@ export async function readThreadBinding(sessionFile: string, logger: Logger = si
 
 let tmpCounter = 0;
 
+/** Options of {@link writeThreadBinding}. */
+export interface WriteThreadBindingOptions {
+  /**
+   * Default true: fsync the file before the rename and the directory after it, so the binding survives an OS crash.
+   * With false the write is atomic and visible to every process at once, and it survives a crash of the writing
+   * process, but an OS crash may bring back the previous binding (or a damaged file, which the next read moves aside
+   * and treats as no binding). Follow it with a durable write.
+   */
+  durable?: boolean;
+}
+
 /**
  * Write the binding atomically: a unique temp file, fsync, rename over the old one, then a best-effort fsync of the
  * directory so the rename itself survives a crash. Readers see the old or the new binding, never a torn one.
@@ -107,9 +118,11 @@ let tmpCounter = 0;
  * @example
  * ```ts
  * await writeThreadBinding(sessionFile, applyBindingUpdate(await readThreadBinding(sessionFile), { ... }));
+ * await writeThreadBinding(sessionFile, binding, { durable: false }); // no fsync; a durable write must follow
  * ```
  */
-export async function writeThreadBinding(sessionFile: string, binding: ThreadBinding): Promise<void> {
+export async function writeThreadBinding(sessionFile: string, binding: ThreadBinding, options: WriteThreadBindingOptions = {}): Promise<void> {
+  const durable = options.durable ?? true;
   const file = sessionSidecarPaths(sessionFile).binding;
   const valid = threadBindingSchema.parse(binding);
   // Unique per process and per call: two writes racing in one process must not share a temp file.
@@ -117,7 +130,7 @@ export async function writeThreadBinding(sessionFile: string, binding: ThreadBin
   const handle = await fs.open(tmp, "w");
   try {
     await handle.writeFile(`${JSON.stringify(valid, null, 2)}\n`, "utf8");
-    await handle.sync();
+    if (durable) await handle.sync();
   } finally {
     await handle.close();
   }
@@ -127,7 +140,7 @@ export async function writeThreadBinding(sessionFile: string, binding: ThreadBin
     await fs.unlink(tmp).catch(() => undefined);
     throw error;
   }
-  await fsyncDirectory(path.dirname(file));
+  if (durable) await fsyncDirectory(path.dirname(file));
 }
 
 async function fsyncDirectory(dir: string): Promise<void> {
