@@ -71,5 +71,5 @@ export {
   fingerprintPolicy,
   type ProjectionMode,
 } from "./projection/index.js";
-export { readThreadBinding, writeThreadBinding, clearThreadBinding, type ThreadBinding } from "./transcript/binding.js";
+export { readThreadBinding, writeThreadBinding, clearThreadBinding, type ThreadBinding, type WriteThreadBindingOptions } from "./transcript/binding.js";
 export { machineToMermaid } from "./inspect/mermaid.js";
