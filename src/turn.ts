@@ -675,8 +675,9 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
 
   /**
    * Once Codex accepted the turn, the thread holds what we injected: persist the binding and ledger. Without fsync:
-   * it runs during the Codex turn, where an fsync (an ext4 journal commit) holds up Codex's own writes. It survives a
-   * crash of this process; the usage write at the turn's end (or the settle step) makes it durable.
+   * it runs during the Codex turn, where two fsyncs (journal commits) compete with Codex's own disk writes; the
+   * measured effect is small (docs/benchmarks.md §3). It survives a crash of this process; the usage write at the
+   * turn's end (or the settle step) makes it durable.
    */
   function persistAcceptedBinding(threadId: string, turnId: string): void {
     binding = applyBindingUpdate(binding, {
