@@ -24,6 +24,7 @@ import {
   unmirroredPrompts,
   type CrashPoint,
 } from "../test/reliability/fixtures/turn-worker.js";
+import { codexHomeTempBase } from "../src/codex/app-server.js";
 
 const { values } = parseArgs({
   options: {
@@ -51,7 +52,7 @@ const SEED = Math.floor(num("seed", 0, 2 ** 31));
 const DEADLINE = Date.now() + num("max-seconds", 10, 3600) * 1000;
 
 
-const root = mkdtempSync(path.join("/var/tmp", "codex-soak-"));
+const root = mkdtempSync(path.join(codexHomeTempBase(), "codex-soak-"));
 const kills = new Map<CrashPoint, number>(CRASH_POINTS.map((p) => [p, 0]));
 let workers = 0;
 let workerFailures = 0;

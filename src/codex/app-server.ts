@@ -2,11 +2,11 @@
  * A typed client for one `codex app-server` process (newline-delimited JSON-RPC over stdio), with thread/turn
  * helpers, queue steering, dynamic tools, fail-closed approvals, bounded waits and crash recovery.
  *
- * Verified behaviour it relies on: /work/shared/notes/codex-app-server.md (P-numbers refer to its pitfalls).
+ * Verified behaviour it relies on: the team notes' codex-app-server.md (P-numbers refer to its pitfalls).
  */
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
-import { constants as fsConstants } from "node:fs";
-import { access, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { accessSync, constants as fsConstants } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pino, type Logger } from "pino";
@@ -402,11 +402,20 @@ function defined<T extends Record<string, unknown>>(obj: T): T {
   return obj;
 }
 
-async function pickTempBase(): Promise<string> {
-  // Under /tmp codex refuses to create its helper aliases and warns on stderr (notes P13); /var/tmp avoids that.
+/**
+ * Where a temporary CODEX_HOME goes: /var/tmp when it is writable, else `os.tmpdir()`. Under /tmp codex refuses to
+ * create its helper aliases and warns on stderr (team notes, codex-app-server.md P13); /var/tmp avoids that. Tests and
+ * benches that make their own CODEX_HOME use it too.
+ *
+ * @example
+ * ```ts
+ * const home = mkdtempSync(path.join(codexHomeTempBase(), "my-codex-home-"));
+ * ```
+ */
+export function codexHomeTempBase(): string {
   for (const base of ["/var/tmp", os.tmpdir()]) {
     try {
-      await access(base, fsConstants.W_OK);
+      accessSync(base, fsConstants.W_OK);
       return base;
     } catch {
       /* try the next one */
@@ -478,7 +487,7 @@ export class CodexAppServer {
     const opts = parsed.data;
     let codexHome = opts.codexHome;
     const ownsHome = codexHome === undefined;
-    if (codexHome === undefined) codexHome = await mkdtemp(path.join(await pickTempBase(), "codex-turn-home-"));
+    if (codexHome === undefined) codexHome = await mkdtemp(path.join(codexHomeTempBase(), "codex-turn-home-"));
     const server = new CodexAppServer(opts, codexHome, ownsHome);
     try {
       if (opts.modelCatalog) {

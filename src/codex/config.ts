@@ -1,6 +1,6 @@
 /**
  * Codex `-c key=value` override encoding and the hardened offline configuration (see
- * /work/shared/notes/codex-app-server.md §1–§3): a custom Responses provider on loopback, no plugin sync, no login-shell
+ * the team notes' codex-app-server.md §1–§3): a custom Responses provider on loopback, no plugin sync, no login-shell
  * snapshot, no unbounded reconnects, no retries, analytics/feedback/otel off.
  */
 import { z } from "zod";

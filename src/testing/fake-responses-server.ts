@@ -1,6 +1,6 @@
 /**
  * A scriptable fake of the OpenAI Responses API (`POST /v1/responses`, SSE) on 127.0.0.1, for running the real
- * `codex app-server` offline. Wire format verified against codex 0.169.0 (/work/shared/notes/codex-app-server.md §3).
+ * `codex app-server` offline. Wire format verified against codex 0.169.0 (team notes, codex-app-server.md §3).
  *
  * Replies are consumed FIFO per request kind ("turn" or "compaction", from the `x-codex-turn-metadata` header); when
  * the queue is empty the default reply answers: an echo of the last user input for turns, a summary message for

@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import path from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
-import { CodexAppServer } from "../../src/codex/app-server.js";
+import { CodexAppServer, codexHomeTempBase } from "../../src/codex/app-server.js";
 import { CodexAppServerError } from "../../src/codex/errors.js";
 import { processExists, waitFor } from "./helpers.js";
 
@@ -100,7 +100,7 @@ describe("CodexAppServer against a scripted fake app-server process", () => {
       expect(info.rustLog).toBe("warn");
       const home = server.codexHome;
       expect(existsSync(home)).toBe(true);
-      expect(home.startsWith("/var/tmp/") || home.startsWith("/tmp/")).toBe(true);
+      expect(path.dirname(home)).toBe(codexHomeTempBase());
       await server.close();
       expect(existsSync(home)).toBe(false);
     } finally {

@@ -9,6 +9,7 @@ import {
 } from "../../src/compaction/accordion.js";
 import { CompactionError } from "../../src/compaction/errors.js";
 import type { CompactResult, ContextEngine, InterceptCompactionResult } from "../../src/context-engine/types.js";
+import { FAKE_SESSION_FILE } from "./harness.js";
 
 const defaults = parseAccordionConfig({});
 const usage = (totalTokens: number, modelContextWindow?: number) => ({
@@ -143,7 +144,7 @@ function engineWith(o: {
 const runBase = {
   sessionId: "s1",
   sessionKey: "agent:main",
-  sessionFile: "/tmp/s1.jsonl",
+  sessionFile: FAKE_SESSION_FILE,
   tokenBudget: 200_000,
   currentTokenCount: 180_000,
   config: defaults,
@@ -161,7 +162,7 @@ describe("runAccordionCompaction", () => {
     expect(interceptCompaction).toHaveBeenCalledWith({
       sessionId: "s1",
       sessionKey: "agent:main",
-      sessionFile: "/tmp/s1.jsonl",
+      sessionFile: FAKE_SESSION_FILE,
       tokenBudget: 200_000,
       currentTokenCount: 180_000,
       firstKeptEntryId: "",
@@ -186,7 +187,7 @@ describe("runAccordionCompaction", () => {
     expect(compact).toHaveBeenCalledTimes(1);
     expect(compact.mock.calls[0]![0]).toMatchObject({
       sessionId: "s1",
-      sessionFile: "/tmp/s1.jsonl",
+      sessionFile: FAKE_SESSION_FILE,
       force: true,
       compactionTarget: "threshold",
       compactionTargetFraction: 0.4,

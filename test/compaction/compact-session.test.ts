@@ -14,6 +14,7 @@ import { CompactionError } from "../../src/compaction/errors.js";
 import type { CompactResult, ContextEngine } from "../../src/context-engine/types.js";
 import type { CodexAppServer } from "../../src/codex/app-server.js";
 import { readThreadBinding, writeThreadBinding, type ThreadBinding } from "../../src/transcript/binding.js";
+import { FAKE_SESSION_FILE } from "./harness.js";
 
 // The real Codex client plugs in as the native compactor (checked by tsc).
 const clientFits: CodexAppServer extends NativeCompactor ? true : false = true;
@@ -94,7 +95,7 @@ function baseParams(extra: Partial<CompactCodexSessionParams> & Pick<CompactCode
   return {
     sessionId: "s1",
     sessionKey: "agent:main",
-    sessionFile: "/tmp/s1.jsonl",
+    sessionFile: FAKE_SESSION_FILE,
     contextTokenBudget: 200_000,
     trigger: "manual" as const,
     ...extra,
@@ -139,7 +140,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
     expect(compactArgs).toMatchObject({
       sessionId: "s1",
       sessionKey: "agent:main",
-      sessionFile: "/tmp/s1.jsonl",
+      sessionFile: FAKE_SESSION_FILE,
       tokenBudget: 200_000,
       force: true,
       compactionTarget: "threshold",
@@ -150,7 +151,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
     expect(compactArgs.abortSignal).toBeInstanceOf(AbortSignal);
     expect(maintain).toHaveBeenCalledTimes(1);
     expect(compactThread).toHaveBeenCalledWith({ threadId: THREAD, timeoutMs: 30_000 });
-    expect(markNativeCompaction).toHaveBeenCalledWith("/tmp/s1.jsonl", {
+    expect(markNativeCompaction).toHaveBeenCalledWith(FAKE_SESSION_FILE, {
       threadId: THREAD,
       turnId: "turn-compact",
       itemId: "item-compact",

@@ -2,11 +2,16 @@
  * A controllable run of the real compaction machine: every actor is a promise the test resolves or rejects, timers
  * run on a SimulatedClock, and the inspector records every transition taken (for edge coverage).
  */
+import os from "node:os";
+import path from "node:path";
 import { createActor, fromPromise, SimulatedClock, type AnyActorRef, type SnapshotFrom } from "xstate";
 import { compactionMachine } from "../../machines/compaction.machine.js";
 import type { CompactionMachineInput } from "../../machines/compaction.rules.js";
 
 /** Invoke ids of the compaction machine, keyed by actor source name. */
+/** A session path for machines and fakes that never touch the file (inside the temp dir, never created). */
+export const FAKE_SESSION_FILE = path.join(os.tmpdir(), "ctm-fake-session-s1.jsonl");
+
 export const INVOKE_IDS = {
   readBinding: "loadBinding",
   compactEngine: "engineCompact",

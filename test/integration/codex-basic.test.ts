@@ -1,7 +1,7 @@
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CodexAppServer } from "../../src/codex/app-server.js";
+import { CodexAppServer, codexHomeTempBase } from "../../src/codex/app-server.js";
 import { CodexAppServerError } from "../../src/codex/errors.js";
 import { OFFLINE_BASE_INSTRUCTIONS, codexConfigArgs } from "../../src/codex/config.js";
 import type { CodexTurnEvent } from "../../src/codex/turn-projector.js";
@@ -24,7 +24,7 @@ const lookupTool = {
 
 beforeAll(async () => {
   // Our own CODEX_HOME so a second process can resume the thread after the first one closed.
-  home = mkdtempSync(path.join("/var/tmp", "codex-basic-test-"));
+  home = mkdtempSync(path.join(codexHomeTempBase(), "codex-basic-test-"));
   env = await startOfflineCodex({ codex: { codexHome: home } });
 });
 afterAll(async () => {

@@ -5,12 +5,13 @@ import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
 import { resolveCodexCommand } from "../../src/codex/binary.js";
 import { codexConfigArgs, offlineCodexConfig } from "../../src/codex/config.js";
+import { codexHomeTempBase } from "../../src/codex/app-server.js";
 
 const run = promisify(execFile);
 
 /** `codex app-server --print-startup-config --strict-config` rejects unknown keys and bad values (notes §1.3). */
 async function strictCheck(config: Record<string, unknown>, catalog?: unknown): Promise<{ ok: boolean; out: string }> {
-  const home = mkdtempSync(path.join("/var/tmp", "codex-config-test-"));
+  const home = mkdtempSync(path.join(codexHomeTempBase(), "codex-config-test-"));
   try {
     const extra: Record<string, unknown> = {};
     if (catalog) {

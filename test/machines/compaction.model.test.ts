@@ -7,7 +7,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { assign, setup } from "xstate";
 import { createTestModel, getStateNodes } from "xstate/graph";
 import type { CompactionMachineInput, CompactionOutput } from "../../machines/compaction.rules.js";
-import { allTransitionKeys, createSut, type Sut } from "../compaction/harness.js";
+import { FAKE_SESSION_FILE, allTransitionKeys, createSut, type Sut } from "../compaction/harness.js";
 import { compactionMachine } from "../../machines/compaction.machine.js";
 
 interface Cfg {
@@ -195,7 +195,7 @@ const ENGINE_OK_RESULT = {
 function machineInput(cfg: Cfg): CompactionMachineInput {
   return {
     sessionId: "s1",
-    sessionFile: "/tmp/s1.jsonl",
+    sessionFile: FAKE_SESSION_FILE,
     trigger: cfg.trigger,
     engine: { active: cfg.active, id: cfg.active ? "eng" : "none", ownsCompaction: cfg.owns, hasMaintain: cfg.hasMaintain },
     nativeTimeoutMs: NATIVE_TIMEOUT_MS,

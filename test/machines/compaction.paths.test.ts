@@ -7,7 +7,7 @@ import { describe, expect, it } from "vitest";
 import { getSimplePaths, getStateNodes } from "xstate/graph";
 import { compactionMachine } from "../../machines/compaction.machine.js";
 import type { CompactionMachineInput } from "../../machines/compaction.rules.js";
-import { allTransitionKeys, createSut, type InvokeId } from "../compaction/harness.js";
+import { FAKE_SESSION_FILE, allTransitionKeys, createSut, type InvokeId } from "../compaction/harness.js";
 
 const TIMEOUT_MS = 2_000;
 const INPUTS: Array<{ name: string; input: CompactionMachineInput }> = [
@@ -20,7 +20,7 @@ const INPUTS: Array<{ name: string; input: CompactionMachineInput }> = [
 function input(owns: boolean, active: boolean, hasMaintain: boolean, trigger: "manual" | "budget"): CompactionMachineInput {
   return {
     sessionId: "s1",
-    sessionFile: "/tmp/s1.jsonl",
+    sessionFile: FAKE_SESSION_FILE,
     trigger,
     engine: { active, id: active ? "eng" : "none", ownsCompaction: owns, hasMaintain },
     nativeTimeoutMs: TIMEOUT_MS,

@@ -17,6 +17,7 @@ import {
   type TurnJob,
 } from "./fixtures/turn-worker.js";
 import { recordCases } from "./case-count.js";
+import { codexHomeTempBase } from "../../src/codex/app-server.js";
 
 const dirs: string[] = [];
 const codexPids: number[] = [];
@@ -89,7 +90,7 @@ recordCases("crash-finalize", cases.length);
 describe("SIGKILL at each point of a real turn, then recovery by the next process", () => {
   for (const c of cases) {
     it(c.title, async () => {
-      const dir = mkdtempSync(path.join("/var/tmp", `crash-finalize-${c.point}-`));
+      const dir = mkdtempSync(path.join(codexHomeTempBase(), `crash-finalize-${c.point}-`));
       dirs.push(dir);
       const base: Omit<TurnJob, "prompts"> = {
         file: path.join(dir, "s.jsonl"),
