@@ -51,16 +51,22 @@ export const CANONICAL = [
 ] as const;
 export const FINALS = ["completed", "failed", "aborted", "yieldAborted"] as const;
 
-export const FULL_ENGINE: EngineFacts = {
-  active: true,
-  id: "fake",
-  hasBootstrap: true,
-  hasMaintain: true,
-  hasAfterTurn: true,
-  hasIngestBatch: false,
-  ownsCompaction: false,
-  turnMaintenanceMode: "foreground",
-};
+/** Facts of an engine with every optional lifecycle method and foreground maintenance; override what a test varies. */
+export function fullEngineFacts(overrides: Partial<EngineFacts> = {}): EngineFacts {
+  return {
+    active: true,
+    id: "fake",
+    hasBootstrap: true,
+    hasMaintain: true,
+    hasAfterTurn: true,
+    hasIngestBatch: false,
+    ownsCompaction: false,
+    turnMaintenanceMode: "foreground",
+    ...overrides,
+  };
+}
+
+export const FULL_ENGINE: EngineFacts = fullEngineFacts();
 
 export function machineInput(engine: EngineFacts = FULL_ENGINE, overrides: Partial<TurnMachineInput> = {}): TurnMachineInput {
   return { sessionId: "s", sessionFile: "/nonexistent/s.jsonl", prompt: "p", engine, hadSessionFile: true, hasPromptHooks: true, ...overrides };

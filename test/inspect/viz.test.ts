@@ -17,6 +17,7 @@ import type {
   TurnRecord,
 } from "../../machines/turn.contract.js";
 import { turnMachine } from "../../machines/turn.machine.js";
+import { fullEngineFacts } from "../helpers/machine-driver.js";
 import { machineToMermaid } from "../../src/inspect/mermaid.js";
 import { MERMAID_BEGIN_MARKER, MERMAID_END_MARKER } from "../../src/inspect/page.js";
 import { createTraceRecorder, type TraceStep } from "../../src/inspect/trace.js";
@@ -81,16 +82,7 @@ async function recordTurn(): Promise<TraceStep[]> {
       prompt: SECRET,
       hadSessionFile: true,
       hasPromptHooks: true,
-      engine: {
-        active: true,
-        id: "test-engine",
-        hasBootstrap: true,
-        hasMaintain: true,
-        hasAfterTurn: true,
-        hasIngestBatch: false,
-        ownsCompaction: false,
-        turnMaintenanceMode: "foreground",
-      },
+      engine: fullEngineFacts({ id: "test-engine" }),
     },
   });
   actor.start();

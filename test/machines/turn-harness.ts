@@ -4,6 +4,7 @@
  */
 import { SimulatedClock, createActor, fromCallback, fromPromise, type AnyActorRef, type InspectionEvent } from "xstate";
 import { turnMachine, type TurnMachine } from "../../machines/turn.machine.js";
+import { fullEngineFacts } from "../helpers/machine-driver.js";
 import type {
   EngineFacts,
   RunTurnEmitted,
@@ -29,16 +30,7 @@ interface Deferred {
   reject(error: unknown): void;
 }
 
-export const ENGINE_FULL: EngineFacts = {
-  active: true,
-  id: "test-engine",
-  hasBootstrap: true,
-  hasMaintain: true,
-  hasAfterTurn: true,
-  hasIngestBatch: false,
-  ownsCompaction: false,
-  turnMaintenanceMode: "foreground",
-};
+export const ENGINE_FULL: EngineFacts = fullEngineFacts({ id: "test-engine" });
 export const NO_ENGINE: EngineFacts = { ...ENGINE_FULL, active: false, id: "legacy", hasBootstrap: false, hasMaintain: false };
 
 export function record(codexStatus: TurnRecord["codexStatus"]): TurnRecord {

@@ -11,18 +11,9 @@ import {
   shouldBootstrap,
 } from "../../machines/rules.js";
 import type { EngineFacts } from "../../machines/turn.contract.js";
+import { fullEngineFacts } from "../helpers/machine-driver.js";
 
-const engine = (over: Partial<EngineFacts> = {}): EngineFacts => ({
-  active: true,
-  id: "test",
-  hasBootstrap: true,
-  hasMaintain: true,
-  hasAfterTurn: true,
-  hasIngestBatch: false,
-  ownsCompaction: false,
-  turnMaintenanceMode: "foreground",
-  ...over,
-});
+const engine = (over: Partial<EngineFacts> = {}): EngineFacts => fullEngineFacts({ id: "test", ...over });
 
 const ok = {
   aborted: false,
