@@ -14,6 +14,7 @@ import { runCodexTurn, type TurnStreamEvent } from "../src/turn.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
 import { CodexAppServer } from "../src/codex/app-server.js";
 import { offlineCodexConfig } from "../src/codex/config.js";
+import { fsyncDirectory } from "../src/transcript/fsync-dir.js";
 import { bounded, median, percentile, round, startFakeModelProcess, table, tempDir, userPrompt } from "./lib.js";
 import { measureMachineOnly, type MachineOnlyResults } from "./machine-only.js";
 
@@ -184,14 +185,6 @@ export async function runOverhead(opts: {
     const floorFile = path.join(dirs.dir, "floor.jsonl");
     const floorPending = `${floorFile}.pending.json`;
     const floorLock = `${floorFile}.lock`;
-    const fsyncDir = async (dir: string) => {
-      const fh = await fsp.open(dir, "r");
-      try {
-        await fh.sync();
-      } finally {
-        await fh.close();
-      }
-    };
     /** Time of the durable floor's I/O alone (before + after the Codex turn), timed directly: no turn jitter in it. */
     const floorIo: number[] = [];
     const durableTurn = async (i: number, record_: boolean): Promise<number> => {
@@ -211,7 +204,7 @@ export async function runOverhead(opts: {
         await pending.close();
       }
       await fsp.rename(tmp, floorPending);
-      await fsyncDir(dirs.dir);
+      await fsyncDirectory(dirs.dir);
       const mirror = await fsp.open(floorFile, "a");
       try {
         await mirror.write(record.messagesSnapshot.map((m) => `${JSON.stringify({ type: "message", message: m })}\n`).join(""));
@@ -220,7 +213,7 @@ export async function runOverhead(opts: {
         await mirror.close();
       }
       await fsp.unlink(floorPending);
-      await fsyncDir(dirs.dir);
+      await fsyncDirectory(dirs.dir);
       await fsp.rmdir(floorLock);
       const t1 = performance.now();
       if (record_) floorIo.push(tTurn - t0 + (t1 - tDone));

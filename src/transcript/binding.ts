@@ -9,6 +9,7 @@ import { z } from "zod";
 import type { Logger } from "pino";
 import { sessionSidecarPaths } from "./paths.js";
 import { silentLogger } from "../log/logger.js";
+import { fsyncDirectory } from "./fsync-dir.js";
 
 /** Turn ids kept in `heldTurnIds`; older turns fall out (their messages are then treated as not held). */
 export const MAX_HELD_TURNS = 2_000;
@@ -141,19 +142,6 @@ export async function writeThreadBinding(sessionFile: string, binding: ThreadBin
     throw error;
   }
   if (durable) await fsyncDirectory(path.dirname(file));
-}
-
-async function fsyncDirectory(dir: string): Promise<void> {
-  try {
-    const handle = await fs.open(dir, "r");
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    // Some platforms cannot fsync a directory; the rename is still atomic.
-  }
 }
 
 /**

@@ -21,7 +21,6 @@
  * cleared without calling the engine.
  */
 import { promises as fsp } from "node:fs";
-import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
@@ -34,6 +33,7 @@ import { withSessionLock, type SessionLockOptions } from "./lock.js";
 import { sessionSidecarPaths } from "./paths.js";
 import { nextFreePath } from "./binding.js";
 import { errCode } from "./resolve.js";
+import { fsyncDirectory } from "./fsync-dir.js";
 
 /** Codex's status of the turn, or the machine's status of the attempt. */
 export type PendingFinalizeStatus = TurnRecord["codexStatus"] | TurnStatus;
@@ -118,18 +118,6 @@ async function readPendingFile(file: string, sessionFile: string): Promise<Pendi
   return r.data;
 }
 
-async function fsyncDir(dir: string): Promise<void> {
-  let fh: FileHandle | undefined;
-  try {
-    fh = await fsp.open(dir, "r");
-    await fh.sync();
-  } catch {
-    // Not supported everywhere; the rename itself is atomic.
-  } finally {
-    await fh?.close().catch(() => undefined);
-  }
-}
-
 /** Replace the sidecar atomically; an empty record set removes it. */
 async function writePendingFile(file: string, data: PendingFile): Promise<void> {
   const dir = path.dirname(file);
@@ -138,7 +126,7 @@ async function writePendingFile(file: string, data: PendingFile): Promise<void> 
       await fsp.unlink(file).catch((err: unknown) => {
         if (errCode(err) !== "ENOENT") throw err;
       });
-      await fsyncDir(dir);
+      await fsyncDirectory(dir);
       return;
     }
     // A fixed temp name is safe because updates run under the session lock, and a crash leaves no litter behind
@@ -159,7 +147,7 @@ async function writePendingFile(file: string, data: PendingFile): Promise<void> 
       throw err;
     }
     faultPoint("pending:after-rename");
-    await fsyncDir(dir);
+    await fsyncDirectory(dir);
   } catch (err) {
     if (err instanceof SessionFileError) throw err;
     throw new SessionFileError("SESSION_WRITE_FAILED", file, `cannot write pending-finalize record ${file} (${errCode(err) ?? String(err)})`, {
@@ -294,7 +282,7 @@ export async function movePendingFinalizeAside(sessionFile: string): Promise<str
       if (errCode(err) === "ENOENT") return undefined;
       throw new SessionFileError("SESSION_WRITE_FAILED", file, `cannot move the unreadable pending-finalize record ${file} aside (${errCode(err) ?? String(err)})`, { cause: err });
     }
-    await fsyncDir(path.dirname(file));
+    await fsyncDirectory(path.dirname(file));
     return aside;
   });
 }

@@ -4,7 +4,6 @@
  * pending-finalize record stays so the turn it names is still finalized (exactly once) before anything else.
  */
 import { promises as fsp } from "node:fs";
-import type { FileHandle } from "node:fs/promises";
 import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
@@ -15,6 +14,7 @@ import { sessionSidecarPaths } from "./paths.js";
 import { listPendingFinalize } from "./pending.js";
 import { errCode, resolveSessionPath } from "./resolve.js";
 import { invalidateSessionIndex } from "./session-file.js";
+import { fsyncDirectory } from "./fsync-dir.js";
 
 /** Parameters of {@link resetCodexSession}. */
 export interface ResetCodexSessionParams {
@@ -46,18 +46,6 @@ const ParamsSchema = z.object({
   locked: z.boolean().optional(),
   lock: z.any().optional(),
 });
-
-async function fsyncDir(dir: string): Promise<void> {
-  let fh: FileHandle | undefined;
-  try {
-    fh = await fsp.open(dir, "r");
-    await fh.sync();
-  } catch {
-    // best effort
-  } finally {
-    await fh?.close().catch(() => undefined);
-  }
-}
 
 /** Move `from` to the first free `<from>.archived-<n>.jsonl` without ever overwriting (link + unlink; rename where links are unsupported). */
 async function archive(from: string, reported: string): Promise<string | undefined> {
@@ -93,7 +81,7 @@ async function archive(from: string, reported: string): Promise<string | undefin
         cause: err,
       });
     }
-    await fsyncDir(path.dirname(from));
+    await fsyncDirectory(path.dirname(from));
     return to;
   }
   throw new SessionFileError("SESSION_WRITE_FAILED", reported, `no free archive name for session file ${reported}`);

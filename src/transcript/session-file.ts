@@ -30,6 +30,7 @@ import { silentLogger } from "../log/logger.js";
 import { SessionFileError } from "./errors.js";
 import { faultPoint, faultsEnabled } from "./fault.js";
 import { errCode, resolveSessionPath, sessionIoError } from "./resolve.js";
+import { fsyncDirectory } from "./fsync-dir.js";
 
 /** The session format version we read natively and write. */
 export const SESSION_FORMAT_VERSION = 3;
@@ -570,18 +571,6 @@ async function nextFreeSideFile(base: string, suffix: (n: number) => string): Pr
   throw new Error(`no free side-file name for ${base}`);
 }
 
-async function fsyncDir(dir: string): Promise<void> {
-  let fh: FileHandle | undefined;
-  try {
-    fh = await fsp.open(dir, "r");
-    await fh.sync();
-  } catch {
-    // Some filesystems refuse fsync on a directory; the data itself was synced.
-  } finally {
-    await fh?.close().catch(() => undefined);
-  }
-}
-
 /** Move a torn tail aside and truncate the transcript to its last complete line. */
 async function repairTornTail(index: FileIndex, torn: Buffer, reported: string, logger: Logger): Promise<void> {
   try {
@@ -599,7 +588,7 @@ async function repairTornTail(index: FileIndex, torn: Buffer, reported: string, 
     } finally {
       await fh.close();
     }
-    await fsyncDir(path.dirname(index.real));
+    await fsyncDirectory(path.dirname(index.real));
     logger.warn(
       { event: "transcript.torn_tail_repaired", sessionFile: reported, tornBytes: torn.length, keptBytes: index.size, sideFile: side.path },
       "torn last line moved aside and transcript truncated to its last complete line",
@@ -1082,6 +1071,6 @@ async function writeBatch(
     throw sessionIoError(err, reported, "append to");
   }
   await fh.close();
-  if (created) await fsyncDir(path.dirname(real));
+  if (created) await fsyncDirectory(path.dirname(real));
   return st;
 }
