@@ -506,7 +506,7 @@ function runTurnMachine(p: ParsedParams, logger: Logger): TurnRun {
                 const completed = event.type === "compactionCompleted";
                 const compaction = { ...event.compaction, completed };
                 emit({ type: "compaction", phase: completed ? "completed" : "started", itemId: compaction.itemId });
-                const hookEvent = { ...compaction, ownsCompaction: facts.ownsCompaction };
+                const hookEvent = { ...compaction, sessionId: p.sessionId, backend: "codex-app-server" as const, trigger: "native" as const, ownsCompaction: facts.ownsCompaction };
                 const hook = completed ? p.hooks?.afterCompaction : p.hooks?.beforeCompaction;
                 void Promise.resolve()
                   .then(() => hook?.(hookEvent))

@@ -1,5 +1,5 @@
 import type { AgentMessage } from "../context-engine/types.js";
-import type { NativeCompactionRecord } from "../../machines/turn.contract.js";
+import type { NativeCompactionRecord, TurnStatus, TurnUsage } from "../../machines/turn.contract.js";
 
 /** What a `beforePromptBuild` hook sees: exactly what Codex will receive (after engine projection). */
 export interface BeforePromptBuildContext {
@@ -16,25 +16,119 @@ export interface BeforePromptBuildResult {
   developerInstructions?: string;
 }
 
-/** Details of a native Codex compaction observed during a turn (never an engine compaction). */
-export interface CompactionHookEvent extends NativeCompactionRecord {
+/** Which compaction path ran: Codex's own (`codex-app-server`) or the context engine's. */
+export type CompactionBackend = "codex-app-server" | "context-engine";
+
+/** What started a compaction. */
+export type CompactionHookTrigger = "native" | "manual" | "accordion" | "budget";
+
+/**
+ * Details of a compaction, for `beforeCompaction` / `afterCompaction`. Every compaction path fires them: Codex native
+ * compaction seen during a turn (`backend: "codex-app-server"`, `trigger: "native"`, with the Codex item fields),
+ * explicit compaction (`trigger: "manual"` or `"budget"`) and the accordion (`trigger: "accordion"`).
+ */
+export interface CompactionHookEvent extends Partial<Omit<NativeCompactionRecord, "backend">> {
+  sessionId?: string;
+  backend: CompactionBackend;
+  trigger: CompactionHookTrigger;
   ownsCompaction: boolean;
+  /** afterCompaction only: whether it compacted. */
+  compacted?: boolean;
+}
+
+/** `llmInput`: what this turn sends to Codex (an adapter-level observation, not Codex's byte-exact request). */
+export interface LlmInputEvent {
+  sessionId: string;
+  threadId: string;
+  model?: string;
+  /** The prompt text sent with `turn/start` (after projection and `beforePromptBuild`). */
+  prompt: string;
+  developerInstructions?: string;
+  /** Number of additional-context entries sent with the turn. */
+  contextEntries: number;
+}
+
+/** `llmOutput`: what Codex answered in this turn. */
+export interface LlmOutputEvent {
+  sessionId: string;
+  threadId: string;
+  turnId: string;
+  assistantText: string;
+  usage?: TurnUsage;
+  codexStatus: string;
+}
+
+/** `agentEnd`: the attempt settled. */
+export interface AgentEndEvent {
+  sessionId: string;
+  threadId?: string;
+  turnId?: string;
+  status: TurnStatus;
+  error?: { phase: string; message: string; code?: string };
+  /** This turn's messages (empty when the turn never started). */
+  messages: readonly AgentMessage[];
+}
+
+/** A tool call Codex asked for: a dynamic tool (ours) or a native one (command, file change, MCP, web search). */
+export interface ToolCallHookEvent {
+  sessionId: string;
+  threadId: string;
+  turnId: string;
+  callId: string;
+  /** Dynamic tool name, or `shell`, `apply_patch`, `mcp:<server>/<tool>`, `web_search` for native items. */
+  toolName: string;
+  native: boolean;
+  params: unknown;
+}
+
+/** `beforeToolCall` may block a dynamic tool call (the reason goes back to Codex as the tool's result) or rewrite its arguments. */
+export interface BeforeToolCallResult {
+  block?: boolean;
+  blockReason?: string;
+  params?: unknown;
+}
+
+/** `afterToolCall`: the tool call finished. */
+export interface AfterToolCallEvent extends ToolCallHookEvent {
+  result?: string;
+  error?: string;
+  durationMs?: number;
+}
+
+/** `beforeAgentFinalize`: the turn ended; the mirror and the engine's finalize come next. */
+export interface BeforeAgentFinalizeEvent {
+  sessionId: string;
+  threadId: string;
+  turnId: string;
+  assistantText: string;
+  codexStatus: string;
 }
 
 /**
- * Harness hooks (OpenClaw's adapter-level observations). All optional; a hook that throws is logged and ignored,
- * except `beforePromptBuild`, whose failure keeps the unmodified prompt.
+ * Harness hooks (OpenClaw's adapter-level observations). All optional. Every hook is bounded by
+ * `timeouts.engineCallMs`; a hook that throws, hangs or returns a malformed result is a warning, never a failed turn
+ * (`beforePromptBuild` then keeps the unmodified prompt, `beforeToolCall` lets the call run unchanged).
+ *
+ * Order within a turn: `beforePromptBuild` -> `llmInput` -> (`beforeToolCall` -> `afterToolCall`)* and
+ * `beforeCompaction` -> `afterCompaction` as they happen -> `llmOutput` -> `beforeAgentFinalize` -> `agentEnd`.
  *
  * @example
  * ```ts
  * const hooks: CodexTurnHooks = {
  *   beforePromptBuild: ({ prompt }) => ({ prompt: prompt + "\n\nAnswer in French." }),
- *   afterCompaction: (e) => console.log("codex compacted", e.itemId),
+ *   beforeToolCall: (call) => (call.toolName === "rm_rf" ? { block: true, blockReason: "not allowed" } : undefined),
+ *   afterCompaction: (e) => console.log("compacted by", e.backend),
  * };
  * ```
  */
 export interface CodexTurnHooks {
   beforePromptBuild?(ctx: BeforePromptBuildContext): BeforePromptBuildResult | void | Promise<BeforePromptBuildResult | void>;
+  llmInput?(event: LlmInputEvent): void | Promise<void>;
+  llmOutput?(event: LlmOutputEvent): void | Promise<void>;
+  agentEnd?(event: AgentEndEvent): void | Promise<void>;
+  beforeToolCall?(event: ToolCallHookEvent): BeforeToolCallResult | void | Promise<BeforeToolCallResult | void>;
+  afterToolCall?(event: AfterToolCallEvent): void | Promise<void>;
+  beforeAgentFinalize?(event: BeforeAgentFinalizeEvent): void | Promise<void>;
   beforeCompaction?(event: CompactionHookEvent): void | Promise<void>;
   afterCompaction?(event: CompactionHookEvent): void | Promise<void>;
   /** Every lifecycle state the machine enters, in order. */
