@@ -1,0 +1,216 @@
+/**
+ * Append entries to a session file: one O_APPEND write of the whole batch, then fsync; on failure the file is cut back
+ * to where it was, so a failed write (ENOSPC, EIO) leaves no torn line. Call it while holding the session lock.
+ */
+import { promises as fsp, type Stats } from "node:fs";
+import type { FileHandle } from "node:fs/promises";
+import path from "node:path";
+import type { Logger } from "pino";
+import { z } from "zod";
+import { silentLogger } from "../log/logger.js";
+import { SessionFileError } from "./errors.js";
+import {
+  deriveEntryId,
+  randomEntryId,
+  SESSION_FORMAT_VERSION,
+  type NewSessionEntry,
+  type OpenSessionOptions,
+  type SessionEntry,
+  type SessionFileWriter,
+  type SessionHeader,
+} from "./entries.js";
+import { faultPoint, faultsEnabled } from "./fault.js";
+import { fsyncDirectory } from "./fsync-dir.js";
+import { invalidArgs, statOrMissing } from "./parse.js";
+import { resolveSessionPath, sessionIoError } from "./resolve.js";
+import { indexAddEntry, indexCache, loadIndex, TAIL_CHECK_BYTES } from "./writer-index.js";
+
+const OpenOptionsSchema = z.object({
+  sessionId: z.string().min(1),
+  cwd: z.string().min(1).optional(),
+  sessionRoot: z.string().min(1).optional(),
+  logger: z.any().optional(),
+});
+
+function entryTimestamp(draft: NewSessionEntry): string {
+  if (typeof draft.timestamp === "string") return draft.timestamp;
+  // A message's own time makes the line deterministic for unchanged input; fall back to now.
+  const msg = draft["message"] as { timestamp?: unknown } | undefined;
+  const t = msg?.timestamp;
+  if (typeof t === "number" && Number.isFinite(t) && Math.abs(t) <= 8.64e15) return new Date(t).toISOString();
+  return new Date().toISOString();
+}
+
+/**
+ * Open a session file for appending (call it while holding the session lock). Validates the path and header,
+ * repairs a torn last line, and returns a writer whose idempotency-key index is cached per file, so appending to a
+ * long transcript does not re-read it.
+ *
+ * @example
+ * ```ts
+ * await withSessionLock(file, async () => {
+ *   const w = await openSessionFile(file, { sessionId: "s1" });
+ *   if (!w.hasKey(key)) await w.append([{ type: "message", idempotencyKey: key, message }]);
+ * });
+ * ```
+ */
+export async function openSessionFile(sessionFile: string, opts: OpenSessionOptions): Promise<SessionFileWriter> {
+  const parsedOpts = OpenOptionsSchema.safeParse(opts);
+  if (!parsedOpts.success) throw invalidArgs("open options", sessionFile, parsedOpts.error);
+  const logger: Logger = opts.logger ?? silentLogger;
+  const real = await resolveSessionPath(sessionFile, opts.sessionRoot);
+  let index = await loadIndex(real, sessionFile, logger);
+  if (index.header && index.header.id !== opts.sessionId) {
+    logger.warn(
+      { event: "transcript.session_id_mismatch", sessionFile, headerId: index.header.id, sessionId: opts.sessionId },
+      "session id differs from the header",
+    );
+  }
+
+  const append = async (drafts: NewSessionEntry[]): Promise<SessionEntry[]> => {
+    if (drafts.length === 0) return [];
+    // Cheap (one stat) unless someone else changed the file since we indexed it.
+    index = await loadIndex(real, sessionFile, logger);
+    const batchIds = new Set<string>();
+    const taken = { has: (id: string) => index.ids.has(id) || batchIds.has(id) };
+    const batchKeys = new Set<string>();
+    const written: SessionEntry[] = [];
+    const lines: string[] = [];
+    let header: SessionHeader | null = null;
+    if (index.header === null) {
+      header = {
+        type: "session",
+        version: SESSION_FORMAT_VERSION,
+        id: opts.sessionId,
+        timestamp: new Date().toISOString(),
+        cwd: opts.cwd ?? process.cwd(),
+      };
+      lines.push(`${JSON.stringify(header)}\n`);
+    }
+    let parentId = index.lastEntryId;
+    for (const draft of drafts) {
+      const { type, idempotencyKey, timestamp: _ts, ...payload } = draft;
+      if (typeof type !== "string" || type.length === 0 || type === "session") {
+        throw new SessionFileError("SESSION_INVALID_ARGUMENT", sessionFile, `cannot append an entry of type ${JSON.stringify(type)} to ${sessionFile}`);
+      }
+      if (idempotencyKey !== undefined) {
+        if (index.keys.has(idempotencyKey) || batchKeys.has(idempotencyKey)) {
+          throw new SessionFileError(
+            "SESSION_INVALID_ARGUMENT",
+            sessionFile,
+            `idempotency key already present in ${sessionFile} (entry ${index.keys.get(idempotencyKey) ?? "in this batch"})`,
+          );
+        }
+        batchKeys.add(idempotencyKey);
+      }
+      const id = idempotencyKey !== undefined ? deriveEntryId(idempotencyKey, taken) : randomEntryId(taken);
+      batchIds.add(id);
+      const entry: SessionEntry = {
+        type,
+        id,
+        parentId,
+        timestamp: entryTimestamp(draft),
+        ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
+        ...payload,
+      };
+      let line: string;
+      try {
+        line = JSON.stringify(entry);
+      } catch (err) {
+        throw new SessionFileError("SESSION_INVALID_ARGUMENT", sessionFile, `entry for ${sessionFile} is not JSON-serialisable: ${String(err)}`, {
+          cause: err,
+        });
+      }
+      lines.push(`${line}\n`);
+      written.push(JSON.parse(line) as SessionEntry);
+      parentId = id;
+    }
+    const data = Buffer.from(lines.join(""), "utf8");
+    const created = index.size === 0 && (await statOrMissing(real, sessionFile)) === null;
+    const st = await writeBatch(real, sessionFile, data, index.size, created);
+
+    // Update the index (in place: copying it would make every append O(entries)) only after the data is durable.
+    if (header) index.header = header;
+    for (const e of written) indexAddEntry(index, e);
+    index.lineCount += lines.length;
+    index.size += data.length;
+    const joined = data.length >= TAIL_CHECK_BYTES ? data : Buffer.concat([index.tail, data]);
+    index.tail = Buffer.from(joined.subarray(Math.max(0, joined.length - TAIL_CHECK_BYTES)));
+    index.dev = st.dev;
+    index.ino = st.ino;
+    index.mtimeMs = st.mtimeMs;
+    if (st.size === index.size) indexCache.set(real, index);
+    else indexCache.delete(real);
+    logger.debug(
+      { event: "transcript.appended", sessionFile, entries: written.length, bytes: data.length, createdFile: created },
+      "entries appended",
+    );
+    return written;
+  };
+
+  return {
+    path: real,
+    sessionId: opts.sessionId,
+    get header() {
+      return index.header;
+    },
+    get entryCount() {
+      return index.entryCount;
+    },
+    get lastEntryId() {
+      return index.lastEntryId;
+    },
+    hasKey: (key) => index.keys.has(key),
+    entryIdForKey: (key) => index.keys.get(key),
+    append,
+  };
+}
+
+/** One O_APPEND write of the whole batch, then fsync. On failure, cut the file back to where it was. */
+async function writeBatch(
+  real: string,
+  reported: string,
+  data: Buffer,
+  sizeBefore: number,
+  created: boolean,
+): Promise<Stats> {
+  if (created) {
+    try {
+      await fsp.mkdir(path.dirname(real), { recursive: true });
+    } catch (err) {
+      throw sessionIoError(err, reported, "create the directory of");
+    }
+  }
+  let fh: FileHandle;
+  try {
+    fh = await fsp.open(real, "a");
+  } catch (err) {
+    throw sessionIoError(err, reported, "open for append");
+  }
+  let st: Stats;
+  try {
+    faultPoint("transcript:before-write");
+    let off = 0;
+    // With a fault hook installed, write in two halves so a crash can land between them (a torn line).
+    const firstChunk = faultsEnabled() ? Math.max(1, Math.floor(data.length / 2)) : data.length;
+    while (off < data.length) {
+      const len = off === 0 ? firstChunk : data.length - off;
+      const { bytesWritten } = await fh.write(data, off, len);
+      off += bytesWritten;
+      if (off === firstChunk && off < data.length) faultPoint("transcript:mid-write");
+    }
+    faultPoint("transcript:after-write");
+    await fh.sync();
+    faultPoint("transcript:after-fsync");
+    st = await fh.stat();
+  } catch (err) {
+    // We hold the session lock, so nothing else appended after sizeBefore: cutting back leaves no torn line.
+    await fh.truncate(sizeBefore).catch(() => undefined);
+    await fh.close().catch(() => undefined);
+    throw sessionIoError(err, reported, "append to");
+  }
+  await fh.close();
+  if (created) await fsyncDirectory(path.dirname(real));
+  return st;
+}
+
