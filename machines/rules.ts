@@ -2,7 +2,7 @@
  * The lifecycle decision rules of a turn, as plain functions. The turn machine's guards call them; tests call them
  * directly. They encode the spec's "Error handling" section and the OpenClaw first-port semantics.
  */
-import type { AssembleOutput, EngineFacts, TurnRecord, TurnStatus } from "./turn.contract.js";
+import type { AccordionFacts, AssembleOutput, EngineFacts, HistoryOutput, LastUsageFacts, TurnRecord, TurnStatus } from "./turn.contract.js";
 
 /** Bootstrap runs only for an active engine that has `bootstrap`, and only when the session file existed before. */
 export function shouldBootstrap(engine: EngineFacts, hadSessionFile: boolean): boolean {
@@ -36,6 +36,8 @@ export interface SettleFacts {
   record?: Pick<TurnRecord, "codexStatus">;
   /** An error ended the attempt before the turn ran (threadStart or turn/start rejected). */
   failedBeforeTurn?: boolean;
+  /** The turn ran but could not be written to the transcript (its pending record keeps it for recovery). */
+  mirrorFailed?: boolean;
 }
 
 /** The model call failed: Codex reported a failed, interrupted (not by us) or timed-out turn. */
@@ -66,10 +68,75 @@ export function isBackgroundMaintenance(engine: EngineFacts): boolean {
   return engine.turnMaintenanceMode === "background";
 }
 
-/** The final status: a yield wins over an abort, an abort over a failure, a failure over completion. */
+/**
+ * The final status: a turn that could not be written to the transcript is failed whatever else happened (the host
+ * must know its turn is only in the pending record); then a yield wins over an abort, an abort over a failure, a
+ * failure over completion.
+ */
 export function settleStatus(facts: SettleFacts): TurnStatus {
+  if (facts.mirrorFailed) return "failed";
   if (facts.yieldAborted) return "yieldAborted";
   if (facts.aborted) return "aborted";
   if (hasPromptError(facts)) return "failed";
   return "completed";
+}
+
+/**
+ * The accordion cadence: compact in the engine before the turn when the bound thread's last reported usage reached
+ * `contextThreshold` of the model's context window. No usage or no window known: no compaction.
+ *
+ * @example
+ * ```ts
+ * isAccordionDue({ enabled: true, contextThreshold: 0.9 }, { totalTokens: 171_000, modelContextWindow: 190_000 }); // true
+ * ```
+ */
+export function isAccordionDue(accordion: AccordionFacts | undefined, lastUsage: LastUsageFacts | undefined, contextWindow?: number): boolean {
+  return accordionReason(accordion, lastUsage, contextWindow).due;
+}
+
+/** The accordion decision with its reason (the `compaction.ratio` log field and `evaluateAccordion` use it). */
+export function accordionReason(
+  accordion: AccordionFacts | undefined,
+  lastUsage: LastUsageFacts | undefined,
+  contextWindow?: number,
+): { due: boolean; reason: "disabled" | "noUsage" | "noContextWindow" | "belowThreshold" | "thresholdReached"; ratio?: number } {
+  if (!accordion?.enabled) return { due: false, reason: "disabled" };
+  if (!lastUsage || !Number.isFinite(lastUsage.totalTokens)) return { due: false, reason: "noUsage" };
+  const window = lastUsage.modelContextWindow ?? contextWindow;
+  if (window === undefined || !Number.isFinite(window) || window <= 0) return { due: false, reason: "noContextWindow" };
+  const ratio = lastUsage.totalTokens / window;
+  // IEEE division is correctly rounded, so a ratio exactly at the threshold (171000/190000) equals the parsed 0.9.
+  return ratio >= accordion.contextThreshold ? { due: true, reason: "thresholdReached", ratio } : { due: false, reason: "belowThreshold", ratio };
+}
+
+/**
+ * Finalize may use "history + this turn" without re-reading the transcript only when this attempt appended every
+ * message of the turn in one write and the file then held exactly the loaded history plus those entries.
+ *
+ * @example
+ * ```ts
+ * mirrorIsTailOfHistory({ historyEntryCount: 10, appended: 2, entryCountAfter: 12, turnMessages: 2 }); // true
+ * ```
+ */
+export function mirrorIsTailOfHistory(f: {
+  historyEntryCount: number | undefined;
+  appended: number;
+  entryCountAfter: number | undefined;
+  turnMessages: number;
+}): boolean {
+  if (f.historyEntryCount === undefined || f.entryCountAfter === undefined) return false;
+  return f.appended === f.turnMessages && f.appended > 0 && f.entryCountAfter === f.historyEntryCount + f.appended;
+}
+
+/** A re-read transcript can serve as finalize's snapshot only if it holds this turn. */
+export function historyHoldsTurn(history: Pick<HistoryOutput, "origins">, turnId: string): boolean {
+  return history.origins.some((o) => o?.turnId === turnId);
+}
+
+/** Errors of `resumeThread` that mean "this thread cannot be resumed" (start a fresh one), not "Codex is down". */
+export const RESUME_FAILED_CODE = "THREAD_RESUME_FAILED";
+
+/** A failed resume falls back to a fresh thread once; a second failure (or any other error) fails the attempt. */
+export function shouldStartFreshAfterResumeFailure(errorCode: string | undefined, alreadyFellBack: boolean): boolean {
+  return errorCode === RESUME_FAILED_CODE && !alreadyFellBack;
 }

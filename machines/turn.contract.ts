@@ -4,18 +4,25 @@
  *
  * Actor ids (the `id` of each invoke) and actor source names (the `src`):
  *
- * | state        | invoke id      | src                  | kind         |
- * |--------------|----------------|----------------------|--------------|
- * | loadHistory  | `loadHistory`  | `readHistory`        | fromPromise  |
- * | bootstrap    | `bootstrap`    | `bootstrapEngine`    | fromPromise  |
- * | assemble     | `assemble`     | `assembleContext`    | fromPromise  |
- * | project      | `project`      | `projectContext`     | fromPromise  |
- * | hooks        | `hooks`        | `runPromptHooks`     | fromPromise  |
- * | threadStart  | `threadStart`  | `startThread`        | fromPromise  |
- * | turnRunning  | `turn`         | `runTurn`            | fromCallback |
- * | mirror       | `mirror`       | `mirrorTranscript`   | fromPromise  |
- * | finalize     | `finalize`     | `finalizeEngine`     | fromPromise  |
- * | maintain     | `maintain`     | `maintainEngine`     | fromPromise  |
+ * | state             | invoke id          | src                   | kind         |
+ * |-------------------|--------------------|-----------------------|--------------|
+ * | acquireLock       | `acquireLock`      | `acquireSessionLock`  | fromPromise  |
+ * | recover           | `recover`          | `recoverSession`      | fromPromise  |
+ * | loadHistory       | `loadHistory`      | `readHistory`         | fromPromise  |
+ * | bootstrap         | `bootstrap`        | `bootstrapEngine`     | fromPromise  |
+ * | compactBeforeTurn | `compactBeforeTurn`| `compactEngine`       | fromPromise  |
+ * | reloadHistory     | `reloadHistory`    | `rereadHistory`       | fromPromise  |
+ * | assemble          | `assemble`         | `assembleContext`     | fromPromise  |
+ * | project           | `project`          | `projectContext`      | fromPromise  |
+ * | hooks             | `hooks`            | `runPromptHooks`      | fromPromise  |
+ * | threadStart.resuming | `resumeThread`  | `resumeThread`        | fromPromise  |
+ * | threadStart.starting | `startThread`   | `startThread`         | fromPromise  |
+ * | turnRunning       | `turn`             | `runTurn`             | fromCallback |
+ * | recordPending     | `recordPending`    | `recordPendingFinalize` | fromPromise |
+ * | mirror            | `mirror`           | `mirrorTranscript`    | fromPromise  |
+ * | rereadForFinalize | `rereadForFinalize`| `rereadHistory`       | fromPromise  |
+ * | finalize          | `finalize`         | `finalizeEngine`      | fromPromise  |
+ * | maintain          | `maintain`         | `maintainEngine`      | fromPromise  |
  */
 import type { AgentMessage } from "../src/context-engine/types.js";
 
@@ -24,6 +31,8 @@ export type TurnStatus = "completed" | "failed" | "aborted" | "yieldAborted";
 
 /** Lifecycle phases an error can be attributed to. */
 export type TurnPhase =
+  | "lock"
+  | "recovery"
   | "loadHistory"
   | "bootstrap"
   | "assemble"
@@ -31,6 +40,7 @@ export type TurnPhase =
   | "hooks"
   | "threadStart"
   | "turnRunning"
+  | "recordPending"
   | "mirror"
   | "finalize"
   | "maintain";
@@ -53,7 +63,23 @@ export interface EngineFacts {
   hasAfterTurn: boolean;
   hasIngestBatch: boolean;
   ownsCompaction: boolean;
-  turnMaintenanceMode: "foreground" | "background";
+  /** OpenClaw types it as a string: anything but "background" runs maintenance in the foreground. */
+  turnMaintenanceMode: "foreground" | "background" | (string & {});
+}
+
+/** Accordion cadence settings the `accordionDue` guard reads (see `isAccordionDue`). */
+export interface AccordionFacts {
+  /** Compact in the engine before the turn at all (default: the engine owns compaction). */
+  enabled: boolean;
+  /** Share of the context window at which to compact, in (0, 1]. */
+  contextThreshold: number;
+}
+
+/** Token usage of the bound thread's last turn, as the binding recorded it. */
+export interface LastUsageFacts {
+  inputTokens?: number;
+  totalTokens: number;
+  modelContextWindow?: number;
 }
 
 /** Input of the turn machine (already validated by the host with zod). */
@@ -67,7 +93,42 @@ export interface TurnMachineInput {
   hadSessionFile: boolean;
   /** At least one `beforePromptBuild` hook is registered. */
   hasPromptHooks: boolean;
+  /** Accordion cadence; absent means never compact before the turn. */
+  accordion?: AccordionFacts;
 }
+
+/** What `readHistory` returns at the start of the attempt: the history plus what the binding says about the thread. */
+export interface SessionLoadOutput {
+  history: HistoryOutput;
+  /** The thread binding as read (opaque to the machine; the projection reads it). Undefined: no bound thread. */
+  binding?: unknown;
+  /** The bound thread's last reported usage (the accordion's input). */
+  lastUsage?: LastUsageFacts;
+}
+
+/** What the session lock state reports (the lock handle itself stays with the host). */
+export interface LockOutput {
+  waitedMs: number;
+}
+
+/** What recovering a crashed earlier attempt did (see `recoverCodexSession`). */
+export interface RecoveryOutput {
+  pending: number;
+  mirroredMessages: number;
+  finalized: number;
+  dropped: number;
+}
+
+/** What the accordion's engine compaction did before the turn. */
+export interface CompactBeforeTurnOutput {
+  compacted: boolean;
+  reason?: string;
+  /** The engine's compaction failed or returned a malformed result (the turn runs on the uncompacted history). */
+  failed: boolean;
+}
+
+/** Where finalize's session snapshot came from (see `chooseFinalizeSnapshot` in the machine). */
+export type FinalizeSnapshotSource = "mirrorTail" | "reread" | "fallback";
 
 /** What `readHistory` and `bootstrapEngine` return: the mirrored history (re-read after bootstrap). */
 export interface HistoryOutput {
@@ -77,6 +138,8 @@ export interface HistoryOutput {
    * or null for messages that did not come from a Codex turn. Delta projection uses it to know what a thread holds.
    */
   origins: Array<{ threadId: string; turnId: string } | null>;
+  /** Entries in the transcript file when this history was read (the mirror-tail check compares against it). */
+  entryCount?: number;
 }
 
 export interface BootstrapOutput extends HistoryOutput {
@@ -178,6 +241,17 @@ export interface TurnRecord {
 export interface MirrorOutput {
   /** Entries appended by this call (0 when a retried mirror found them already written). */
   appended: number;
+  /** Entries in the file after the write. */
+  entryCount?: number;
+}
+
+/** Input of `finalizeEngine`: the session snapshot the machine chose, and this turn's record. */
+export interface FinalizeInput {
+  record: TurnRecord;
+  /** The session as the engine's afterTurn expects it: history up to and including this turn. */
+  messages: AgentMessage[];
+  source: FinalizeSnapshotSource;
+  prePromptMessageCount: number;
 }
 
 export interface FinalizeOutput {

@@ -2,26 +2,40 @@
  * One Codex app-server turn as a pure XState v5 statechart. No I/O happens here: every effect is a named actor
  * (see the table in `turn.contract.ts`) that a host binds with `turnMachine.provide({ actors })`.
  *
- * Lifecycle: loadHistory -> bootstrap -> assemble -> project -> hooks -> threadStart -> turnRunning -> mirror ->
- * finalize -> maintain, ending in completed | failed | aborted | yieldAborted. The rules live in `rules.ts`.
+ * Lifecycle: session (lock, then recovery of a crashed attempt) -> loadHistory -> bootstrap -> compactBeforeTurn
+ * (accordion, when due) -> assemble -> project -> hooks -> threadStart (resume, or start; a failed resume goes back to
+ * project for a fresh thread) -> turnRunning -> mirror (pending record, then the transcript) -> finalize (snapshot
+ * choice, then the engine) -> maintain, ending in completed | failed | aborted | yieldAborted. Every decision is a
+ * guard here; the rules live in `rules.ts`.
  */
 import { assign, fromCallback, fromPromise, sendTo, setup, type DoneActorEvent } from "xstate";
 import {
   bootstrapSkipReason,
   canMaintain,
+  historyHoldsTurn,
+  isAccordionDue,
   isAssembleEmpty,
   isBackgroundMaintenance,
   maintenanceSkipReason,
+  mirrorIsTailOfHistory,
   settleStatus,
   shouldAssemble,
   shouldBootstrap,
+  shouldStartFreshAfterResumeFailure,
   type SettleFacts,
 } from "./rules.js";
 import type {
   AssembleOutput,
   BootstrapOutput,
+  CompactBeforeTurnOutput,
   EngineOutcomes,
+  FinalizeInput,
   FinalizeOutput,
+  FinalizeSnapshotSource,
+  LastUsageFacts,
+  LockOutput,
+  RecoveryOutput,
+  SessionLoadOutput,
   HistoryOutput,
   HooksOutput,
   MaintainOutput,
@@ -45,6 +59,18 @@ import type {
 export interface TurnContext {
   input: TurnMachineInput;
   history: HistoryOutput;
+  /** The thread binding as loaded (opaque here; the projection reads it). Dropped when the thread must rotate. */
+  binding?: unknown;
+  lastUsage?: LastUsageFacts;
+  /** The accordion compacted the engine's view: the next thread starts fresh. */
+  rotateThread: boolean;
+  /** The bound thread could not be resumed: this attempt re-projected for a fresh thread (once). */
+  resumeFellBack: boolean;
+  recovery?: RecoveryOutput;
+  mirror?: MirrorOutput;
+  /** finalize's session snapshot: where it came from, and the re-read history when it came from a re-read. */
+  finalizeSource?: FinalizeSnapshotSource;
+  finalizeHistory?: HistoryOutput;
   /** Mirrored history length after bootstrap: `messages.slice(prePromptMessageCount)` is this turn. */
   prePromptMessageCount: number;
   assembled?: AssembleOutput;
@@ -58,6 +84,7 @@ export interface TurnContext {
   aborted: boolean;
   yieldAborted: boolean;
   mirrorOk: boolean;
+  mirrorFailed: boolean;
   finalizeOk: boolean;
   failedBeforeTurn: boolean;
   engine: EngineOutcomes;
@@ -95,7 +122,19 @@ function settleFacts(context: TurnContext): SettleFacts {
     turnAccepted: context.turnAccepted,
     record: context.record,
     failedBeforeTurn: context.failedBeforeTurn,
+    mirrorFailed: context.mirrorFailed,
   };
+}
+
+/** The session snapshot finalize hands the engine (see the `finalize` state's guards). */
+function finalizeInput(context: TurnContext): FinalizeInput {
+  const record = context.record!;
+  const source = context.finalizeSource ?? "fallback";
+  const messages =
+    source === "reread" && context.finalizeHistory
+      ? context.finalizeHistory.messages
+      : [...context.history.messages, ...record.messagesSnapshot];
+  return { record, messages, source, prePromptMessageCount: context.prePromptMessageCount };
 }
 
 function buildOutput(context: TurnContext): TurnMachineOutput {
@@ -141,25 +180,26 @@ export const turnMachine = setup({
     output: {} as TurnMachineOutput,
   },
   actors: {
-    readHistory: fromPromise<HistoryOutput, { sessionFile: string }>(notProvided("readHistory")),
+    acquireSessionLock: fromPromise<LockOutput, { sessionFile: string }>(notProvided("acquireSessionLock")),
+    recoverSession: fromPromise<RecoveryOutput, { sessionFile: string }>(notProvided("recoverSession")),
+    readHistory: fromPromise<SessionLoadOutput, { sessionFile: string }>(notProvided("readHistory")),
+    rereadHistory: fromPromise<HistoryOutput, { sessionFile: string }>(notProvided("rereadHistory")),
     bootstrapEngine: fromPromise<BootstrapOutput, { sessionFile: string }>(notProvided("bootstrapEngine")),
+    compactEngine: fromPromise<CompactBeforeTurnOutput, { lastUsage?: LastUsageFacts }>(notProvided("compactEngine")),
     assembleContext: fromPromise<AssembleOutput, { history: HistoryOutput; prompt: string }>(notProvided("assembleContext")),
     projectContext: fromPromise<
       ProjectionOutput,
-      { prompt: string; history: HistoryOutput; assembled?: AssembleOutput }
+      { prompt: string; history: HistoryOutput; assembled?: AssembleOutput; binding?: unknown; freshThreadReason?: string }
     >(notProvided("projectContext")),
     runPromptHooks: fromPromise<HooksOutput, { promptText: string; developerInstructions?: string; history: HistoryOutput }>(
       notProvided("runPromptHooks"),
     ),
-    startThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(
-      notProvided("startThread"),
-    ),
+    resumeThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("resumeThread")),
+    startThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("startThread")),
     runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(notProvided("runTurn")),
+    recordPendingFinalize: fromPromise<void, { record: TurnRecord; prePromptMessageCount: number }>(notProvided("recordPendingFinalize")),
     mirrorTranscript: fromPromise<MirrorOutput, { record: TurnRecord }>(notProvided("mirrorTranscript")),
-    finalizeEngine: fromPromise<
-      FinalizeOutput,
-      { record: TurnRecord; mirrorOk: boolean; history: HistoryOutput; prePromptMessageCount: number }
-    >(notProvided("finalizeEngine")),
+    finalizeEngine: fromPromise<FinalizeOutput, FinalizeInput>(notProvided("finalizeEngine")),
     maintainEngine: fromPromise<MaintainOutput, { record?: TurnRecord }>(notProvided("maintainEngine")),
   },
   delays: {
@@ -168,10 +208,23 @@ export const turnMachine = setup({
   guards: {
     shouldBootstrap: ({ context }) => shouldBootstrap(context.input.engine, context.input.hadSessionFile),
     shouldAssemble: ({ context }) => shouldAssemble(context.input.engine),
+    accordionDue: ({ context }) => shouldAssemble(context.input.engine) && isAccordionDue(context.input.accordion, context.lastUsage),
+    compactedBeforeTurn: (_, params: { output: CompactBeforeTurnOutput }) => params.output.compacted,
     hasPromptHooks: ({ context }) => context.input.hasPromptHooks,
     assembledEmpty: (_, params: { output: AssembleOutput }) => isAssembleEmpty(params.output),
+    planResumes: ({ context }) => context.projection?.thread.action === "resume" && Boolean(context.projection.thread.threadId),
+    resumeFailedFallBackToFresh: ({ context }, params: { error: unknown }) =>
+      shouldStartFreshAfterResumeFailure(errorCode(params.error), context.resumeFellBack),
     turnAccepted: ({ context }) => context.turnAccepted,
     isAborting: ({ context }) => context.aborted || context.yieldAborted,
+    mirrorIsTail: ({ context }) =>
+      mirrorIsTailOfHistory({
+        historyEntryCount: context.history.entryCount,
+        appended: context.mirror?.appended ?? 0,
+        entryCountAfter: context.mirror?.entryCount,
+        turnMessages: context.record?.messagesSnapshot.length ?? 0,
+      }),
+    rereadHoldsTurn: ({ context }, params: { output: HistoryOutput }) => historyHoldsTurn(params.output, context.record?.turnId ?? ""),
     canMaintainForeground: ({ context }) =>
       canMaintain({ ...settleFacts(context), finalizeOk: context.finalizeOk, engine: context.input.engine }) &&
       !isBackgroundMaintenance(context.input.engine),
@@ -187,10 +240,22 @@ export const turnMachine = setup({
     logLifecycle: (_, _params: { event: string; [key: string]: unknown }) => {},
     /** Host hook: start `maintain` after the result is returned, tracked by the host. */
     scheduleBackgroundMaintenance: () => {},
+    /** Host hook: Codex accepted the turn, so the thread holds what was injected: record it in the binding (no fsync). */
+    persistAcceptedBinding: (_, _params: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }) => {},
+    /** Host hook: the turn reported usage: record it in the binding (durable). */
+    persistUsage: (_, _params: { record: TurnRecord }) => {},
+    /** Host hook: Codex compacted the thread natively: what it held must be re-sent (durable). */
+    persistNativeCompaction: (_, _params: { compaction: NativeCompactionRecord }) => {},
     enterState: assign({ trace: ({ context }, params: { state: string }) => [...context.trace, params.state] }),
-    storeHistory: assign((_, params: { output: HistoryOutput }) => ({
-      history: params.output,
-      prePromptMessageCount: params.output.messages.length,
+    storeRecovery: assign((_, params: { output: RecoveryOutput }) => ({ recovery: params.output })),
+    warnEndedWaitingForLock: assign(({ context }) => ({
+      warnings: [...context.warnings, "ended while waiting for the session lock; nothing ran"],
+    })),
+    storeSession: assign((_, params: { output: SessionLoadOutput }) => ({
+      history: params.output.history,
+      prePromptMessageCount: params.output.history.messages.length,
+      binding: params.output.binding,
+      lastUsage: params.output.lastUsage,
     })),
     markBootstrapSkipped: assign({
       engine: ({ context }) => ({
@@ -200,13 +265,25 @@ export const turnMachine = setup({
     }),
     markAssembleSkipped: assign({ engine: ({ context }) => ({ ...context.engine, assemble: "skipped:noEngine" }) }),
     storeBootstrap: assign(({ context }, params: { output: BootstrapOutput }) => ({
-      history: { messages: params.output.messages, origins: params.output.origins },
+      history: { messages: params.output.messages, origins: params.output.origins, entryCount: params.output.entryCount },
       prePromptMessageCount: params.output.messages.length,
       engine: { ...context.engine, bootstrap: "ran" },
     })),
-    warnBootstrapFailed: assign(({ context }) => ({
+    warnBootstrapFailed: assign(({ context }, params: { message: string }) => ({
       engine: { ...context.engine, bootstrap: "failed" },
-      warnings: [...context.warnings, "bootstrap failed; continuing without it"],
+      warnings: [...context.warnings, `bootstrap failed (${params.message}); continuing without it`],
+    })),
+    // The engine compacted its view: the bound thread still holds the uncompacted one, so the turn rotates threads.
+    markRotateThread: assign({ rotateThread: true }),
+    warnCompactionFailed: assign(({ context }, params: { reason: string }) => ({
+      warnings: [...context.warnings, `accordion compaction failed (${params.reason}); the turn runs on the uncompacted thread`],
+    })),
+    storeReloadedHistory: assign((_, params: { output: HistoryOutput }) => ({
+      history: params.output,
+      prePromptMessageCount: params.output.messages.length,
+    })),
+    warnReloadFailed: assign(({ context }) => ({
+      warnings: [...context.warnings, "history re-read after compaction failed; assembling from the history read before it"],
     })),
     storeAssembled: assign(({ context }, params: { output: AssembleOutput }) => ({
       assembled: params.output,
@@ -220,10 +297,10 @@ export const turnMachine = setup({
       engine: { ...context.engine, assemble: "fallback" },
       warnings: [...context.warnings, "assemble returned no messages; using the unassembled prompt"],
     })),
-    warnAssembleFailed: assign(({ context }) => ({
+    warnAssembleFailed: assign(({ context }, params: { message: string }) => ({
       assembled: undefined,
       engine: { ...context.engine, assemble: "failed" },
-      warnings: [...context.warnings, "assemble failed; using the unassembled prompt"],
+      warnings: [...context.warnings, `assemble failed (${params.message}); using the unassembled prompt`],
     })),
     storeProjection: assign((_, params: { output: ProjectionOutput }) => ({
       projection: params.output,
@@ -251,10 +328,16 @@ export const turnMachine = setup({
       promptText: params.output.promptText,
       developerInstructions: params.output.developerInstructions,
     })),
-    warnHooksFailed: assign(({ context }) => ({
-      warnings: [...context.warnings, "beforePromptBuild hook failed; keeping the unmodified prompt"],
+    warnHooksFailed: assign(({ context }, params: { message: string }) => ({
+      warnings: [...context.warnings, `beforePromptBuild hook failed (${params.message}); keeping the unmodified prompt`],
     })),
     storeThread: assign((_, params: { output: ThreadStartOutput }) => ({ threadId: params.output.threadId })),
+    // Codex no longer knows the bound thread: forget the binding and project again, for a fresh thread.
+    markResumeFellBack: assign(({ context }) => ({
+      resumeFellBack: true,
+      binding: undefined,
+      warnings: [...context.warnings, "the bound Codex thread could not be resumed; re-projected for a fresh thread"],
+    })),
     recordError: assign((_, params: { error: TurnError }) => ({ error: params.error })),
     recordFailureBeforeTurn: assign(({ context }, params: { error: TurnError }) => ({
       error: params.error,
@@ -305,19 +388,31 @@ export const turnMachine = setup({
       turnAccepted: true,
     })),
     storeTimedOutRecord: assign(({ context }) => ({ record: timedOutRecord(context) })),
-    storeMirrored: assign({ mirrorOk: true }),
-    warnMirrorFailed: assign(({ context }) => ({
+    warnPendingNotRecorded: assign(({ context }) => ({
+      warnings: [...context.warnings, "pending-finalize record not written; a crash before finalize would not be recovered"],
+    })),
+    storeMirrored: assign((_, params: { output: MirrorOutput }) => ({ mirrorOk: true, mirror: params.output })),
+    // The turn is in no transcript: it stays in the pending record (recovery mirrors and finalizes it later); the
+    // engine must not be finalized from a turn the transcript does not hold.
+    failMirror: assign(({ context }, params: { error: TurnError }) => ({
       mirrorOk: false,
-      warnings: [...context.warnings, "transcript mirror failed; finalizing from history + this turn's snapshot"],
+      mirrorFailed: true,
+      error: params.error,
+      engine: { ...context.engine, finalize: "skipped:mirrorFailed", maintenance: "skipped:mirrorFailed" },
+      warnings: [...context.warnings, "transcript mirror failed; the turn is kept in the pending record for recovery"],
+    })),
+    useSnapshot: assign((_, params: { source: FinalizeSnapshotSource; history?: HistoryOutput }) => ({
+      finalizeSource: params.source,
+      finalizeHistory: params.history,
     })),
     storeFinalized: assign(({ context }, params: { output: FinalizeOutput }) => ({
       finalizeOk: true,
       engine: { ...context.engine, finalize: params.output.mode },
     })),
-    warnFinalizeFailed: assign(({ context }) => ({
+    warnFinalizeFailed: assign(({ context }, params: { message: string }) => ({
       finalizeOk: false,
       engine: { ...context.engine, finalize: "failed" },
-      warnings: [...context.warnings, "context-engine finalize failed"],
+      warnings: [...context.warnings, `context-engine finalize failed (${params.message})`],
     })),
     markMaintenanceSkipped: assign(({ context }) => ({
       engine: {
@@ -332,24 +427,27 @@ export const turnMachine = setup({
       engine: { ...context.engine, maintenance: "background" },
     })),
     storeMaintained: assign(({ context }) => ({ engine: { ...context.engine, maintenance: "ran" } })),
-    warnMaintenanceFailed: assign(({ context }) => ({
+    warnMaintenanceFailed: assign(({ context }, params: { message: string }) => ({
       engine: { ...context.engine, maintenance: "failed" },
-      warnings: [...context.warnings, "maintenance failed"],
+      warnings: [...context.warnings, `maintenance failed (${params.message})`],
     })),
     markMaintenanceAborted: assign(({ context }) => ({ engine: { ...context.engine, maintenance: "aborted" } })),
   },
 }).createMachine({
   id: "turn",
-  initial: "loadHistory",
+  initial: "session",
   context: ({ input }) => ({
     input,
     history: { messages: [], origins: [] },
     prePromptMessageCount: 0,
+    rotateThread: false,
+    resumeFellBack: false,
     promptText: input.prompt,
     turnAccepted: false,
     aborted: false,
     yieldAborted: false,
     mirrorOk: false,
+    mirrorFailed: false,
     finalizeOk: false,
     failedBeforeTurn: false,
     engine: { bootstrap: "pending", assemble: "pending", finalize: "pending", maintenance: "pending" },
@@ -367,6 +465,55 @@ export const turnMachine = setup({
     STEER: { actions: { type: "queueFollowUps", params: ({ event }) => ({ texts: [event.text] }) } },
   },
   states: {
+    // Session-level steps before the turn's lifecycle (not in the trace): one attempt at a time per session, and
+    // whatever a crashed attempt left is completed first.
+    session: {
+      initial: "acquiringLock",
+      states: {
+        acquiringLock: {
+          on: {
+            ABORT: {
+              target: "#turn.aborted",
+              actions: [{ type: "recordAbortBeforeTurn", params: { yield: false } }, "warnEndedWaitingForLock"],
+            },
+            YIELD: {
+              target: "#turn.yieldAborted",
+              actions: [{ type: "recordAbortBeforeTurn", params: { yield: true } }, "warnEndedWaitingForLock"],
+            },
+          },
+          invoke: {
+            id: "acquireLock",
+            src: "acquireSessionLock",
+            input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
+            onDone: {
+              target: "recovering",
+              actions: { type: "logLifecycle", params: ({ event }) => ({ event: "session lock acquired", waitedMs: event.output.waitedMs }) },
+            },
+            onError: {
+              target: "#turn.failed",
+              actions: { type: "recordFailureBeforeTurn", params: ({ event }) => ({ error: toTurnError("lock", event.error) }) },
+            },
+          },
+        },
+        recovering: {
+          invoke: {
+            id: "recover",
+            src: "recoverSession",
+            input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
+            onDone: {
+              target: "#turn.loadHistory",
+              actions: { type: "storeRecovery", params: ({ event }) => ({ output: event.output }) },
+            },
+            // A crashed attempt's turn that cannot be completed (e.g. its mirror still fails) blocks the session:
+            // a new turn appended before it would reorder the transcript.
+            onError: {
+              target: "#turn.failed",
+              actions: { type: "recordFailureBeforeTurn", params: ({ event }) => ({ error: toTurnError("recovery", event.error) }) },
+            },
+          },
+        },
+      },
+    },
     loadHistory: {
       entry: [{ type: "enterState", params: { state: "loadHistory" } }],
       invoke: {
@@ -377,17 +524,17 @@ export const turnMachine = setup({
           {
             guard: "shouldBootstrap",
             target: "bootstrap",
-            actions: [{ type: "storeHistory", params: ({ event }) => ({ output: event.output }) }],
+            actions: [{ type: "storeSession", params: ({ event }) => ({ output: event.output }) }],
           },
           {
             guard: "shouldAssemble",
-            target: "assemble",
-            actions: [{ type: "storeHistory", params: ({ event }) => ({ output: event.output }) }, "markBootstrapSkipped"],
+            target: "compactionCheck",
+            actions: [{ type: "storeSession", params: ({ event }) => ({ output: event.output }) }, "markBootstrapSkipped"],
           },
           {
             target: "project",
             actions: [
-              { type: "storeHistory", params: ({ event }) => ({ output: event.output }) },
+              { type: "storeSession", params: ({ event }) => ({ output: event.output }) },
               "markBootstrapSkipped",
               "markAssembleSkipped",
             ],
@@ -412,16 +559,67 @@ export const turnMachine = setup({
         src: "bootstrapEngine",
         input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
         onDone: {
-          target: "assemble",
+          target: "compactionCheck",
           actions: [
             { type: "storeBootstrap", params: ({ event }) => ({ output: event.output }) },
             { type: "logLifecycle", params: { event: "bootstrap completed" } },
           ],
         },
         onError: {
-          target: "assemble",
-          actions: ["warnBootstrapFailed", { type: "logLifecycle", params: { event: "bootstrap failed" } }],
+          target: "compactionCheck",
+          actions: [
+            { type: "warnBootstrapFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+            { type: "logLifecycle", params: { event: "bootstrap failed" } },
+          ],
         },
+      },
+    },
+    // Transient routing (not in the trace): the accordion compacts before Codex's own lossy compaction point.
+    compactionCheck: {
+      always: [{ guard: "accordionDue", target: "compactBeforeTurn" }, { target: "assemble" }],
+    },
+    compactBeforeTurn: {
+      entry: [
+        { type: "enterState", params: { state: "compactBeforeTurn" } },
+        { type: "logLifecycle", params: { event: "accordion compaction started" } },
+      ],
+      invoke: {
+        id: "compactBeforeTurn",
+        src: "compactEngine",
+        input: ({ context }) => ({ lastUsage: context.lastUsage }),
+        onDone: [
+          {
+            guard: { type: "compactedBeforeTurn", params: ({ event }) => ({ output: event.output }) },
+            target: "reloadHistory",
+            actions: ["markRotateThread", { type: "logLifecycle", params: { event: "accordion compaction completed" } }],
+          },
+          {
+            target: "assemble",
+            actions: [
+              {
+                type: "warnCompactionFailed",
+                params: ({ event }) => ({ reason: event.output.reason ?? "notCompacted" }),
+              },
+              { type: "logLifecycle", params: ({ event }) => ({ event: "accordion compaction skipped", reason: event.output.reason }) },
+            ],
+          },
+        ],
+        onError: {
+          target: "assemble",
+          actions: [
+            { type: "warnCompactionFailed", params: ({ event }) => ({ reason: errorMessage(event.error) }) },
+            { type: "logLifecycle", params: { event: "accordion compaction failed" } },
+          ],
+        },
+      },
+    },
+    reloadHistory: {
+      invoke: {
+        id: "reloadHistory",
+        src: "rereadHistory",
+        input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
+        onDone: { target: "assemble", actions: { type: "storeReloadedHistory", params: ({ event }) => ({ output: event.output }) } },
+        onError: { target: "assemble", actions: "warnReloadFailed" },
       },
     },
     assemble: {
@@ -457,7 +655,10 @@ export const turnMachine = setup({
         ],
         onError: {
           target: "project",
-          actions: ["warnAssembleFailed", { type: "logLifecycle", params: { event: "assemble failed" } }],
+          actions: [
+            { type: "warnAssembleFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+            { type: "logLifecycle", params: { event: "assemble failed" } },
+          ],
         },
       },
     },
@@ -466,7 +667,14 @@ export const turnMachine = setup({
       invoke: {
         id: "project",
         src: "projectContext",
-        input: ({ context }) => ({ prompt: context.input.prompt, history: context.history, assembled: context.assembled }),
+        input: ({ context }) => ({
+          prompt: context.input.prompt,
+          history: context.history,
+          assembled: context.assembled,
+          // After an accordion compaction or a failed resume the bound thread is not used: project for a fresh one.
+          binding: context.rotateThread || context.resumeFellBack ? undefined : context.binding,
+          ...(context.resumeFellBack ? { freshThreadReason: "resumeFailed" } : context.rotateThread ? { freshThreadReason: "accordion" } : {}),
+        }),
         onDone: [
           {
             guard: "hasPromptHooks",
@@ -507,28 +715,67 @@ export const turnMachine = setup({
         },
         onError: {
           target: "threadStart",
-          actions: ["warnHooksFailed", { type: "logLifecycle", params: { event: "beforePromptBuild failed" } }],
+          actions: [
+            { type: "warnHooksFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+            { type: "logLifecycle", params: { event: "beforePromptBuild failed" } },
+          ],
         },
       },
     },
     threadStart: {
       entry: [{ type: "enterState", params: { state: "threadStart" } }],
-      invoke: {
-        id: "threadStart",
-        src: "startThread",
-        input: ({ context }) => ({
-          plan: context.projection?.thread ?? { action: "start", reason: "noProjection" },
-          developerInstructions: context.developerInstructions,
-        }),
-        onDone: {
-          target: "turnRunning",
-          actions: { type: "storeThread", params: ({ event }) => ({ output: event.output }) },
+      initial: "choosing",
+      states: {
+        choosing: {
+          always: [{ guard: "planResumes", target: "resuming" }, { target: "starting" }],
         },
-        onError: {
-          target: "failed",
-          actions: {
-            type: "recordFailureBeforeTurn",
-            params: ({ event }) => ({ error: toTurnError("threadStart", event.error) }),
+        resuming: {
+          invoke: {
+            id: "resumeThread",
+            src: "resumeThread",
+            input: ({ context }) => ({
+              plan: context.projection!.thread,
+              developerInstructions: context.developerInstructions,
+            }),
+            onDone: {
+              target: "#turn.turnRunning",
+              actions: { type: "storeThread", params: ({ event }) => ({ output: event.output }) },
+            },
+            onError: [
+              {
+                guard: { type: "resumeFailedFallBackToFresh", params: ({ event }) => ({ error: event.error }) },
+                target: "#turn.project",
+                actions: ["markResumeFellBack", { type: "logLifecycle", params: { event: "thread resume failed" } }],
+              },
+              {
+                target: "#turn.failed",
+                actions: {
+                  type: "recordFailureBeforeTurn",
+                  params: ({ event }) => ({ error: toTurnError("threadStart", event.error) }),
+                },
+              },
+            ],
+          },
+        },
+        starting: {
+          invoke: {
+            id: "startThread",
+            src: "startThread",
+            input: ({ context }) => ({
+              plan: context.projection?.thread ?? { action: "start", reason: "noProjection" },
+              developerInstructions: context.developerInstructions,
+            }),
+            onDone: {
+              target: "#turn.turnRunning",
+              actions: { type: "storeThread", params: ({ event }) => ({ output: event.output }) },
+            },
+            onError: {
+              target: "#turn.failed",
+              actions: {
+                type: "recordFailureBeforeTurn",
+                params: ({ event }) => ({ error: toTurnError("threadStart", event.error) }),
+              },
+            },
           },
         },
       },
@@ -544,6 +791,7 @@ export const turnMachine = setup({
           promptText: context.promptText,
           originalPrompt: context.input.prompt,
           additionalContext: context.projection?.additionalContext,
+          developerInstructions: context.developerInstructions,
         }),
       },
       on: {
@@ -559,6 +807,15 @@ export const turnMachine = setup({
         "TURN.ACCEPTED": {
           actions: [
             { type: "storeAccepted", params: ({ event }) => ({ turnId: event.turnId }) },
+            {
+              type: "persistAcceptedBinding",
+              params: ({ context, event }) => ({
+                threadId: context.threadId ?? "",
+                turnId: event.turnId,
+                projection: context.projection,
+                freshThread: context.rotateThread || context.resumeFellBack,
+              }),
+            },
             { type: "logLifecycle", params: { event: "turn accepted" } },
           ],
         },
@@ -568,6 +825,7 @@ export const turnMachine = setup({
         "TURN.COMPACTION": {
           actions: [
             { type: "storeCompaction", params: ({ event }) => ({ compaction: event.compaction }) },
+            { type: "persistNativeCompaction", params: ({ event }) => ({ compaction: event.compaction }) },
             { type: "logLifecycle", params: { event: "codex native compaction" } },
           ],
         },
@@ -583,7 +841,10 @@ export const turnMachine = setup({
         ],
         "TURN.ENDED": {
           target: "mirror",
-          actions: { type: "storeRecord", params: ({ event }) => ({ record: event.record }) },
+          actions: [
+            { type: "storeRecord", params: ({ event }) => ({ record: event.record }) },
+            { type: "persistUsage", params: ({ event }) => ({ record: event.record }) },
+          ],
         },
       },
       states: {
@@ -593,6 +854,15 @@ export const turnMachine = setup({
               target: "streaming",
               actions: [
                 { type: "storeAccepted", params: ({ event }) => ({ turnId: event.turnId }) },
+                {
+                  type: "persistAcceptedBinding",
+                  params: ({ context, event }) => ({
+                    threadId: context.threadId ?? "",
+                    turnId: event.turnId,
+                    projection: context.projection,
+                    freshThread: context.rotateThread || context.resumeFellBack,
+                  }),
+                },
                 { type: "logLifecycle", params: { event: "turn accepted" } },
               ],
             },
@@ -611,24 +881,48 @@ export const turnMachine = setup({
         },
       },
     },
+    // Persistence is never cut in half: an abort or a yield from here on only marks the outcome.
     mirror: {
       entry: [{ type: "enterState", params: { state: "mirror" } }],
-      // Persistence is never cut in half: an abort or a yield here only marks the outcome.
       on: {
         ABORT: { actions: { type: "markAbortFlag", params: { yield: false } } },
         YIELD: { actions: { type: "markAbortFlag", params: { yield: true } } },
       },
-      invoke: {
-        id: "mirror",
-        src: "mirrorTranscript",
-        input: ({ context }) => ({ record: context.record! }),
-        onDone: {
-          target: "finalize",
-          actions: ["storeMirrored", { type: "logLifecycle", params: { event: "mirror completed" } }],
+      initial: "recordingPending",
+      states: {
+        // The pending record (with the turn's snapshot) goes first: a crash after it still leaves the turn for recovery.
+        recordingPending: {
+          invoke: {
+            id: "recordPending",
+            src: "recordPendingFinalize",
+            input: ({ context }) => ({ record: context.record!, prePromptMessageCount: context.prePromptMessageCount }),
+            onDone: { target: "writing" },
+            onError: {
+              target: "writing",
+              actions: ["warnPendingNotRecorded", { type: "logLifecycle", params: { event: "pending record failed" } }],
+            },
+          },
         },
-        onError: {
-          target: "finalize",
-          actions: ["warnMirrorFailed", { type: "logLifecycle", params: { event: "mirror failed" } }],
+        writing: {
+          invoke: {
+            id: "mirror",
+            src: "mirrorTranscript",
+            input: ({ context }) => ({ record: context.record! }),
+            onDone: {
+              target: "#turn.finalize",
+              actions: [
+                { type: "storeMirrored", params: ({ event }) => ({ output: event.output }) },
+                { type: "logLifecycle", params: { event: "mirror completed" } },
+              ],
+            },
+            onError: {
+              target: "#turn.settling",
+              actions: [
+                { type: "failMirror", params: ({ event }) => ({ error: toTurnError("mirror", event.error) }) },
+                { type: "logLifecycle", params: { event: "mirror failed" } },
+              ],
+            },
+          },
         },
       },
     },
@@ -638,25 +932,52 @@ export const turnMachine = setup({
         ABORT: { actions: { type: "markAbortFlag", params: { yield: false } } },
         YIELD: { actions: { type: "markAbortFlag", params: { yield: true } } },
       },
-      invoke: {
-        id: "finalize",
-        src: "finalizeEngine",
-        input: ({ context }) => ({
-          record: context.record!,
-          mirrorOk: context.mirrorOk,
-          history: context.history,
-          prePromptMessageCount: context.prePromptMessageCount,
-        }),
-        onDone: {
-          target: "decideMaintenance",
-          actions: [
-            { type: "storeFinalized", params: ({ event }) => ({ output: event.output }) },
-            { type: "logLifecycle", params: ({ event }) => ({ event: "finalize completed", mode: event.output.mode }) },
+      initial: "choosingSnapshot",
+      states: {
+        // afterTurn expects the session snapshot: the loaded history plus this turn when the mirror is provably the
+        // file's tail, else the transcript re-read (when it holds the turn), else history + snapshot (fallback).
+        choosingSnapshot: {
+          always: [
+            { guard: "mirrorIsTail", target: "finalizing", actions: { type: "useSnapshot", params: { source: "mirrorTail" } } },
+            { target: "rereading" },
           ],
         },
-        onError: {
-          target: "decideMaintenance",
-          actions: ["warnFinalizeFailed", { type: "logLifecycle", params: { event: "finalize failed" } }],
+        rereading: {
+          invoke: {
+            id: "rereadForFinalize",
+            src: "rereadHistory",
+            input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
+            onDone: [
+              {
+                guard: { type: "rereadHoldsTurn", params: ({ event }) => ({ output: event.output }) },
+                target: "finalizing",
+                actions: { type: "useSnapshot", params: ({ event }) => ({ source: "reread" as const, history: event.output }) },
+              },
+              { target: "finalizing", actions: { type: "useSnapshot", params: { source: "fallback" } } },
+            ],
+            onError: { target: "finalizing", actions: { type: "useSnapshot", params: { source: "fallback" } } },
+          },
+        },
+        finalizing: {
+          invoke: {
+            id: "finalize",
+            src: "finalizeEngine",
+            input: ({ context }) => finalizeInput(context),
+            onDone: {
+              target: "#turn.decideMaintenance",
+              actions: [
+                { type: "storeFinalized", params: ({ event }) => ({ output: event.output }) },
+                { type: "logLifecycle", params: ({ event, context }) => ({ event: "finalize completed", mode: event.output.mode, source: context.finalizeSource }) },
+              ],
+            },
+            onError: {
+              target: "#turn.decideMaintenance",
+              actions: [
+                { type: "warnFinalizeFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+                { type: "logLifecycle", params: { event: "finalize failed" } },
+              ],
+            },
+          },
         },
       },
     },
@@ -701,7 +1022,10 @@ export const turnMachine = setup({
         },
         onError: {
           target: "settling",
-          actions: ["warnMaintenanceFailed", { type: "logLifecycle", params: { event: "maintenance failed" } }],
+          actions: [
+            { type: "warnMaintenanceFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+            { type: "logLifecycle", params: { event: "maintenance failed" } },
+          ],
         },
       },
     },
