@@ -28,8 +28,25 @@ export interface FakeFunctionCall {
 }
 
 /**
- * One scripted reply. Fields combine: reasoning, then text, then function calls, then a compaction item, each as its
- * own output item. `httpStatus` other than 200 replaces the stream with an error response.
+ * A freeform ("custom") tool call, e.g. Codex's `apply_patch` when the model catalog says
+ * `apply_patch_tool_type: "freeform"` (the offline catalog does): the input is raw text, not JSON.
+ */
+export interface FakeCustomToolCall {
+  name: string;
+  /** The raw tool input (for `apply_patch`: the patch text, see `applyPatchText`). */
+  input: string;
+  callId?: string;
+}
+
+/** A hosted web search the model ran (`web_search_call` output item); Codex reports it as a `webSearch` item. */
+export interface FakeWebSearch {
+  query: string;
+}
+
+/**
+ * One scripted reply. Fields combine: reasoning, then text, then web searches, then function calls, then custom tool
+ * calls, then a compaction item, each as its own output item. `httpStatus` other than 200 replaces the stream with an
+ * error response.
  */
 export interface FakeReply {
   /** Assistant text; a string is streamed word by word, an array is streamed chunk by chunk. */
@@ -37,6 +54,10 @@ export interface FakeReply {
   /** A reasoning summary (streamed as `response.reasoning_summary_text.delta`). */
   reasoning?: string;
   functionCall?: FakeFunctionCall | FakeFunctionCall[];
+  /** Freeform tool calls (`custom_tool_call` output items), e.g. `apply_patch`. */
+  customToolCall?: FakeCustomToolCall | FakeCustomToolCall[];
+  /** Hosted web searches (`web_search_call` output items), emitted before the function calls. */
+  webSearch?: FakeWebSearch | FakeWebSearch[];
   /** Remote-compaction output item (`{type:"compaction", encrypted_content}`). */
   compaction?: boolean | { encryptedContent?: string };
   usage?: Partial<FakeUsage>;
@@ -187,87 +208,90 @@ function chunksOf(text: string | string[]): string[] {
   return parts && parts.length > 0 ? parts : [text];
 }
 
-function buildEvents(reply: FakeReply, request: RecordedRequest): Array<{ type: string; data: Record<string, unknown> }> {
-  const n = request.index;
-  const respId = `resp_${n}`;
-  const ev: Array<{ type: string; data: Record<string, unknown> }> = [];
-  const push = (type: string, data: Record<string, unknown>): void => {
-    ev.push({ type, data: { type, ...data } });
-  };
-  push("response.created", { response: { id: respId, status: "in_progress" } });
-  let outputIndex = 0;
-  let outputChars = 0;
-  if (reply.reasoning !== undefined) {
-    const id = `rs_${n}_${outputIndex}`;
-    push("response.output_item.added", { output_index: outputIndex, item: { type: "reasoning", id, summary: [] } });
-    push("response.reasoning_summary_part.added", {
-      item_id: id,
-      output_index: outputIndex,
-      summary_index: 0,
-      part: { type: "summary_text", text: "" },
-    });
-    for (const delta of chunksOf(reply.reasoning)) {
-      push("response.reasoning_summary_text.delta", { item_id: id, output_index: outputIndex, summary_index: 0, delta });
-    }
-    push("response.output_item.done", {
-      output_index: outputIndex,
-      item: { type: "reasoning", id, summary: [{ type: "summary_text", text: reply.reasoning }] },
-    });
-    outputChars += reply.reasoning.length;
-    outputIndex++;
+function listOf<T>(value: T | T[] | undefined): T[] {
+  return value === undefined ? [] : Array.isArray(value) ? value : [value];
+}
+
+type SseEvent = { type: string; data: Record<string, unknown> };
+
+/** Accumulates one response's SSE events; output items take consecutive `output_index` values. */
+class ResponseEvents {
+  readonly events: SseEvent[] = [];
+  outputIndex = 0;
+  outputChars = 0;
+  constructor(readonly requestIndex: number) {}
+
+  push(type: string, data: Record<string, unknown>): void {
+    this.events.push({ type, data: { type, ...data } });
   }
-  if (reply.text !== undefined) {
-    const id = `msg_${n}_${outputIndex}`;
-    const chunks = chunksOf(reply.text);
-    const full = chunks.join("");
-    push("response.output_item.added", {
-      output_index: outputIndex,
-      item: { type: "message", id, role: "assistant", status: "in_progress", content: [] },
-    });
-    for (const delta of chunks) {
-      push("response.output_text.delta", { item_id: id, output_index: outputIndex, content_index: 0, delta });
-    }
-    push("response.output_item.done", {
-      output_index: outputIndex,
-      item: {
-        type: "message",
-        id,
-        role: "assistant",
-        status: "completed",
-        content: [{ type: "output_text", text: full, annotations: [] }],
-      },
-    });
-    outputChars += full.length;
-    outputIndex++;
+
+  /** A complete output item in one `response.output_item.done` event (tool calls are not streamed). */
+  doneItem(item: Record<string, unknown>, chars: number): void {
+    this.push("response.output_item.done", { output_index: this.outputIndex, item });
+    this.outputChars += chars;
+    this.outputIndex++;
   }
-  const calls = reply.functionCall === undefined ? [] : Array.isArray(reply.functionCall) ? reply.functionCall : [reply.functionCall];
+}
+
+function writeReasoning(w: ResponseEvents, reasoning: string): void {
+  const id = `rs_${w.requestIndex}_${w.outputIndex}`;
+  const output_index = w.outputIndex;
+  w.push("response.output_item.added", { output_index, item: { type: "reasoning", id, summary: [] } });
+  w.push("response.reasoning_summary_part.added", { item_id: id, output_index, summary_index: 0, part: { type: "summary_text", text: "" } });
+  for (const delta of chunksOf(reasoning)) {
+    w.push("response.reasoning_summary_text.delta", { item_id: id, output_index, summary_index: 0, delta });
+  }
+  w.doneItem({ type: "reasoning", id, summary: [{ type: "summary_text", text: reasoning }] }, reasoning.length);
+}
+
+function writeText(w: ResponseEvents, text: string | string[]): void {
+  const id = `msg_${w.requestIndex}_${w.outputIndex}`;
+  const output_index = w.outputIndex;
+  const chunks = chunksOf(text);
+  const full = chunks.join("");
+  w.push("response.output_item.added", { output_index, item: { type: "message", id, role: "assistant", status: "in_progress", content: [] } });
+  for (const delta of chunks) {
+    w.push("response.output_text.delta", { item_id: id, output_index, content_index: 0, delta });
+  }
+  const content = [{ type: "output_text", text: full, annotations: [] }];
+  w.doneItem({ type: "message", id, role: "assistant", status: "completed", content }, full.length);
+}
+
+function writeToolItems(w: ResponseEvents, reply: FakeReply): void {
+  const n = w.requestIndex;
+  listOf(reply.webSearch).forEach((search, i) => {
+    const action = { type: "search", query: search.query };
+    w.doneItem({ type: "web_search_call", id: `ws_${n}_${i}`, status: "completed", action }, search.query.length);
+  });
+  const calls = listOf(reply.functionCall);
   calls.forEach((call, i) => {
     const args = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {});
-    push("response.output_item.done", {
-      output_index: outputIndex,
-      item: {
-        type: "function_call",
-        id: `fc_${n}_${i}`,
-        call_id: call.callId ?? `call_${n}_${i}`,
-        name: call.name,
-        arguments: args,
-        status: "completed",
-      },
-    });
-    outputChars += args.length;
-    outputIndex++;
+    const callId = call.callId ?? `call_${n}_${i}`;
+    w.doneItem({ type: "function_call", id: `fc_${n}_${i}`, call_id: callId, name: call.name, arguments: args, status: "completed" }, args.length);
   });
+  // Ids continue after the function calls' so a reply mixing both never repeats a call id.
+  listOf(reply.customToolCall).forEach((call, j) => {
+    const i = calls.length + j;
+    const callId = call.callId ?? `call_${n}_${i}`;
+    w.doneItem({ type: "custom_tool_call", id: `ctc_${n}_${i}`, call_id: callId, name: call.name, input: call.input, status: "completed" }, call.input.length);
+  });
+}
+
+function buildEvents(reply: FakeReply, request: RecordedRequest): SseEvent[] {
+  const n = request.index;
+  const respId = `resp_${n}`;
+  const w = new ResponseEvents(n);
+  w.push("response.created", { response: { id: respId, status: "in_progress" } });
+  if (reply.reasoning !== undefined) writeReasoning(w, reply.reasoning);
+  if (reply.text !== undefined) writeText(w, reply.text);
+  writeToolItems(w, reply);
   if (reply.compaction) {
     const blob = typeof reply.compaction === "object" && reply.compaction.encryptedContent ? reply.compaction.encryptedContent : `FAKE-COMPACTION-BLOB-${n}`;
-    push("response.output_item.done", {
-      output_index: outputIndex,
-      item: { type: "compaction", id: `cmp_${n}`, encrypted_content: blob },
-    });
-    outputIndex++;
+    w.doneItem({ type: "compaction", id: `cmp_${n}`, encrypted_content: blob }, 0);
   }
   const input = reply.usage?.input_tokens ?? estimateTokens(request.inputBytes);
-  const output = reply.usage?.output_tokens ?? estimateTokens(outputChars);
-  push("response.completed", {
+  const output = reply.usage?.output_tokens ?? estimateTokens(w.outputChars);
+  w.push("response.completed", {
     response: {
       id: respId,
       status: "completed",
@@ -280,7 +304,7 @@ function buildEvents(reply: FakeReply, request: RecordedRequest): Array<{ type: 
       },
     },
   });
-  return ev;
+  return w.events;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
