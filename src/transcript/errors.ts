@@ -8,8 +8,13 @@ export type SessionFileErrorCode =
   | "SESSION_OUTSIDE_ROOT"
   /** The first line is not a pi session header (`{"type":"session","id":...}`). */
   | "SESSION_HEADER_INVALID"
-  /** The header's version is one we must not append to (older than 3: pi migrates by rewriting; newer than 3: unknown). */
+  /**
+   * The header's version is one we must not append to (older than 3: pi migrates by rewriting; newer than 3: unknown).
+   * The session store's `readHistory` throws it, so a turn fails before the model is called.
+   */
   | "SESSION_VERSION_UNSUPPORTED"
+  /** The transcript's header names another session id than the turn's `sessionId`; nothing was appended. */
+  | "SESSION_ID_MISMATCH"
   /** Writing, fsyncing or repairing the transcript failed. */
   | "SESSION_WRITE_FAILED"
   /** The pending-finalize sidecar exists but is not valid JSON of the expected shape. */
@@ -20,6 +25,11 @@ export type SessionFileErrorCode =
   | "SESSION_LOCK_ABORTED"
   /** `withSessionLock` was called for a session whose lock the current async context already holds (not re-entrant). */
   | "SESSION_LOCK_REENTRANT"
+  /**
+   * The session lock is not held any more: its directory or owner record was removed or replaced while held (or the
+   * handle was already released). The holder's `signal` aborts with this error; `assertHeld()` throws it.
+   */
+  | "SESSION_LOCK_COMPROMISED"
   /** A caller passed invalid arguments (zod validation failed). */
   | "SESSION_INVALID_ARGUMENT";
 
