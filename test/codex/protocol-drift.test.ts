@@ -3,7 +3,17 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { KNOWN_NOTIFICATION_METHODS, KNOWN_SERVER_REQUEST_METHODS } from "../../src/codex/known-methods.js";
-import { PROTOCOL_DIR, diffTrees, generateProtocol, listFiles, normalizeGeneratedSource } from "../../scripts/generate-protocol.js";
+import {
+  PROTOCOL_DIR,
+  PROTOCOL_VERSION_FILE,
+  codexBinaryVersion,
+  diffTrees,
+  generateProtocol,
+  listFiles,
+  normalizeGeneratedSource,
+  renderProtocolVersionModule,
+} from "../../scripts/generate-protocol.js";
+import { CODEX_PROTOCOL_VERSION } from "../../src/codex/protocol-version.js";
 
 const tmp: string[] = [];
 afterAll(async () => {
@@ -45,6 +55,34 @@ describe("generated protocol types", () => {
     expect(out[0]).not.toContain("https://");
     expect(out[1]).toBe(" * See platform.example/docs#x");
     expect(out[2]).toBe('export type T = { url: "https://kept.example" };');
+  });
+
+  it("imports with explicit .js extensions (a directory as /index.js), so the declarations resolve under nodenext", async () => {
+    const extensionless: string[] = [];
+    for (const rel of await listFiles(PROTOCOL_DIR)) {
+      for (const line of (await readFile(path.join(PROTOCOL_DIR, rel), "utf8")).split("\n")) {
+        if (/\bfrom "\.{1,2}\//.test(line) && !/\.js";?$/.test(line)) extensionless.push(`${rel}: ${line}`);
+      }
+    }
+    expect(extensionless).toEqual([]);
+    const isDir = (spec: string): boolean => spec === "./v2";
+    expect(normalizeGeneratedSource('import type { A } from "./A";', isDir)).toBe('import type { A } from "./A.js";');
+    expect(normalizeGeneratedSource('import type { B } from "../B";', isDir)).toBe('import type { B } from "../B.js";');
+    expect(normalizeGeneratedSource('export * as v2 from "./v2";', isDir)).toBe('export * as v2 from "./v2/index.js";');
+    expect(normalizeGeneratedSource('export type { C } from "./C.js";', isDir)).toBe('export type { C } from "./C.js";');
+    expect(normalizeGeneratedSource('import type { D } from "some-package";', isDir)).toBe('import type { D } from "some-package";');
+  });
+
+  it("names the version it was generated from, the binary's and the one package.json pins as a dependency", async () => {
+    const version = await codexBinaryVersion();
+    expect(CODEX_PROTOCOL_VERSION).toBe(version);
+    expect(await readFile(PROTOCOL_VERSION_FILE, "utf8")).toBe(renderProtocolVersionModule(version));
+    const pkg = JSON.parse(await readFile(path.join(PROTOCOL_DIR, "..", "..", "..", "package.json"), "utf8")) as {
+      dependencies?: Record<string, string>;
+      devDependencies?: Record<string, string>;
+    };
+    expect(pkg.dependencies?.["@openai/codex"]).toBe(version);
+    expect(pkg.devDependencies?.["@openai/codex"]).toBeUndefined();
   });
 
   it("lists exactly the methods of the checked-in unions", async () => {
