@@ -2,16 +2,50 @@
  * Projects the notifications of ONE Codex turn into a {@link TurnRecordCore}: typed items, an AgentMessage snapshot
  * for the transcript mirror, usage, native compactions and the error. Pure and deterministic: the same notification
  * sequence always gives the same record (timestamps come from the notifications, never from the clock).
+ *
+ * ## Messages in `messagesSnapshot` (pi `AgentMessage` shapes)
+ *
+ * The original prompt comes first, then one assistant message per model response, in the order Codex produced the
+ * items. A tool call (dynamic or native) is a `toolCall` part of that assistant message, and its result follows the
+ * assistant message as a `toolResult` message (`t` = the item's `completedAtMs`, else the notification's time):
+ *
+ * ```ts
+ * { role: "assistant", content: [..., { type: "toolCall", id: ITEM_ID, name: NAME, arguments: ARGS }], api: "codex-app-server",
+ *   provider, model, usage, stopReason: "toolUse" | "stop" | "error" | "aborted", timestamp: t }
+ * { role: "toolResult", toolCallId: ITEM_ID, toolName: NAME, content: [{ type: "text", text: TEXT }], isError, timestamp: t }
+ * ```
+ *
+ * | Codex item | NAME | ARGS | TEXT | isError |
+ * | --- | --- | --- | --- | --- |
+ * | `dynamicToolCall` | the tool | the call's arguments | the tool's content items | `success !== true` |
+ * | `commandExecution` | `"shell"` | `{ command, cwd }` | `Exit code: N` + `Output:` + aggregated output; `Command declined: ...` | status not completed, or exit code not 0 |
+ * | `fileChange` | `"apply_patch"` | `{ changes: [{ path, kind, movePath? }] }` | status line, `A/D/M path` lines, unified diff per file | status not completed |
+ * | `mcpToolCall` | `"mcp:<server>/<tool>"` | the call's arguments | the result's text content (else its JSON), or `Error: ...` | status not completed or an error |
+ * | `webSearch` | `"web_search"` | `{ query }` (+ `url`/`pattern` for page actions) | `Web search (<action>): <query>` + results JSON | never |
+ *
+ * Native result texts longer than {@link TurnProjectorOptions.toolOutputCapChars} (default 16,000) keep their head and
+ * tail around a `[... N characters truncated ...]` marker ({@link capToolOutput}). A web search is run by the model's
+ * host, so an assistant message whose only tools are web searches keeps `stopReason: "stop"`.
+ *
+ * Each plan update (`turn/plan/updated`, the model's `update_plan` tool; or a Plan-mode `plan` item) becomes one
+ * custom message after the assistant message of the response that made it:
+ *
+ * ```ts
+ * { role: "custom", customType: "codex.plan", content: "Plan: <explanation>\n- [x] done\n- [>] doing\n- [ ] next",
+ *   display: true, timestamp: t }
+ * ```
  */
 import type { NativeCompactionRecord, TurnRecord, TurnUsage } from "../../machines/turn.contract.js";
 import type {
   AgentMessage,
   AssistantMessage,
+  CustomMessage,
   MessagePart,
   MessageUsage,
   ToolResultMessage,
   UserMessage,
 } from "../context-engine/types.js";
+import { z } from "zod";
 import type { ConsumedParams, IncomingNotification, ParsedThreadItem } from "./schemas.js";
 
 /** One item of the turn, in the order Codex started them. */
@@ -34,8 +68,81 @@ export type ProjectedItem =
       durationMs: number | null;
       completed: boolean;
     }
+  | {
+      kind: "commandExecution";
+      id: string;
+      /** The command as Codex runs it (e.g. `/bin/bash -c '...'`). */
+      command: string;
+      cwd: string;
+      /** "inProgress" | "completed" | "failed" | "declined" in 0.169.0. */
+      status: string;
+      exitCode: number | null;
+      /** stdout and stderr as Codex aggregated them (uncapped; the snapshot's result text is capped). */
+      aggregatedOutput: string | null;
+      durationMs: number | null;
+      completed: boolean;
+    }
+  | {
+      kind: "fileChange";
+      id: string;
+      changes: FileChangeEntry[];
+      /** "inProgress" | "completed" | "failed" | "declined" in 0.169.0. */
+      status: string;
+      completed: boolean;
+    }
+  | {
+      kind: "mcpToolCall";
+      id: string;
+      server: string;
+      tool: string;
+      arguments: unknown;
+      /** "inProgress" | "completed" | "failed" in 0.169.0. */
+      status: string;
+      /** Text of the result's content (text parts joined; other parts as JSON), null without a result. */
+      resultText: string | null;
+      /** The call's error message, null without one. */
+      error: string | null;
+      durationMs: number | null;
+      completed: boolean;
+    }
+  | {
+      kind: "webSearch";
+      id: string;
+      query: string;
+      /** The action's type ("search", "openPage", "findInPage", "other"), null when Codex sent none. */
+      action: string | null;
+      /** `url` of page actions, `pattern` of find-in-page. */
+      url: string | null;
+      pattern: string | null;
+      results: unknown[] | null;
+      completed: boolean;
+    }
+  /** A Plan-mode proposed plan (`plan` item); `update_plan` progress comes as the `planUpdated` event instead. */
+  | { kind: "plan"; id: string; text: string; completed: boolean }
   | { kind: "contextCompaction"; id: string; completed: boolean }
   | { kind: "other"; id: string; type: string; completed: boolean };
+
+/** One file of a `fileChange` item. `diff` is a unified-diff hunk for updates and the file's content for add/delete. */
+export interface FileChangeEntry {
+  path: string;
+  /** "add" | "delete" | "update" in 0.169.0. */
+  kind: string;
+  /** The new path of a moved file (updates only). */
+  movePath: string | null;
+  diff: string;
+}
+
+/** One step of a plan update; `status` as Codex reports it ("pending" | "inProgress" | "completed"). */
+export interface PlanStep {
+  step: string;
+  status: string;
+}
+
+/** A plan update (`turn/plan/updated`) as the projector records it. */
+export interface PlanUpdate {
+  explanation: string | null;
+  plan: PlanStep[];
+}
 
 /** The error of a turn: Codex's message and `codexErrorInfo`, or our own `code` (e.g. "processExited", "idleTimeout"). */
 export interface TurnRecordError {
@@ -60,6 +167,7 @@ export type CodexTurnEvent =
   | { type: "compactionStarted"; threadId: string; turnId: string; compaction: NativeCompactionRecord }
   | { type: "compactionCompleted"; threadId: string; turnId: string; compaction: NativeCompactionRecord }
   | { type: "tokenUsage"; threadId: string; turnId: string; usage: TurnUsage }
+  | { type: "planUpdated"; threadId: string; turnId: string; update: PlanUpdate }
   | { type: "error"; threadId: string; turnId: string; message: string; codexErrorInfo?: string; willRetry: boolean }
   | { type: "turnCompleted"; threadId: string; turnId: string; codexStatus: TurnRecord["codexStatus"] };
 
@@ -73,6 +181,8 @@ export interface TurnProjectorOptions {
   provider?: string;
   /** Fallback timestamp when no notification carried one (e.g. the turn/start acceptance time). */
   fallbackTimestamp?: number;
+  /** Cap on a native tool's result text in the snapshot (head and tail kept); default {@link DEFAULT_TOOL_OUTPUT_CAP_CHARS}. */
+  toolOutputCapChars?: number;
 }
 
 /**
@@ -139,12 +249,267 @@ function toolArguments(args: unknown): Record<string, unknown> {
   return { value: args };
 }
 
+// -- native items --------------------------------------------------------------------------------------------------
+// schemas.ts validates only the discriminator and id of these item types (they pass through as loose objects), so the
+// fields they are projected from are checked here; an item that does not fit stays kind "other".
+
+const nullableString = z.string().nullable().optional();
+const nullableNumber = z.number().nullable().optional();
+
+const commandExecutionSchema = z.looseObject({
+  id: z.string().min(1),
+  command: z.string(),
+  cwd: z.string(),
+  status: z.string().min(1),
+  aggregatedOutput: nullableString,
+  exitCode: nullableNumber,
+  durationMs: nullableNumber,
+});
+const fileChangeSchema = z.looseObject({
+  id: z.string().min(1),
+  status: z.string().min(1),
+  changes: z.array(
+    z.looseObject({
+      path: z.string(),
+      kind: z.union([z.looseObject({ type: z.string(), move_path: nullableString }), z.string()]),
+      diff: z.string().default(""),
+    }),
+  ),
+});
+const mcpToolCallSchema = z.looseObject({
+  id: z.string().min(1),
+  server: z.string(),
+  tool: z.string(),
+  status: z.string().min(1),
+  arguments: z.unknown(),
+  result: z.looseObject({ content: z.array(z.unknown()).default([]), structuredContent: z.unknown().optional() }).nullable().optional(),
+  error: z.looseObject({ message: z.string() }).nullable().optional(),
+  durationMs: nullableNumber,
+});
+const webSearchSchema = z.looseObject({
+  id: z.string().min(1),
+  query: z.string().default(""),
+  action: z.looseObject({ type: z.string(), url: nullableString, pattern: nullableString }).nullable().optional(),
+  results: z.array(z.unknown()).nullable().optional(),
+});
+const planItemSchema = z.looseObject({ id: z.string().min(1), text: z.string() });
+const planUpdatedSchema = z.looseObject({
+  threadId: z.string().min(1),
+  turnId: z.string().min(1),
+  explanation: nullableString,
+  plan: z.array(z.looseObject({ step: z.string(), status: z.string() })),
+});
+
+function mcpResultText(result: z.infer<typeof mcpToolCallSchema>["result"]): string | null {
+  if (!result) return null;
+  const parts = result.content.map((c) => {
+    const o = c as { type?: unknown; text?: unknown };
+    return o.type === "text" && typeof o.text === "string" ? o.text : JSON.stringify(c);
+  });
+  if (parts.length === 0 && result.structuredContent !== undefined && result.structuredContent !== null) {
+    return JSON.stringify(result.structuredContent);
+  }
+  return parts.join("\n");
+}
+
+/** The typed item of a native tool or plan item, or undefined when `item` is not one (or does not fit its shape). */
+function projectNative(item: ParsedThreadItem, completed: boolean): ProjectedItem | undefined {
+  switch (item.type) {
+    case "commandExecution": {
+      const it = commandExecutionSchema.safeParse(item);
+      if (!it.success) return undefined;
+      const d = it.data;
+      const { command, cwd, status } = d;
+      return { kind: "commandExecution", id: d.id, command, cwd, status, exitCode: d.exitCode ?? null, aggregatedOutput: d.aggregatedOutput ?? null, durationMs: d.durationMs ?? null, completed };
+    }
+    case "fileChange": {
+      const it = fileChangeSchema.safeParse(item);
+      if (!it.success) return undefined;
+      const changes = it.data.changes.map((c): FileChangeEntry => {
+        const kind = typeof c.kind === "string" ? c.kind : c.kind.type;
+        const movePath = typeof c.kind === "string" ? null : (c.kind.move_path ?? null);
+        return { path: c.path, kind, movePath, diff: c.diff };
+      });
+      return { kind: "fileChange", id: it.data.id, changes, status: it.data.status, completed };
+    }
+    case "mcpToolCall": {
+      const it = mcpToolCallSchema.safeParse(item);
+      if (!it.success) return undefined;
+      const d = it.data;
+      return { kind: "mcpToolCall", id: d.id, server: d.server, tool: d.tool, arguments: d.arguments, status: d.status, resultText: mcpResultText(d.result), error: d.error?.message ?? null, durationMs: d.durationMs ?? null, completed };
+    }
+    case "webSearch": {
+      const it = webSearchSchema.safeParse(item);
+      if (!it.success) return undefined;
+      const a = it.data.action;
+      return { kind: "webSearch", id: it.data.id, query: it.data.query, action: a?.type ?? null, url: a?.url ?? null, pattern: a?.pattern ?? null, results: it.data.results ?? null, completed };
+    }
+    case "plan": {
+      const it = planItemSchema.safeParse(item);
+      return it.success ? { kind: "plan", id: it.data.id, text: it.data.text, completed } : undefined;
+    }
+    default:
+      return undefined;
+  }
+}
+
+/** Default of {@link TurnProjectorOptions.toolOutputCapChars}. */
+export const DEFAULT_TOOL_OUTPUT_CAP_CHARS = 16_000;
+
+/**
+ * Cap a tool output at `capChars` characters: the head and the tail are kept (half each) around a marker naming how
+ * many characters were removed. Deterministic; text within the cap is returned unchanged.
+ *
+ * @example
+ * ```ts
+ * capToolOutput("a".repeat(30), 10); // => "aaaaa\n[... 20 characters truncated ...]\naaaaa"
+ * ```
+ */
+export function capToolOutput(text: string, capChars: number = DEFAULT_TOOL_OUTPUT_CAP_CHARS): string {
+  if (text.length <= capChars) return text;
+  const head = Math.ceil(capChars / 2);
+  const tail = capChars - head;
+  const removed = text.length - head - tail;
+  return `${text.slice(0, head)}\n[... ${removed} characters truncated ...]\n${tail > 0 ? text.slice(-tail) : ""}`;
+}
+
+/** How a tool item appears in the transcript: the `toolCall` part and its `toolResult`. */
+export interface ToolCallView {
+  toolCallId: string;
+  toolName: string;
+  arguments: Record<string, unknown>;
+  /** The result text (capped for native tools); null while the item has not completed. */
+  resultText: string | null;
+  /** The result as message parts (dynamic tools may return images). */
+  resultParts: MessagePart[];
+  isError: boolean;
+  /** Executed on this side (Codex or the host), so the model waited for the output; false for hosted web search. */
+  awaitsOutput: boolean;
+}
+
+function patchKindLetter(kind: string): string {
+  return kind === "add" ? "A" : kind === "delete" ? "D" : "M";
+}
+
+function prefixLines(text: string, prefix: string): string {
+  const body = text.endsWith("\n") ? text.slice(0, -1) : text;
+  return body.length === 0 ? "" : `${body.split("\n").map((l) => `${prefix}${l}`).join("\n")}\n`;
+}
+
+/** A file change as a unified diff (Codex sends add/delete as the file content and updates as bare hunks). */
+function unifiedDiff(c: FileChangeEntry): string {
+  if (c.kind === "add") return `--- /dev/null\n+++ ${c.path}\n${prefixLines(c.diff, "+")}`;
+  if (c.kind === "delete") return `--- ${c.path}\n+++ /dev/null\n${prefixLines(c.diff, "-")}`;
+  const body = c.diff.length === 0 || c.diff.endsWith("\n") ? c.diff : `${c.diff}\n`;
+  return `--- ${c.path}\n+++ ${c.movePath ?? c.path}\n${body}`;
+}
+
+const PATCH_STATUS_LINE: Record<string, string> = {
+  completed: "Patch applied.",
+  declined: "Patch declined: no file was changed.",
+  failed: "Patch failed.",
+};
+
+function fileChangeText(item: Extract<ProjectedItem, { kind: "fileChange" }>): string {
+  const files = item.changes.map((c) => `${patchKindLetter(c.kind)} ${c.path}${c.movePath ? ` -> ${c.movePath}` : ""}`);
+  const diffs = item.changes.map(unifiedDiff).join("");
+  return `${PATCH_STATUS_LINE[item.status] ?? `Patch ${item.status}.`}\n${files.join("\n")}\n\n${diffs}`;
+}
+
+function commandText(item: Extract<ProjectedItem, { kind: "commandExecution" }>): string {
+  if (item.status === "declined") return "Command declined: it was not run.";
+  const exit = item.exitCode === null ? `Status: ${item.status}` : `Exit code: ${item.exitCode}`;
+  return `${exit}\nOutput:\n${item.aggregatedOutput ?? ""}`;
+}
+
+function webSearchArguments(item: Extract<ProjectedItem, { kind: "webSearch" }>): Record<string, unknown> {
+  const args: Record<string, unknown> = { query: item.query };
+  if (item.url !== null) args.url = item.url;
+  if (item.pattern !== null) args.pattern = item.pattern;
+  return args;
+}
+
+function webSearchText(item: Extract<ProjectedItem, { kind: "webSearch" }>): string {
+  const head = `Web search (${item.action ?? "search"}): ${item.url ?? item.query}`;
+  return item.results && item.results.length > 0 ? `${head}\n${JSON.stringify(item.results)}` : head;
+}
+
+function nativeView(item: ProjectedItem, capChars: number): Omit<ToolCallView, "resultParts"> | undefined {
+  const base = { toolCallId: item.id };
+  switch (item.kind) {
+    case "commandExecution":
+      return { ...base, toolName: "shell", arguments: { command: item.command, cwd: item.cwd }, resultText: capToolOutput(commandText(item), capChars), isError: item.status !== "completed" || (item.exitCode !== null && item.exitCode !== 0), awaitsOutput: true };
+    case "fileChange": {
+      const changes = item.changes.map((c) => ({ path: c.path, kind: c.kind, ...(c.movePath !== null ? { movePath: c.movePath } : {}) }));
+      return { ...base, toolName: "apply_patch", arguments: { changes }, resultText: capToolOutput(fileChangeText(item), capChars), isError: item.status !== "completed", awaitsOutput: true };
+    }
+    case "mcpToolCall": {
+      const text = item.error !== null ? `Error: ${item.error}` : (item.resultText ?? `Status: ${item.status}`);
+      return { ...base, toolName: `mcp:${item.server}/${item.tool}`, arguments: toolArguments(item.arguments), resultText: capToolOutput(text, capChars), isError: item.status !== "completed" || item.error !== null, awaitsOutput: true };
+    }
+    case "webSearch":
+      return { ...base, toolName: "web_search", arguments: webSearchArguments(item), resultText: capToolOutput(webSearchText(item), capChars), isError: false, awaitsOutput: false };
+    default:
+      return undefined;
+  }
+}
+
+/**
+ * The transcript view of a tool item (dynamic or native): name, arguments and result as they appear in
+ * `messagesSnapshot`. Undefined for items that are not tool calls. Hosts use it on `itemStarted` / `itemCompleted`
+ * events to run `beforeToolCall` / `afterToolCall` observation hooks for native tools.
+ *
+ * @example
+ * ```ts
+ * onEvent: (e) => {
+ *   const view = e.type === "itemCompleted" ? toolCallView(e.item) : undefined;
+ *   if (view) console.log(view.toolName, view.isError); // "shell" false
+ * }
+ * ```
+ */
+export function toolCallView(item: ProjectedItem, capChars: number = DEFAULT_TOOL_OUTPUT_CAP_CHARS): ToolCallView | undefined {
+  if (item.kind === "dynamicToolCall") {
+    return { toolCallId: item.id, toolName: item.tool, arguments: toolArguments(item.arguments), resultText: item.completed ? item.resultText : null, resultParts: toolResultParts(item.contentItems), isError: item.success !== true, awaitsOutput: true };
+  }
+  const view = nativeView(item, capChars);
+  if (!view) return undefined;
+  const resultText = item.completed ? view.resultText : null;
+  return { ...view, resultText, resultParts: resultText === null ? [] : [{ type: "text", text: resultText }] };
+}
+
+function planStepMark(status: string): string {
+  return status === "completed" ? "[x]" : status === "inProgress" || status === "in_progress" ? "[>]" : "[ ]";
+}
+
+/**
+ * A plan update as the text of its `codex.plan` custom message: the explanation (if any), then one checklist line per
+ * step (`[x]` completed, `[>]` in progress, `[ ]` pending).
+ *
+ * @example
+ * ```ts
+ * planText({ explanation: "starting", plan: [{ step: "write file", status: "inProgress" }] });
+ * // => "Plan: starting\n- [>] write file"
+ * ```
+ */
+export function planText(update: PlanUpdate): string {
+  const lines = update.explanation ? [`Plan: ${update.explanation}`] : ["Plan:"];
+  for (const s of update.plan) lines.push(`- ${planStepMark(s.status)} ${s.step}`);
+  return lines.join("\n");
+}
+
+/** One model response being assembled: its assistant parts, then the messages that follow it. */
 interface PendingGroup {
   parts: MessagePart[];
   timestamp: number;
   usage?: MessageUsage;
   results: ToolResultMessage[];
+  /** Tool calls whose output went back to the model (a next response follows): every tool but hosted web search. */
+  clientTools: number;
+  /** Messages after the results (plan updates made during this response). */
+  after: CustomMessage[];
 }
+
+const TOOL_KINDS: ReadonlySet<ProjectedItem["kind"]> = new Set(["dynamicToolCall", "commandExecution", "fileChange", "mcpToolCall", "webSearch"]);
 
 /**
  * Feed one turn's notifications in order with {@link TurnProjector.apply}; read the record with
@@ -195,9 +560,9 @@ export class TurnProjector {
     return this.applied;
   }
 
-  /** Does this notification belong to this turn? */
+  /** Does this notification belong to this turn? (`turn/plan/updated` is matched even when passed through unparsed.) */
   matches(n: IncomingNotification): boolean {
-    if (!n.consumed) return false;
+    if (!n.consumed && n.method !== "turn/plan/updated") return false;
     const p = n.params as { threadId?: string; turnId?: string; turn?: { id?: string } };
     if (p.threadId !== this.opts.threadId) return false;
     const turnId = p.turnId ?? p.turn?.id;
@@ -206,10 +571,11 @@ export class TurnProjector {
 
   /** Apply one notification; returns the stream events it produced (empty when it is not ours). */
   apply(n: IncomingNotification): CodexTurnEvent[] {
-    if (!this.matches(n) || this.status !== undefined || !n.consumed) return [];
+    if (!this.matches(n) || this.status !== undefined) return [];
     this.applied++;
     if (n.emittedAtMs !== undefined) this.lastTimestamp = n.emittedAtMs;
     const base = { threadId: this.opts.threadId, turnId: this.opts.turnId };
+    if (!n.consumed) return this.onPlanUpdated(n.params, n.emittedAtMs);
     switch (n.method) {
       case "turn/started":
         if (n.emittedAtMs !== undefined) this.turnStartedAt = n.emittedAtMs;
@@ -305,7 +671,7 @@ export class TurnProjector {
       case "contextCompaction":
         return { kind: "contextCompaction", id: item.id, completed };
       default:
-        return { kind: "other", id: item.id, type: item.type, completed };
+        return projectNative(item, completed) ?? { kind: "other", id: item.id, type: item.type, completed };
     }
   }
 
@@ -317,8 +683,8 @@ export class TurnProjector {
     if (item.kind === "userMessage" && !this.sawPromptItem && this.promptTimestamp === undefined) {
       this.promptTimestamp = raw.startedAtMs ?? at;
     }
-    // A non-tool item after tool results starts the next model response.
-    if (item.kind !== "dynamicToolCall" && item.kind !== "contextCompaction" && this.group && this.group.results.length > 0) {
+    // A non-tool item after the output of a tool went back to the model starts the next model response.
+    if (!TOOL_KINDS.has(item.kind) && item.kind !== "contextCompaction" && this.group && this.group.clientTools > 0) {
       this.flushGroup("toolUse");
     }
     if (item.kind === "contextCompaction") {
@@ -342,7 +708,7 @@ export class TurnProjector {
   }
 
   private ensureGroup(timestamp: number): PendingGroup {
-    if (!this.group) this.group = { parts: [], timestamp, results: [] };
+    if (!this.group) this.group = { parts: [], timestamp, results: [], clientTools: 0, after: [] };
     return this.group;
   }
 
@@ -379,20 +745,16 @@ export class TurnProjector {
         g.timestamp = t;
         break;
       }
-      case "dynamicToolCall": {
-        const g = this.ensureGroup(t);
-        g.parts.push({ type: "toolCall", id: item.id, name: item.tool, arguments: toolArguments(item.arguments) });
-        g.timestamp = t;
-        g.results.push({
-          role: "toolResult",
-          toolCallId: item.id,
-          toolName: item.tool,
-          content: toolResultParts(item.contentItems),
-          isError: item.success !== true,
-          timestamp: t,
-        });
+      case "dynamicToolCall":
+      case "commandExecution":
+      case "fileChange":
+      case "mcpToolCall":
+      case "webSearch":
+        this.addToolCall(item, t);
         break;
-      }
+      case "plan":
+        this.addPlanMessage(item.text, t);
+        break;
       case "contextCompaction": {
         this.compactionsInProgress.delete(item.id);
         events.push({ type: "compactionCompleted", ...base, compaction: this.compactionRecord(item.id, true) });
@@ -402,6 +764,41 @@ export class TurnProjector {
         break;
     }
     return events;
+  }
+
+  private addToolCall(item: ProjectedItem, t: number): void {
+    const view = toolCallView(item, this.opts.toolOutputCapChars ?? DEFAULT_TOOL_OUTPUT_CAP_CHARS);
+    if (!view) return;
+    const g = this.ensureGroup(t);
+    g.parts.push({ type: "toolCall", id: view.toolCallId, name: view.toolName, arguments: view.arguments });
+    g.timestamp = t;
+    if (view.awaitsOutput) g.clientTools++;
+    g.results.push({
+      role: "toolResult",
+      toolCallId: view.toolCallId,
+      toolName: view.toolName,
+      content: view.resultParts,
+      isError: view.isError,
+      timestamp: t,
+    });
+  }
+
+  /** A plan message follows the response that made it (after that response's tool results). */
+  private addPlanMessage(content: string, t: number): void {
+    const msg: CustomMessage = { role: "custom", customType: "codex.plan", content, display: true, timestamp: t };
+    if (this.group) this.group.after.push(msg);
+    else this.messages.push(msg);
+  }
+
+  private onPlanUpdated(params: unknown, at: number | undefined): CodexTurnEvent[] {
+    const parsed = planUpdatedSchema.safeParse(params);
+    if (!parsed.success) return [];
+    const update: PlanUpdate = {
+      explanation: parsed.data.explanation ?? null,
+      plan: parsed.data.plan.map((s) => ({ step: s.step, status: s.status })),
+    };
+    this.addPlanMessage(planText(update), this.ts(at));
+    return [{ type: "planUpdated", threadId: this.opts.threadId, turnId: this.opts.turnId, update }];
   }
 
   private onTokenUsage(tu: ConsumedParams<"thread/tokenUsage/updated">["tokenUsage"]): CodexTurnEvent[] {
@@ -423,7 +820,8 @@ export class TurnProjector {
     if (this.compactionsInProgress.size === 0 && (tu.last.inputTokens > 0 || tu.last.outputTokens > 0)) {
       if (this.group && this.group.parts.length > 0 && !this.group.usage) {
         this.group.usage = usageOf(tu.last);
-        if (this.group.results.length > 0) this.flushGroup("toolUse");
+        // The response is complete; with tool results or a plan update after it, what follows is a new response.
+        if (this.group.results.length > 0 || this.group.after.length > 0) this.flushGroup("stop");
       } else if (this.lastAssistant && this.lastAssistant.usage === ZERO_USAGE) {
         this.lastAssistant.usage = usageOf(tu.last);
       }
@@ -435,7 +833,10 @@ export class TurnProjector {
     const g = this.group;
     if (!g) return;
     this.group = undefined;
-    if (g.parts.length === 0 && g.results.length === 0) return;
+    if (g.parts.length === 0 && g.results.length === 0) {
+      this.messages.push(...g.after);
+      return;
+    }
     const msg: AssistantMessage = {
       role: "assistant",
       content: g.parts,
@@ -443,13 +844,13 @@ export class TurnProjector {
       provider: this.opts.provider ?? "codex",
       model: this.opts.model ?? "unknown",
       usage: g.usage ?? ZERO_USAGE,
-      stopReason: g.results.length > 0 ? "toolUse" : stopReason,
+      stopReason: g.clientTools > 0 || g.after.length > 0 ? "toolUse" : stopReason,
       ...(errorMessage !== undefined && g.results.length === 0 ? { errorMessage } : {}),
       timestamp: g.timestamp,
     };
     this.messages.push(msg);
     this.lastAssistant = msg;
-    this.messages.push(...g.results);
+    this.messages.push(...g.results, ...g.after);
   }
 
   /**
@@ -465,7 +866,7 @@ export class TurnProjector {
     // Work on copies so finish() is idempotent.
     const saved = { group: this.group, messages: this.messages.length, lastAssistant: this.lastAssistant };
     const stop: AssistantMessage["stopReason"] = status === "completed" ? "stop" : status === "failed" ? "error" : "aborted";
-    if (this.group) this.group = { ...this.group, parts: [...this.group.parts], results: [...this.group.results] };
+    if (this.group) this.group = { ...this.group, parts: [...this.group.parts], results: [...this.group.results], after: [...this.group.after] };
     this.flushGroup(stop, status === "completed" ? undefined : error?.message);
     const prompt: UserMessage = {
       role: "user",
