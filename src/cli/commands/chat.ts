@@ -1,0 +1,141 @@
+/**
+ * `codex-turn chat --session FILE`: interactive turns. Reply text streams as it arrives; a prompt typed while a turn
+ * runs is a steer; a steer Codex did not take runs next, shown as such; Ctrl-C aborts the running turn, and when idle
+ * (or at end of input) exits. SIGTERM aborts the running turn and exits 130. The lock is released on every path: a
+ * turn always settles before the app-server closes (bounded).
+ */
+import { Command } from "commander";
+import { startCodexTurn, type CodexTurnResult } from "../../turn.js";
+import { createPromptReader } from "../chat/input.js";
+import { createTurnRenderer } from "../chat/render.js";
+import { EXIT } from "../errors.js";
+import { holdInspector } from "../inspector.js";
+import { addEngineOptions, addInspectOptions, addJsonOption, addServerOptions, addTrajectoryOptions, LIVE_PROVIDER_HELP } from "../options.js";
+import { createOut, type Out } from "../output.js";
+import { runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
+import { settleWithin, watchSignals, type SignalWatch } from "../signals.js";
+import { setUpTurnCommand, type TurnCommandOptions, type TurnSetup } from "../turn-setup.js";
+
+type ChatOptions = TurnCommandOptions & { json?: boolean };
+
+/** The prompt queue between the reader and the turn loop. */
+class PromptQueue {
+  private readonly items: string[] = [];
+  private wake: (() => void) | undefined;
+  closed = false;
+  push(text: string, first = false): void {
+    if (first) this.items.unshift(text);
+    else this.items.push(text);
+    this.wake?.();
+  }
+  close(): void {
+    this.closed = true;
+    this.wake?.();
+  }
+  /** The next prompt, or undefined once closed and drained. */
+  async next(): Promise<string | undefined> {
+    while (this.items.length === 0 && !this.closed) await new Promise<void>((r) => (this.wake = r));
+    this.wake = undefined;
+    return this.items.shift();
+  }
+}
+
+function reportTurn(out: Out, r: CodexTurnResult, queue: PromptQueue): void {
+  if (out.json) out.record(runResultJson(r));
+  else if (r.status !== "completed") out.text(`(turn ${r.status}${r.error ? `: ${r.error.message}` : ""})`);
+  // Follow-ups run next, in order, before anything typed later.
+  for (const f of [...r.followUps].reverse()) queue.push(f, true);
+  if (!out.json) for (const f of r.followUps) out.text(`steer not taken, running next: ${f}`);
+}
+
+async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch): Promise<number> {
+  const queue = new PromptQueue();
+  let running: ReturnType<typeof startCodexTurn> | undefined;
+  let view: ReturnType<typeof createTurnRenderer> | undefined;
+  const reader = createPromptReader(process.stdin, process.stdout, {
+    onPrompt: (text) => {
+      if (!running) return queue.push(text);
+      running.steer(text);
+      if (!out.json) view?.note("(steer sent)");
+    },
+    onInterrupt: () => {
+      if (!running) return reader.close();
+      running.abort("user");
+      if (!out.json) view?.note("(aborting turn)");
+    },
+    onClose: () => queue.close(),
+  });
+  void watch.first.then(() => {
+    running?.abort("signal");
+    reader.close();
+  });
+  let exitCode: number = EXIT.ok;
+  try {
+    reader.prompt();
+    for (let prompt = await queue.next(); prompt !== undefined && watch.received === undefined; prompt = await queue.next()) {
+      setup.recordTurnRequest(prompt);
+      view = out.json ? undefined : createTurnRenderer(process.stdout, reader.tty);
+      const turnView = view;
+      running = startCodexTurn({ ...setup.baseParams(), prompt, onEvent: (e) => turnView?.onEvent(e) });
+      const r = await settleWithin(running.result, watch, SIGNAL_SETTLE_MS);
+      running = undefined;
+      if (r === undefined) return EXIT.aborted;
+      await r.backgroundMaintenance.catch(() => undefined);
+      view?.finish(r.assistantText);
+      reportTurn(out, r, queue);
+      exitCode = r.status === "failed" ? EXIT.turnFailed : EXIT.ok;
+      if (queue.closed === false) reader.prompt();
+    }
+    return watch.received !== undefined ? EXIT.aborted : exitCode;
+  } finally {
+    reader.close();
+  }
+}
+
+async function chatAction(opts: ChatOptions): Promise<number> {
+  const out = createOut(opts.json === true);
+  // Ctrl-C on a TTY reaches readline as a key; SIGINT/SIGTERM from outside (kill, a pipe's terminal) come here.
+  const watch = watchSignals();
+  try {
+    const setup = await setUpTurnCommand(opts, out);
+    try {
+      const code = await chatLoop(setup, out, watch);
+      if (watch.received === undefined) await holdInspector(setup.inspector, opts.inspectWait, out);
+      return code;
+    } finally {
+      await setup.dispose();
+    }
+  } finally {
+    watch.dispose();
+  }
+}
+
+/**
+ * The `chat` command.
+ *
+ * @example
+ * ```ts
+ * program.addCommand(chatCommand(setExitCode));
+ * ```
+ */
+export function chatCommand(done: (code: number) => void): Command {
+  const cmd = new Command("chat")
+    .description("interactive multi-turn session: streamed replies, steer while a turn runs")
+    .requiredOption("--session <file>", "pi session JSONL transcript (created on the first turn)")
+    .option("--model <model>", "model for every turn (default: Codex's configured model)");
+  addEngineOptions(cmd);
+  addServerOptions(cmd);
+  addJsonOption(cmd, "no live display: one JSON line per turn (the fields of run --json)");
+  addInspectOptions(cmd);
+  addTrajectoryOptions(cmd);
+  cmd.addHelpText(
+    "after",
+    `
+Each line is a prompt; a line ending in "\\" continues on the next, and a bracketed paste is one prompt (sent with
+Enter). A prompt typed while a turn runs is sent as a steer; a steer the turn did not take runs next ("steer not
+taken, running next: ..."). Ctrl-C aborts the running turn; Ctrl-C when idle, or end of input, exits.
+SIGTERM aborts the running turn and exits 130.
+${LIVE_PROVIDER_HELP}`,
+  );
+  return cmd.action(async (opts: ChatOptions) => done(await chatAction(opts)));
+}

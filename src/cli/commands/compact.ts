@@ -1,0 +1,98 @@
+/**
+ * `codex-turn compact --session FILE`: explicit compaction of an existing session, reporting the engine's own result.
+ */
+import { Command } from "commander";
+import { compactCodexSession, createBindingStore, type CompactionOutput } from "../../compaction/index.js";
+import { readThreadBinding, writeThreadBinding } from "../../transcript/binding.js";
+import { withSessionLock } from "../../transcript/lock.js";
+import { loadCliEngine, readPluginConfig } from "../engine.js";
+import { EXIT } from "../errors.js";
+import { addEngineOptions, addJsonOption, addServerOptions, LIVE_PROVIDER_HELP, type EngineOptionValues, type ServerOptionValues } from "../options.js";
+import { createOut, type Out } from "../output.js";
+import { startServer } from "../server.js";
+import { requireExistingSession, sessionIdOf } from "../session-file.js";
+import { watchSignals } from "../signals.js";
+
+type CompactOptions = EngineOptionValues & ServerOptionValues & { session: string; json?: boolean; model?: string };
+
+/**
+ * What `compact` reports: the outcome and the engine's own result (`result`, e.g. tokensBefore/tokensAfter, details).
+ *
+ * @example
+ * ```ts
+ * out.record(compactResultJson(output));
+ * ```
+ */
+export function compactResultJson(r: CompactionOutput): Record<string, unknown> {
+  return { ok: r.ok, compacted: r.compacted, primary: r.primary ?? null, reason: r.reason ?? null, result: r.result ?? null, native: r.native, outcomes: r.outcomes };
+}
+
+function printResult(out: Out, r: CompactionOutput): void {
+  if (out.json) return out.record(compactResultJson(r));
+  const res = r.result as { tokensBefore?: number; tokensAfter?: number } | undefined;
+  const tokens = res?.tokensBefore !== undefined ? ` tokens=${res.tokensBefore}->${res.tokensAfter ?? "?"}` : "";
+  out.text(`compaction: ok=${r.ok} compacted=${r.compacted} primary=${r.primary ?? "-"} reason=${r.reason ?? "-"}${tokens}`);
+}
+
+async function compactAction(opts: CompactOptions): Promise<number> {
+  const out = createOut(opts.json === true);
+  const sessionFile = await requireExistingSession(opts.session);
+  const pluginConfig = opts.pluginConfig !== undefined ? await readPluginConfig(opts.pluginConfig) : undefined;
+  const ac = new AbortController();
+  const watch = watchSignals(() => ac.abort());
+  const server = await startServer({ offline: opts.offline === true, ...(opts.offlineScript ? { offlineScript: opts.offlineScript } : {}) });
+  try {
+    const loaded = await loadCliEngine({
+      spec: opts.engine,
+      defaultEngine: { ownsCompaction: true, ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}) },
+      appServer: server.codex,
+      timeoutMs: opts.engineTimeout,
+      ...(pluginConfig ? { pluginConfig } : {}),
+      ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}),
+      ...(opts.model ? { model: opts.model } : {}),
+    });
+    try {
+      const r = await compactCodexSession({
+        appServer: server.codex,
+        bindingStore: createBindingStore({ read: readThreadBinding, write: writeThreadBinding }),
+        sessionId: sessionIdOf(sessionFile),
+        sessionFile,
+        contextEngine: loaded.engine,
+        trigger: "manual",
+        nativeTimeoutMs: 30_000,
+        signal: ac.signal,
+        withLock: (fn) => withSessionLock(sessionFile, fn),
+        ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
+        ...(opts.budget !== undefined ? { contextTokenBudget: opts.budget } : {}),
+      });
+      printResult(out, r);
+      if (watch.received !== undefined) return EXIT.aborted;
+      return r.ok ? EXIT.ok : EXIT.turnFailed;
+    } finally {
+      await loaded.close().catch(() => undefined);
+    }
+  } finally {
+    await server.dispose();
+    watch.dispose();
+  }
+}
+
+/**
+ * The `compact` command.
+ *
+ * @example
+ * ```ts
+ * program.addCommand(compactCommand(setExitCode));
+ * ```
+ */
+export function compactCommand(done: (code: number) => void): Command {
+  const cmd = new Command("compact")
+    .description("compact a session: the engine's compact() when it owns compaction, plus Codex native compaction")
+    .requiredOption("--session <file>", "an existing pi session JSONL transcript (missing or unreadable: exit 3)")
+    .option("--model <model>", "model the engine may use (plugin hosts pass it to runtime.llm)");
+  addEngineOptions(cmd);
+  addServerOptions(cmd);
+  addJsonOption(cmd, "print one JSON line: ok, compacted, primary, reason, result (the engine's own result)");
+  cmd.addHelpText("after", `\nExit 0 when the compaction is ok, 1 when not, 3 when the session is missing or unreadable.\n${LIVE_PROVIDER_HELP}`);
+  return cmd.action(async (opts: CompactOptions) => done(await compactAction(opts)));
+}

@@ -1,0 +1,105 @@
+/**
+ * `codex-turn run "<prompt>" --session FILE`: one turn. SIGINT/SIGTERM abort the turn, wait (bounded) for it to
+ * settle so the session lock is released and the app-server closed, then exit 130.
+ */
+import { Command } from "commander";
+import { runCodexTurn, type CodexTurnResult } from "../../turn.js";
+import { EXIT, statusExit } from "../errors.js";
+import { holdInspector } from "../inspector.js";
+import {
+  addEngineOptions,
+  addInspectOptions,
+  addJsonOption,
+  addServerOptions,
+  addTrajectoryOptions,
+  LIVE_PROVIDER_HELP,
+} from "../options.js";
+import { createOut, type Out } from "../output.js";
+import { settleWithin, watchSignals } from "../signals.js";
+import { setUpTurnCommand, type TurnCommandOptions } from "../turn-setup.js";
+
+/** How long a signalled turn may take to settle before the CLI closes the app-server anyway (ms). */
+export const SIGNAL_SETTLE_MS = 15_000;
+
+type RunOptions = TurnCommandOptions & { json?: boolean };
+
+/**
+ * The JSON line `run --json` prints for a settled turn.
+ *
+ * @example
+ * ```ts
+ * out.record(runResultJson(result));
+ * ```
+ */
+export function runResultJson(r: CodexTurnResult): Record<string, unknown> {
+  return {
+    status: r.status,
+    threadId: r.threadId,
+    turnId: r.turnId,
+    assistantText: r.assistantText,
+    trace: r.trace,
+    error: r.error,
+    warnings: r.warnings,
+    projection: r.projection,
+    usage: r.usage,
+    engine: r.engine,
+    followUps: r.followUps,
+  };
+}
+
+function printResult(out: Out, r: CodexTurnResult): void {
+  if (out.json) return out.record(runResultJson(r));
+  out.text(r.assistantText);
+  for (const w of r.warnings) out.text(`warning: ${typeof w === "string" ? w : JSON.stringify(w)}`);
+  for (const f of r.followUps) out.text(`follow-up not run (steer not taken): ${f}`);
+  out.text(`status: ${r.status}${r.error ? ` (${JSON.stringify(r.error)})` : ""}`);
+}
+
+async function runAction(prompt: string, opts: RunOptions): Promise<number> {
+  const out = createOut(opts.json === true);
+  const ac = new AbortController();
+  const watch = watchSignals(() => ac.abort());
+  try {
+    const setup = await setUpTurnCommand(opts, out);
+    try {
+      setup.recordTurnRequest(prompt);
+      const turn = runCodexTurn({ ...setup.baseParams(), prompt, signal: ac.signal });
+      const r = await settleWithin(turn, watch, SIGNAL_SETTLE_MS);
+      if (r === undefined) {
+        out.note(`codex-turn: the turn did not settle within ${SIGNAL_SETTLE_MS} ms of the signal; closing the app-server`);
+        return EXIT.aborted;
+      }
+      await settleWithin(r.backgroundMaintenance.catch(() => undefined), watch, SIGNAL_SETTLE_MS);
+      printResult(out, r);
+      if (watch.received === undefined) await holdInspector(setup.inspector, opts.inspectWait, out);
+      return watch.received !== undefined ? EXIT.aborted : statusExit(r.status);
+    } finally {
+      await setup.dispose();
+    }
+  } finally {
+    watch.dispose();
+  }
+}
+
+/**
+ * The `run` command.
+ *
+ * @example
+ * ```ts
+ * program.addCommand(runCommand(setExitCode));
+ * ```
+ */
+export function runCommand(done: (code: number) => void): Command {
+  const cmd = new Command("run")
+    .description("run one turn against a session file and print the reply")
+    .argument("<prompt>", "the user's request (quote it: one argument)")
+    .requiredOption("--session <file>", "pi session JSONL transcript (created on the first turn)")
+    .option("--model <model>", "model for the turn (default: Codex's configured model)");
+  addEngineOptions(cmd);
+  addServerOptions(cmd);
+  addJsonOption(cmd, "print one JSON line: status, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps");
+  addInspectOptions(cmd);
+  addTrajectoryOptions(cmd);
+  cmd.addHelpText("after", `\nSIGINT/SIGTERM abort the turn, wait for it to settle, then exit 130.\n${LIVE_PROVIDER_HELP}`);
+  return cmd.action(async (prompt: string, opts: RunOptions) => done(await runAction(prompt, opts)));
+}

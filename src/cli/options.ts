@@ -1,0 +1,89 @@
+/**
+ * Options shared by several commands, declared once so every command spells and documents them the same way.
+ */
+import { InvalidArgumentError, Option, type Command } from "commander";
+
+/** Help text: which model and CODEX_HOME a command uses with and without --offline. */
+export const LIVE_PROVIDER_HELP = `--offline uses the fake model (answers "offline reply"). Without it, codex app-server runs
+with CODEX_HOME set to $CODEX_HOME when that is set and non-empty, else ~/.codex (Codex's own default; created if
+missing), so your \`codex login\` credentials and config.toml there are used; of the environment only PATH, HOME and
+OPENAI_API_KEY (when set) are passed to it.`;
+
+/** Help text: the exit codes. */
+export const EXIT_CODES_HELP =
+  "Exit codes: 0 ok, 1 turn failed (or compaction not ok), 2 usage error, 3 environment/config error, 130 aborted.";
+
+/** Parses a positive integer option value (commander reports a bad one as a usage error, exit 2). */
+export function positiveInt(value: string): number {
+  if (!/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError("must be a positive integer");
+  return Number(value);
+}
+
+/** Parses a non-negative integer option value. */
+export function nonNegativeInt(value: string): number {
+  if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError("must be an integer >= 0");
+  return Number(value);
+}
+
+/** Values of the options {@link addEngineOptions} declares. */
+export interface EngineOptionValues {
+  engine?: string;
+  pluginConfig?: string;
+  budget?: number;
+  sessionKey?: string;
+  engineTimeout: number;
+}
+
+/** Values of the options {@link addServerOptions} declares. */
+export interface ServerOptionValues {
+  offline?: boolean;
+  offlineScript?: string;
+}
+
+/** Values of the options {@link addInspectOptions} declares. */
+export interface InspectOptionValues {
+  inspect?: boolean;
+  inspectWait?: number;
+}
+
+/** Values of the options {@link addTrajectoryOptions} declares. */
+export interface TrajectoryOptionValues {
+  trajectory?: string;
+  trajectoryFull?: boolean;
+}
+
+/** `--engine`, `--plugin-config`, `--budget`, `--session-key`, `--engine-timeout`. */
+export function addEngineOptions(cmd: Command): Command {
+  return cmd
+    .option("--engine <spec>", "context engine: a module path, an installed package name, or package#engine-id (OpenClaw plugins too)")
+    .option("--plugin-config <file>", "JSON object handed to the plugin as its configuration")
+    .option("--budget <tokens>", "context token budget for the engine (assemble, afterTurn, compact)", positiveInt)
+    .option("--session-key <key>", "session key passed to the engine")
+    .option("--engine-timeout <ms>", "give up (exit 3) when the engine does not load within this time", positiveInt, 30_000);
+}
+
+/** `--offline` and the hidden `--offline-script FILE` (scripted fake replies, for tests and demos). */
+export function addServerOptions(cmd: Command): Command {
+  return cmd
+    .option("--offline", 'use the offline fake model (answers "offline reply"); nothing leaves 127.0.0.1')
+    .addOption(new Option("--offline-script <file>", "JSON array of fake replies queued for the offline model").hideHelp());
+}
+
+/** `--inspect` and `--inspect-wait`. */
+export function addInspectOptions(cmd: Command): Command {
+  return cmd
+    .option("--inspect", "start the live inspector (needs @statelyai/inspect) and print its URL")
+    .option("--inspect-wait <seconds>", "with --inspect: keep the inspector this long after the work ends (default: until Ctrl-C)", nonNegativeInt);
+}
+
+/** `--trajectory` and `--trajectory-full`. */
+export function addTrajectoryOptions(cmd: Command): Command {
+  return cmd
+    .option("--trajectory <file>", "append app-server notifications and turn requests as JSONL (content redacted)")
+    .option("--trajectory-full", "with --trajectory: keep content");
+}
+
+/** `--json`. */
+export function addJsonOption(cmd: Command, what: string): Command {
+  return cmd.option("--json", what);
+}

@@ -1,0 +1,125 @@
+/**
+ * The app-server a command runs against: the offline fake model (`--offline`) or the user's own Codex setup.
+ */
+import { mkdir, readFile, stat } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { z } from "zod";
+import { CodexAppServer } from "../codex/app-server.js";
+import { startOfflineCodex } from "../testing/offline-codex.js";
+import type { FakeReply, FakeResponsesServer } from "../testing/fake-responses-server.js";
+import { envError, usageError } from "./errors.js";
+
+/**
+ * The CODEX_HOME a non-offline command runs codex with: `$CODEX_HOME` when set and non-empty (Codex ignores an empty
+ * one too), else Codex's own default `~/.codex`, so the user's `codex login` and config.toml are used. Never a
+ * temporary directory.
+ *
+ * @example
+ * ```ts
+ * resolveCodexHome({}, os.homedir); // { home: path.join(os.homedir(), ".codex"), source: "default" }
+ * ```
+ */
+export function resolveCodexHome(
+  env: NodeJS.ProcessEnv = process.env,
+  homedir: () => string = os.homedir,
+): { home: string; source: "CODEX_HOME" | "default" } {
+  const fromEnv = env.CODEX_HOME;
+  if (fromEnv !== undefined && fromEnv !== "") return { home: fromEnv, source: "CODEX_HOME" };
+  return { home: path.join(homedir(), ".codex"), source: "default" };
+}
+
+/**
+ * `CodexAppServer.spawn` options of a non-offline command (the user's own Codex setup).
+ *
+ * @example
+ * ```ts
+ * await CodexAppServer.spawn(liveCodexSpawnOptions());
+ * ```
+ */
+export function liveCodexSpawnOptions(env: NodeJS.ProcessEnv = process.env, homedir: () => string = os.homedir) {
+  return { codexHome: resolveCodexHome(env, homedir).home, passEnv: ["OPENAI_API_KEY"] };
+}
+
+/** A started app-server and how to stop it. `fake` is the offline model, when offline. */
+export interface CliServer {
+  codex: CodexAppServer;
+  fake: FakeResponsesServer | undefined;
+  dispose(): Promise<void>;
+}
+
+// A subset of FakeReply that a JSON file can script: enough to slow the offline model for a steer or Ctrl-C.
+const offlineScriptSchema = z.array(
+  z
+    .object({
+      text: z.union([z.string(), z.array(z.string())]).optional(),
+      delayMs: z.number().int().min(0).max(60_000).optional(),
+      holdOpenMs: z.number().int().min(0).max(600_000).optional(),
+    })
+    .strict(),
+);
+
+/**
+ * Reads `--offline-script FILE`: a JSON array of fake replies (`{ text?, delayMs?, holdOpenMs? }`) queued for the
+ * offline model, one per model request, before it falls back to "offline reply". For tests and demos.
+ */
+async function readOfflineScript(file: string): Promise<FakeReply[]> {
+  let raw: unknown;
+  try {
+    raw = JSON.parse(await readFile(file, "utf8"));
+  } catch (err) {
+    throw envError(`--offline-script ${file}: cannot read JSON: ${(err as Error).message}`);
+  }
+  const parsed = offlineScriptSchema.safeParse(raw);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw usageError(`--offline-script ${file}: ${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}`);
+  }
+  return parsed.data;
+}
+
+async function startOffline(scriptFile: string | undefined): Promise<CliServer> {
+  const script = scriptFile === undefined ? [] : await readOfflineScript(scriptFile);
+  let env;
+  try {
+    env = await startOfflineCodex({ offline: { lean: true } });
+  } catch (err) {
+    throw envError(`cannot start the offline codex app-server: ${(err as Error).message}`);
+  }
+  env.fake.setDefault({ text: "offline reply" });
+  if (script.length > 0) env.fake.enqueue(script);
+  return { codex: env.codex, fake: env.fake, dispose: () => env.dispose() };
+}
+
+async function checkCodexHome(): Promise<string> {
+  const { home, source } = resolveCodexHome();
+  try {
+    // Codex refuses a CODEX_HOME that does not exist; its default ~/.codex it would create itself, so create that one.
+    if (source === "default") await mkdir(home, { recursive: true });
+    else if (!(await stat(home)).isDirectory()) throw new Error("not a directory");
+  } catch (err) {
+    const origin = source === "default" ? "default ~/.codex" : "from $CODEX_HOME";
+    throw envError(`CODEX_HOME ${home} (${origin}) is not usable: ${(err as Error).message}`);
+  }
+  return home;
+}
+
+/**
+ * Starts the app-server of a command: offline (fake model, optionally scripted) or live (the user's CODEX_HOME).
+ *
+ * @example
+ * ```ts
+ * const server = await startServer({ offline: true });
+ * try { ... } finally { await server.dispose(); }
+ * ```
+ */
+export async function startServer(options: { offline: boolean; offlineScript?: string }): Promise<CliServer> {
+  if (options.offline) return startOffline(options.offlineScript);
+  const home = await checkCodexHome();
+  try {
+    const codex = await CodexAppServer.spawn(liveCodexSpawnOptions());
+    return { codex, fake: undefined, dispose: () => codex.close() };
+  } catch (err) {
+    throw envError(`cannot start codex app-server (CODEX_HOME ${home}): ${(err as Error).message}`);
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * What `run` and `chat` share: the inspector (first, so a missing optional package fails before an app-server
+ * process exists), the app-server, the engine (through the plugin host, bounded), the trajectory writer, and the
+ * `runCodexTurn` parameters they all feed.
+ */
+import path from "node:path";
+import type { InspectionEvent } from "xstate";
+import type { CodexTurnParams } from "../params.js";
+import { createTrajectoryWriter, type TrajectoryWriter } from "../trajectory/index.js";
+import { loadCliEngine, readPluginConfig, type LoadedEngine } from "./engine.js";
+import { startInspector, type CliInspector } from "./inspector.js";
+import type { EngineOptionValues, InspectOptionValues, ServerOptionValues, TrajectoryOptionValues } from "./options.js";
+import type { Out } from "./output.js";
+import { startServer, type CliServer } from "./server.js";
+import { sessionIdOf } from "./session-file.js";
+
+/** Option values `run` and `chat` both have. */
+export type TurnCommandOptions = EngineOptionValues &
+  ServerOptionValues &
+  InspectOptionValues &
+  TrajectoryOptionValues & { session: string; model?: string };
+
+/** Everything a turn command runs with; `dispose()` releases it in reverse order. */
+export interface TurnSetup {
+  server: CliServer;
+  loaded: LoadedEngine;
+  inspector: CliInspector | undefined;
+  trajectory: TrajectoryWriter | undefined;
+  sessionFile: string;
+  /** The `runCodexTurn` parameters every turn of this command shares (no prompt, signal or callbacks). */
+  baseParams(): Omit<CodexTurnParams, "prompt">;
+  /** Records our own turn request in the trajectory (prompt redacted unless --trajectory-full). */
+  recordTurnRequest(prompt: string): void;
+  dispose(): Promise<void>;
+}
+
+/**
+ * Starts what a turn command needs. On a failure part-way, what was already started is stopped again.
+ *
+ * @example
+ * ```ts
+ * const setup = await setUpTurnCommand(opts, out);
+ * try { await runCodexTurn({ ...setup.baseParams(), prompt }); } finally { await setup.dispose(); }
+ * ```
+ */
+export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out): Promise<TurnSetup> {
+  const pluginConfig = opts.pluginConfig !== undefined ? await readPluginConfig(opts.pluginConfig) : undefined;
+  const inspector = await startInspector(opts.inspect === true, out);
+  const cleanups: Array<() => Promise<void> | void> = [async () => inspector?.close()];
+  const disposeAll = async () => {
+    for (const fn of cleanups.splice(0).reverse()) await Promise.resolve(fn()).catch(() => undefined);
+  };
+  try {
+    const server = await startServer({ offline: opts.offline === true, ...(opts.offlineScript ? { offlineScript: opts.offlineScript } : {}) });
+    cleanups.push(() => server.dispose());
+    const loaded = await loadCliEngine({
+      spec: opts.engine,
+      defaultEngine: opts.budget !== undefined ? { tokenBudget: opts.budget } : {},
+      appServer: server.codex,
+      timeoutMs: opts.engineTimeout,
+      ...(pluginConfig ? { pluginConfig } : {}),
+      ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}),
+      ...(opts.model ? { model: opts.model } : {}),
+    });
+    cleanups.push(() => loaded.close());
+    const trajectory =
+      opts.trajectory !== undefined ? createTrajectoryWriter({ file: path.resolve(opts.trajectory), full: opts.trajectoryFull === true }) : undefined;
+    const detach = trajectory?.attach(server.codex);
+    if (detach) cleanups.push(detach);
+    const sessionFile = path.resolve(opts.session);
+    return {
+      server,
+      loaded,
+      inspector,
+      trajectory,
+      sessionFile,
+      baseParams: () => turnParams(opts, server, loaded, inspector, sessionFile),
+      recordTurnRequest: (prompt) => trajectory?.record("request", "codexTurn/run", { sessionFile, prompt, engineId: loaded.engine.info.id }),
+      dispose: disposeAll,
+    };
+  } catch (err) {
+    await disposeAll();
+    throw err;
+  }
+}
+
+function turnParams(
+  opts: TurnCommandOptions,
+  server: CliServer,
+  loaded: LoadedEngine,
+  inspector: CliInspector | undefined,
+  sessionFile: string,
+): Omit<CodexTurnParams, "prompt"> {
+  const params: Omit<CodexTurnParams, "prompt"> & { runtimeContext?: Record<string, unknown> } = {
+    appServer: server.codex,
+    sessionId: sessionIdOf(sessionFile),
+    sessionFile,
+    contextEngine: loaded.engine,
+    ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
+    ...(opts.budget !== undefined ? { contextTokenBudget: opts.budget } : {}),
+    ...(opts.model !== undefined ? { model: opts.model } : {}),
+    ...(loaded.dynamicTools?.length ? { dynamicTools: loaded.dynamicTools } : {}),
+    ...(loaded.hooks ? { hooks: loaded.hooks } : {}),
+    // `runtimeContext` is the plugin host's (a turn parameter the lead adds with it); only set when it gave one.
+    ...(loaded.runtimeContext ? { runtimeContext: loaded.runtimeContext } : {}),
+    ...(inspector ? { inspect: (e: InspectionEvent) => inspector.send(e) } : {}),
+  };
+  return params;
+}
