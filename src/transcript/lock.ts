@@ -7,7 +7,7 @@
  *   `owner.json` = `{ pid, hostname, pidNamespace?, token, acquiredAt }`.
  *
  * Liveness is a heartbeat: the holder refreshes the MTIME OF `owner.json` (utimes) every `staleMs / 4`, and checks at
- * each beat that `owner.json` is still its own (same token and inode). The directory's mtime is never refreshed and
+ * each beat that `owner.json` is still its own (same token). The directory's mtime is never refreshed and
  * nothing is judged by it except for a directory without a readable owner record (an older version's lock, or the
  * instant between mkdir and the owner write). Writing inside the directory therefore cannot "compromise" the lock
  * (that is what broke the proper-lockfile version: its refresh compared the directory mtime it had set with what it
@@ -98,7 +98,7 @@ export interface SessionLockHandle {
   readonly signal: AbortSignal;
   /**
    * Throws SessionFileError("SESSION_LOCK_COMPROMISED") if the lock was lost (or already released); call before every
-   * durable write. Costs one synchronous stat of the owner record.
+   * durable write. Costs one small synchronous read of the owner record (its token is compared).
    */
   assertHeld(): void;
   /** Run `fn` in an async context where {@link isSessionLockHeld} is true for this session (helpers then do not re-lock). */
@@ -336,7 +336,6 @@ class FileLease {
   constructor(
     private readonly site: LockSite,
     private readonly owner: OwnerRecord,
-    private readonly ino: number,
     private readonly staleMs: number,
   ) {
     this.ownerPath = path.join(site.lockPath, OWNER_FILE);
@@ -358,9 +357,10 @@ class FileLease {
   private async beat(): Promise<void> {
     if (!this.active()) return;
     try {
-      const [st, text] = await Promise.all([fsp.stat(this.ownerPath), fsp.readFile(this.ownerPath, "utf8")]);
+      const text = await fsp.readFile(this.ownerPath, "utf8");
       if (!this.active()) return;
-      if (st.ino !== this.ino || parseOwner(text)?.token !== this.owner.token) return this.markLost("the owner record belongs to another holder");
+      // The token, not the inode: a removed and re-created record often gets the same inode number back.
+      if (parseOwner(text)?.token !== this.owner.token) return this.markLost("the owner record belongs to another holder");
       const now = new Date();
       await fsp.utimes(this.ownerPath, now, now);
       this.noteBeat();
@@ -392,18 +392,18 @@ class FileLease {
     liveLeases.delete(this.owner.token);
   }
 
-  /** Synchronous: one stat; refreshes the heartbeat too when the last beat is late. */
+  /** Synchronous: one small read of the owner record; refreshes the heartbeat too when the last beat is late. */
   assertHeld(): void {
     if (this.lost) throw this.lost;
     if (this.released) throw compromisedError(this.site, "it was released");
-    let st: fs.Stats;
+    let text: string;
     try {
-      st = fs.statSync(this.ownerPath);
+      text = fs.readFileSync(this.ownerPath, "utf8");
     } catch (err) {
       this.markLost(`the owner record is gone (${errCode(err)})`);
       throw this.lost!;
     }
-    if (st.ino !== this.ino) {
+    if (parseOwner(text)?.token !== this.owner.token) {
       this.markLost("the owner record was replaced");
       throw this.lost!;
     }
@@ -480,7 +480,7 @@ async function tryCreateLease(site: LockSite, staleMs: number): Promise<FileLeas
     const fh = await fsp.open(path.join(site.lockPath, OWNER_FILE), "wx");
     try {
       await fh.writeFile(JSON.stringify(owner));
-      return new FileLease(site, owner, (await fh.stat()).ino, staleMs);
+      return new FileLease(site, owner, staleMs);
     } finally {
       await fh.close();
     }
