@@ -683,8 +683,9 @@ export class TurnProjector {
     if (item.kind === "userMessage" && !this.sawPromptItem && this.promptTimestamp === undefined) {
       this.promptTimestamp = raw.startedAtMs ?? at;
     }
-    // A non-tool item after the output of a tool went back to the model starts the next model response.
-    if (!TOOL_KINDS.has(item.kind) && item.kind !== "contextCompaction" && this.group && this.group.clientTools > 0) {
+    // A non-tool item after the output of a tool (update_plan included) went back to the model starts the next response.
+    const g = this.group;
+    if (!TOOL_KINDS.has(item.kind) && item.kind !== "contextCompaction" && g && (g.clientTools > 0 || g.after.length > 0)) {
       this.flushGroup("toolUse");
     }
     if (item.kind === "contextCompaction") {

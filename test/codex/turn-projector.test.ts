@@ -3,7 +3,15 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { validateNotification } from "../../src/codex/rpc.js";
 import type { IncomingNotification } from "../../src/codex/schemas.js";
-import { TurnProjector, codexErrorInfoName, type CodexTurnEvent } from "../../src/codex/turn-projector.js";
+import {
+  TurnProjector,
+  capToolOutput,
+  codexErrorInfoName,
+  planText,
+  toolCallView,
+  type CodexTurnEvent,
+  type ProjectedItem,
+} from "../../src/codex/turn-projector.js";
 
 const fixtures = path.join(import.meta.dirname, "fixtures");
 
@@ -226,5 +234,260 @@ describe("TurnProjector edge cases", () => {
     const r = p.finish();
     expect(r.messagesSnapshot[1]).toMatchObject({ content: [{ type: "toolCall", id: "c1", name: "t", arguments: { value: "raw" } }] });
     expect(r.messagesSnapshot[2]).toMatchObject({ role: "toolResult", isError: true, content: [{ type: "imageUrl", url: "data:image/png;base64,AAAA" }] });
+  });
+});
+
+describe("TurnProjector on recorded native-tool turns (codex 0.169.0: update_plan, exec_command, apply_patch, web search)", () => {
+  it("records each native tool as a toolCall part plus a toolResult message, in the order Codex produced them", () => {
+    const { record } = project("native-tools-accepted");
+    expect(record.codexStatus).toBe("completed");
+    expect(record.messagesSnapshot.map((m) => m.role)).toEqual([
+      "user",
+      "custom",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "toolResult",
+      "assistant",
+      "toolResult",
+    ]);
+    const [, plan, shellCall, shellResult, patchCall, patchResult, finalMsg, searchResult] = record.messagesSnapshot;
+    expect(plan).toEqual({
+      role: "custom",
+      customType: "codex.plan",
+      content: "Plan: starting\n- [>] write file\n- [ ] patch it",
+      display: true,
+      timestamp: expect.any(Number),
+    });
+    expect(shellCall).toMatchObject({
+      role: "assistant",
+      stopReason: "toolUse",
+      content: [
+        { type: "text", text: "running it" },
+        { type: "toolCall", id: "call_1_0", name: "shell", arguments: { command: "/bin/bash -c 'echo hello > out.txt && echo done'", cwd: "/workspace" } },
+      ],
+    });
+    expect(shellResult).toEqual({
+      role: "toolResult",
+      toolCallId: "call_1_0",
+      toolName: "shell",
+      content: [{ type: "text", text: "Exit code: 0\nOutput:\ndone\n" }],
+      isError: false,
+      timestamp: shellCall!.timestamp,
+    });
+    expect(patchCall).toMatchObject({
+      stopReason: "toolUse",
+      content: [
+        {
+          type: "toolCall",
+          id: "call_2_0",
+          name: "apply_patch",
+          arguments: { changes: [{ path: "/workspace/added.txt", kind: "add" }, { path: "/workspace/out.txt", kind: "update" }] },
+        },
+      ],
+    });
+    expect(patchResult).toMatchObject({ role: "toolResult", toolCallId: "call_2_0", toolName: "apply_patch", isError: false });
+    expect((patchResult as { content: Array<{ text: string }> }).content[0]!.text).toBe(
+      [
+        "Patch applied.",
+        "A /workspace/added.txt",
+        "M /workspace/out.txt",
+        "",
+        "--- /dev/null",
+        "+++ /workspace/added.txt",
+        "+one",
+        "+two",
+        "--- /workspace/out.txt",
+        "+++ /workspace/out.txt",
+        "@@ -1 +1 @@",
+        "-hello",
+        "+hello patched",
+        "",
+      ].join("\n"),
+    );
+    // A hosted web search does not make the model wait for output: the final response keeps stopReason "stop".
+    expect(finalMsg).toMatchObject({
+      stopReason: "stop",
+      content: [{ type: "text", text: "all done" }, { type: "toolCall", id: "ws_3_0", name: "web_search", arguments: { query: "codex sandbox" } }],
+    });
+    expect(searchResult).toMatchObject({ toolName: "web_search", content: [{ type: "text", text: "Web search (search): codex sandbox" }], isError: false });
+    expect(record.assistantText).toBe("all done");
+  });
+
+  it("emits itemStarted/itemCompleted with typed native items and a planUpdated event", () => {
+    const { events, record } = project("native-tools-accepted");
+    const started = events.filter((e) => e.type === "itemStarted").map((e) => (e as { item: ProjectedItem }).item.kind);
+    expect(started).toEqual(["userMessage", "agentMessage", "commandExecution", "fileChange", "agentMessage", "webSearch"]);
+    const command = events.find((e) => e.type === "itemCompleted" && e.item.kind === "commandExecution");
+    expect(command).toMatchObject({
+      item: { kind: "commandExecution", id: "call_1_0", cwd: "/workspace", status: "completed", exitCode: 0, aggregatedOutput: "done\n", completed: true },
+    });
+    const startedCommand = events.find((e) => e.type === "itemStarted" && e.item.kind === "commandExecution") as { item: ProjectedItem };
+    expect(startedCommand.item).toMatchObject({ status: "inProgress", exitCode: null, completed: false });
+    expect(toolCallView(startedCommand.item)).toMatchObject({ toolName: "shell", resultText: null, awaitsOutput: true });
+    expect(events.find((e) => e.type === "planUpdated")).toMatchObject({
+      update: { explanation: "starting", plan: [{ step: "write file", status: "inProgress" }, { step: "patch it", status: "pending" }] },
+    });
+    expect(record.items.find((i) => i.kind === "fileChange")).toMatchObject({
+      status: "completed",
+      changes: [
+        { path: "/workspace/added.txt", kind: "add", movePath: null, diff: "one\ntwo\n" },
+        { path: "/workspace/out.txt", kind: "update", movePath: null, diff: "@@ -1 +1 @@\n-hello\n+hello patched\n" },
+      ],
+    });
+  });
+
+  it("marks declined commands and patches as errors that say so", () => {
+    const { record } = project("native-tools-declined");
+    const results = record.messagesSnapshot.filter((m) => m.role === "toolResult") as Array<{ toolName: string; isError: boolean; content: Array<{ text: string }> }>;
+    expect(results.map((r) => [r.toolName, r.isError])).toEqual([
+      ["shell", true],
+      ["apply_patch", true],
+      ["web_search", false],
+    ]);
+    expect(results[0]!.content[0]!.text).toBe("Command declined: it was not run.");
+    expect(results[1]!.content[0]!.text).toMatch(/^Patch declined: no file was changed\.\nA \/workspace\/added\.txt\n/);
+    expect(record.items.find((i) => i.kind === "commandExecution")).toMatchObject({ status: "declined", exitCode: null });
+  });
+
+  it("is deterministic for native items: the same notifications give byte-identical snapshots", () => {
+    const a = JSON.stringify(project("native-tools-accepted").record);
+    const b = JSON.stringify(project("native-tools-accepted").record);
+    expect(a).toBe(b);
+    const { p } = project("native-tools-accepted");
+    expect(JSON.stringify(p.finish())).toBe(JSON.stringify(p.finish()));
+  });
+});
+
+describe("TurnProjector native items", () => {
+  const threadId = "t-1";
+  const turnId = "turn-1";
+  const n = (method: string, params: Record<string, unknown>, emittedAtMs?: number): IncomingNotification => {
+    const c = validateNotification({ method, params, ...(emittedAtMs !== undefined ? { emittedAtMs } : {}) });
+    if (c.kind !== "ok") throw new Error(`bad test notification ${method}: ${c.kind}`);
+    return c.notification;
+  };
+  const completedItem = (item: Record<string, unknown>, at: number) => n("item/completed", { threadId, turnId, item, completedAtMs: at });
+  const done = () => n("turn/completed", { threadId, turn: { id: turnId, status: "completed", error: null } });
+  const mcp = (extra: Record<string, unknown>) => ({
+    type: "mcpToolCall",
+    id: "mcp-1",
+    server: "docs",
+    tool: "lookup",
+    status: "completed",
+    arguments: { q: "x" },
+    appContext: null,
+    mcpAppUi: null,
+    pluginId: null,
+    readOnlyHint: true,
+    result: null,
+    error: null,
+    durationMs: 3,
+    ...extra,
+  });
+  const command = (output: string, extra: Record<string, unknown> = {}) => ({
+    type: "commandExecution",
+    id: "cmd-1",
+    pluginId: null,
+    scriptPath: null,
+    command: "ls",
+    cwd: "/w",
+    processId: null,
+    source: "agent",
+    status: "completed",
+    commandActions: [],
+    aggregatedOutput: output,
+    exitCode: 0,
+    durationMs: 1,
+    ...extra,
+  });
+
+  it("names MCP calls mcp:<server>/<tool> and records their text result or error", () => {
+    const p = new TurnProjector({ threadId, turnId, originalPrompt: "p" });
+    p.apply(completedItem(mcp({ result: { content: [{ type: "text", text: "found it" }, { type: "image", data: "AA" }], structuredContent: null, _meta: null } }), 5));
+    p.apply(completedItem(mcp({ id: "mcp-2", status: "failed", error: { message: "server gone" } }), 6));
+    p.apply(done());
+    const r = p.finish();
+    expect(r.messagesSnapshot[1]).toMatchObject({
+      content: [
+        { type: "toolCall", id: "mcp-1", name: "mcp:docs/lookup", arguments: { q: "x" } },
+        { type: "toolCall", id: "mcp-2", name: "mcp:docs/lookup" },
+      ],
+    });
+    expect(r.messagesSnapshot.slice(2)).toEqual([
+      { role: "toolResult", toolCallId: "mcp-1", toolName: "mcp:docs/lookup", content: [{ type: "text", text: 'found it\n{"type":"image","data":"AA"}' }], isError: false, timestamp: 5 },
+      { role: "toolResult", toolCallId: "mcp-2", toolName: "mcp:docs/lookup", content: [{ type: "text", text: "Error: server gone" }], isError: true, timestamp: 6 },
+    ]);
+  });
+
+  it("caps long command output, keeping head and tail and naming the removed count", () => {
+    const output = `HEAD${"x".repeat(100)}TAIL`;
+    const p = new TurnProjector({ threadId, turnId, originalPrompt: "p", toolOutputCapChars: 40 });
+    p.apply(completedItem(command(output), 5));
+    p.apply(done());
+    const result = p.finish().messagesSnapshot[2] as { content: Array<{ text: string }> };
+    const full = `Exit code: 0\nOutput:\n${output}`;
+    expect(result.content[0]!.text).toBe(`${full.slice(0, 20)}\n[... ${full.length - 40} characters truncated ...]\n${full.slice(-20)}`);
+    expect(result.content[0]!.text.endsWith("TAIL")).toBe(true);
+    // The typed item keeps the whole output.
+    expect(p.finish().items[0]).toMatchObject({ kind: "commandExecution", aggregatedOutput: output });
+  });
+
+  it("capToolOutput leaves text within the cap unchanged and is exact at the boundary", () => {
+    expect(capToolOutput("abc", 3)).toBe("abc");
+    expect(capToolOutput("abcd", 3)).toBe("ab\n[... 1 characters truncated ...]\nd");
+    expect(capToolOutput("a".repeat(16_000))).toBe("a".repeat(16_000));
+    expect(capToolOutput("a".repeat(16_001))).toContain("[... 1 characters truncated ...]");
+  });
+
+  it("marks a non-zero exit code as an error result", () => {
+    const p = new TurnProjector({ threadId, turnId, originalPrompt: "p" });
+    p.apply(completedItem(command("boom\n", { status: "failed", exitCode: 2 }), 5));
+    p.apply(done());
+    expect(p.finish().messagesSnapshot[2]).toMatchObject({ isError: true, content: [{ type: "text", text: "Exit code: 2\nOutput:\nboom\n" }] });
+  });
+
+  it("keeps a native item that does not fit its shape as kind other, out of the snapshot", () => {
+    const p = new TurnProjector({ threadId, turnId, originalPrompt: "p" });
+    p.apply(completedItem({ type: "commandExecution", id: "bad", status: "completed" }, 5));
+    p.apply(done());
+    const r = p.finish();
+    expect(r.items).toEqual([{ kind: "other", id: "bad", type: "commandExecution", completed: true }]);
+    expect(r.messagesSnapshot).toHaveLength(1);
+  });
+
+  it("puts a plan update made after text behind that response's assistant message, and ignores other turns' plans", () => {
+    const p = new TurnProjector({ threadId, turnId, originalPrompt: "p" });
+    const plan = (tid: string) => n("turn/plan/updated", { threadId, turnId: tid, explanation: null, plan: [{ step: "a", status: "completed" }] }, 8);
+    p.apply(completedItem({ type: "agentMessage", id: "m1", text: "planning", phase: null }, 7));
+    expect(p.apply(plan("other-turn"))).toEqual([]);
+    expect(p.apply(plan(turnId))).toMatchObject([{ type: "planUpdated", update: { explanation: null, plan: [{ step: "a", status: "completed" }] } }]);
+    const m2 = { type: "agentMessage", id: "m2", text: "next", phase: null };
+    p.apply(n("item/started", { threadId, turnId, item: m2, startedAtMs: 9 }));
+    p.apply(completedItem(m2, 9));
+    p.apply(done());
+    const r = p.finish();
+    expect(r.messagesSnapshot.map((m) => m.role)).toEqual(["user", "assistant", "custom", "assistant"]);
+    expect(r.messagesSnapshot[2]).toEqual({ role: "custom", customType: "codex.plan", content: "Plan:\n- [x] a", display: true, timestamp: 8 });
+  });
+
+  it("records a Plan-mode plan item as a codex.plan message", () => {
+    const p = new TurnProjector({ threadId, turnId, originalPrompt: "p" });
+    p.apply(completedItem({ type: "plan", id: "pl-1", text: "1. do it" }, 4));
+    p.apply(done());
+    expect(p.finish().messagesSnapshot[1]).toEqual({ role: "custom", customType: "codex.plan", content: "1. do it", display: true, timestamp: 4 });
+  });
+
+  it("planText renders steps as a checklist", () => {
+    expect(
+      planText({
+        explanation: "why",
+        plan: [
+          { step: "done", status: "completed" },
+          { step: "doing", status: "inProgress" },
+          { step: "next", status: "pending" },
+        ],
+      }),
+    ).toBe("Plan: why\n- [x] done\n- [>] doing\n- [ ] next");
   });
 });
