@@ -104,6 +104,8 @@ export interface SessionLoadOutput {
   binding?: unknown;
   /** The bound thread's last reported usage (the accordion's input). */
   lastUsage?: LastUsageFacts;
+  /** Whether the transcript existed when it was read under the lock (overrides the input's `hadSessionFile`). */
+  sessionFileExisted?: boolean;
 }
 
 /** What the session lock state reports (the lock handle itself stays with the host). */
@@ -184,6 +186,12 @@ export interface ProjectionOutput {
   /** Counts for the log line; never content. */
   entriesSent: number;
   bytes: number;
+  /**
+   * Estimated tokens the thread carries in this turn's request that the engine's current view no longer contains
+   * (dropped or summarised history, superseded injected blocks, superseded developer instructions). Set in `delta` and
+   * `threadBootstrap` (0 on a fresh thread) and on a resumed thread in `none`; absent in `prompt`.
+   */
+  staleTokens?: number;
   /** Opaque host data carried to threadStart/mirror (e.g. ledger updates to persist once the turn is accepted). */
   bindingUpdate?: unknown;
 }
@@ -272,6 +280,8 @@ export interface RunTurnInput {
   /** The original prompt, recorded in the mirror instead of the projected text. */
   originalPrompt: string;
   additionalContext?: Record<string, AdditionalContextEntry>;
+  /** What the thread was started or resumed with (for the `llmInput` observation). */
+  developerInstructions?: string;
 }
 
 /** Events the `runTurn` actor sends back to the machine. */
@@ -279,7 +289,8 @@ export type RunTurnEmitted =
   | { type: "TURN.ACCEPTED"; turnId: string }
   | { type: "TURN.START_FAILED"; error: TurnError }
   | { type: "TURN.STEER_REJECTED"; texts: string[] }
-  | { type: "TURN.COMPACTION"; compaction: NativeCompactionRecord }
+  /** `preTurn`: it completed before this turn's user message started (Codex's pre-turn compaction). */
+  | { type: "TURN.COMPACTION"; compaction: NativeCompactionRecord; preTurn?: boolean }
   | { type: "TURN.ENDED"; record: TurnRecord };
 
 /** Events the machine forwards to the `runTurn` actor. */

@@ -34,6 +34,18 @@ export const threadBindingSchema = z.object({
   ledger: z.array(z.string()),
   /** Hash of the developer instructions the thread last received (thread/start, or an injected update). */
   developerInstructionsHash: z.string().optional(),
+  /**
+   * Every copy of developer instructions this thread received, oldest first (`<hash>:<tokens>`): thread/start, then
+   * each injected update. All but a current last one are stale context (`staleDeveloperTokens`, projection).
+   */
+  developerDeliveries: z.array(z.string()).optional(),
+  /**
+   * Rent-or-buy state of the rotation policy: stale cost accrued on this thread since it started, in uncached-token
+   * units (each turn adds stale tokens x cachedPriceRatio). A fresh thread starts at 0.
+   */
+  staleCostTokens: z.number().nonnegative().optional(),
+  /** Stale tokens the thread carried in its last accepted turn (for inspection). */
+  staleTokens: z.number().int().nonnegative().optional(),
   /** The last token usage Codex reported on this thread (read by the accordion cadence). */
   lastUsage: z
     .object({
@@ -59,7 +71,33 @@ export interface BindingUpdate {
   projectionEpoch?: string;
   /** Hash of the developer instructions the thread now holds. */
   developerInstructionsHash?: string;
+  /** A copy of developer instructions delivered with this turn (`<hash>:<tokens>`), appended to `developerDeliveries`. */
+  developerDelivery?: string;
+  /** Stale tokens of held messages and injected blocks the engine's view no longer shows (developer copies excluded). */
+  staleContextTokens?: number;
+  /** The thread's accrued stale cost after this turn (rotation policy); absent: unchanged (0 on a fresh thread). */
+  staleCostTokens?: number;
+  /** Total stale tokens of this turn's request (context + superseded developer copies). */
+  staleTokens?: number;
 }
+
+/** Developer deliveries kept per thread; the oldest fall out (their stale tokens are then no longer counted). */
+export const MAX_DEVELOPER_DELIVERIES = 1_000;
+
+/** Options of {@link readThreadBinding}. */
+export interface ReadThreadBindingOptions {
+  /**
+   * Never write: a corrupt binding is reported (a warning naming the file, and `undefined`) and left in place instead
+   * of being moved aside. For inspection (`inspect-session`); {@link inspectThreadBinding} also says why.
+   */
+  readOnly?: boolean;
+}
+
+/** What {@link inspectThreadBinding} found. */
+export type ThreadBindingInspection =
+  | { status: "missing" }
+  | { status: "ok"; binding: ThreadBinding }
+  | { status: "corrupt"; reason: string };
 
 /**
  * Read the binding; a missing file is `undefined`, a corrupt one (not JSON, or not this schema) is moved aside
@@ -71,22 +109,19 @@ export interface BindingUpdate {
  * const binding = await readThreadBinding("/data/s1.jsonl", logger); // undefined => fresh thread
  * ```
  */
-export async function readThreadBinding(sessionFile: string, logger: Logger = silentLogger): Promise<ThreadBinding | undefined> {
+export async function readThreadBinding(
+  sessionFile: string,
+  logger: Logger = silentLogger,
+  options: ReadThreadBindingOptions = {},
+): Promise<ThreadBinding | undefined> {
   const file = sessionSidecarPaths(sessionFile).binding;
-  let text: string;
-  try {
-    text = await fs.readFile(file, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
+  const found = await inspectThreadBinding(sessionFile);
+  if (found.status === "missing") return undefined;
+  if (found.status === "ok") return found.binding;
+  if (options.readOnly) {
+    logger.warn({ event: "thread binding corrupt", file: path.basename(file), reason: found.reason }, "corrupt thread binding (read-only: left in place)");
+    return undefined;
   }
-  let parsed: ReturnType<typeof threadBindingSchema.safeParse> | undefined;
-  try {
-    parsed = threadBindingSchema.safeParse(JSON.parse(text));
-  } catch {
-    parsed = undefined;
-  }
-  if (parsed?.success) return parsed.data;
   const aside = await nextFreePath(`${file}.corrupt`);
   try {
     await fs.rename(file, aside);
@@ -97,6 +132,37 @@ export async function readThreadBinding(sessionFile: string, logger: Logger = si
   }
   logger.warn({ event: "thread binding corrupt", movedTo: path.basename(aside) }, "corrupt thread binding moved aside; starting a fresh thread");
   return undefined;
+}
+
+/**
+ * Read the binding without ever writing: missing, valid, or corrupt with the reason (not JSON, or the schema issue
+ * with its field path). Nothing is moved aside.
+ *
+ * @example
+ * ```ts
+ * const found = await inspectThreadBinding(sessionFile);
+ * if (found.status === "corrupt") console.log(`binding corrupt: ${found.reason}`);
+ * ```
+ */
+export async function inspectThreadBinding(sessionFile: string): Promise<ThreadBindingInspection> {
+  let text: string;
+  try {
+    text = await fs.readFile(sessionSidecarPaths(sessionFile).binding, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { status: "missing" };
+    throw error;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    return { status: "corrupt", reason: "not JSON" };
+  }
+  const parsed = threadBindingSchema.safeParse(json);
+  if (parsed.success) return { status: "ok", binding: parsed.data };
+  const issue = parsed.error.issues[0];
+  const field = issue && issue.path.length > 0 ? issue.path.join(".") : "(root)";
+  return { status: "corrupt", reason: `${field}: ${issue?.message ?? "invalid"}` };
 }
 
 let tmpCounter = 0;
@@ -204,6 +270,12 @@ export function applyBindingUpdate(
   if (epoch !== undefined) next.projectionEpoch = epoch;
   const devHash = update?.developerInstructionsHash ?? (sameThread ? binding.developerInstructionsHash : undefined);
   if (devHash !== undefined) next.developerInstructionsHash = devHash;
+  const deliveries = [...(sameThread ? (binding.developerDeliveries ?? []) : [])];
+  if (update?.developerDelivery !== undefined) deliveries.push(update.developerDelivery);
+  if (deliveries.length > 0) next.developerDeliveries = deliveries.slice(-MAX_DEVELOPER_DELIVERIES);
+  const staleCost = update?.staleCostTokens ?? (sameThread ? binding.staleCostTokens : undefined);
+  if (staleCost !== undefined) next.staleCostTokens = staleCost;
+  if (update?.staleTokens !== undefined) next.staleTokens = Math.round(update.staleTokens);
   const usage = p.usage ?? (sameThread ? binding.lastUsage : undefined);
   if (usage) next.lastUsage = usage;
   if (sameThread && binding.nativeCompactions !== undefined) next.nativeCompactions = binding.nativeCompactions;
@@ -228,6 +300,10 @@ export type BindingUsage = NonNullable<ThreadBinding["lastUsage"]>;
 export function markNativeCompaction(binding: ThreadBinding, threadId: string, updatedBy?: string): ThreadBinding {
   if (binding.threadId !== threadId) return binding;
   const next: ThreadBinding = { ...binding, ledger: [], heldTurnIds: [], nativeCompactions: (binding.nativeCompactions ?? 0) + 1 };
+  // The compaction dropped injected developer updates and earlier items: nothing stale is left to pay for.
+  delete next.developerDeliveries;
+  if (next.staleCostTokens !== undefined) next.staleCostTokens = 0;
+  if (next.staleTokens !== undefined) next.staleTokens = 0;
   if (updatedBy !== undefined) next.updatedBy = updatedBy;
   return next;
 }

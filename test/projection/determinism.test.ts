@@ -59,6 +59,9 @@ const bindingArb: fc.Arbitrary<ThreadBinding | undefined> = fc.option(
     projectionEpoch: fc.constantFrom("e", "f"),
     heldTurnIds: fc.subarray(["turn-1", "turn-2"]),
     ledger: fc.array(fc.string({ maxLength: 30 }), { maxLength: 3 }),
+    developerInstructionsHash: fc.option(fc.constantFrom("0".repeat(20), "1".repeat(20)), { nil: undefined }),
+    developerDeliveries: fc.option(fc.array(fc.constantFrom(`${"0".repeat(20)}:40`, `${"1".repeat(20)}:7`), { maxLength: 4 }), { nil: undefined }),
+    staleCostTokens: fc.option(fc.double({ min: 0, max: 500, noNaN: true }), { nil: undefined }),
   }),
   { nil: undefined },
 );
@@ -75,6 +78,7 @@ const scenarioArb = fc.record({
   partCapChars: fc.option(fc.integer({ min: 1, max: 200 }), { nil: undefined }),
   totalCapChars: fc.option(fc.integer({ min: 1, max: 2_000 }), { nil: undefined }),
   tokenBudget: fc.option(fc.integer({ min: 1, max: 10_000 }), { nil: undefined }),
+  cachedPriceRatio: fc.option(fc.constantFrom(0.1, 0.5, 1), { nil: undefined }),
 });
 
 type Scenario = typeof scenarioArb extends fc.Arbitrary<infer S> ? S : never;
@@ -99,6 +103,7 @@ function toParams(s: Scenario): ProjectAssembledContextParams {
     ...(s.partCapChars !== undefined ? { partCapChars: s.partCapChars } : {}),
     ...(s.totalCapChars !== undefined ? { totalCapChars: s.totalCapChars } : {}),
     ...(s.tokenBudget !== undefined ? { tokenBudget: s.tokenBudget } : {}),
+    ...(s.cachedPriceRatio !== undefined ? { cachedPriceRatio: s.cachedPriceRatio } : {}),
   };
 }
 
@@ -126,7 +131,8 @@ describe("projection determinism (fast-check)", () => {
         const keys = Object.keys(out.additionalContext ?? {});
         expect([...keys].sort()).toEqual(keys);
         for (const [key, entry] of Object.entries(out.additionalContext ?? {})) {
-          expect(entry.kind).toBe("application");
+          // Trust split: context entries are untrusted (user role); only developer updates are application.
+          expect(entry.kind).toBe(key.startsWith("openclaw.developer.") ? "application" : "untrusted");
           if (key.startsWith("openclaw.context.")) expect(entry.value.length).toBeLessThanOrEqual(MAX_ENTRY_CHARS);
         }
         const addition = s.addition?.trim();

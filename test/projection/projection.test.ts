@@ -10,9 +10,11 @@ import {
   fingerprintDynamicTools,
   fingerprintPolicy,
   ledgerUnit,
+  ledgerUnitTokens,
   MAX_ENTRY_CHARS,
   projectAssembledContext,
   projectionEpoch,
+  QUOTED_DATA_LABEL,
   renderMessageBlock,
   type ProjectAssembledContextParams,
 } from "../../src/projection/index.js";
@@ -45,7 +47,15 @@ function params(overrides: Partial<ProjectAssembledContextParams>): ProjectAssem
 const assembledOf = (messages: AgentMessage[], extra: Partial<AssembleOutput> = {}): AssembleOutput => ({ messages, estimatedTokens: 5, ...extra });
 const onThread = (n: number, turnId = "turn-1", threadId = "thread-A"): HistoryOutput["origins"] =>
   Array.from({ length: n }, () => ({ threadId, turnId }));
-const values = (out: ProjectionOutput) => Object.values(out.additionalContext ?? {}).map((e) => e.value);
+/** Context entry values without the quoted-data label each one starts with (asserted here). */
+const values = (out: ProjectionOutput) =>
+  Object.entries(out.additionalContext ?? {})
+    .filter(([key]) => key.startsWith("openclaw.context."))
+    .map(([, e]) => {
+      expect(e.kind).toBe("untrusted");
+      expect(e.value.startsWith(`${QUOTED_DATA_LABEL}\n\n`)).toBe(true);
+      return e.value.slice(QUOTED_DATA_LABEL.length + 2);
+    });
 const contextKeys = (out: ProjectionOutput) => Object.keys(out.additionalContext ?? {}).filter((k) => k.startsWith("openclaw.context."));
 const update = (out: ProjectionOutput) => out.bindingUpdate as BindingUpdate;
 /** The binding the host would persist once Codex accepted the turn. */
@@ -187,9 +197,9 @@ describe("mode delta", () => {
     const [key, entry] = Object.entries(first.additionalContext ?? {})[0]!;
     const block = "[compactionSummary]\nENGINE SUMMARY";
     expect(key).toMatch(/^openclaw\.context\.000\.[0-9a-f]{10}$/);
-    expect(key).toBe(contextEntryKey(0, block));
-    expect(entry).toEqual({ kind: "application", value: block });
-    expect(update(first)).toEqual({ reset: false, ledgerAdd: [ledgerUnit(block)], developerInstructionsHash: expect.any(String) });
+    expect(key).toBe(contextEntryKey(0, `${QUOTED_DATA_LABEL}\n\n${block}`));
+    expect(entry).toEqual({ kind: "untrusted", value: `${QUOTED_DATA_LABEL}\n\n${block}` });
+    expect(update(first)).toMatchObject({ reset: false, ledgerAdd: [ledgerUnit(block)], developerInstructionsHash: expect.any(String), staleTokens: 0 });
     expect(ledgerUnit(block)).toMatch(/^[0-9a-f]{20}:9$/);
     const next = accept(first, binding(), "turn-2");
     const second = projectAssembledContext(params({ history, origins: onThread(2), binding: next, assembled: assembledOf(view) }));
@@ -231,7 +241,7 @@ describe("mode delta", () => {
     expect([...keys].sort()).toEqual(keys);
     const ordered = keys.map((k) => out.additionalContext![k]!.value);
     expect(ordered.every((v) => v.length <= MAX_ENTRY_CHARS)).toBe(true);
-    expect(ordered.join("\n\n")).toBe(view.map((m) => renderMessageBlock(m)).join("\n\n"));
+    expect(values(out).join("\n\n")).toBe(view.map((m) => renderMessageBlock(m)).join("\n\n"));
     expect(out.bytes).toBe(Buffer.byteLength(PROMPT) + ordered.reduce((n, v) => n + Buffer.byteLength(v), 0));
   });
 
@@ -258,14 +268,18 @@ describe("mode delta", () => {
       expect(values(rotated)).toEqual([held.slice(8).map((m) => renderMessageBlock(m)).join("\n\n")]);
     });
 
-    it("defaults to 25% of the token budget, else 8,000 tokens", () => {
+    it("with a budget, rotates once stale + view exceed the budget plus the tolerance (default 25% of the budget, else 8,000)", () => {
       expect(defaultDivergenceTokens(undefined)).toBe(8_000);
       expect(defaultDivergenceTokens(1_000)).toBe(250);
       const droppedTokens = heldTokens(0, 8);
+      const viewTokens = heldTokens(8, 10);
       const withBudget = (tokenBudget: number) =>
         projectAssembledContext(params({ history: held, origins: onThread(10), binding: binding(), tokenBudget, assembled: assembledOf(held.slice(8)) }));
-      expect(withBudget(droppedTokens * 4).reason).toBe("threadHoldsContext");
-      expect(withBudget(droppedTokens * 4 - 4).reason).toBe("divergence");
+      // The smallest budget whose budget + 25% still holds stale + view.
+      let budget = 1;
+      while (budget + defaultDivergenceTokens(budget) < droppedTokens + viewTokens) budget++;
+      expect(withBudget(budget)).toMatchObject({ reason: "threadHoldsContext", staleTokens: droppedTokens });
+      expect(withBudget(budget - 1)).toMatchObject({ reason: "divergence", staleTokens: 0, thread: { action: "start" } });
       expect(projectAssembledContext(params({ history: held, origins: onThread(10), binding: binding(), assembled: assembledOf(held.slice(8)) })).reason).toBe(
         "threadHoldsContext",
       );
@@ -298,8 +312,10 @@ describe("mode delta", () => {
       const b = binding({ ledger: [ledgerUnit(stale)] });
       const out = projectAssembledContext(params({ binding: b, divergenceTokens: 100, assembled: assembledOf([summary("new summary")]) }));
       expect(out).toMatchObject({ reason: "divergence", thread: { action: "start" } });
-      const kept = projectAssembledContext(params({ binding: b, divergenceTokens: 1_000, assembled: assembledOf([summary("new summary")]) }));
-      expect(kept).toMatchObject({ reason: "newContext", thread: { action: "resume" } });
+      // A view worth more than one turn's rent (0.1 x stale) keeps the thread (rent-or-buy, below).
+      const bigger = [summary(`new summary ${"y".repeat(400)}`)];
+      const kept = projectAssembledContext(params({ binding: b, divergenceTokens: 1_000, assembled: assembledOf(bigger) }));
+      expect(kept).toMatchObject({ reason: "newContext", thread: { action: "resume" }, staleTokens: ledgerUnitTokens(ledgerUnit(stale)) });
     });
   });
 

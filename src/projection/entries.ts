@@ -1,0 +1,188 @@
+/**
+ * How the engine's view travels as Codex `additionalContext` entries, and the injection ledger that remembers what a
+ * thread received.
+ *
+ * Trust split: every message block (earlier user text, assistant text, tool output, summaries, anything an engine
+ * recalled from user data) goes as `kind: "untrusted"`, which Codex injects with the user role as
+ * `<external_KEY>VALUE</external_KEY>`; each value starts with {@link QUOTED_DATA_LABEL}. Only the host's own
+ * developer instructions and the engine's systemPromptAddition go as `application` (developer role), see
+ * `developer.ts`. Transcript text must never gain developer authority.
+ */
+import type { AgentMessage } from "../context-engine/types.js";
+import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
+import { estimateTokens, PROMPT_SAFETY_NOTE, renderMessageBlock, sha256Hex } from "./render.js";
+
+/** Codex truncates each additionalContext value to ~1k tokens; stay safely under it. */
+export const MAX_ENTRY_CHARS = 3_500;
+/** Key prefix of our additionalContext entries (Codex uses the key verbatim as the XML tag). */
+export const CONTEXT_KEY_PREFIX = "openclaw.context";
+/** First line of every context entry value: the content below it is quoted data, not instructions. */
+export const QUOTED_DATA_LABEL = PROMPT_SAFETY_NOTE;
+/** Kind of every context entry (user role in the model input). */
+export const CONTEXT_ENTRY_KIND = "untrusted" as const;
+
+/**
+ * Split rendered blocks into additionalContext values under `maxChars` (Codex truncates each value to ~1k tokens),
+ * packing consecutive blocks joined by a blank line and keeping order. Only a block longer than the cap is cut, into
+ * consecutive pieces.
+ *
+ * @example
+ * ```ts
+ * chunkBlocks(["[user]\na", "[assistant]\nb"]); // ["[user]\na\n\n[assistant]\nb"]
+ * ```
+ */
+export function chunkBlocks(blocks: readonly string[], maxChars = MAX_ENTRY_CHARS): string[] {
+  const chunks: string[] = [];
+  let current = "";
+  const flush = () => {
+    if (current.length > 0) chunks.push(current);
+    current = "";
+  };
+  for (const block of blocks) {
+    for (let i = 0; i < block.length; i += maxChars) {
+      const piece = block.slice(i, i + maxChars);
+      const joined = current.length === 0 ? piece : `${current}\n\n${piece}`;
+      if (joined.length <= maxChars) current = joined;
+      else {
+        flush();
+        current = piece;
+      }
+    }
+  }
+  flush();
+  return chunks;
+}
+
+/**
+ * The injection ledger records what this thread received as additionalContext, one unit per rendered message block
+ * (not per entry value: chunk boundaries shift when the set of missing blocks changes). A unit is
+ * `<sha256-20 of the block>[#<n>]:<estimated tokens>`; `#n` counts earlier identical blocks in the same view (two
+ * "ok" replies are two units), and the token estimate lets stale accounting count injected blocks the engine has
+ * since dropped. A native compaction drops every earlier additionalContext item (notes P3): the host then clears the
+ * ledger (`markNativeCompaction` in `transcript/binding.ts`).
+ *
+ * @example
+ * ```ts
+ * ledgerUnit("[user]\nok");    // "<20 hex>:3"
+ * ledgerUnit("[user]\nok", 1); // "<20 hex>#1:3" (the second identical block in the same view)
+ * ```
+ */
+export function ledgerUnit(block: string, occurrence = 0): string {
+  const id = occurrence === 0 ? sha256Hex(block, 20) : `${sha256Hex(block, 20)}#${occurrence}`;
+  return `${id}:${estimateTokens(block)}`;
+}
+
+/**
+ * The hash part of a ledger unit (before `:`), which is what membership is decided on.
+ *
+ * @example
+ * ```ts
+ * ledgerUnitId("ab12#1:3"); // "ab12#1"
+ * ```
+ */
+export function ledgerUnitId(unit: string): string {
+  const colon = unit.indexOf(":");
+  return colon === -1 ? unit : unit.slice(0, colon);
+}
+
+/**
+ * The token estimate of a ledger (or developer delivery) unit; 0 when absent or malformed.
+ *
+ * @example
+ * ```ts
+ * ledgerUnitTokens("ab12:40"); // 40
+ * ```
+ */
+export function ledgerUnitTokens(unit: string): number {
+  const colon = unit.indexOf(":");
+  const n = colon === -1 ? 0 : Number(unit.slice(colon + 1));
+  return Number.isFinite(n) && n > 0 ? n : 0;
+}
+
+/**
+ * Hash of an entry value (kept for callers that address whole values).
+ *
+ * @example
+ * ```ts
+ * ledgerHash("[user]\nhi"); // 20 hex
+ * ```
+ */
+export function ledgerHash(value: string): string {
+  return sha256Hex(value, 20);
+}
+
+/**
+ * Content-addressed, order-preserving keys: Codex injects a turn's entries sorted by key, so the zero-padded position
+ * comes first and the content hash second (`openclaw.context.007.3fa2c1d9e0`). Same content at the same position
+ * gives the same key.
+ *
+ * @example
+ * ```ts
+ * contextEntryKey(7, "[user]\nhi"); // "openclaw.context.007.<10 hex>"
+ * ```
+ */
+export function contextEntryKey(index: number, value: string): string {
+  return `${CONTEXT_KEY_PREFIX}.${String(index).padStart(3, "0")}.${sha256Hex(value, 10)}`;
+}
+
+/** One rendered message block and its ledger unit. */
+export interface RenderedUnit {
+  block: string;
+  unit: string;
+}
+
+/**
+ * Render messages to blocks (empty bodies skipped) with their ledger units.
+ *
+ * @example
+ * ```ts
+ * renderUnits([{ role: "user", content: "hi", timestamp: 1 }]); // [{ block: "[user]\nhi", unit: "<hash>:3" }]
+ * ```
+ */
+export function renderUnits(messages: readonly AgentMessage[], partCap?: number): RenderedUnit[] {
+  const seen = new Map<string, number>();
+  const units: RenderedUnit[] = [];
+  for (const message of messages) {
+    const block = renderMessageBlock(message, partCap);
+    if (block === undefined) continue;
+    const occurrence = seen.get(block) ?? 0;
+    seen.set(block, occurrence + 1);
+    units.push({ block, unit: ledgerUnit(block, occurrence) });
+  }
+  return units;
+}
+
+/** The entries a turn sends and the ledger units they add. */
+export interface EntryPlan {
+  additionalContext?: Record<string, AdditionalContextEntry>;
+  ledgerAdd: string[];
+  entriesSent: number;
+  bytes: number;
+}
+
+/**
+ * The untrusted entries carrying the units the thread has not received yet (`injected` holds ledger unit ids).
+ * Each value is {@link QUOTED_DATA_LABEL}, a blank line, then whole blocks; values stay under
+ * {@link MAX_ENTRY_CHARS} including the label.
+ *
+ * @example
+ * ```ts
+ * planEntries(renderUnits(messages), new Set()); // every block, as untrusted entries
+ * ```
+ */
+export function planEntries(units: readonly RenderedUnit[], injected: ReadonlySet<string>): EntryPlan {
+  const fresh = units.filter((u) => !injected.has(ledgerUnitId(u.unit)));
+  const values = chunkBlocks(
+    fresh.map((u) => u.block),
+    MAX_ENTRY_CHARS - QUOTED_DATA_LABEL.length - 2,
+  );
+  if (values.length === 0) return { ledgerAdd: [], entriesSent: 0, bytes: 0 };
+  const additionalContext: Record<string, AdditionalContextEntry> = {};
+  let bytes = 0;
+  values.forEach((blocks, index) => {
+    const value = `${QUOTED_DATA_LABEL}\n\n${blocks}`;
+    additionalContext[contextEntryKey(index, value)] = { kind: CONTEXT_ENTRY_KIND, value };
+    bytes += Buffer.byteLength(value, "utf8");
+  });
+  return { additionalContext, ledgerAdd: fresh.map((u) => u.unit), entriesSent: values.length, bytes };
+}
