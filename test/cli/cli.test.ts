@@ -47,7 +47,7 @@ describe("codex-turn CLI", () => {
   it("usage errors exit 2 with a message", async () => {
     const unknown = await cli(["bogus"]);
     expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain('unknown command "bogus"');
+    expect(unknown.stderr).toContain("unknown command 'bogus'");
     const missing = await cli(["run", "hi"]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("--session");
@@ -107,6 +107,8 @@ describe("codex-turn CLI", () => {
     expect(out.status).toBe("completed");
     expect(out.assistantText).toBe("offline reply");
     expect(out.trace.at(-1)).toBe("completed");
+    // The fields a script needs besides the reply.
+    for (const key of ["warnings", "projection", "usage", "engine", "followUps"]) expect(out, key).toHaveProperty(key);
   }, 30_000);
 
   it("--engine with a module that is not a context engine exits 3 with a clear message", async () => {

@@ -1,0 +1,112 @@
+/**
+ * CLI conventions, through bin/codex-turn.js as a user runs it: --version, per-command help with option descriptions,
+ * usage errors (exit 2) for excess arguments, honest exit 3 for missing or unreadable sessions, errors as JSON with
+ * --json, a bounded engine load, and SIGINT during `run` (exit 130, no lock left).
+ */
+import { execFile, spawn } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const bin = path.join(root, "bin", "codex-turn.js");
+const env = { ...process.env, CODEX_TURN_FROM_SOURCE: "1" };
+
+function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args], { cwd: root, env, timeout: 45_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : -1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "ctm-conv-"));
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe("conventions", () => {
+  it("--version prints the package version", async () => {
+    const pkg = JSON.parse(await readFile(path.join(root, "package.json"), "utf8")) as { version: string };
+    const r = await cli(["--version"]);
+    expect(r).toMatchObject({ code: 0, stdout: `${pkg.version}\n` });
+  });
+
+  it("run --help and help run print the command's options with descriptions", async () => {
+    for (const args of [["run", "--help"], ["help", "run"]]) {
+      const r = await cli(args);
+      expect(r.code, args.join(" ")).toBe(0);
+      expect(r.stdout).toContain("Usage: codex-turn run [options] <prompt>");
+      expect(r.stdout).toMatch(/--session <file>\s+pi session JSONL transcript/);
+      expect(r.stdout).toMatch(/--budget <tokens>\s+context token budget/);
+      expect(r.stdout).toMatch(/--engine-timeout <ms>/);
+    }
+  });
+
+  it("too many positionals is a usage error (exit 2), as text and as JSON", async () => {
+    const session = path.join(dir, "never.jsonl");
+    const r = await cli(["run", "a", "b", "--session", session, "--offline"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("too many arguments for 'run'");
+    const j = await cli(["run", "a", "b", "--session", session, "--offline", "--json"]);
+    expect(j.code).toBe(2);
+    expect(JSON.parse(j.stdout)).toEqual({ error: { code: "USAGE", message: expect.stringContaining("too many arguments") } });
+    expect(existsSync(session)).toBe(false);
+  });
+
+  it("compact and inspect-session on a missing session exit 3 with a clear message", async () => {
+    const compact = await cli(["compact", "--session", "/nonexistent", "--offline"]);
+    expect(compact.code).toBe(3);
+    expect(compact.stderr).toBe("codex-turn: no session file at /nonexistent\n");
+    const inspect = await cli(["inspect-session", "/nonexistent"]);
+    expect(inspect.code).toBe(3);
+    expect(inspect.stderr).toBe("codex-turn: no session file at /nonexistent\n");
+    const json = await cli(["inspect-session", "/nonexistent", "--json"]);
+    expect(JSON.parse(json.stdout)).toEqual({ error: { code: "SESSION_NOT_FOUND", message: "no session file at /nonexistent" } });
+  });
+
+  it("compact and inspect-session on a file that is not a transcript exit 3", async () => {
+    const garbage = path.join(dir, "garbage.jsonl");
+    await writeFile(garbage, "this is not a transcript\n");
+    for (const args of [["compact", "--session", garbage, "--offline", "--json"], ["inspect-session", garbage, "--json"]]) {
+      const r = await cli(args);
+      expect(r.code, args[0]).toBe(3);
+      expect(JSON.parse(r.stdout)).toMatchObject({ error: { code: "SESSION_UNREADABLE" } });
+    }
+  });
+
+  it("an engine factory that never resolves exits 3 after --engine-timeout", async () => {
+    const hang = path.join(dir, "hang-engine.mjs");
+    await writeFile(hang, "export function createContextEngine() { return new Promise(() => {}); }\n");
+    const r = await cli(["run", "hi", "--session", path.join(dir, "hang.jsonl"), "--offline", "--engine", hang, "--engine-timeout", "1500", "--json"]);
+    expect(r.code).toBe(3);
+    expect(JSON.parse(r.stdout)).toEqual({
+      error: { code: "ENGINE_TIMEOUT", message: `--engine ${hang}: the engine did not load within 1500 ms (--engine-timeout)` },
+    });
+  });
+
+  it("SIGINT during run aborts the turn, exits 130 and leaves no lock", async () => {
+    const script = path.join(dir, "slow.json");
+    await writeFile(script, JSON.stringify([{ text: Array.from({ length: 80 }, (_, i) => `s${i}`).join(" "), delayMs: 100 }]));
+    const session = path.join(dir, "sigint.jsonl");
+    const child = spawn(process.execPath, [bin, "run", "go", "--session", session, "--offline", "--offline-script", script, "--json"], { cwd: root, env });
+    let stdout = "";
+    child.stdout.on("data", (c: Buffer) => (stdout += c.toString()));
+    // The lock directory exists while the turn runs; signal then.
+    const deadline = Date.now() + 30_000;
+    while (!existsSync(`${session}.lock`) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    await new Promise((r) => setTimeout(r, 1500));
+    child.kill("SIGINT");
+    const code = await new Promise<number | null>((resolve) => child.on("exit", (c) => resolve(c)));
+    expect(code).toBe(130);
+    expect(JSON.parse(stdout)).toMatchObject({ status: "aborted" });
+    expect(existsSync(`${session}.lock`)).toBe(false);
+  }, 60_000);
+});
