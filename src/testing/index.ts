@@ -8,6 +8,7 @@ export {
   inputMessageTexts,
   lastUserText,
   startFakeResponsesServer,
+  type FakeCustomToolCall,
   type FakeFunctionCall,
   type FakeReply,
   type FakeReplySource,
@@ -15,6 +16,18 @@ export {
   type FakeResponsesServer,
   type FakeResponsesServerOptions,
   type FakeUsage,
+  type FakeWebSearch,
   type RecordedRequest,
 } from "./fake-responses-server.js";
+export {
+  applyPatchCall,
+  applyPatchText,
+  execCommandCall,
+  toolOutputs,
+  updatePlanCall,
+  type ExecCommandOptions,
+  type FakePlanStep,
+  type PatchFileOp,
+  type ToolOutput,
+} from "./native-tool-calls.js";
 export { startOfflineCodex, type OfflineCodex, type StartOfflineCodexOptions } from "./offline-codex.js";

@@ -1,6 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import {
+  applyPatchCall,
+  applyPatchText,
+  execCommandCall,
   inputMessageTexts,
+  toolOutputs,
+  updatePlanCall,
   lastUserText,
   startFakeResponsesServer,
   type FakeResponsesServer,
@@ -167,5 +172,58 @@ describe("fake Responses server", () => {
 
   it("waitForRequests rejects after its timeout", async () => {
     await expect(fake.waitForRequests(1, { timeoutMs: 50 })).rejects.toThrow(/expected 1 requests/);
+  });
+});
+
+describe("fake Responses server: native tool calls", () => {
+  it("streams exec_command, apply_patch (custom tool call) and a web search as output items with distinct call ids", async () => {
+    fake.enqueue({
+      text: "working",
+      webSearch: { query: "q1" },
+      functionCall: [execCommandCall("echo hi > out.txt", { workdir: "w" }), updatePlanCall([{ step: "s", status: "in_progress" }], "why")],
+      customToolCall: applyPatchCall([{ kind: "add", path: "a.txt", content: "x\n" }]),
+    });
+    const r = await post({ model: "m", input: [userMsg("go")] });
+    const items = sse(r.text)
+      .filter((e) => e.event === "response.output_item.done")
+      .map((e) => e.data.item as Record<string, unknown>);
+    expect(items.map((i) => i.type)).toEqual(["message", "web_search_call", "function_call", "function_call", "custom_tool_call"]);
+    expect(items[1]).toMatchObject({ action: { type: "search", query: "q1" }, status: "completed" });
+    expect(items[2]).toMatchObject({ name: "exec_command", call_id: "call_0_0" });
+    expect(JSON.parse(items[2]!.arguments as string)).toEqual({ cmd: "echo hi > out.txt", login: false, workdir: "w" });
+    expect(JSON.parse(items[3]!.arguments as string)).toEqual({ plan: [{ step: "s", status: "in_progress" }], explanation: "why" });
+    expect(items[4]).toEqual({
+      type: "custom_tool_call",
+      id: "ctc_0_2",
+      call_id: "call_0_2",
+      name: "apply_patch",
+      input: "*** Begin Patch\n*** Add File: a.txt\n+x\n*** End Patch\n",
+      status: "completed",
+    });
+  });
+
+  it("writes patches in Codex's apply_patch grammar", () => {
+    expect(
+      applyPatchText([
+        { kind: "update", path: "b.txt", lines: ["-old", "+new"], context: "fn main", moveTo: "c.txt" },
+        { kind: "delete", path: "d.txt" },
+      ]),
+    ).toBe("*** Begin Patch\n*** Update File: b.txt\n*** Move to: c.txt\n@@ fn main\n-old\n+new\n*** Delete File: d.txt\n*** End Patch\n");
+  });
+
+  it("reads the tool outputs Codex sends back (string and content-list outputs)", () => {
+    const body = {
+      input: [
+        userMsg("go"),
+        { type: "function_call_output", call_id: "c1", output: "Exit code: 0" },
+        { type: "custom_tool_call_output", call_id: "c2", output: [{ type: "input_text", text: "Success." }, { type: "input_text", text: "A a.txt" }] },
+        { type: "function_call_output", output: "no call id" },
+      ],
+    };
+    expect(toolOutputs(body)).toEqual([
+      { callId: "c1", type: "function_call_output", output: "Exit code: 0" },
+      { callId: "c2", type: "custom_tool_call_output", output: "Success.\nA a.txt" },
+    ]);
+    expect(toolOutputs(null)).toEqual([]);
   });
 });

@@ -1,0 +1,174 @@
+/**
+ * Codex doing real work, offline: the fake model asks the real `codex app-server` 0.169.0 to update its plan, run a
+ * shell command that writes a file and apply a patch, in a temp workspace with sandbox "workspace-write". The command
+ * really runs, the patch is really applied, approval requests reach the host's handler and its decision is honoured,
+ * and the turn record's `messagesSnapshot` holds the tool call and tool result messages.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { ApprovalHandler } from "../../src/codex/app-server.js";
+import { validateNotification } from "../../src/codex/rpc.js";
+import { TurnProjector, type TurnRecordCore } from "../../src/codex/turn-projector.js";
+import type { AgentMessage } from "../../src/context-engine/types.js";
+import {
+  applyPatchCall,
+  execCommandCall,
+  startOfflineCodex,
+  toolOutputs,
+  updatePlanCall,
+  type OfflineCodex,
+} from "../../src/testing/index.js";
+
+type Decision = "accept" | "decline";
+let env: OfflineCodex;
+let decision: Decision = "accept";
+const approvals: Array<{ method: string; params: Record<string, unknown> }> = [];
+const raw: Array<{ method: string; params: unknown; emittedAtMs?: number }> = [];
+const workspaces: string[] = [];
+
+// The existing approval mechanism (spawn option). Answers with the v2 decision shape of
+// item/commandExecution/requestApproval and item/fileChange/requestApproval.
+const approvalHandler: ApprovalHandler = (request) => {
+  approvals.push({ method: request.method, params: request.params as Record<string, unknown> });
+  return { decision };
+};
+
+beforeAll(async () => {
+  // `update_plan` is offered to the model only with this config switch (read from the binary's `tools` array).
+  env = await startOfflineCodex({ codex: { config: { tools: { update_plan: { enabled: true } } }, approvalHandler } });
+  env.codex.onNotification((n) => raw.push(n));
+});
+afterAll(async () => {
+  await env?.dispose();
+  for (const ws of workspaces) rmSync(ws, { recursive: true, force: true });
+});
+afterEach(() => {
+  approvals.length = 0;
+  raw.length = 0;
+  decision = "accept";
+  env.fake.reset();
+});
+
+function workspace(): string {
+  const ws = mkdtempSync(path.join(tmpdir(), "ctm-native-ws-"));
+  workspaces.push(ws);
+  return ws;
+}
+
+/** Queue: plan update; text + shell command writing out.txt; a patch adding added.txt and updating out.txt; final text. */
+function scriptWork(ws: string, options: { updateOutTxt: boolean }): void {
+  const patch = applyPatchCall([
+    { kind: "add", path: "added.txt", content: "one\ntwo\n" },
+    ...(options.updateOutTxt ? [{ kind: "update" as const, path: "out.txt", lines: ["-hello", "+hello patched"] }] : []),
+  ]);
+  env.fake.enqueue([
+    { functionCall: updatePlanCall([{ step: "write out.txt", status: "in_progress" }, { step: "patch", status: "pending" }], "starting") },
+    { text: "running it", functionCall: execCommandCall("echo hello > out.txt && echo WROTE-OUT", { workdir: ws }) },
+    { customToolCall: patch },
+    { text: "all done" },
+  ]);
+}
+
+async function runTurn(ws: string, approvalPolicy: "never" | "untrusted"): Promise<TurnRecordCore> {
+  const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy });
+  const turn = await env.codex.startTurn({ threadId, text: "do the work" });
+  return turn.completion;
+}
+
+function toolMessages(snapshot: AgentMessage[]): Array<{ role: string; name: string; isError?: boolean; text?: string }> {
+  const out: Array<{ role: string; name: string; isError?: boolean; text?: string }> = [];
+  for (const m of snapshot) {
+    if (m.role === "assistant") {
+      for (const part of m.content as Array<{ type: string; name?: string }>) if (part.type === "toolCall") out.push({ role: "toolCall", name: part.name! });
+    } else if (m.role === "toolResult") {
+      const r = m as { toolName: string; isError: boolean; content: Array<{ text?: string }> };
+      out.push({ role: "toolResult", name: r.toolName, isError: r.isError, text: r.content[0]?.text ?? "" });
+    }
+  }
+  return out;
+}
+
+describe("native tools on the real codex app-server (workspace-write sandbox)", () => {
+  it("runs the shell command and applies the patch in the workspace, and records both as tool call/result messages", async () => {
+    const ws = workspace();
+    scriptWork(ws, { updateOutTxt: true });
+    const record = await runTurn(ws, "never");
+    expect(record.codexStatus).toBe("completed");
+    // The command really ran inside the sandbox, then the patch changed what it wrote and added a file.
+    expect(readFileSync(path.join(ws, "out.txt"), "utf8")).toBe("hello patched\n");
+    expect(readFileSync(path.join(ws, "added.txt"), "utf8")).toBe("one\ntwo\n");
+    expect(approvals).toEqual([]);
+
+    const tools = toolMessages(record.messagesSnapshot);
+    expect(tools.map((t) => `${t.role}:${t.name}`)).toEqual(["toolCall:shell", "toolResult:shell", "toolCall:apply_patch", "toolResult:apply_patch"]);
+    expect(tools[1]).toMatchObject({ isError: false, text: expect.stringMatching(/^Exit code: 0\nOutput:\n[\s\S]*WROTE-OUT\n$/) });
+    expect(tools[3]!.text).toContain(`A ${path.join(ws, "added.txt")}\nM ${path.join(ws, "out.txt")}`);
+    expect(tools[3]!.text).toContain("@@ -1 +1 @@\n-hello\n+hello patched\n");
+    expect(record.messagesSnapshot.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]);
+    expect(record.assistantText).toBe("all done");
+    const commandItem = record.items.find((i) => i.kind === "commandExecution");
+    expect(commandItem).toMatchObject({ status: "completed", exitCode: 0, cwd: ws });
+
+    // What Codex sent back to the model: the command's exit and the patch's success.
+    const outputs = toolOutputs(env.fake.requests.at(-1)!.body);
+    expect(outputs.map((o) => o.output).join("\n")).toMatch(/Process exited with code 0[\s\S]*Success\. Updated the following files/);
+  });
+
+  it("projects the real turn/plan/updated notification as a codex.plan message", async () => {
+    const ws = workspace();
+    scriptWork(ws, { updateOutTxt: false });
+    const record = await runTurn(ws, "never");
+    // The app-server does not yet forward turn/plan/updated to the turn's projector (it passes only consumed methods):
+    // project the same turn from the raw notification stream to check what the projector makes of the real one.
+    const p = new TurnProjector({ threadId: record.threadId, turnId: record.turnId, originalPrompt: "do the work", model: "fake-model", provider: "fakeresp" });
+    for (const n of raw) {
+      const checked = validateNotification(n);
+      if (checked.kind === "ok") p.apply(checked.notification);
+    }
+    const snapshot = p.finish().messagesSnapshot;
+    expect(snapshot[1]).toEqual({
+      role: "custom",
+      customType: "codex.plan",
+      content: "Plan: starting\n- [>] write out.txt\n- [ ] patch",
+      display: true,
+      timestamp: expect.any(Number),
+    });
+    expect(snapshot.slice(2)).toEqual(record.messagesSnapshot.slice(1));
+  });
+
+  it("asks the approval handler under approvals 'untrusted' and runs what it approves", async () => {
+    const ws = workspace();
+    scriptWork(ws, { updateOutTxt: true });
+    const record = await runTurn(ws, "untrusted");
+    expect(record.codexStatus).toBe("completed");
+    expect(approvals.map((a) => a.method)).toEqual(["item/commandExecution/requestApproval", "item/fileChange/requestApproval"]);
+    expect(approvals[0]!.params).toMatchObject({ itemId: "call_1_0", cwd: ws, command: expect.stringContaining("echo hello > out.txt") });
+    expect(readFileSync(path.join(ws, "out.txt"), "utf8")).toBe("hello patched\n");
+    expect(toolMessages(record.messagesSnapshot).filter((t) => t.role === "toolResult").map((t) => t.isError)).toEqual([false, false]);
+  });
+
+  it("honours a denial: Codex reports the command and the patch declined, nothing is written", async () => {
+    const ws = workspace();
+    decision = "decline";
+    scriptWork(ws, { updateOutTxt: false });
+    const record = await runTurn(ws, "untrusted");
+    expect(record.codexStatus).toBe("completed");
+    expect(approvals.map((a) => a.method)).toEqual(["item/commandExecution/requestApproval", "item/fileChange/requestApproval"]);
+    expect(existsSync(path.join(ws, "out.txt"))).toBe(false);
+    expect(existsSync(path.join(ws, "added.txt"))).toBe(false);
+    expect(record.items.filter((i) => i.kind === "commandExecution" || i.kind === "fileChange").map((i) => (i as { status: string }).status)).toEqual([
+      "declined",
+      "declined",
+    ]);
+    const results = toolMessages(record.messagesSnapshot).filter((t) => t.role === "toolResult");
+    expect(results).toEqual([
+      { role: "toolResult", name: "shell", isError: true, text: "Command declined: it was not run." },
+      { role: "toolResult", name: "apply_patch", isError: true, text: expect.stringMatching(/^Patch declined: no file was changed\./) },
+    ]);
+    // The model was told: Codex's own rejection texts went back in the tool outputs.
+    const outputs = toolOutputs(env.fake.requests.at(-1)!.body).map((o) => o.output);
+    expect(outputs.join("\n")).toMatch(/rejected by user[\s\S]*patch rejected by user/);
+  });
+});
