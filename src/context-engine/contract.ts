@@ -170,9 +170,15 @@ export function assertContextEngine(value: unknown): ContextEngine {
   if (intercepts !== undefined && typeof intercepts !== "boolean") {
     throw new ContextEngineContractError("info.interceptsCompaction", `must be a boolean when present, got ${typeof intercepts}`);
   }
+  // OpenClaw types this as a string ("background" | "inline" | string): any string is accepted, only "background"
+  // defers maintenance, anything else runs it in the foreground.
   const mode = info["turnMaintenanceMode"];
-  if (mode !== undefined && mode !== "foreground" && mode !== "background") {
-    throw new ContextEngineContractError("info.turnMaintenanceMode", `must be "foreground" or "background", got ${String(mode)}`);
+  if (mode !== undefined && typeof mode !== "string") {
+    throw new ContextEngineContractError("info.turnMaintenanceMode", `must be a string when present, got ${typeof mode}`);
+  }
+  const requirements = info["hostRequirements"];
+  if (requirements !== undefined && (typeof requirements !== "object" || requirements === null || Array.isArray(requirements))) {
+    throw new ContextEngineContractError("info.hostRequirements", "must be an object when present");
   }
   for (const name of REQUIRED_METHODS) {
     if (typeof candidate[name] !== "function") throw new ContextEngineContractError(name, "must be a function");

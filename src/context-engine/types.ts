@@ -118,9 +118,37 @@ export interface ContextEngineInfo {
   version?: string;
   /** The engine owns compaction policy (lossless-claw#850). */
   ownsCompaction?: boolean;
-  turnMaintenanceMode?: "foreground" | "background";
+  /**
+   * `"background"` runs turn maintenance off the turn's critical path; any other value (OpenClaw types it as a string,
+   * e.g. `"inline"`) runs it in the foreground.
+   */
+  turnMaintenanceMode?: "foreground" | "background" | (string & {});
+  /** Host capabilities the engine needs per operation; the plugin host refuses to load it when one is missing. */
+  hostRequirements?: Partial<Record<ContextEngineOperation, ContextEngineHostRequirements>>;
+  /** Host parameters the engine reads (informational, as in OpenClaw). */
+  acceptedHostParams?: string[];
   /** Proposed upstream (openclaw#81164). `interceptCompaction` is used whenever the engine has it; `false` opts out. */
   interceptsCompaction?: boolean;
+}
+
+/** Operations an engine can state host requirements for (OpenClaw's `ContextEngineOperation`). */
+export type ContextEngineOperation = "agent-run" | "manual-compact" | "subagent-spawn";
+
+/** OpenClaw's `ContextEngineHostCapability`. */
+export type ContextEngineHostCapability =
+  | "bootstrap"
+  | "assemble-before-prompt"
+  | "after-turn"
+  | "maintain"
+  | "compact"
+  | "runtime-llm-complete"
+  | "thread-bootstrap-projection";
+
+/** What an engine needs from the host for one operation. */
+export interface ContextEngineHostRequirements {
+  requiredCapabilities: ContextEngineHostCapability[];
+  /** The engine's own guidance, shown in the load error. */
+  unsupportedMessage?: string;
 }
 
 export interface PromptCacheInfo {

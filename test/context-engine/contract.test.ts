@@ -58,7 +58,8 @@ describe("assertContextEngine", () => {
     ["info.id", { ...minimal(), info: { name: "x" } }],
     ["info.id", { ...minimal(), info: { id: "", name: "x" } }],
     ["info.name", { ...minimal(), info: { id: "x" } }],
-    ["info.turnMaintenanceMode", { ...minimal(), info: { id: "x", name: "x", turnMaintenanceMode: "later" } }],
+    ["info.turnMaintenanceMode", { ...minimal(), info: { id: "x", name: "x", turnMaintenanceMode: 1 } }],
+    ["info.hostRequirements", { ...minimal(), info: { id: "x", name: "x", hostRequirements: "all" } }],
     ["info.interceptsCompaction", { ...minimal(), info: { id: "x", name: "x", interceptsCompaction: "false" } }],
     ["ingest", { ...minimal(), ingest: undefined }],
     ["assemble", { ...minimal(), assemble: "not a function" }],
@@ -115,6 +116,27 @@ describe("legacy detection and engine facts", () => {
       ownsCompaction: true,
       turnMaintenanceMode: "background",
     });
+  });
+});
+
+describe("OpenClaw's info types", () => {
+  it("accepts any turnMaintenanceMode string (OpenClaw: \"background\" | \"inline\" | string); only background defers", () => {
+    const inline = { ...minimal(), info: { id: "x", name: "x", turnMaintenanceMode: "inline" } };
+    expect(assertContextEngine(inline).info.turnMaintenanceMode).toBe("inline");
+    expect(engineFacts(inline as ContextEngine).turnMaintenanceMode).toBe("foreground");
+  });
+
+  it("accepts hostRequirements and acceptedHostParams as OpenClaw declares them", () => {
+    const engine = {
+      ...minimal(),
+      info: {
+        id: "x",
+        name: "x",
+        acceptedHostParams: ["runtimeContext"],
+        hostRequirements: { "agent-run": { requiredCapabilities: ["bootstrap", "runtime-llm-complete"], unsupportedMessage: "use a full host" } },
+      },
+    };
+    expect(assertContextEngine(engine).info.hostRequirements?.["agent-run"]?.requiredCapabilities).toEqual(["bootstrap", "runtime-llm-complete"]);
   });
 });
 
