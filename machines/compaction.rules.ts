@@ -119,9 +119,13 @@ export function engineCompactionRequest(trigger: CompactionTrigger, currentToken
   return currentTokenCount === undefined ? base : { ...base, currentTokenCount };
 }
 
-/** An engine `compact()` result that counts as success (`ok: true`, compacted or not). */
+/**
+ * An engine `compact()` result that counts as success: `ok: true` (compacted or not), or `compacted: true` whatever
+ * `ok` says (lossless-claw answers `{ ok: false, compacted: true }` for "compacted, still over target": it did compact,
+ * so maintenance and the thread rotation must follow; its `reason` stays in the result).
+ */
 export function isEngineCompactionOk(result: CompactResult | undefined): boolean {
-  return result?.ok === true;
+  return result?.ok === true || result?.compacted === true;
 }
 
 /** A native round that completed its `contextCompaction` item. */

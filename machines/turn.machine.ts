@@ -62,6 +62,8 @@ export interface TurnContext {
   /** The thread binding as loaded (opaque here; the projection reads it). Dropped when the thread must rotate. */
   binding?: unknown;
   lastUsage?: LastUsageFacts;
+  /** The session file existed before this attempt (as seen once the lock was held). */
+  hadSessionFile: boolean;
   /** The accordion compacted the engine's view: the next thread starts fresh. */
   rotateThread: boolean;
   /** The bound thread could not be resumed: this attempt re-projected for a fresh thread (once). */
@@ -206,7 +208,7 @@ export const turnMachine = setup({
     interruptGrace: 10_000,
   },
   guards: {
-    shouldBootstrap: ({ context }) => shouldBootstrap(context.input.engine, context.input.hadSessionFile),
+    shouldBootstrap: ({ context }) => shouldBootstrap(context.input.engine, context.hadSessionFile),
     shouldAssemble: ({ context }) => shouldAssemble(context.input.engine),
     accordionDue: ({ context }) => shouldAssemble(context.input.engine) && isAccordionDue(context.input.accordion, context.lastUsage),
     compactedBeforeTurn: (_, params: { output: CompactBeforeTurnOutput }) => params.output.compacted,
@@ -245,13 +247,14 @@ export const turnMachine = setup({
     /** Host hook: the turn reported usage: record it in the binding (durable). */
     persistUsage: (_, _params: { record: TurnRecord }) => {},
     /** Host hook: Codex compacted the thread natively: what it held must be re-sent (durable). */
-    persistNativeCompaction: (_, _params: { compaction: NativeCompactionRecord }) => {},
+    persistNativeCompaction: (_, _params: { compaction: NativeCompactionRecord; preTurn: boolean }) => {},
     enterState: assign({ trace: ({ context }, params: { state: string }) => [...context.trace, params.state] }),
     storeRecovery: assign((_, params: { output: RecoveryOutput }) => ({ recovery: params.output })),
     warnEndedWaitingForLock: assign(({ context }) => ({
       warnings: [...context.warnings, "ended while waiting for the session lock; nothing ran"],
     })),
-    storeSession: assign((_, params: { output: SessionLoadOutput }) => ({
+    storeSession: assign(({ context }, params: { output: SessionLoadOutput }) => ({
+      hadSessionFile: params.output.sessionFileExisted ?? context.hadSessionFile,
       history: params.output.history,
       prePromptMessageCount: params.output.history.messages.length,
       binding: params.output.binding,
@@ -260,7 +263,7 @@ export const turnMachine = setup({
     markBootstrapSkipped: assign({
       engine: ({ context }) => ({
         ...context.engine,
-        bootstrap: bootstrapSkipReason(context.input.engine, context.input.hadSessionFile),
+        bootstrap: bootstrapSkipReason(context.input.engine, context.hadSessionFile),
       }),
     }),
     markAssembleSkipped: assign({ engine: ({ context }) => ({ ...context.engine, assemble: "skipped:noEngine" }) }),
@@ -440,6 +443,7 @@ export const turnMachine = setup({
     input,
     history: { messages: [], origins: [] },
     prePromptMessageCount: 0,
+    hadSessionFile: input.hadSessionFile,
     rotateThread: false,
     resumeFellBack: false,
     promptText: input.prompt,
@@ -825,7 +829,7 @@ export const turnMachine = setup({
         "TURN.COMPACTION": {
           actions: [
             { type: "storeCompaction", params: ({ event }) => ({ compaction: event.compaction }) },
-            { type: "persistNativeCompaction", params: ({ event }) => ({ compaction: event.compaction }) },
+            { type: "persistNativeCompaction", params: ({ event }) => ({ compaction: event.compaction, preTurn: event.preTurn === true }) },
             { type: "logLifecycle", params: { event: "codex native compaction" } },
           ],
         },

@@ -27,6 +27,39 @@ export class CodexTurnParamsError extends Error {
 
 const isFunction = (v: unknown): boolean => typeof v === "function";
 
+/** Node timers fire at once for delays above 2^31-1 ms, so every timeout is capped there. */
+export const MAX_TIMEOUT_MS = 2_147_483_647;
+const timeoutMs = () => z.number().int().positive().max(MAX_TIMEOUT_MS, `must be at most ${MAX_TIMEOUT_MS} ms (Node's timer limit)`);
+
+/** A value whose property reads may throw (a getter): checked without letting the exception escape. */
+function safely(check: () => boolean): boolean {
+  try {
+    return check();
+  } catch {
+    return false;
+  }
+}
+
+/** An engine passes when it has the contract's shape (`assertContextEngine` gives the detailed reason later). */
+function looksLikeEngine(v: unknown): boolean {
+  return safely(() => {
+    const e = v as Record<string, unknown>;
+    const info = e.info as Record<string, unknown> | undefined;
+    return (
+      typeof e === "object" && e !== null && typeof info === "object" && info !== null && typeof info.id === "string" &&
+      isFunction(e.ingest) && isFunction(e.assemble) && isFunction(e.compact)
+    );
+  });
+}
+
+/** A started `CodexAppServer` (duck-typed: the methods a turn calls). */
+function looksLikeAppServer(v: unknown): boolean {
+  return safely(() => {
+    const a = v as Record<string, unknown>;
+    return typeof a === "object" && a !== null && isFunction(a.startThread) && isFunction(a.resumeThread) && isFunction(a.startTurn);
+  });
+}
+
 /** Projection settings (see docs/projection.md). */
 export const projectionConfigSchema = z
   .object({
@@ -35,6 +68,8 @@ export const projectionConfigSchema = z
     divergenceTokens: z.number().int().positive().optional(),
     partCapChars: z.number().int().positive().optional(),
     totalCapChars: z.number().int().positive().optional(),
+    /** Cached / uncached input price ratio the rotation policy weighs stale tokens with (docs/projection.md). */
+    cachedPriceRatio: z.number().positive().max(1).optional(),
   })
   .strict();
 export type ProjectionConfig = z.input<typeof projectionConfigSchema>;
@@ -43,13 +78,17 @@ export type ProjectionConfig = z.input<typeof projectionConfigSchema>;
 export const timeoutsSchema = z
   .object({
     /** Each engine call (bootstrap, assemble, afterTurn, maintain...). */
-    engineCallMs: z.number().int().positive().default(60_000),
+    engineCallMs: timeoutMs().default(60_000),
     /** Each engine compaction call of the accordion (`interceptCompaction`, `compact`): may summarize with a model. */
-    compactionMs: z.number().int().positive().default(300_000),
+    compactionMs: timeoutMs().default(300_000),
     /** After an abort/yield during a running turn, how long to wait for Codex to end it. */
-    interruptGraceMs: z.number().int().positive().default(10_000),
+    interruptGraceMs: timeoutMs().default(10_000),
     /** A running turn with no notification for this long is interrupted and ends as timed out. */
-    turnIdleMs: z.number().int().positive().optional(),
+    turnIdleMs: timeoutMs().optional(),
+    /** Each dynamic tool handler call; past it Codex gets a "timed out" tool result and the turn goes on. */
+    toolCallMs: timeoutMs().optional(),
+    /** Each host approval decision (`onApproval`); past it the request is denied. */
+    approvalMs: timeoutMs().optional(),
   })
   .strict();
 
@@ -67,20 +106,42 @@ export const dynamicToolSchema = z
 /** Parameters of one turn attempt. Validated with zod; a bad value rejects with {@link CodexTurnParamsError}. */
 export const codexTurnParamsSchema = z
   .object({
-    appServer: z.custom<object>((v) => typeof v === "object" && v !== null, "appServer must be a CodexAppServer"),
+    appServer: z.custom<object>(looksLikeAppServer, "appServer must be a started CodexAppServer (CodexAppServer.spawn())"),
     sessionId: z.string().min(1),
     sessionKey: z.string().min(1).optional(),
     sessionFile: z.string().min(1),
     /** Session files must live under this directory when given. */
     sessionRoot: z.string().min(1).optional(),
     prompt: z.string().min(1, "prompt must not be empty"),
-    contextEngine: z.custom<ContextEngine>((v) => typeof v === "object" && v !== null).optional(),
+    contextEngine: z
+      .custom<ContextEngine>(looksLikeEngine, "contextEngine must be a context engine: info.id, ingest(), assemble() and compact()")
+      .optional(),
     contextTokenBudget: z.number().int().positive().optional(),
     model: z.string().min(1).optional(),
     cwd: z.string().min(1).optional(),
     developerInstructions: z.string().optional(),
-    dynamicTools: z.array(dynamicToolSchema).optional(),
-    hooks: z.custom<CodexTurnHooks>((v) => typeof v === "object" && v !== null).optional(),
+    dynamicTools: z
+      .array(dynamicToolSchema)
+      .refine((tools) => new Set(tools.map((t) => t.name)).size === tools.length, "dynamic tool names must be unique")
+      .optional(),
+    hooks: z.custom<CodexTurnHooks>((v) => safely(() => typeof v === "object" && v !== null), "hooks must be an object of functions").optional(),
+    /** Extra fields for every engine call's runtime context (e.g. `provider`, `model`, `llm` from a plugin host). */
+    runtimeContext: z.record(z.string(), z.unknown()).optional(),
+    /** Codex sandbox for the thread (re-sent on every resume). */
+    sandbox: z.enum(["read-only", "workspace-write", "danger-full-access"]).optional(),
+    /** Extra writable roots for `workspace-write`. */
+    writableRoots: z.array(z.string().min(1)).optional(),
+    /** Network access inside `workspace-write`. */
+    networkAccess: z.boolean().optional(),
+    /** Codex approval policy: when Codex asks before running commands. */
+    approvalPolicy: z.enum(["untrusted", "on-failure", "on-request", "never"]).optional(),
+    reasoningEffort: z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]).optional(),
+    reasoningSummary: z.enum(["auto", "concise", "detailed", "none"]).optional(),
+    serviceTier: z.string().min(1).optional(),
+    /** Host decision on Codex approval requests (command, file change, permission); no callback: deny. */
+    onApproval: z.custom<(request: unknown) => unknown>(isFunction, "onApproval must be a function").optional(),
+    /** Host answers to Codex `request_user_input`; no callback: decline. */
+    onUserInput: z.custom<(request: unknown) => unknown>(isFunction, "onUserInput must be a function").optional(),
     projection: projectionConfigSchema.optional(),
     /** Accordion cadence (validated here, so a bad value names `compaction.<key>` before any work starts). */
     compaction: accordionConfigSchema.optional(),
@@ -120,13 +181,32 @@ export function parseRecoverCodexSessionParams(params: unknown): z.output<typeof
 
 /** Parse with `schema`; the first issue becomes a {@link CodexTurnParamsError} naming its field. */
 function parseOrThrow<S extends z.ZodType>(schema: S, params: unknown): z.output<S> {
-  const parsed = schema.safeParse(params);
+  if (typeof params !== "object" || params === null) throw new CodexTurnParamsError("(params)", "parameters must be an object");
+  let parsed: z.ZodSafeParseResult<z.output<S>>;
+  try {
+    parsed = schema.safeParse(params) as z.ZodSafeParseResult<z.output<S>>;
+  } catch (error) {
+    // A getter that throws while zod reads it: name the field when we can find it.
+    throw new CodexTurnParamsError(throwingField(params) ?? "(params)", `reading it threw: ${error instanceof Error ? error.message : String(error)}`);
+  }
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "(params)";
     throw new CodexTurnParamsError(field, issue?.message ?? "invalid");
   }
   return parsed.data;
+}
+
+/** The first own property whose read throws (a throwing getter), if any. */
+function throwingField(params: object): string | undefined {
+  for (const key of Object.keys(params)) {
+    try {
+      void (params as Record<string, unknown>)[key];
+    } catch {
+      return key;
+    }
+  }
+  return undefined;
 }
 
 /** Streaming events for live displays (deltas are text; a display may show them, the logger never does). */
@@ -176,6 +256,9 @@ export interface CodexTurnResult {
 /**
  * Parse turn parameters; throws {@link CodexTurnParamsError} naming the first bad field.
  */
-export function parseCodexTurnParams(params: unknown): z.output<typeof codexTurnParamsSchema> {
+export function parseCodexTurnParams(params: unknown): ParsedTurnParams {
   return parseOrThrow(codexTurnParamsSchema, params);
 }
+
+/** Turn parameters after validation (defaults applied). */
+export type ParsedTurnParams = z.output<typeof codexTurnParamsSchema>;

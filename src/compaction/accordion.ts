@@ -6,6 +6,7 @@
  * `assemble`, then rotates to a fresh Codex thread.
  */
 import { z } from "zod";
+import { accordionReason } from "../../machines/rules.js";
 import type { Logger } from "pino";
 import { CompactResultInvalidError, validateCompactResult } from "../context-engine/contract.js";
 import type { CompactResult, ContextEngine, InterceptCompactionResult } from "../context-engine/types.js";
@@ -123,17 +124,13 @@ export function evaluateAccordion(p: {
   config: AccordionConfig;
   engineOwnsCompaction: boolean;
 }): AccordionDecision {
-  const enabled = p.config.enabled ?? p.engineOwnsCompaction;
-  if (!enabled) return { compact: false, reason: "disabled" };
-  const usage = p.lastUsage;
-  if (!usage || !Number.isFinite(usage.totalTokens)) return { compact: false, reason: "noUsage" };
-  const window = usage.modelContextWindow ?? p.contextWindow;
-  if (window === undefined || !Number.isFinite(window) || window <= 0) return { compact: false, reason: "noContextWindow" };
-  const ratio = usage.totalTokens / window;
-  // IEEE division is correctly rounded, so a ratio exactly at the threshold (171000/190000) equals the parsed 0.9.
-  return ratio >= p.config.contextThreshold
-    ? { compact: true, ratio, reason: "thresholdReached" }
-    : { compact: false, ratio, reason: "belowThreshold" };
+  // One rule for the turn machine's `accordionDue` guard and this helper (machines/rules.ts).
+  const d = accordionReason(
+    { enabled: p.config.enabled ?? p.engineOwnsCompaction, contextThreshold: p.config.contextThreshold },
+    p.lastUsage ?? undefined,
+    p.contextWindow,
+  );
+  return { compact: d.due, reason: d.reason, ...(d.ratio !== undefined ? { ratio: d.ratio } : {}) };
 }
 
 const isFunction = (v: unknown): boolean => typeof v === "function";
@@ -187,6 +184,11 @@ export interface AccordionRunResult {
   reason?: string;
   /** Set when `compact()` returned a malformed result: `code` "COMPACT_RESULT_INVALID" and a message naming the field. */
   error?: { code: string; message: string };
+  /** The engine's summary and first kept entry, when it reported them (written to the transcript as a compaction entry). */
+  summary?: string;
+  firstKeptEntryId?: string;
+  /** `compact()` said `ok: false` while it did compact ("compacted, still over target"): kept, with its reason. */
+  stillOverTarget?: boolean;
 }
 
 function errorLabel(error: unknown): string {
@@ -278,6 +280,8 @@ export async function runAccordionCompaction(params: RunAccordionParams): Promis
         compacted: true,
         tokensBefore: intercepted.tokensBefore ?? tokensBefore,
         via: "intercept",
+        ...(intercepted.summary ? { summary: intercepted.summary } : {}),
+        ...(intercepted.firstKeptEntryId ? { firstKeptEntryId: intercepted.firstKeptEntryId } : {}),
       };
       if (intercepted.tokensAfter !== undefined) result.tokensAfter = intercepted.tokensAfter;
       logger.info(
@@ -335,13 +339,22 @@ export async function runAccordionCompaction(params: RunAccordionParams): Promis
     if (invalid && !aborted) failed.error = { code: error.code, message: error.message };
     return failed;
   }
-  const compacted = res.ok && res.compacted;
+  // `compacted: true` means compacted, whatever `ok` says: lossless-claw answers `{ ok: false, compacted: true }` for
+  // "compacted, but still over target", and the thread must still rotate onto the compacted view.
+  const compacted = res.compacted;
   const result: AccordionRunResult = {
     compacted,
     tokensBefore: res.result?.tokensBefore ?? tokensBefore,
     via: "compact",
   };
   if (res.result?.tokensAfter !== undefined) result.tokensAfter = res.result.tokensAfter;
+  if (res.result?.summary) result.summary = res.result.summary;
+  if (res.result?.firstKeptEntryId) result.firstKeptEntryId = res.result.firstKeptEntryId;
+  if (compacted && !res.ok) {
+    result.stillOverTarget = true;
+    const reason = capReason(res.reason);
+    if (reason) result.reason = reason;
+  }
   if (!compacted) result.reason = capReason(res.reason) ?? (res.ok ? "notCompacted" : "compactRejected");
   logger.info(
     {

@@ -1,0 +1,155 @@
+/**
+ * The context-engine steps of a turn: `bootstrap`, `compactBeforeTurn` (the accordion), `assemble`, `finalize.finalizing`
+ * and `maintain`. Each is bounded by `timeouts.engineCallMs` (compaction by `timeouts.compactionMs`).
+ */
+import type {
+  AssembleOutput,
+  BootstrapOutput,
+  CompactBeforeTurnOutput,
+  FinalizeInput,
+  FinalizeOutput,
+  HistoryOutput,
+  LastUsageFacts,
+  MaintainOutput,
+  TurnRecord,
+  TurnUsage,
+} from "../../../machines/turn.contract.js";
+import { runAccordionCompaction } from "../../compaction/accordion.js";
+import type { ContextEngine, ContextEngineRuntimeContext } from "../../context-engine/types.js";
+import {
+  assembleHarnessContextEngine,
+  bootstrapHarnessContextEngine,
+  buildHarnessContextEngineRuntimeContext,
+  finalizeHarnessContextEngineTurn,
+  runHarnessContextEngineMaintenance,
+} from "../../context-engine/lifecycle.js";
+import type { TurnDeps } from "../deps.js";
+import { toHistoryOutput } from "./history.js";
+
+/** The runtime context every engine call gets: budget and usage figures, plus the host's extra fields (provider, llm). */
+export function runtimeContextFor(deps: TurnDeps, usage?: TurnUsage): ContextEngineRuntimeContext {
+  return {
+    ...(deps.params.runtimeContext ?? {}),
+    ...(deps.params.model !== undefined ? { model: deps.params.model } : {}),
+    ...buildHarnessContextEngineRuntimeContext({ tokenBudget: deps.params.contextTokenBudget, usage }),
+  } as ContextEngineRuntimeContext;
+}
+
+function activeEngine(deps: TurnDeps): ContextEngine {
+  if (!deps.engine) throw new Error("no active context engine (the machine's guards should have skipped this step)");
+  return deps.engine;
+}
+
+const sessionIds = (deps: TurnDeps) => ({
+  sessionId: deps.params.sessionId,
+  ...(deps.params.sessionKey !== undefined ? { sessionKey: deps.params.sessionKey } : {}),
+  sessionFile: deps.params.sessionFile,
+});
+
+/** Bootstrap the engine, then re-read the history (bootstrap may rewrite the transcript). */
+export async function bootstrapEngine(deps: TurnDeps, signal: AbortSignal): Promise<BootstrapOutput> {
+  const out = await bootstrapHarnessContextEngine({
+    engine: activeEngine(deps),
+    ...sessionIds(deps),
+    readHistory: async () => toHistoryOutput(await deps.store.readHistory()),
+    signal,
+    timeoutMs: deps.engineCallMs,
+    runtimeContext: runtimeContextFor(deps),
+  });
+  return out as BootstrapOutput;
+}
+
+/**
+ * The accordion: the engine compacts its view before Codex's own lossy compaction point. Compaction hooks fire around
+ * it; what the engine reports (summary, first kept entry) is written to the transcript as a pi compaction entry.
+ */
+export async function compactEngine(deps: TurnDeps, input: { lastUsage?: LastUsageFacts }, signal: AbortSignal): Promise<CompactBeforeTurnOutput> {
+  const engine = activeEngine(deps);
+  const hookEvent = { sessionId: deps.params.sessionId, backend: "context-engine" as const, trigger: "accordion" as const, ownsCompaction: deps.facts.ownsCompaction };
+  await deps.hooks.observe("beforeCompaction", hookEvent);
+  const result = await runAccordionCompaction({
+    engine,
+    ...sessionIds(deps),
+    ...(deps.params.contextTokenBudget !== undefined ? { tokenBudget: deps.params.contextTokenBudget } : {}),
+    ...(input.lastUsage?.inputTokens !== undefined ? { currentTokenCount: input.lastUsage.inputTokens } : {}),
+    config: deps.params.compaction ?? {},
+    timeoutMs: deps.params.timeouts?.compactionMs,
+    signal,
+    logger: deps.logger,
+  });
+  if (result.compacted && result.summary && result.firstKeptEntryId) {
+    deps.lock.handle?.assertHeld();
+    await deps.store.appendCompaction({ summary: result.summary, firstKeptEntryId: result.firstKeptEntryId, tokensBefore: result.tokensBefore });
+  }
+  await deps.hooks.observe("afterCompaction", { ...hookEvent, compacted: result.compacted });
+  const failed = !result.compacted && (result.reason === "compactFailed" || result.reason === "compactResultInvalid");
+  return { compacted: result.compacted, failed, ...(result.reason !== undefined ? { reason: result.reason } : {}) };
+}
+
+/** What the engine wants the model to see. */
+export async function assembleContext(deps: TurnDeps, input: { history: HistoryOutput; prompt: string }, signal: AbortSignal): Promise<AssembleOutput> {
+  return assembleHarnessContextEngine({
+    engine: activeEngine(deps),
+    sessionId: deps.params.sessionId,
+    ...(deps.params.sessionKey !== undefined ? { sessionKey: deps.params.sessionKey } : {}),
+    messages: input.history.messages,
+    tokenBudget: deps.params.contextTokenBudget,
+    availableTools: new Set((deps.params.dynamicTools ?? []).map((t) => t.name)),
+    model: deps.params.model,
+    prompt: input.prompt,
+    signal,
+    timeoutMs: deps.engineCallMs,
+    runtimeContext: runtimeContextFor(deps),
+  } as Parameters<typeof assembleHarnessContextEngine>[0]) as Promise<AssembleOutput>;
+}
+
+/**
+ * Hand the finished turn to the engine with the snapshot the machine chose, then clear the pending record. Ingest
+ * progress is kept in the pending record, so a replay after a crash skips the messages the engine already took.
+ */
+export async function finalizeEngine(deps: TurnDeps, input: FinalizeInput): Promise<FinalizeOutput> {
+  const { record } = input;
+  deps.logger.info(
+    { ...deps.ids, event: "finalize snapshot", turnId: record.turnId, source: input.source, messageCount: input.messages.length },
+    "finalize snapshot",
+  );
+  const usedFallback = input.source === "fallback";
+  if (!deps.engine) {
+    await deps.store.completePending(record.turnId).catch(() => undefined);
+    return { mode: "skipped:noEngine", usedFallback };
+  }
+  const mode = await finalizeHarnessContextEngineTurn({
+    engine: deps.engine,
+    ...sessionIds(deps),
+    messages: input.messages,
+    prePromptMessageCount: input.prePromptMessageCount,
+    tokenBudget: deps.params.contextTokenBudget,
+    runtimeContext: runtimeContextFor(deps, record.usage),
+    turnId: record.turnId,
+    timeoutMs: deps.engineCallMs,
+    ...ingestProgress(deps, record),
+  } as Parameters<typeof finalizeHarnessContextEngineTurn>[0]);
+  await deps.store.completePending(record.turnId);
+  return { mode, usedFallback };
+}
+
+/** Per-message ingest keys already taken (none on a first attempt) and how to record each new one. */
+function ingestProgress(deps: TurnDeps, record: TurnRecord) {
+  return {
+    onIngested: (key: string) => deps.store.markPendingIngested(record.turnId, [key]),
+  };
+}
+
+/** Foreground maintenance after a successful turn. */
+export async function maintainEngine(deps: TurnDeps, input: { record?: TurnRecord }, signal: AbortSignal): Promise<MaintainOutput> {
+  const out = await runHarnessContextEngineMaintenance({
+    engine: activeEngine(deps),
+    ...sessionIds(deps),
+    reason: "turn",
+    background: false,
+    runtimeContext: runtimeContextFor(deps, input.record?.usage),
+    signal,
+    timeoutMs: deps.engineCallMs,
+  });
+  return { changed: Boolean(out?.changed) };
+}

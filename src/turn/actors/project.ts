@@ -1,0 +1,50 @@
+/** `project`: what Codex receives this turn, and whether the bound thread is resumed (pure; see src/projection). */
+import type { AssembleOutput, HistoryOutput, ProjectionOutput } from "../../../machines/turn.contract.js";
+import { projectAssembledContext } from "../../projection/index.js";
+import type { ThreadBinding } from "../../transcript/binding.js";
+import type { TurnDeps } from "../deps.js";
+
+/** Input of {@link projectContext}: the machine passes no binding when the thread must rotate. */
+export interface ProjectInput {
+  prompt: string;
+  history: HistoryOutput;
+  assembled?: AssembleOutput;
+  binding?: unknown;
+  /** Why the bound thread is not used ("accordion", "resumeFailed"): appended to the reason. */
+  freshThreadReason?: string;
+}
+
+/** Project the engine's view for this turn and log the decision (counts only). */
+export async function projectContext(deps: TurnDeps, input: ProjectInput): Promise<ProjectionOutput> {
+  const p = deps.params;
+  const projection = projectAssembledContext({
+    mode: p.projection?.mode ?? "auto",
+    prompt: input.prompt,
+    history: input.history.messages,
+    origins: input.history.origins,
+    assembled: input.assembled,
+    baseDeveloperInstructions: p.developerInstructions,
+    binding: input.binding as ThreadBinding | undefined,
+    fingerprints: deps.fingerprints,
+    tokenBudget: p.contextTokenBudget,
+    divergenceTokens: p.projection?.divergenceTokens,
+    partCapChars: p.projection?.partCapChars,
+    totalCapChars: p.projection?.totalCapChars,
+    ...(p.projection?.cachedPriceRatio !== undefined ? { cachedPriceRatio: p.projection.cachedPriceRatio } : {}),
+  } as Parameters<typeof projectAssembledContext>[0]);
+  const result = input.freshThreadReason === "resumeFailed" ? { ...projection, reason: `${projection.reason}:resumeFailed` } : projection;
+  deps.logger.info(
+    {
+      ...deps.ids,
+      event: "projection decision",
+      mode: result.mode,
+      reason: result.reason,
+      thread: result.thread.action,
+      entriesSent: result.entriesSent,
+      bytes: result.bytes,
+      staleTokens: (result as { staleTokens?: number }).staleTokens,
+    },
+    "codex context projection decision",
+  );
+  return result;
+}

@@ -1,0 +1,220 @@
+/**
+ * `turnRunning`: starts the Codex turn and reports what happens to the machine as events (accepted, steer rejected,
+ * native compaction, ended). Steers and interrupts arrive from the machine. The machine decides what follows.
+ */
+import type { RunTurnEmitted, RunTurnInput, RunTurnReceived, TurnRecord } from "../../../machines/turn.contract.js";
+import type { CodexTurn } from "../../codex/app-server.js";
+import type { CodexTurnEvent } from "../../codex/turn-projector.js";
+import type { ToolCallHookEvent } from "../../hooks/types.js";
+import { errorCode } from "../../log/error-label.js";
+import type { TurnDeps } from "../deps.js";
+
+/** Native Codex items reported to the tool-call hooks as observations (Codex owns them; they cannot be blocked here). */
+const NATIVE_TOOL_KINDS: Record<string, (item: Record<string, unknown>) => string> = {
+  commandExecution: () => "shell",
+  fileChange: () => "apply_patch",
+  mcpToolCall: (item) => `mcp:${String(item.server ?? "?")}/${String(item.tool ?? "?")}`,
+  webSearch: () => "web_search",
+};
+
+interface Channel {
+  sendBack(event: RunTurnEmitted): void;
+  stopped(): boolean;
+}
+
+/** The callback actor's body: start the turn, forward steers/interrupts, report events. Returns the cleanup. */
+export function runTurn(
+  deps: TurnDeps,
+  input: RunTurnInput,
+  sendBack: (event: RunTurnEmitted) => void,
+  receive: (listener: (event: RunTurnReceived) => void) => void,
+): () => void {
+  let stopped = false;
+  const channel: Channel = { sendBack: (e) => !stopped && sendBack(e), stopped: () => stopped };
+  const state = { turn: undefined as CodexTurn | undefined, interruptRequested: false, pendingSteers: [] as string[], userMessageStarted: false };
+  const steer = async (turn: CodexTurn, texts: string[]) => {
+    for (const text of texts) {
+      const outcome = await turn.steer(text);
+      if (!outcome.accepted) channel.sendBack({ type: "TURN.STEER_REJECTED", texts: outcome.followUp });
+    }
+  };
+  receive((event) => {
+    if (event.type === "TURN.STEER") {
+      if (state.turn) void steer(state.turn, [event.text]);
+      else state.pendingSteers.push(event.text);
+    } else {
+      state.interruptRequested = true;
+      if (state.turn) void state.turn.interrupt().catch(() => undefined);
+    }
+  });
+  void (async () => {
+    const turn = await startCodexTurn(deps, input, channel, state);
+    if (!turn) return;
+    state.turn = turn;
+    channel.sendBack({ type: "TURN.ACCEPTED", turnId: turn.turnId });
+    if (state.interruptRequested) void turn.interrupt().catch(() => undefined);
+    if (state.pendingSteers.length > 0) void steer(turn, state.pendingSteers.splice(0));
+    const record = await turn.completion;
+    state.turn = undefined;
+    await observeTurnEnd(deps, record);
+    channel.sendBack({ type: "TURN.ENDED", record });
+  })();
+  return () => {
+    stopped = true;
+  };
+}
+
+/** `llmInput`, then `turn/start`; a rejection is reported as TURN.START_FAILED. */
+async function startCodexTurn(
+  deps: TurnDeps,
+  input: RunTurnInput,
+  channel: Channel,
+  state: { userMessageStarted: boolean },
+): Promise<CodexTurn | undefined> {
+  const p = deps.params;
+  await deps.hooks.observe("llmInput", {
+    sessionId: p.sessionId,
+    threadId: input.threadId,
+    ...(p.model !== undefined ? { model: p.model } : {}),
+    prompt: input.promptText,
+    ...(input.developerInstructions !== undefined ? { developerInstructions: input.developerInstructions } : {}),
+    contextEntries: Object.keys(input.additionalContext ?? {}).length,
+  });
+  try {
+    const toolEvent = (call: { callId: string; tool: string; arguments?: unknown }, turnId: string): ToolCallHookEvent => ({
+      sessionId: p.sessionId,
+      threadId: input.threadId,
+      turnId,
+      callId: call.callId,
+      toolName: call.tool,
+      native: false,
+      params: call.arguments,
+    });
+    let turnId = "";
+    const turn = await deps.appServer.startTurn({
+      threadId: input.threadId,
+      text: input.promptText,
+      originalPrompt: input.originalPrompt,
+      additionalContext: input.additionalContext,
+      model: p.model,
+      steerQuietWindowMs: p.steerQuietWindowMs,
+      idleTimeoutMs: p.timeouts?.turnIdleMs,
+      ...(p.timeouts?.toolCallMs !== undefined ? { toolCallTimeoutMs: p.timeouts.toolCallMs } : {}),
+      ...(p.timeouts?.approvalMs !== undefined ? { approvalTimeoutMs: p.timeouts.approvalMs } : {}),
+      ...(p.onApproval ? { onApproval: p.onApproval } : {}),
+      ...(p.onUserInput ? { onUserInput: p.onUserInput } : {}),
+      ...(deps.hooks.has("beforeToolCall")
+        ? {
+            beforeToolCall: async (call: { callId: string; tool: string; arguments?: unknown }) => {
+              const out = await deps.hooks.beforeToolCall(toolEvent(call, turnId));
+              if (!out) return undefined;
+              return { ...(out.block ? { block: true, blockReason: out.blockReason ?? "blocked by a beforeToolCall hook" } : {}), ...(out.params !== undefined ? { arguments: out.params } : {}) };
+            },
+          }
+        : {}),
+      ...(deps.hooks.has("afterToolCall")
+        ? {
+            afterToolCall: (call: { callId: string; tool: string; arguments?: unknown; result?: string; error?: string; durationMs?: number }) =>
+              deps.hooks.observe("afterToolCall", { ...toolEvent(call, turnId), ...pick(call) }),
+          }
+        : {}),
+      onEvent: (event: CodexTurnEvent) => handleStreamEvent(deps, input, channel, state, event),
+    } as never);
+    turnId = turn.turnId;
+    return turn;
+  } catch (error) {
+    channel.sendBack({
+      type: "TURN.START_FAILED",
+      error: { phase: "turnRunning", message: error instanceof Error ? error.message : String(error), code: errorCode(error) ?? "turnStartRejected" },
+    });
+    return undefined;
+  }
+}
+
+function pick(call: { result?: string; error?: string; durationMs?: number }) {
+  return {
+    ...(call.result !== undefined ? { result: call.result } : {}),
+    ...(call.error !== undefined ? { error: call.error } : {}),
+    ...(call.durationMs !== undefined ? { durationMs: call.durationMs } : {}),
+  };
+}
+
+/** `llmOutput` and `beforeAgentFinalize`: the turn ended; the mirror and the engine's finalize come next. */
+async function observeTurnEnd(deps: TurnDeps, record: TurnRecord): Promise<void> {
+  const base = { sessionId: deps.params.sessionId, threadId: record.threadId, turnId: record.turnId, assistantText: record.assistantText, codexStatus: record.codexStatus };
+  await deps.hooks.observe("llmOutput", { ...base, ...(record.usage ? { usage: record.usage } : {}) });
+  await deps.hooks.observe("beforeAgentFinalize", base);
+}
+
+function handleStreamEvent(
+  deps: TurnDeps,
+  input: RunTurnInput,
+  channel: Channel,
+  state: { userMessageStarted: boolean },
+  event: CodexTurnEvent,
+): void {
+  switch (event.type) {
+    case "agentMessageDelta":
+      deps.emit({ type: "agentMessageDelta", delta: event.delta });
+      return;
+    case "reasoningDelta":
+      deps.emit({ type: "reasoningDelta", delta: event.delta });
+      return;
+    case "itemStarted":
+    case "itemCompleted":
+      observeItem(deps, input, state, event);
+      return;
+    case "compactionStarted":
+    case "compactionCompleted": {
+      const completed = event.type === "compactionCompleted";
+      const compaction = { ...event.compaction, completed };
+      deps.emit({ type: "compaction", phase: completed ? "completed" : "started", itemId: compaction.itemId });
+      const hookEvent = { ...compaction, sessionId: deps.params.sessionId, backend: "codex-app-server" as const, trigger: "native" as const, ownsCompaction: deps.facts.ownsCompaction };
+      void deps.hooks.observe(completed ? "afterCompaction" : "beforeCompaction", completed ? { ...hookEvent, compacted: true } : hookEvent);
+      // Native compaction is Codex's, never the engine's: logged and reported as its own backend.
+      deps.logger.info(
+        { ...deps.ids, event: completed ? "codex native compaction completed" : "codex native compaction started", backend: "codex-app-server", ownsCompaction: deps.facts.ownsCompaction, threadId: compaction.threadId, turnId: compaction.turnId, itemId: compaction.itemId },
+        "codex native compaction",
+      );
+      if (completed) channel.sendBack({ type: "TURN.COMPACTION", compaction, preTurn: !state.userMessageStarted });
+      else channel.sendBack({ type: "TURN.COMPACTION", compaction });
+      return;
+    }
+    case "tokenUsage":
+      deps.emit({ type: "usage", totalTokens: event.usage.totalTokens });
+      return;
+    default:
+      return;
+  }
+}
+
+/** Item starts and ends: the display stream, and the tool-call hooks for Codex's native tools (observations). */
+function observeItem(
+  deps: TurnDeps,
+  input: RunTurnInput,
+  state: { userMessageStarted: boolean },
+  event: Extract<CodexTurnEvent, { type: "itemStarted" | "itemCompleted" }>,
+): void {
+  const item = event.item as { kind: string; id: string; tool?: string } & Record<string, unknown>;
+  if (event.type === "itemStarted") {
+    if (item.kind === "userMessage") state.userMessageStarted = true;
+    if (item.kind === "dynamicToolCall") deps.emit({ type: "toolCall", tool: String(item.tool) });
+  }
+  const nativeName = NATIVE_TOOL_KINDS[item.kind];
+  if (!nativeName) return;
+  const hookEvent: ToolCallHookEvent = {
+    sessionId: deps.params.sessionId,
+    threadId: input.threadId,
+    turnId: event.turnId,
+    callId: item.id,
+    toolName: nativeName(item),
+    native: true,
+    params: item,
+  };
+  if (event.type === "itemStarted") {
+    deps.emit({ type: "toolCall", tool: hookEvent.toolName });
+    void deps.hooks.beforeToolCall(hookEvent);
+  } else {
+    void deps.hooks.observe("afterToolCall", hookEvent);
+  }
+}

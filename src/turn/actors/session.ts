@@ -1,0 +1,26 @@
+/** `session.acquiringLock` and `session.recovering`: one attempt at a time per session, crashed attempts completed first. */
+import type { LockOutput, RecoveryOutput } from "../../../machines/turn.contract.js";
+import { finalizePendingTurns } from "../../recovery.js";
+import { resolveSessionPath } from "../../transcript/resolve.js";
+import type { TurnDeps } from "../deps.js";
+
+/**
+ * Take the session lock (waiting while another attempt, in any process, holds it). A path outside `sessionRoot` is
+ * refused before any directory is created. The handle stays with the host, which releases it when the machine is done.
+ */
+export async function acquireSessionLock(deps: TurnDeps, signal: AbortSignal): Promise<LockOutput> {
+  const { params } = deps;
+  if (params.sessionRoot !== undefined) await resolveSessionPath(params.sessionFile, params.sessionRoot);
+  const started = performance.now();
+  deps.lock.handle = await deps.store.acquireLock({ signal, logger: deps.logger });
+  return { waitedMs: Math.round(performance.now() - started) };
+}
+
+/** Complete what a crashed earlier attempt left (mirror from its pending record, then finalize), before this turn. */
+export async function recoverSession(deps: TurnDeps): Promise<RecoveryOutput> {
+  deps.lock.handle?.assertHeld();
+  return finalizePendingTurns(
+    { params: deps.params, store: deps.store, engine: deps.engine, ...(deps.params.runtimeContext ? { runtimeContext: deps.params.runtimeContext } : {}) },
+    deps.logger,
+  );
+}

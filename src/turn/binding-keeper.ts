@@ -1,0 +1,102 @@
+/**
+ * Keeps the session's thread binding while a turn runs and writes it through the session store. The machine decides
+ * WHEN the binding changes (the `persistAcceptedBinding`, `persistUsage` and `persistNativeCompaction` actions on its
+ * transitions); this module only applies the change and serializes the writes, so a slower earlier write can never
+ * land after (and undo) a later one.
+ */
+import type { Logger } from "pino";
+import type { NativeCompactionRecord, ProjectionOutput, TurnRecord } from "../../machines/turn.contract.js";
+import { errorLabel } from "../log/error-label.js";
+import type { SessionStore } from "../store/session-store.js";
+import {
+  applyBindingUpdate,
+  markNativeCompaction,
+  withLastUsage,
+  type ThreadBinding,
+} from "../transcript/binding.js";
+
+/** See the module comment. */
+export interface BindingKeeper {
+  /** The binding as loaded at the start of the attempt. */
+  load(binding: ThreadBinding | undefined): void;
+  /**
+   * Codex accepted the turn: the thread holds what was injected. Written without fsync (it runs during the Codex turn,
+   * where an fsync competes with Codex's own writes); the usage write or `settle()` makes it durable.
+   */
+  accept(p: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }): void;
+  /** The turn reported usage (durable write). */
+  usage(record: TurnRecord): void;
+  /**
+   * Native compaction dropped injected context and earlier items: the next turn must re-send them. A compaction that
+   * completed before this turn's user message started is Codex's pre-turn compaction: what this turn brings is held.
+   */
+  nativeCompaction(compaction: NativeCompactionRecord, preTurn: boolean): void;
+  /** Wait for queued writes and make the last one durable (before the result is reported). */
+  settle(): Promise<void>;
+}
+
+/** Build the keeper for one attempt. */
+export function createBindingKeeper(deps: {
+  store: SessionStore;
+  logger: Logger;
+  ids: Record<string, string>;
+  fingerprints: { dynamicTools: string; engineId: string; policy: string };
+}): BindingKeeper {
+  let binding: ThreadBinding | undefined;
+  let lastProjection: ProjectionOutput | undefined;
+  let writes: Promise<void> = Promise.resolve();
+  let durable = true;
+  const persist = (wantDurable: boolean): Promise<void> => {
+    writes = writes.then(async () => {
+      if (!binding) return;
+      try {
+        await deps.store.writeBinding(binding, { durable: wantDurable });
+        durable = wantDurable;
+      } catch (error) {
+        deps.logger.warn({ ...deps.ids, event: "binding write failed", err: errorLabel(error) }, "thread binding write failed");
+      }
+    });
+    return writes;
+  };
+  return {
+    load(loaded) {
+      binding = loaded;
+    },
+    accept({ threadId, turnId, projection, freshThread }) {
+      lastProjection = projection;
+      binding = applyBindingUpdate(freshThread ? undefined : binding, {
+        threadId,
+        turnId,
+        update: projection?.bindingUpdate,
+        dynamicToolsFingerprint: deps.fingerprints.dynamicTools,
+        engineId: deps.fingerprints.engineId,
+        policyFingerprint: deps.fingerprints.policy,
+        projectionMode: projection?.mode ?? "none",
+      } as Parameters<typeof applyBindingUpdate>[1]);
+      void persist(false);
+    },
+    usage(record) {
+      if (!binding || !record.usage || binding.threadId !== record.threadId) return;
+      binding = withLastUsage(binding, record.threadId, {
+        inputTokens: record.usage.lastCallInputTokens ?? record.usage.inputTokens,
+        totalTokens: record.usage.lastCallTotalTokens ?? record.usage.totalTokens,
+        ...(record.usage.modelContextWindow ? { modelContextWindow: record.usage.modelContextWindow } : {}),
+      });
+      void persist(true);
+    },
+    nativeCompaction(compaction, preTurn) {
+      if (!binding || binding.threadId !== compaction.threadId) return;
+      binding = markNativeCompaction(binding, compaction.threadId);
+      if (preTurn) {
+        const update = lastProjection?.bindingUpdate as { ledgerAdd?: string[] } | undefined;
+        binding = { ...binding, heldTurnIds: [compaction.turnId], ledger: [...(update?.ledgerAdd ?? [])] };
+      }
+      void persist(true);
+    },
+    async settle() {
+      await writes;
+      // The turn ended without a durable write after the accept-time one (no usage reported, or it failed early).
+      if (!durable) await persist(true);
+    },
+  };
+}

@@ -1,0 +1,68 @@
+/** Builds the one dependencies object of a turn attempt (see `deps.ts`). */
+import type { CodexAppServer } from "../codex/app-server.js";
+import { engineFacts, isLegacyEngine } from "../context-engine/contract.js";
+import { silentLogger } from "../log/logger.js";
+import type { ParsedTurnParams } from "../params.js";
+import { fingerprintDynamicTools, fingerprintPolicy } from "../projection/index.js";
+import { createJsonlSessionStore } from "../store/jsonl-store.js";
+import type { SessionStore } from "../store/session-store.js";
+import { createBindingKeeper } from "./binding-keeper.js";
+import type { TurnDeps } from "./deps.js";
+import type { TurnEventStream } from "./event-stream.js";
+import { createHookRunner } from "./hook-runner.js";
+
+/**
+ * Everything an attempt's actors use. `store` defaults to the pi-JSONL store of `params.sessionFile`; a host (or a
+ * test) may pass another implementation of the seam.
+ */
+export function createTurnDeps(params: ParsedTurnParams, events: TurnEventStream, store?: SessionStore): TurnDeps {
+  const logger = params.logger ?? silentLogger;
+  const engine = params.contextEngine && !isLegacyEngine(params.contextEngine) ? params.contextEngine : undefined;
+  const facts = engineFacts(params.contextEngine);
+  const ids = { sessionId: params.sessionId, engineId: facts.id };
+  const hostWarnings: string[] = [];
+  const sessionStore =
+    store ??
+    createJsonlSessionStore({
+      sessionFile: params.sessionFile,
+      sessionId: params.sessionId,
+      ...(params.sessionRoot !== undefined ? { sessionRoot: params.sessionRoot } : {}),
+      ...(params.cwd !== undefined ? { cwd: params.cwd } : {}),
+      logger,
+    });
+  const fingerprints = {
+    dynamicTools: fingerprintDynamicTools((params.dynamicTools ?? []).map(({ name, inputSchema }) => ({ name, inputSchema }))),
+    engineId: facts.id,
+    policy: fingerprintPolicy({
+      mode: params.projection?.mode ?? "auto",
+      divergenceTokens: params.projection?.divergenceTokens,
+      partCapChars: params.projection?.partCapChars,
+      totalCapChars: params.projection?.totalCapChars,
+      model: params.model,
+    }),
+  };
+  const engineCallMs = params.timeouts?.engineCallMs ?? 60_000;
+  return {
+    params,
+    appServer: params.appServer as CodexAppServer,
+    store: sessionStore,
+    engine,
+    facts,
+    logger,
+    ids,
+    engineCallMs,
+    emit: (event) => {
+      events.push(event);
+      try {
+        params.onEvent?.(event);
+      } catch {
+        // A display callback must never break the turn.
+      }
+    },
+    hooks: createHookRunner({ hooks: params.hooks, timeoutMs: engineCallMs, logger, ids, warn: (w) => hostWarnings.push(w) }),
+    binding: createBindingKeeper({ store: sessionStore, logger, ids, fingerprints }),
+    lock: {},
+    fingerprints,
+    hostWarnings,
+  };
+}

@@ -1,0 +1,38 @@
+/**
+ * What every turn actor may use, built once per attempt: the validated parameters, the app-server, the session
+ * store, the engine and its facts, the logger and the observers. Actors are functions of their input and these
+ * dependencies; what they share travels in the machine context (see machines/turn.machine.ts), never in closures.
+ */
+import type { Logger } from "pino";
+import type { CodexAppServer } from "../codex/app-server.js";
+import type { ContextEngine } from "../context-engine/types.js";
+import type { EngineFacts } from "../../machines/turn.contract.js";
+import type { SessionStore } from "../store/session-store.js";
+import type { SessionLockHandle } from "../transcript/lock.js";
+import type { ParsedTurnParams, TurnStreamEvent } from "../params.js";
+import type { BindingKeeper } from "./binding-keeper.js";
+import type { HookRunner } from "./hook-runner.js";
+
+/** The one dependencies object of a turn attempt. */
+export interface TurnDeps {
+  params: ParsedTurnParams;
+  appServer: CodexAppServer;
+  store: SessionStore;
+  /** The active engine (undefined: no engine, or the legacy engine). */
+  engine: ContextEngine | undefined;
+  facts: EngineFacts;
+  logger: Logger;
+  /** ids for every log line (never content). */
+  ids: { sessionId: string; engineId: string };
+  engineCallMs: number;
+  /** Display stream: never throws into the turn. */
+  emit(event: TurnStreamEvent): void;
+  hooks: HookRunner;
+  binding: BindingKeeper;
+  /** The session lock once the `session.acquiringLock` state took it; released by the host when the machine is done. */
+  lock: { handle?: SessionLockHandle };
+  /** Fingerprints of what decides thread compatibility (computed once per attempt). */
+  fingerprints: { dynamicTools: string; engineId: string; policy: string };
+  /** Host warnings that happen outside a machine transition (observer failures); appended to the result. */
+  hostWarnings: string[];
+}

@@ -1,0 +1,102 @@
+/**
+ * Calls the host's hooks so that they can never crash, hang or fail a turn: each call is bounded by the engine-call
+ * timeout, a throw or a timeout becomes a warning (and a log line without content), and results are validated with zod.
+ */
+import type { Logger } from "pino";
+import { z } from "zod";
+import { callEngine } from "../context-engine/lifecycle.js";
+import type {
+  BeforePromptBuildContext,
+  BeforePromptBuildResult,
+  BeforeToolCallResult,
+  CodexTurnHooks,
+  ToolCallHookEvent,
+} from "../hooks/types.js";
+import { errorLabel } from "../log/error-label.js";
+
+/** Observation hooks: fire and forget from the turn's point of view (their failures are warnings). */
+export type ObservationHook = "llmInput" | "llmOutput" | "agentEnd" | "afterToolCall" | "beforeAgentFinalize" | "beforeCompaction" | "afterCompaction";
+
+const beforePromptBuildResultSchema = z
+  .object({ prompt: z.string().min(1).optional(), developerInstructions: z.string().optional() })
+  .strict()
+  .optional()
+  .nullable();
+
+const beforeToolCallResultSchema = z
+  .object({ block: z.boolean().optional(), blockReason: z.string().optional(), params: z.unknown().optional() })
+  .strict()
+  .optional()
+  .nullable();
+
+/** See the module comment. */
+export interface HookRunner {
+  readonly has: (name: keyof CodexTurnHooks) => boolean;
+  /** Fire an observation hook and wait for it (bounded); never throws. */
+  observe<K extends ObservationHook>(name: K, event: Parameters<NonNullable<CodexTurnHooks[K]>>[0]): Promise<void>;
+  /** `beforePromptBuild`: throws (bounded, validated) so the machine's `hooks` state can report it. */
+  beforePromptBuild(ctx: BeforePromptBuildContext, signal?: AbortSignal): Promise<BeforePromptBuildResult | undefined>;
+  /** `beforeToolCall`: undefined when absent, failed or malformed (the call then runs unchanged). */
+  beforeToolCall(event: ToolCallHookEvent): Promise<BeforeToolCallResult | undefined>;
+  /** `onState`: synchronous observer. */
+  onState(state: string): void;
+}
+
+/** Build the runner for one attempt; `warn` collects the warnings for the result. */
+export function createHookRunner(p: {
+  hooks: CodexTurnHooks | undefined;
+  timeoutMs: number;
+  logger: Logger;
+  ids: Record<string, string>;
+  warn: (text: string) => void;
+}): HookRunner {
+  const hooks = p.hooks ?? {};
+  const failed = (name: string, error: unknown) => {
+    p.warn(`${name} hook failed (${error instanceof Error ? error.message : String(error)}); ignored`);
+    p.logger.warn({ ...p.ids, event: "hook failed", hook: name, err: errorLabel(error) }, "hook failed");
+  };
+  const call = async <T>(name: string, fn: () => T | Promise<T>, signal?: AbortSignal): Promise<T> =>
+    callEngine(`${name} hook`, async () => fn(), { timeoutMs: p.timeoutMs, ...(signal ? { signal } : {}) });
+  return {
+    has: (name) => typeof hooks[name] === "function",
+    async observe(name, event) {
+      const hook = hooks[name] as ((e: unknown) => unknown) | undefined;
+      if (typeof hook !== "function") return;
+      try {
+        await call(name, () => hook.call(hooks, event));
+      } catch (error) {
+        failed(name, error);
+      }
+    },
+    async beforePromptBuild(ctx, signal) {
+      const hook = hooks.beforePromptBuild;
+      if (typeof hook !== "function") return undefined;
+      const raw = await call("beforePromptBuild", () => hook.call(hooks, ctx), signal);
+      const parsed = beforePromptBuildResultSchema.safeParse(raw);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        throw new Error(`malformed result: ${issue?.path.join(".") || "(result)"}: ${issue?.message ?? "invalid"}`);
+      }
+      return parsed.data ?? undefined;
+    },
+    async beforeToolCall(event) {
+      const hook = hooks.beforeToolCall;
+      if (typeof hook !== "function") return undefined;
+      try {
+        const parsed = beforeToolCallResultSchema.safeParse(await call("beforeToolCall", () => hook.call(hooks, event)));
+        if (!parsed.success) throw new Error(`malformed result: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+        return parsed.data ?? undefined;
+      } catch (error) {
+        failed("beforeToolCall", error);
+        return undefined;
+      }
+    },
+    onState(state) {
+      try {
+        hooks.onState?.(state);
+      } catch (error) {
+        failed("onState", error);
+      }
+    },
+  };
+}

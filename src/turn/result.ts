@@ -1,0 +1,50 @@
+/** The machine's output as the public {@link CodexTurnResult}. */
+import type { TurnMachineOutput } from "../../machines/turn.contract.js";
+import type { CodexTurnResult } from "../params.js";
+
+/** An empty result of the given status (a turn that never ran). */
+export function emptyResult(status: CodexTurnResult["status"]): CodexTurnResult {
+  return {
+    status,
+    assistantText: "",
+    messagesSnapshot: [],
+    trace: [],
+    engine: { bootstrap: "pending", assemble: "pending", finalize: "pending", maintenance: "pending" },
+    nativeCompactions: [],
+    followUps: [],
+    warnings: [],
+    backgroundMaintenance: Promise.resolve(),
+  };
+}
+
+/**
+ * Build the result. Host warnings (observer failures, history read warnings) come first; `hostWarningCount` lets the
+ * caller append the ones raised later (by `agentEnd`) without repeating these.
+ */
+export function toTurnResult(
+  output: TurnMachineOutput,
+  background: Promise<void>,
+  hostWarnings: readonly string[],
+): CodexTurnResult & { hostWarningCount: number } {
+  const res = emptyResult(output.status);
+  res.trace = output.trace;
+  res.engine = output.engine;
+  res.warnings = [...hostWarnings, ...output.warnings];
+  res.followUps = output.followUps;
+  res.backgroundMaintenance = background;
+  if (output.threadId) res.threadId = output.threadId;
+  if (output.turnId) res.turnId = output.turnId;
+  if (output.error) res.error = output.error;
+  if (output.projection) res.projection = output.projection;
+  if (output.record) {
+    res.assistantText = output.record.assistantText;
+    res.messagesSnapshot = output.record.messagesSnapshot;
+    res.nativeCompactions = output.record.compactions;
+    if (output.record.usage) res.usage = output.record.usage;
+    if (output.record.error && !res.error) {
+      const code = output.record.error.codexErrorInfo ?? output.record.error.code;
+      res.error = { phase: "turnRunning", message: output.record.error.message, ...(code ? { code } : {}) };
+    }
+  }
+  return { ...res, hostWarningCount: hostWarnings.length };
+}
