@@ -138,6 +138,23 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     expect(snapshot.slice(2)).toEqual(record.messagesSnapshot.slice(1));
   });
 
+  it("applies the sandbox: a write outside the workspace fails with Codex's Linux sandbox, inside it succeeds", async () => {
+    const ws = workspace();
+    const outside = workspace();
+    env.fake.enqueue([
+      { functionCall: execCommandCall(`echo x > ${path.join(outside, "o.txt")}; echo OUT-RC=$?; echo y > in.txt; echo IN-RC=$?`, { workdir: ws }) },
+      { text: "ok" },
+    ]);
+    // Temp dirs are writable under workspace-write by default; exclude them so `outside` is outside every writable root.
+    const config = { sandbox_workspace_write: { exclude_slash_tmp: true, exclude_tmpdir_env_var: true } };
+    const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "never", config });
+    const record = await (await env.codex.startTurn({ threadId, text: "write" })).completion;
+    expect(existsSync(path.join(ws, "in.txt"))).toBe(true);
+    expect(existsSync(path.join(outside, "o.txt"))).toBe(false);
+    const item = record.items.find((i) => i.kind === "commandExecution");
+    expect(item?.kind === "commandExecution" && item.aggregatedOutput).toMatch(/o\.txt: Read-only file system[\s\S]*OUT-RC=1[\s\S]*IN-RC=0/);
+  });
+
   it("asks the approval handler under approvals 'untrusted' and runs what it approves", async () => {
     const ws = workspace();
     scriptWork(ws, { updateOutTxt: true });
