@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import {
   applyBindingUpdate,
   clearThreadBinding,
+  inspectThreadBinding,
   markNativeCompaction,
   readThreadBinding,
   threadBindingSchema,
@@ -94,6 +95,28 @@ describe("thread binding sidecar I/O", () => {
     ]);
   });
 
+  it.each([
+    ["not JSON", "{ not json", "not JSON"],
+    ["wrong schema", JSON.stringify({ version: 1, threadId: 42 }), "threadId"],
+  ])("read-only: reports a corrupt sidecar (%s) and leaves it in place", async (_label, content, reason) => {
+    const dir = await tempDir("ctm-binding-");
+    const sessionFile = await sessionIn(dir);
+    const file = sessionSidecarPaths(sessionFile).binding;
+    await fsp.writeFile(file, content);
+    const log = captureLogger();
+    expect(await readThreadBinding(sessionFile, log.logger, { readOnly: true })).toBeUndefined();
+    expect(log.events()).toEqual(["thread binding corrupt"]);
+    const found = await inspectThreadBinding(sessionFile);
+    expect(found.status).toBe("corrupt");
+    expect(found.status === "corrupt" && found.reason).toContain(reason);
+    expect(await fsp.readdir(dir)).toEqual(["s.jsonl.codex-binding.json"]);
+    expect(await fsp.readFile(file, "utf8")).toBe(content);
+    await writeThreadBinding(sessionFile, sample());
+    expect(await inspectThreadBinding(sessionFile)).toEqual({ status: "ok", binding: sample() });
+    await clearThreadBinding(sessionFile);
+    expect(await inspectThreadBinding(sessionFile)).toEqual({ status: "missing" });
+  });
+
   it("clears a binding and reports whether one existed", async () => {
     const sessionFile = await sessionIn(await tempDir("ctm-binding-"));
     expect(await clearThreadBinding(sessionFile)).toBe(false);
@@ -163,5 +186,20 @@ describe("binding updates (pure)", () => {
     const binding = sample();
     expect(withLastUsage(binding, "thread-1", { inputTokens: 5, totalTokens: 6 }).lastUsage).toEqual({ inputTokens: 5, totalTokens: 6 });
     expect(withLastUsage(binding, "thread-2", { inputTokens: 5, totalTokens: 6 })).toBe(binding);
+  });
+
+  it("keeps developer deliveries and the stale cost on the same thread, and starts them over on a fresh one", () => {
+    const first = applyBindingUpdate(undefined, { threadId: "thread-1", turnId: "u1", ...fps, update: { reset: true, ledgerAdd: [], developerDelivery: "h1:10", staleCostTokens: 0, staleTokens: 0 } });
+    expect(first).toMatchObject({ developerDeliveries: ["h1:10"], staleCostTokens: 0, staleTokens: 0 });
+    const second = applyBindingUpdate(first, { threadId: "thread-1", turnId: "u2", ...fps, update: { reset: false, ledgerAdd: [], developerDelivery: "h2:12", staleCostTokens: 1.2, staleTokens: 12 } });
+    expect(second).toMatchObject({ developerDeliveries: ["h1:10", "h2:12"], staleCostTokens: 1.2, staleTokens: 12 });
+    const third = applyBindingUpdate(second, { threadId: "thread-1", turnId: "u3", ...fps, update: { reset: false, ledgerAdd: [] } });
+    expect(third).toMatchObject({ developerDeliveries: ["h1:10", "h2:12"], staleCostTokens: 1.2 });
+    const rotated = applyBindingUpdate(second, { threadId: "thread-2", turnId: "u4", ...fps, update: { reset: true, ledgerAdd: [], developerDelivery: "h3:9", staleCostTokens: 0 } });
+    expect(rotated).toMatchObject({ developerDeliveries: ["h3:9"], staleCostTokens: 0 });
+    expect(threadBindingSchema.parse(second)).toEqual(second);
+    const compacted = markNativeCompaction(second, "thread-1");
+    expect(compacted.developerDeliveries).toBeUndefined();
+    expect(compacted.staleCostTokens).toBe(0);
   });
 });
