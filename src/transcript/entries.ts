@@ -114,6 +114,11 @@ export interface OpenSessionOptions {
   cwd?: string;
   sessionRoot?: string;
   logger?: Logger;
+  /**
+   * An existing header naming another session id: "warn" (default, as before) logs and appends anyway; "throw" throws
+   * `SESSION_ID_MISMATCH` before anything is written (the session store uses this).
+   */
+  onSessionIdMismatch?: "warn" | "throw";
 }
 
 /** An entry to append; `id`, `parentId` and (unless given) `timestamp` are filled in by the writer. */
@@ -137,6 +142,8 @@ export interface SessionFileWriter {
   readonly lastEntryId: string | null;
   hasKey(key: string): boolean;
   entryIdForKey(key: string): string | undefined;
+  /** Whether an entry with this id is in the file. */
+  hasEntryId(id: string): boolean;
   /** Append entries as a chain after the current leaf: one O_APPEND write of all lines, then fsync. */
   append(entries: NewSessionEntry[]): Promise<SessionEntry[]>;
 }

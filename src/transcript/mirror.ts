@@ -8,6 +8,10 @@
  * tool calls, named by its first call), `tool-result-<callId>`, and `message-<index>` for anything else or for a
  * second message that would repeat a kind already used in this turn. Kinds depend only on the snapshot, so the
  * same snapshot always yields the same keys and the same entry ids.
+ *
+ * Entry types follow pi: a `custom` message (e.g. `codex.plan`) becomes a `custom_message` entry (`customType`,
+ * `content`, `display`, `details`), which pi's `buildSessionContext` turns back into the same `custom` message;
+ * everything else (user, assistant with text / thinking / toolCall parts, toolResult) a `message` entry.
  */
 import path from "node:path";
 import type { Logger } from "pino";
@@ -17,7 +21,8 @@ import { silentLogger } from "../log/logger.js";
 import { SessionFileError } from "./errors.js";
 import { withSessionLock, withSessionLockUnlessHeld, type SessionLockOptions } from "./lock.js";
 import { resolveSessionPath } from "./resolve.js";
-import { mirrorKey, openSessionFile } from "./session-file.js";
+import { mirrorKey, type NewSessionEntry } from "./entries.js";
+import { openSessionFile } from "./writer.js";
 
 /** Parameters of {@link mirrorTurnToTranscript}. */
 export interface MirrorTurnParams {
@@ -28,7 +33,7 @@ export interface MirrorTurnParams {
   threadId: string;
   turnId: string;
   /** The turn's `messagesSnapshot`: the ORIGINAL user prompt first, then what the turn produced. */
-  messages: AgentMessage[];
+  messages: readonly AgentMessage[];
   sessionRoot?: string;
   logger?: Logger;
   /**
@@ -39,6 +44,8 @@ export interface MirrorTurnParams {
   locked?: boolean;
   /** Options for acquiring the lock (ignored when it is not taken here). */
   lock?: Omit<SessionLockOptions, "logger">;
+  /** An existing header naming another session id: "warn" (default) or "throw" `SESSION_ID_MISMATCH`, nothing appended. */
+  onSessionIdMismatch?: "warn" | "throw";
 }
 
 /** What {@link mirrorTurnToTranscript} did. */
@@ -49,6 +56,9 @@ export interface MirrorTurnResult {
   skipped: number;
   /** Entry id of every message of the turn, in snapshot order (existing ids for skipped ones). */
   entryIds: string[];
+  /** The transcript's last entry and entry count after this call (absent for an empty snapshot: the file is not opened). */
+  lastEntryId?: string;
+  entryCount?: number;
 }
 
 const idPart = z
@@ -67,6 +77,7 @@ const ParamsSchema = z.object({
   logger: z.any().optional(),
   locked: z.boolean().optional(),
   lock: z.any().optional(),
+  onSessionIdMismatch: z.enum(["warn", "throw"]).optional(),
 });
 
 function partsOf(m: AgentMessage): Array<Record<string, unknown>> {
@@ -89,6 +100,41 @@ function baseKind(m: AgentMessage, index: number): string {
     if (typeof id === "string" && id.length > 0) return `tool-result-${id}`;
   }
   return `message-${index}`;
+}
+
+const customMessageSchema = z.looseObject({
+  role: z.literal("custom"),
+  customType: z.string().min(1),
+  content: z.union([z.string(), z.array(z.unknown())]),
+  display: z.boolean().optional(),
+  timestamp: z.number().optional(),
+});
+
+/**
+ * The entry a message is mirrored as: a well-formed `custom` message as pi's `custom_message` entry (as pi's
+ * `appendCustomMessageEntry` writes it), anything else as a `message` entry.
+ *
+ * @example
+ * ```ts
+ * mirrorEntryFor({ role: "custom", customType: "codex.plan", content: "1. read", display: true, timestamp: 1 }, key);
+ * // { type: "custom_message", idempotencyKey: key, customType: "codex.plan", content: "1. read", display: true, timestamp: "1970-..." }
+ * ```
+ */
+export function mirrorEntryFor(message: AgentMessage, idempotencyKey: string): NewSessionEntry {
+  const custom = customMessageSchema.safeParse(message);
+  if (!custom.success) return { type: "message", idempotencyKey, message };
+  const m = message as { customType: string; content: unknown; display?: boolean; details?: unknown; timestamp?: number };
+  const at = typeof m.timestamp === "number" && Number.isFinite(m.timestamp) ? new Date(m.timestamp).toISOString() : undefined;
+  return {
+    type: "custom_message",
+    idempotencyKey,
+    customType: m.customType,
+    content: m.content,
+    // Kept as given (pi always writes a boolean; an absent one reads back absent, as the engine saw it).
+    ...(m.display !== undefined ? { display: m.display } : {}),
+    ...(m.details !== undefined ? { details: m.details } : {}),
+    ...(at !== undefined ? { timestamp: at } : {}),
+  };
 }
 
 /**
@@ -141,6 +187,7 @@ export async function mirrorTurnToTranscript(params: MirrorTurnParams): Promise<
       sessionId,
       ...(params.cwd !== undefined ? { cwd: params.cwd } : {}),
       ...(params.sessionRoot !== undefined ? { sessionRoot: params.sessionRoot } : {}),
+      ...(params.onSessionIdMismatch !== undefined ? { onSessionIdMismatch: params.onSessionIdMismatch } : {}),
       logger,
     });
     const fresh: number[] = [];
@@ -150,9 +197,15 @@ export async function mirrorTurnToTranscript(params: MirrorTurnParams): Promise<
     const written =
       fresh.length === 0
         ? []
-        : await writer.append(fresh.map((i) => ({ type: "message", idempotencyKey: keys[i]!, message: messages[i]! })));
+        : await writer.append(fresh.map((i) => mirrorEntryFor(messages[i]!, keys[i]!)));
     const entryIds = keys.map((k) => writer.entryIdForKey(k) ?? "");
-    const result: MirrorTurnResult = { appended: written.length, skipped: keys.length - fresh.length, entryIds };
+    const result: MirrorTurnResult = {
+      appended: written.length,
+      skipped: keys.length - fresh.length,
+      entryIds,
+      ...(writer.lastEntryId !== null ? { lastEntryId: writer.lastEntryId } : {}),
+      entryCount: writer.entryCount,
+    };
     logger.info(
       {
         event: "transcript.mirror",

@@ -52,6 +52,11 @@ export interface PendingFinalizeRecord {
    * idempotent by key, so re-mirroring appends exactly the missing messages.
    */
   messages?: AgentMessage[];
+  /**
+   * Mirror keys of the turn's messages the engine has already ingested (one by one, `ingest`), so recovery resumes
+   * after them instead of delivering them twice. Absent: none known.
+   */
+  ingestedKeys?: string[];
   /** When the record was written (ISO; metadata only). */
   recordedAt: string;
 }
@@ -78,6 +83,7 @@ const RecordInputSchema = z.object({
   messageCount: z.number().int().nonnegative(),
   status: z.enum(STATUSES),
   messages: z.array(z.looseObject({ role: z.string().min(1) })).optional(),
+  ingestedKeys: z.array(z.string().min(1)).optional(),
 });
 
 const FileSchema = z.object({
@@ -245,6 +251,45 @@ export async function completePendingFinalize(sessionFile: string, turnId: strin
     if (data.records.length === before) return false;
     await writePendingFile(file, data);
     logger.info({ event: "transcript.pending.completed", turnId, pending: data.records.length }, "pending finalize cleared");
+    return true;
+  });
+}
+
+/**
+ * Add mirror keys to a turn's `ingestedKeys` (ingest progress; kept in first-seen order, duplicates ignored). Returns
+ * false, with a warning, when no record for `turnId` exists (nothing is written).
+ *
+ * @example
+ * ```ts
+ * await markPendingIngested(sessionFile, turnId, [mirrorKey(threadId, turnId, "prompt")]);
+ * ```
+ */
+export async function markPendingIngested(
+  sessionFile: string,
+  turnId: string,
+  messageKeys: readonly string[],
+  opts: PendingFinalizeOptions = {},
+): Promise<boolean> {
+  const keys = z.array(z.string().min(1)).safeParse(messageKeys);
+  if (typeof turnId !== "string" || turnId.length === 0 || !keys.success) {
+    throw new SessionFileError("SESSION_INVALID_ARGUMENT", sessionFile, `markPendingIngested for session ${sessionFile} needs a non-empty turnId and non-empty string keys`);
+  }
+  const logger = opts.logger ?? silentLogger;
+  const file = pendingPath(sessionFile);
+  return runSerialized(sessionFile, file, opts, async () => {
+    const data = await readPendingFile(file, sessionFile);
+    const record = data.records.find((x) => x.turnId === turnId);
+    if (!record) {
+      logger.warn({ event: "transcript.pending.ingest_unknown_turn", turnId, keys: keys.data.length }, "no pending record for the turn; ingest progress not recorded");
+      return false;
+    }
+    const merged = new Set(record.ingestedKeys ?? []);
+    const before = merged.size;
+    for (const k of keys.data) merged.add(k);
+    if (merged.size === before) return true;
+    record.ingestedKeys = [...merged];
+    await writePendingFile(file, data);
+    logger.debug({ event: "transcript.pending.ingested", turnId, ingested: merged.size }, "pending ingest progress recorded");
     return true;
   });
 }

@@ -9,6 +9,7 @@ import type { Logger } from "pino";
 import { SessionFileError } from "./errors.js";
 import { entryIdempotencyKey, SESSION_FORMAT_VERSION, type SessionEntry, type SessionHeader } from "./entries.js";
 import { checkHeader, HeaderSchema, isEntryShape, parseLine, readRange, statOrMissing, versionError } from "./parse.js";
+import { invalidateHistoryCache } from "./history-cache.js";
 import { repairTornTail, terminateLastLine } from "./repair.js";
 import { sessionIoError } from "./resolve.js";
 
@@ -35,7 +36,7 @@ export interface FileIndex {
 export const indexCache = new Map<string, FileIndex>();
 
 /**
- * Forget cached indexes (all, or one canonical path). Reset/archive calls it; tests use it to measure a cold open.
+ * Forget cached indexes and histories (all, or one canonical path). Reset/archive calls it; tests use it to measure a cold open.
  *
  * @example
  * ```ts
@@ -43,6 +44,7 @@ export const indexCache = new Map<string, FileIndex>();
  * ```
  */
 export function invalidateSessionIndex(realPath?: string): void {
+  invalidateHistoryCache(realPath);
   if (realPath === undefined) indexCache.clear();
   else indexCache.delete(realPath);
 }

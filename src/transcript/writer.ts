@@ -23,13 +23,14 @@ import { faultPoint, faultsEnabled } from "./fault.js";
 import { fsyncDirectory } from "./fsync-dir.js";
 import { invalidArgs, statOrMissing } from "./parse.js";
 import { resolveSessionPath, sessionIoError } from "./resolve.js";
-import { indexAddEntry, indexCache, loadIndex, TAIL_CHECK_BYTES } from "./writer-index.js";
+import { indexAddEntry, indexCache, loadIndex, TAIL_CHECK_BYTES, type FileIndex } from "./writer-index.js";
 
 const OpenOptionsSchema = z.object({
   sessionId: z.string().min(1),
   cwd: z.string().min(1).optional(),
   sessionRoot: z.string().min(1).optional(),
   logger: z.any().optional(),
+  onSessionIdMismatch: z.enum(["warn", "throw"]).optional(),
 });
 
 function entryTimestamp(draft: NewSessionEntry): string {
@@ -60,92 +61,22 @@ export async function openSessionFile(sessionFile: string, opts: OpenSessionOpti
   const logger: Logger = opts.logger ?? silentLogger;
   const real = await resolveSessionPath(sessionFile, opts.sessionRoot);
   let index = await loadIndex(real, sessionFile, logger);
-  if (index.header && index.header.id !== opts.sessionId) {
-    logger.warn(
-      { event: "transcript.session_id_mismatch", sessionFile, headerId: index.header.id, sessionId: opts.sessionId },
-      "session id differs from the header",
-    );
-  }
+  checkSessionId(index, sessionFile, opts, logger);
 
   const append = async (drafts: NewSessionEntry[]): Promise<SessionEntry[]> => {
     if (drafts.length === 0) return [];
     // Cheap (one stat) unless someone else changed the file since we indexed it.
     index = await loadIndex(real, sessionFile, logger);
-    const batchIds = new Set<string>();
-    const taken = { has: (id: string) => index.ids.has(id) || batchIds.has(id) };
-    const batchKeys = new Set<string>();
-    const written: SessionEntry[] = [];
-    const lines: string[] = [];
-    let header: SessionHeader | null = null;
-    if (index.header === null) {
-      header = {
-        type: "session",
-        version: SESSION_FORMAT_VERSION,
-        id: opts.sessionId,
-        timestamp: new Date().toISOString(),
-        cwd: opts.cwd ?? process.cwd(),
-      };
-      lines.push(`${JSON.stringify(header)}\n`);
-    }
-    let parentId = index.lastEntryId;
-    for (const draft of drafts) {
-      const { type, idempotencyKey, timestamp: _ts, ...payload } = draft;
-      if (typeof type !== "string" || type.length === 0 || type === "session") {
-        throw new SessionFileError("SESSION_INVALID_ARGUMENT", sessionFile, `cannot append an entry of type ${JSON.stringify(type)} to ${sessionFile}`);
-      }
-      if (idempotencyKey !== undefined) {
-        if (index.keys.has(idempotencyKey) || batchKeys.has(idempotencyKey)) {
-          throw new SessionFileError(
-            "SESSION_INVALID_ARGUMENT",
-            sessionFile,
-            `idempotency key already present in ${sessionFile} (entry ${index.keys.get(idempotencyKey) ?? "in this batch"})`,
-          );
-        }
-        batchKeys.add(idempotencyKey);
-      }
-      const id = idempotencyKey !== undefined ? deriveEntryId(idempotencyKey, taken) : randomEntryId(taken);
-      batchIds.add(id);
-      const entry: SessionEntry = {
-        type,
-        id,
-        parentId,
-        timestamp: entryTimestamp(draft),
-        ...(idempotencyKey !== undefined ? { idempotencyKey } : {}),
-        ...payload,
-      };
-      let line: string;
-      try {
-        line = JSON.stringify(entry);
-      } catch (err) {
-        throw new SessionFileError("SESSION_INVALID_ARGUMENT", sessionFile, `entry for ${sessionFile} is not JSON-serialisable: ${String(err)}`, {
-          cause: err,
-        });
-      }
-      lines.push(`${line}\n`);
-      written.push(JSON.parse(line) as SessionEntry);
-      parentId = id;
-    }
-    const data = Buffer.from(lines.join(""), "utf8");
+    checkSessionId(index, sessionFile, opts, logger);
+    const batch = encodeBatch(index, drafts, sessionFile, opts);
     const created = index.size === 0 && (await statOrMissing(real, sessionFile)) === null;
-    const st = await writeBatch(real, sessionFile, data, index.size, created);
-
-    // Update the index (in place: copying it would make every append O(entries)) only after the data is durable.
-    if (header) index.header = header;
-    for (const e of written) indexAddEntry(index, e);
-    index.lineCount += lines.length;
-    index.size += data.length;
-    const joined = data.length >= TAIL_CHECK_BYTES ? data : Buffer.concat([index.tail, data]);
-    index.tail = Buffer.from(joined.subarray(Math.max(0, joined.length - TAIL_CHECK_BYTES)));
-    index.dev = st.dev;
-    index.ino = st.ino;
-    index.mtimeMs = st.mtimeMs;
-    if (st.size === index.size) indexCache.set(real, index);
-    else indexCache.delete(real);
+    const st = await writeBatch(real, sessionFile, batch.data, index.size, created);
+    commitToIndex(index, batch, st);
     logger.debug(
-      { event: "transcript.appended", sessionFile, entries: written.length, bytes: data.length, createdFile: created },
+      { event: "transcript.appended", sessionFile, entries: batch.written.length, bytes: batch.data.length, createdFile: created },
       "entries appended",
     );
-    return written;
+    return batch.written;
   };
 
   return {
@@ -162,8 +93,97 @@ export async function openSessionFile(sessionFile: string, opts: OpenSessionOpti
     },
     hasKey: (key) => index.keys.has(key),
     entryIdForKey: (key) => index.keys.get(key),
+    hasEntryId: (id) => index.ids.has(id),
     append,
   };
+}
+
+function checkSessionId(index: FileIndex, sessionFile: string, opts: OpenSessionOptions, logger: Logger): void {
+  if (!index.header || index.header.id === opts.sessionId) return;
+  if (opts.onSessionIdMismatch === "throw") {
+    throw new SessionFileError(
+      "SESSION_ID_MISMATCH",
+      sessionFile,
+      `session file ${sessionFile} belongs to session ${JSON.stringify(index.header.id)}, not ${JSON.stringify(opts.sessionId)}; nothing was appended`,
+    );
+  }
+  logger.warn(
+    { event: "transcript.session_id_mismatch", sessionFile, headerId: index.header.id, sessionId: opts.sessionId },
+    "session id differs from the header",
+  );
+}
+
+/** The bytes of one append and the entries they hold. */
+interface EncodedBatch {
+  data: Buffer;
+  lineCount: number;
+  written: SessionEntry[];
+  /** The header written first, when the file had none. */
+  header: SessionHeader | null;
+}
+
+/** Turn drafts into lines chained after the current leaf (ids from keys, or random), checking keys are new. */
+function encodeBatch(index: FileIndex, drafts: readonly NewSessionEntry[], sessionFile: string, opts: OpenSessionOptions): EncodedBatch {
+  const batchIds = new Set<string>();
+  const taken = { has: (id: string) => index.ids.has(id) || batchIds.has(id) };
+  const batchKeys = new Set<string>();
+  const written: SessionEntry[] = [];
+  const lines: string[] = [];
+  let header: SessionHeader | null = null;
+  if (index.header === null) {
+    header = { type: "session", version: SESSION_FORMAT_VERSION, id: opts.sessionId, timestamp: new Date().toISOString(), cwd: opts.cwd ?? process.cwd() };
+    lines.push(`${JSON.stringify(header)}\n`);
+  }
+  let parentId = index.lastEntryId;
+  for (const draft of drafts) {
+    const { type, idempotencyKey, timestamp: _ts, ...payload } = draft;
+    if (typeof type !== "string" || type.length === 0 || type === "session") {
+      throw new SessionFileError("SESSION_INVALID_ARGUMENT", sessionFile, `cannot append an entry of type ${JSON.stringify(type)} to ${sessionFile}`);
+    }
+    if (idempotencyKey !== undefined) {
+      if (index.keys.has(idempotencyKey) || batchKeys.has(idempotencyKey)) {
+        throw new SessionFileError(
+          "SESSION_INVALID_ARGUMENT",
+          sessionFile,
+          `idempotency key already present in ${sessionFile} (entry ${index.keys.get(idempotencyKey) ?? "in this batch"})`,
+        );
+      }
+      batchKeys.add(idempotencyKey);
+    }
+    const id = idempotencyKey !== undefined ? deriveEntryId(idempotencyKey, taken) : randomEntryId(taken);
+    batchIds.add(id);
+    const entry: SessionEntry = { type, id, parentId, timestamp: entryTimestamp(draft), ...(idempotencyKey !== undefined ? { idempotencyKey } : {}), ...payload };
+    const line = serializeEntry(entry, sessionFile);
+    lines.push(`${line}\n`);
+    written.push(JSON.parse(line) as SessionEntry);
+    parentId = id;
+  }
+  return { data: Buffer.from(lines.join(""), "utf8"), lineCount: lines.length, written, header };
+}
+
+function serializeEntry(entry: SessionEntry, sessionFile: string): string {
+  try {
+    return JSON.stringify(entry);
+  } catch (err) {
+    throw new SessionFileError("SESSION_INVALID_ARGUMENT", sessionFile, `entry for ${sessionFile} is not JSON-serialisable: ${String(err)}`, {
+      cause: err,
+    });
+  }
+}
+
+/** Update the index (in place: copying it would make every append O(entries)) only after the data is durable. */
+function commitToIndex(index: FileIndex, batch: EncodedBatch, st: Stats): void {
+  if (batch.header) index.header = batch.header;
+  for (const e of batch.written) indexAddEntry(index, e);
+  index.lineCount += batch.lineCount;
+  index.size += batch.data.length;
+  const joined = batch.data.length >= TAIL_CHECK_BYTES ? batch.data : Buffer.concat([index.tail, batch.data]);
+  index.tail = Buffer.from(joined.subarray(Math.max(0, joined.length - TAIL_CHECK_BYTES)));
+  index.dev = st.dev;
+  index.ino = st.ino;
+  index.mtimeMs = st.mtimeMs;
+  if (st.size === index.size) indexCache.set(index.real, index);
+  else indexCache.delete(index.real);
 }
 
 /** One O_APPEND write of the whole batch, then fsync. On failure, cut the file back to where it was. */

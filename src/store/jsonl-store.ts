@@ -1,0 +1,202 @@
+/**
+ * The pi-JSONL session store: the transcript is a pi session file (format v3) that pi's SessionManager opens as is;
+ * the thread binding, the pending-finalize record and the lock are sidecars next to it (`src/transcript/paths.ts`).
+ * A thin adapter over `src/transcript/*`; the history read is the incremental, frozen one of `history-cache.ts`.
+ */
+import path from "node:path";
+import type { Logger } from "pino";
+import { z } from "zod";
+import { silentLogger } from "../log/logger.js";
+import { readThreadBinding, writeThreadBinding, type ThreadBinding } from "../transcript/binding.js";
+import { SessionFileError } from "../transcript/errors.js";
+import { readCachedHistory } from "../transcript/history-cache.js";
+import { acquireSessionLock, type SessionLockHandle } from "../transcript/lock.js";
+import { mirrorTurnToTranscript } from "../transcript/mirror.js";
+import {
+  completePendingFinalize,
+  listPendingFinalize,
+  markPendingIngested,
+  movePendingFinalizeAside,
+  recordPendingFinalize,
+  type PendingFinalizeRecord,
+} from "../transcript/pending.js";
+import { resolveSessionPath } from "../transcript/resolve.js";
+import { openSessionFile } from "../transcript/writer.js";
+import type {
+  AcquireLockOptions,
+  AppendTurnInput,
+  AppendTurnResult,
+  CompactionEntryInput,
+  PendingFinalizeInput,
+  SessionHistory,
+  SessionStore,
+} from "./session-store.js";
+
+/** Options of {@link createJsonlSessionStore}. */
+export interface JsonlSessionStoreOptions {
+  /** The pi session JSONL transcript; created by the first append. */
+  sessionFile: string;
+  /** The turn's session id: a transcript whose header names another id is refused (`SESSION_ID_MISMATCH`). */
+  sessionId: string;
+  /** When given, the transcript must resolve (symlinks and `..` included) under it (`SESSION_OUTSIDE_ROOT`). */
+  sessionRoot?: string;
+  /** Header cwd of a transcript created by this store (default: the process's cwd). */
+  cwd?: string;
+  logger?: Logger;
+}
+
+const OptionsSchema = z.object({
+  sessionFile: z.string().min(1),
+  sessionId: z.string().min(1),
+  sessionRoot: z.string().min(1).optional(),
+  cwd: z.string().min(1).optional(),
+  logger: z.any().optional(),
+});
+
+const CompactionSchema = z.object({
+  summary: z.string(),
+  firstKeptEntryId: z.string().min(1),
+  tokensBefore: z.number().int().nonnegative(),
+  details: z.record(z.string(), z.unknown()).optional(),
+});
+
+function invalid(file: string, what: string, err: z.ZodError): SessionFileError {
+  const issues = err.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
+  return new SessionFileError("SESSION_INVALID_ARGUMENT", file, `invalid ${what} for session ${file}: ${issues}`);
+}
+
+/**
+ * A {@link SessionStore} over a pi session JSONL file and its sidecars. Writes assume the caller holds the lock
+ * (`acquireLock()`); while the store holds one, every write first checks it is still held (`SESSION_LOCK_COMPROMISED`
+ * otherwise, nothing written).
+ *
+ * @example
+ * ```ts
+ * const store = createJsonlSessionStore({ sessionFile: path.join(os.tmpdir(), "s1.jsonl"), sessionId: "s1" });
+ * const lock = await store.acquireLock();
+ * try {
+ *   const { messages } = await store.readHistory();
+ *   await store.appendTurn({ threadId: "thr_1", turnId: "turn_1", messages: [prompt, reply] });
+ * } finally {
+ *   await lock.release();
+ * }
+ * ```
+ */
+export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): SessionStore {
+  const parsed = OptionsSchema.safeParse(opts);
+  if (!parsed.success) throw invalid(String(opts?.sessionFile ?? "(unknown)"), "store options", parsed.error);
+  const { sessionFile, sessionId, sessionRoot } = opts;
+  const logger = opts.logger ?? silentLogger;
+  let lock: SessionLockHandle | undefined;
+  /** Before a durable write: the lock this store took must still be ours. */
+  const guard = (): void => lock?.assertHeld();
+
+  return {
+    sessionFile,
+    readHistory: async () => readCachedHistory(await resolveSessionPath(sessionFile, sessionRoot), sessionFile, { sessionId, logger }),
+    appendTurn: async (turn) => {
+      guard();
+      return appendTurn(opts, logger, turn);
+    },
+    appendCompaction: async (entry) => {
+      guard();
+      return appendCompaction(opts, logger, entry);
+    },
+    readBinding: (o) => readThreadBinding(sessionFile, logger, { readOnly: o?.readOnly === true }),
+    writeBinding: async (binding: ThreadBinding, o) => {
+      guard();
+      await writeThreadBinding(sessionFile, binding, { durable: o.durable });
+    },
+    recordPending: async (record: PendingFinalizeInput) => {
+      guard();
+      await recordPendingFinalize(sessionFile, record, { logger });
+    },
+    markPendingIngested: async (turnId, keys) => {
+      guard();
+      await markPendingIngested(sessionFile, turnId, keys, { logger });
+    },
+    completePending: async (turnId) => {
+      guard();
+      return completePendingFinalize(sessionFile, turnId, { logger });
+    },
+    listPending: (o) => listPending(sessionFile, logger, o?.readOnly === true),
+    acquireLock: async (o: AcquireLockOptions = {}) => {
+      if (sessionRoot !== undefined) await resolveSessionPath(sessionFile, sessionRoot); // before the lock creates the directory
+      lock = await acquireSessionLock(sessionFile, {
+        ...(o.signal ? { signal: o.signal } : {}),
+        ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+        logger: o.logger ?? logger,
+      });
+      return lock;
+    },
+  } satisfies SessionStore;
+}
+
+async function appendTurn(opts: JsonlSessionStoreOptions, logger: Logger, turn: AppendTurnInput): Promise<AppendTurnResult> {
+  const cwd = turn.cwd ?? opts.cwd;
+  if (turn.messages.length === 0) {
+    // Nothing to write; report the transcript as it is (never creates it).
+    const h = await readCachedHistory(await resolveSessionPath(opts.sessionFile, opts.sessionRoot), opts.sessionFile, { sessionId: opts.sessionId, logger });
+    return { appended: 0, skipped: 0, entryIds: [], entryCount: h.entryCount, ...(h.lastEntryId !== undefined ? { lastEntryId: h.lastEntryId } : {}) };
+  }
+  const out = await mirrorTurnToTranscript({
+    sessionFile: opts.sessionFile,
+    sessionId: opts.sessionId,
+    threadId: turn.threadId,
+    turnId: turn.turnId,
+    messages: turn.messages,
+    ...(cwd !== undefined ? { cwd } : {}),
+    ...(opts.sessionRoot !== undefined ? { sessionRoot: opts.sessionRoot } : {}),
+    logger,
+    locked: true,
+    onSessionIdMismatch: "throw",
+  });
+  return {
+    appended: out.appended,
+    skipped: out.skipped,
+    entryIds: out.entryIds,
+    entryCount: out.entryCount ?? 0,
+    ...(out.lastEntryId !== undefined ? { lastEntryId: out.lastEntryId } : {}),
+  };
+}
+
+async function appendCompaction(opts: JsonlSessionStoreOptions, logger: Logger, entry: CompactionEntryInput): Promise<string> {
+  const parsed = CompactionSchema.safeParse(entry);
+  if (!parsed.success) throw invalid(opts.sessionFile, "compaction entry", parsed.error);
+  const writer = await openSessionFile(opts.sessionFile, {
+    sessionId: opts.sessionId,
+    ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
+    ...(opts.sessionRoot !== undefined ? { sessionRoot: opts.sessionRoot } : {}),
+    logger,
+    onSessionIdMismatch: "throw",
+  });
+  if (!writer.hasEntryId(parsed.data.firstKeptEntryId)) {
+    throw new SessionFileError(
+      "SESSION_INVALID_ARGUMENT",
+      opts.sessionFile,
+      `compaction for session ${opts.sessionFile}: firstKeptEntryId ${JSON.stringify(parsed.data.firstKeptEntryId)} is not an entry of the transcript`,
+    );
+  }
+  const { details, ...rest } = parsed.data;
+  const [written] = await writer.append([{ type: "compaction", ...rest, ...(details !== undefined ? { details } : {}) }]);
+  logger.info(
+    { event: "transcript.compaction_appended", sessionFile: path.basename(writer.path), entryId: written!.id, tokensBefore: rest.tokensBefore },
+    "compaction entry appended",
+  );
+  return written!.id;
+}
+
+async function listPending(sessionFile: string, logger: Logger, readOnly: boolean): Promise<PendingFinalizeRecord[]> {
+  try {
+    return await listPendingFinalize(sessionFile);
+  } catch (err) {
+    if (readOnly || !(err instanceof SessionFileError && err.code === "SESSION_PENDING_INVALID")) throw err;
+    // Unreadable record set: keep it for inspection, but never let it wedge every later turn on the session.
+    const aside = await movePendingFinalizeAside(sessionFile);
+    logger.warn(
+      { event: "transcript.pending.moved_aside", movedTo: aside ? path.basename(aside) : undefined },
+      "unreadable pending-finalize record moved aside; its turns are not finalized again",
+    );
+    return [];
+  }
+}

@@ -1,0 +1,134 @@
+/**
+ * The storage seam of a session: everything a turn reads and writes durably (transcript history, the mirror, the
+ * thread binding, the pending-finalize record, the session lock) behind one interface, so the turn host does not know
+ * whether a session lives in a pi JSONL file with sidecars (`createJsonlSessionStore`) or in a shared database. See
+ * docs/storage.md for the contract each method must keep and how a SQLite/Postgres store would implement it.
+ */
+import type { Logger } from "pino";
+import type { AgentMessage } from "../context-engine/types.js";
+import type { ThreadBinding } from "../transcript/binding.js";
+import type { TranscriptOrigin } from "../transcript/entries.js";
+import type { SessionLockHandle } from "../transcript/lock.js";
+import type { PendingFinalizeRecord } from "../transcript/pending.js";
+
+export type { SessionLockHandle } from "../transcript/lock.js";
+export type { PendingFinalizeRecord } from "../transcript/pending.js";
+
+/**
+ * A session's history as the next turn sees it: the rebuilt model context (pi's `buildSessionContext` order), with
+ * the Codex thread/turn each message was mirrored from.
+ *
+ * @example
+ * ```ts
+ * const h = await store.readHistory();
+ * h.messages.length === h.origins.length; // true
+ * ```
+ */
+export interface SessionHistory {
+  /**
+   * Deeply frozen: engines must not mutate them (a mutation throws a TypeError in strict code). The same objects are
+   * handed to later turns; copy with `structuredClone` before changing anything.
+   */
+  readonly messages: readonly AgentMessage[];
+  /** Parallel to `messages`: where each was mirrored from; null for messages with no mirror key (e.g. a compaction summary). */
+  readonly origins: ReadonlyArray<TranscriptOrigin | null>;
+  /** Entries in the file when read, and the id of the last one (to check "the mirror is the tail"). */
+  readonly entryCount: number;
+  readonly lastEntryId: string | undefined;
+  /** Malformed entries skipped and counted (warnings, never content). */
+  readonly skippedEntries: number;
+  readonly warnings: readonly string[];
+}
+
+/** One turn to mirror: its snapshot, original prompt first. */
+export interface AppendTurnInput {
+  threadId: string;
+  turnId: string;
+  messages: readonly AgentMessage[];
+  /** Header cwd when the transcript is created by this append. */
+  cwd?: string;
+}
+
+/** What {@link SessionStore.appendTurn} did. */
+export interface AppendTurnResult {
+  /** Entries written by this call. */
+  appended: number;
+  /** Messages already in the transcript (by mirror key). */
+  skipped: number;
+  /** Entry id of every message of the turn, in snapshot order (existing ids for skipped ones). */
+  entryIds: string[];
+  /** The last entry of the transcript after the append. */
+  lastEntryId?: string;
+  /** Entries in the transcript after the append. */
+  entryCount: number;
+}
+
+/** A pi `compaction` entry: the next history starts with `summary`, then the entries from `firstKeptEntryId` on. */
+export interface CompactionEntryInput {
+  summary: string;
+  /** An entry already in the transcript (typed error otherwise). */
+  firstKeptEntryId: string;
+  tokensBefore: number;
+  details?: Record<string, unknown>;
+}
+
+/** What `recordPending` takes: a turn waiting for its engine finalize (see `src/transcript/pending.ts`). */
+export type PendingFinalizeInput = Omit<PendingFinalizeRecord, "recordedAt">;
+
+/** Options of {@link SessionStore.acquireLock}. */
+export interface AcquireLockOptions {
+  signal?: AbortSignal;
+  logger?: Logger;
+  /** Give up waiting after this long (`SESSION_LOCK_TIMEOUT`). */
+  timeoutMs?: number;
+}
+
+/**
+ * One session's durable state. Writes (`appendTurn`, `appendCompaction`, `writeBinding`, `recordPending`,
+ * `markPendingIngested`, `completePending`) must run while the caller holds the lock from {@link acquireLock}; reads
+ * may run without it. Every method throws `SessionFileError` (typed `code`) on failure and leaves what was already
+ * written intact.
+ *
+ * @example
+ * ```ts
+ * const store = createJsonlSessionStore({ sessionFile, sessionId: "s1" });
+ * const lock = await store.acquireLock();
+ * try {
+ *   const history = await store.readHistory();
+ *   await store.recordPending({ threadId, turnId, prePromptMessageCount: history.messages.length, messageCount: 2, status: "completed", messages });
+ *   await store.appendTurn({ threadId, turnId, messages });
+ *   // ... engine finalize ...
+ *   await store.completePending(turnId);
+ * } finally {
+ *   await lock.release();
+ * }
+ * ```
+ */
+export interface SessionStore {
+  /** The transcript path (the JSONL store) or the session's address (other stores). */
+  readonly sessionFile: string;
+  /** The history the next turn sees. Throws `SESSION_VERSION_UNSUPPORTED` / `SESSION_ID_MISMATCH` before any model call. */
+  readHistory(): Promise<SessionHistory>;
+  /** The mirror: append the turn's messages not yet present (idempotent by mirror keys). */
+  appendTurn(turn: AppendTurnInput): Promise<AppendTurnResult>;
+  /** Append a pi `compaction` entry; returns its id. */
+  appendCompaction(entry: CompactionEntryInput): Promise<string>;
+  /** The Codex thread binding; `readOnly` reports a corrupt one (warning, undefined) without moving it aside. */
+  readBinding(opts?: { readOnly?: boolean }): Promise<ThreadBinding | undefined>;
+  writeBinding(binding: ThreadBinding, opts: { durable: boolean }): Promise<void>;
+  /** Durably record a turn awaiting its finalize (replaces a record with the same turnId). */
+  recordPending(record: PendingFinalizeInput): Promise<void>;
+  /** Record which of the turn's messages the engine has ingested (by mirror key), so recovery resumes after them. */
+  markPendingIngested(turnId: string, messageKeys: readonly string[]): Promise<void>;
+  /** Clear the turn's record after its finalize returned; whether one was removed. */
+  completePending(turnId: string): Promise<boolean>;
+  /**
+   * Turns awaiting finalize, oldest first. A corrupt record set: moved aside with a warning and `[]` (default, so the
+   * session is not wedged), or with `readOnly` a `SESSION_PENDING_INVALID` error and nothing moved.
+   */
+  listPending(opts?: { readOnly?: boolean }): Promise<PendingFinalizeRecord[]>;
+  /** Take the session's lock (serializes turns across processes); release it when the attempt settles. */
+  acquireLock(opts?: AcquireLockOptions): Promise<SessionLockHandle>;
+}
+
+export { createJsonlSessionStore, type JsonlSessionStoreOptions } from "./jsonl-store.js";

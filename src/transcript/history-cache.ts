@@ -1,0 +1,328 @@
+/**
+ * The per-turn history read, cached so its cost does not grow with the session.
+ *
+ * Every turn needs the rebuilt context of the whole transcript. Re-parsing a 10,000-message file costs 45-90 ms, so
+ * the parsed entries are kept per canonical path with the file's identity (dev, ino, size, mtime) and the last bytes
+ * read. A turn then costs one `stat` when nothing changed, or a read and parse of only the appended bytes when the
+ * file grew (after checking that the bytes read last time are still in place); anything else (replaced, truncated,
+ * rewritten in place) is parsed again from the start.
+ *
+ * What it hands out is deeply frozen and shared between turns: an engine that mutates a message gets a TypeError at
+ * the mutation (strict mode), never a corrupted cache. Copy (`structuredClone`) before changing anything.
+ *
+ * Unlike `readSessionTranscript` (inspection, any version), this read is for a turn that will append: a header version
+ * other than 3 throws `SESSION_VERSION_UNSUPPORTED` and another session id `SESSION_ID_MISMATCH`, before the model is
+ * called. Malformed entries are validated away (`validate.ts`) and counted; a torn last line is ignored.
+ */
+import { type Stats } from "node:fs";
+import { promises as fsp } from "node:fs";
+import type { Logger } from "pino";
+import type { SessionHistory } from "../store/session-store.js";
+import { silentLogger } from "../log/logger.js";
+import { buildSessionContextFromEntries, entryContextMessage } from "./context.js";
+import { entryOrigin, SESSION_FORMAT_VERSION, type SessionEntry, type SessionHeader, type TranscriptOrigin } from "./entries.js";
+import { SessionFileError } from "./errors.js";
+import { deepFreeze } from "./freeze.js";
+import { checkHeader, isEntryShape, parseLine, readRange, statOrMissing, versionError } from "./parse.js";
+import { sessionIoError } from "./resolve.js";
+import { validateEntry } from "./validate.js";
+
+/** Sessions whose parsed entries are kept (least recently read dropped first). */
+const MAX_CACHED_SESSIONS = 32;
+const TAIL_CHECK_BYTES = 64;
+const MAX_LINES_NAMED = 20;
+
+interface HistoryState {
+  dev: number;
+  ino: number;
+  /** Bytes of complete lines parsed. */
+  size: number;
+  /** `st.size` when last read (may include an unterminated last line). */
+  fileSize: number;
+  mtimeMs: number;
+  /** The last bytes before `size`, to check that a grown file still starts with what was parsed. */
+  tail: Buffer;
+  lineCount: number;
+  header: SessionHeader | null;
+  /** Validated, frozen entries in file order (malformed ones as chain-only stubs). */
+  entries: SessionEntry[];
+  byId: Map<string, SessionEntry>;
+  skippedLines: number[];
+  /** Line numbers of entries after the first whose `parentId` is null (pi: a new root). */
+  rootLines: number[];
+  /** The history built at the last read, when it had no unterminated entry (the base for the append fast path). */
+  history: SessionHistory | undefined;
+}
+
+const cache = new Map<string, HistoryState>();
+
+/**
+ * Forget cached histories (all, or one canonical path). `invalidateSessionIndex` calls it too.
+ *
+ * @example
+ * ```ts
+ * invalidateHistoryCache(); // the next read parses every transcript from the start
+ * ```
+ */
+export function invalidateHistoryCache(realPath?: string): void {
+  if (realPath === undefined) cache.clear();
+  else cache.delete(realPath);
+}
+
+/** Options of {@link readCachedHistory}. */
+export interface CachedHistoryOptions {
+  /** The turn's session id: an existing header naming another id throws `SESSION_ID_MISMATCH`. */
+  sessionId?: string;
+  logger?: Logger;
+}
+
+const EMPTY_HISTORY: SessionHistory = deepFreeze({
+  messages: [],
+  origins: [],
+  entryCount: 0,
+  lastEntryId: undefined,
+  skippedEntries: 0,
+  warnings: [],
+});
+
+/**
+ * The rebuilt, deeply frozen history of a transcript (canonical path `real`; `reported` names it in errors). A
+ * missing file is an empty history; nothing is ever written.
+ *
+ * @example
+ * ```ts
+ * const h = await readCachedHistory(await resolveSessionPath(file), file, { sessionId: "s1" });
+ * h.messages.length; h.origins[0]; h.lastEntryId;
+ * ```
+ */
+export async function readCachedHistory(real: string, reported: string, opts: CachedHistoryOptions = {}): Promise<SessionHistory> {
+  const logger = opts.logger ?? silentLogger;
+  const st = await statOrMissing(real, reported);
+  if (!st) {
+    cache.delete(real);
+    return EMPTY_HISTORY;
+  }
+  const hit = cache.get(real);
+  if (hit && hit.history && isUnchanged(hit, st)) {
+    checkIdentity(hit.header, reported, opts.sessionId);
+    touch(real, hit);
+    return hit.history;
+  }
+  const { state, added, tailEntry, tornBytes, base } = await parseNewBytes(real, reported, hit);
+  checkIdentity(state.header, reported, opts.sessionId);
+  const history = buildHistory(state, added, base, tailEntry, tornBytes);
+  state.history = tailEntry ? undefined : history;
+  touch(real, state);
+  logger.debug(
+    { event: "transcript.history_read", entries: history.entryCount, parsedEntries: added.length, incremental: base !== undefined, skipped: history.skippedEntries },
+    "session history read",
+  );
+  return history;
+}
+
+function isUnchanged(s: HistoryState, st: Stats): boolean {
+  return s.dev === st.dev && s.ino === st.ino && s.fileSize === st.size && s.mtimeMs === st.mtimeMs;
+}
+
+function touch(real: string, state: HistoryState): void {
+  cache.delete(real);
+  cache.set(real, state);
+  while (cache.size > MAX_CACHED_SESSIONS) cache.delete(cache.keys().next().value as string);
+}
+
+function checkIdentity(header: SessionHeader | null, reported: string, sessionId: string | undefined): void {
+  if (!header) return;
+  const version = header.version ?? 1;
+  if (version !== SESSION_FORMAT_VERSION) throw versionError(reported, version);
+  if (sessionId !== undefined && header.id !== sessionId) {
+    throw new SessionFileError(
+      "SESSION_ID_MISMATCH",
+      reported,
+      `session file ${reported} belongs to session ${JSON.stringify(header.id)}, not ${JSON.stringify(sessionId)}; refusing to mix two sessions in one transcript`,
+    );
+  }
+}
+
+function emptyState(): HistoryState {
+  return {
+    dev: 0,
+    ino: 0,
+    size: 0,
+    fileSize: 0,
+    mtimeMs: 0,
+    tail: Buffer.alloc(0),
+    lineCount: 0,
+    header: null,
+    entries: [],
+    byId: new Map(),
+    skippedLines: [],
+    rootLines: [],
+    history: undefined,
+  };
+}
+
+interface ParsedBytes {
+  state: HistoryState;
+  /** Entries parsed by this read (all of them when `base` is undefined). */
+  added: SessionEntry[];
+  /** A complete entry on an unterminated last line (in the history, not yet in `state`). */
+  tailEntry: SessionEntry | undefined;
+  tornBytes: number;
+  /** The previous history when `added` continues it (incremental read), else undefined. */
+  base: SessionHistory | undefined;
+}
+
+/** Read what is new since `prev` (or everything) and parse its complete lines into the state. */
+async function parseNewBytes(real: string, reported: string, prev: HistoryState | undefined): Promise<ParsedBytes> {
+  let fh: import("node:fs/promises").FileHandle;
+  try {
+    fh = await fsp.open(real, "r");
+  } catch (err) {
+    throw sessionIoError(err, reported, "read");
+  }
+  try {
+    const fst = await fh.stat();
+    let state = prev;
+    if (state && !(state.history && state.dev === fst.dev && state.ino === fst.ino && fst.size > state.size && (await tailMatches(fh, state)))) {
+      state = undefined;
+    }
+    const base = state?.history;
+    state ??= emptyState();
+    const chunk = await readRange(fh, state.size, fst.size - state.size);
+    const added: SessionEntry[] = [];
+    const remainder = scanLines(state, chunk, reported, added);
+    state.dev = fst.dev;
+    state.ino = fst.ino;
+    state.fileSize = fst.size;
+    state.mtimeMs = fst.mtimeMs;
+    const tailEntry = remainder.length > 0 ? completeTailEntry(state, remainder) : undefined;
+    return { state, added, tailEntry, tornBytes: tailEntry ? 0 : remainder.length, base };
+  } finally {
+    await fh.close();
+  }
+}
+
+async function tailMatches(fh: import("node:fs/promises").FileHandle, state: HistoryState): Promise<boolean> {
+  const check = await readRange(fh, state.size - state.tail.length, state.tail.length);
+  return check.equals(state.tail);
+}
+
+/** Parse the complete lines of `chunk` (starting at `state.size`) into the state; returns the unterminated rest. */
+function scanLines(state: HistoryState, chunk: Buffer, reported: string, added: SessionEntry[]): Buffer {
+  let pos = 0;
+  for (let nl = chunk.indexOf(10, pos); nl >= 0; nl = chunk.indexOf(10, pos)) {
+    state.lineCount++;
+    const parsed = parseLine(chunk, pos, nl);
+    pos = nl + 1;
+    if (parsed.kind === "blank") continue;
+    if (state.header === null) {
+      state.header = checkHeader(parsed.kind === "object" ? parsed.value : null, reported, state.lineCount);
+      continue;
+    }
+    if (parsed.kind === "corrupt" || !isEntryShape(parsed.value)) {
+      if (parsed.kind === "object" && parsed.value.type === "session") continue; // pi ignores repeated headers
+      state.skippedLines.push(state.lineCount);
+      continue;
+    }
+    const entry = admitEntry(state, parsed.value, state.lineCount);
+    added.push(entry);
+  }
+  state.size += pos;
+  if (pos > 0) {
+    const consumed = chunk.subarray(0, pos);
+    const joined = consumed.length >= TAIL_CHECK_BYTES ? consumed : Buffer.concat([state.tail, consumed]);
+    state.tail = Buffer.from(joined.subarray(Math.max(0, joined.length - TAIL_CHECK_BYTES)));
+  }
+  return chunk.subarray(pos);
+}
+
+/** Validate, freeze and index one entry. */
+function admitEntry(state: HistoryState, value: SessionEntry, lineNo: number): SessionEntry {
+  const { entry, invalid } = validateEntry(value);
+  if (invalid !== undefined) state.skippedLines.push(lineNo);
+  if (state.entries.length > 0 && (entry.parentId === null || entry.parentId === undefined)) state.rootLines.push(lineNo);
+  deepFreeze(entry);
+  state.entries.push(entry);
+  state.byId.set(entry.id, entry);
+  return entry;
+}
+
+/** A complete entry on an unterminated last line (a crash between write and newline cannot produce one; a hand edit can). */
+function completeTailEntry(state: HistoryState, remainder: Buffer): SessionEntry | undefined {
+  if (state.header === null) return undefined;
+  const parsed = parseLine(remainder, 0, remainder.length);
+  if (parsed.kind !== "object" || !isEntryShape(parsed.value)) return undefined;
+  const { entry } = validateEntry(parsed.value);
+  return deepFreeze(entry);
+}
+
+/** Whether `added` extends the previous leaf in one straight chain with no compaction (then the context only grows). */
+function continuesLinearly(base: SessionHistory, added: readonly SessionEntry[]): boolean {
+  let parent = base.lastEntryId;
+  for (const e of added) {
+    if (e.type === "compaction" || e.parentId !== parent) return false;
+    parent = e.id;
+  }
+  return true;
+}
+
+function originOf(source: SessionEntry): TranscriptOrigin | null {
+  return source.type === "compaction" ? null : entryOrigin(source);
+}
+
+function buildHistory(
+  state: HistoryState,
+  added: readonly SessionEntry[],
+  base: SessionHistory | undefined,
+  tailEntry: SessionEntry | undefined,
+  tornBytes: number,
+): SessionHistory {
+  let messages: unknown[];
+  let origins: Array<TranscriptOrigin | null>;
+  const extra = tailEntry ? [...added, tailEntry] : added;
+  if (base && continuesLinearly(base, extra)) {
+    messages = base.messages.slice();
+    origins = base.origins.slice();
+    for (const e of extra) {
+      const m = entryContextMessage(e);
+      if (m === undefined) continue;
+      messages.push(m);
+      origins.push(originOf(e));
+    }
+  } else {
+    const entries = tailEntry ? [...state.entries, tailEntry] : state.entries;
+    const byId = tailEntry ? new Map(state.byId).set(tailEntry.id, tailEntry) : state.byId;
+    const ctx = buildSessionContextFromEntries(entries, undefined, byId);
+    messages = ctx.messages;
+    origins = ctx.sources.map(originOf);
+  }
+  const last = tailEntry ?? state.entries[state.entries.length - 1];
+  return deepFreeze({
+    messages: messages as SessionHistory["messages"][number][],
+    origins,
+    entryCount: state.entries.length + (tailEntry ? 1 : 0),
+    lastEntryId: last?.id,
+    skippedEntries: state.skippedLines.length,
+    warnings: historyWarnings(state, tornBytes),
+  });
+}
+
+function linesNamed(lines: readonly number[]): string {
+  const named = lines.slice(0, MAX_LINES_NAMED).join(", ");
+  return lines.length > MAX_LINES_NAMED ? `${named}, ...` : named;
+}
+
+function historyWarnings(state: HistoryState, tornBytes: number): string[] {
+  const warnings: string[] = [];
+  if (state.skippedLines.length > 0) {
+    warnings.push(`transcript: ${state.skippedLines.length} malformed entries skipped (lines ${linesNamed(state.skippedLines)})`);
+  }
+  if (state.rootLines.length > 0) {
+    const lastRoot = state.rootLines[state.rootLines.length - 1]!;
+    warnings.push(
+      `transcript: ${state.rootLines.length} entries after the first have parentId null (lines ${linesNamed(state.rootLines)}); as in pi, each starts a new root, so entries before line ${lastRoot} are outside the context unless the chain leads back to them`,
+    );
+  }
+  if (tornBytes > 0) warnings.push(`transcript: torn last line ignored (${tornBytes} bytes; the next append moves it aside)`);
+  return warnings;
+}
