@@ -48,6 +48,8 @@ export class CodexAppServerError extends Error {
   /** Exit code / signal when the process exited. */
   readonly exitCode?: number | null;
   readonly signal?: string | null;
+  /** INVALID_ARGUMENT: the option that was invalid (dotted path, e.g. `sandbox` or `dynamicTools.1.name`). */
+  readonly field?: string;
 
   constructor(
     code: CodexAppServerErrorCode,
@@ -59,6 +61,7 @@ export class CodexAppServerError extends Error {
       stderrTail?: string;
       exitCode?: number | null;
       signal?: string | null;
+      field?: string;
       cause?: unknown;
     } = {},
   ) {
@@ -71,12 +74,27 @@ export class CodexAppServerError extends Error {
     if (details.stderrTail !== undefined) this.stderrTail = details.stderrTail;
     if (details.exitCode !== undefined) this.exitCode = details.exitCode;
     if (details.signal !== undefined) this.signal = details.signal;
+    if (details.field !== undefined) this.field = details.field;
   }
 }
 
-/** Throw a {@link CodexAppServerError} with code INVALID_ARGUMENT naming the first bad field of a zod result. */
-export function invalidArgument(what: string, issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): never {
+/**
+ * Throw a {@link CodexAppServerError} with code INVALID_ARGUMENT naming the first bad field of a zod result (for an
+ * unknown key, the key itself: `sandboxx`, not the object).
+ *
+ * @example
+ * ```ts
+ * const parsed = schema.safeParse(options);
+ * if (!parsed.success) invalidArgument("startThread options", parsed.error.issues);
+ * ```
+ */
+export function invalidArgument(
+  what: string,
+  issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string; code?: string; keys?: ReadonlyArray<string> }>,
+): never {
   const issue = issues[0];
-  const field = issue && issue.path.length > 0 ? issue.path.map(String).join(".") : "(options)";
-  throw new CodexAppServerError("INVALID_ARGUMENT", `invalid ${what}: \`${field}\`: ${issue?.message ?? "invalid"}`);
+  const pathParts = issue ? issue.path.map(String) : [];
+  if (issue?.code === "unrecognized_keys" && issue.keys && issue.keys.length > 0) pathParts.push(issue.keys[0]!);
+  const field = pathParts.length > 0 ? pathParts.join(".") : "(options)";
+  throw new CodexAppServerError("INVALID_ARGUMENT", `invalid ${what}: \`${field}\`: ${issue?.message ?? "invalid"}`, { field });
 }

@@ -4,10 +4,22 @@
  */
 export {
   CodexAppServer,
+  codexHomeTempBase,
+  resolveCodexHome,
+  type AfterToolCall,
+  type ApprovalCallback,
   type ApprovalHandler,
+  type BeforeToolCall,
+  type BeforeToolCallDecision,
+  type CodexApprovalDecision,
+  type CodexApprovalRequest,
   type CodexAppServerOptions,
   type CodexAppServerStats,
+  type CodexFileChange,
   type CodexTurn,
+  type CodexTurnWarning,
+  type CodexTurnWarningCode,
+  type CodexUserInputRequest,
   type CompactThreadResult,
   type DynamicToolContext,
   type DynamicToolSpec,
@@ -15,7 +27,13 @@ export {
   type StartThreadOptions,
   type StartTurnOptions,
   type ThreadInfo,
+  type ToolCallInfo,
+  type UserInputAnswers,
+  type UserInputCallback,
 } from "./app-server.js";
+export { INHERITED_ENV_VARS } from "./child-env.js";
+export { checkCodexVersion, expectedCodexVersion } from "./codex-version.js";
+export { MAX_TIMER_MS } from "./timeouts.js";
 export { resolveCodexCommand, type CodexCommand } from "./binary.js";
 export {
   OFFLINE_KEY_ENV,

@@ -6,6 +6,7 @@
 import type { Readable, Writable } from "node:stream";
 import type { Logger } from "pino";
 import { CodexAppServerError } from "./errors.js";
+import { encodeRpcLine } from "./json-safe.js";
 import { knownNotificationMethods } from "./known-methods.js";
 import {
   consumedNotificationSchemas,
@@ -34,6 +35,8 @@ export interface RpcStats {
   unknownResponses: number;
   /** Responses that arrived after their request timed out. */
   lateResponses: number;
+  /** Outgoing messages in which lone UTF-16 surrogates were replaced with U+FFFD (see json-safe.ts). */
+  sanitizedMessages: number;
 }
 
 export interface ServerRequestMessage {
@@ -58,6 +61,8 @@ export interface JsonRpcConnectionOptions {
   onServerRequest: (request: ServerRequestMessage) => void;
   /** Extra diagnostics for errors (stderr tail). */
   errorDetails?: () => { stderrTail?: string };
+  /** Called when an outgoing message had lone surrogates replaced (count only; for a turn warning). */
+  onSanitized?: (info: { method?: string; id?: string | number; replaced: number }) => void;
 }
 
 interface Pending {
@@ -100,6 +105,7 @@ export class JsonRpcConnection {
     invalidNotifications: 0,
     unknownResponses: 0,
     lateResponses: 0,
+    sanitizedMessages: 0,
   };
 
   constructor(opts: JsonRpcConnectionOptions) {
@@ -179,9 +185,17 @@ export class JsonRpcConnection {
     });
   }
 
-  private write(message: object): void {
+  /** Write one message as a line Codex can parse: lone surrogates are replaced, counted and logged (never content). */
+  private write(message: { id?: string | number; method?: string; [key: string]: unknown }): void {
     try {
-      this.opts.output.write(`${JSON.stringify(message)}\n`);
+      const { line, replaced } = encodeRpcLine(message);
+      if (replaced > 0) {
+        this.counters.sanitizedMessages++;
+        const info = { ...(message.method !== undefined ? { method: message.method } : {}), ...(message.id !== undefined ? { id: message.id } : {}), replaced };
+        this.opts.logger.warn({ event: "codex.rpc.loneSurrogatesReplaced", ...info }, "replaced lone surrogates in an outgoing message");
+        this.opts.onSanitized?.(info);
+      }
+      this.opts.output.write(line);
     } catch (err) {
       this.opts.logger.debug({ event: "codex.rpc.writeError", errName: err instanceof Error ? err.name : typeof err }, "write to app-server failed");
     }

@@ -3,6 +3,7 @@ import path from "node:path";
 import { pino } from "pino";
 import { afterEach, describe, expect, it } from "vitest";
 import { CodexAppServer, codexHomeTempBase } from "../../src/codex/app-server.js";
+import { INHERITED_ENV_VARS } from "../../src/codex/child-env.js";
 import { CodexAppServerError } from "../../src/codex/errors.js";
 import { processExists, waitFor } from "./helpers.js";
 
@@ -10,7 +11,7 @@ const FAKE = path.join(import.meta.dirname, "fixtures", "fake-app-server.mjs");
 const servers: CodexAppServer[] = [];
 
 async function spawnFake(mode: string, extra: Parameters<typeof CodexAppServer.spawn>[0] = {}): Promise<CodexAppServer> {
-  const s = await CodexAppServer.spawn({ codexBin: FAKE, ...extra, env: { FAKE_APP_SERVER_MODE: mode, ...(extra.env ?? {}) } });
+  const s = await CodexAppServer.spawn({ codexBin: FAKE, temporaryHome: true, ...extra, env: { FAKE_APP_SERVER_MODE: mode, ...(extra.env ?? {}) } });
   servers.push(s);
   return s;
 }
@@ -96,7 +97,8 @@ describe("CodexAppServer against a scripted fake app-server process", () => {
       expect(info.argv).toEqual(["app-server", "-c", 'model="m"', "-c", "features.plugins=false"]);
       expect(info.envKeys).not.toContain("CTM_TEST_SHOULD_NOT_LEAK");
       expect(info.envKeys).toEqual(expect.arrayContaining(["CODEX_HOME", "FAKE_RESPONSES_API_KEY", "FAKE_APP_SERVER_MODE", "RUST_LOG"]));
-      expect(info.envKeys.every((k) => ["PATH", "HOME", "CODEX_HOME", "RUST_LOG", "FAKE_RESPONSES_API_KEY", "FAKE_APP_SERVER_MODE"].includes(k))).toBe(true);
+      const allowed = [...INHERITED_ENV_VARS, "CODEX_HOME", "RUST_LOG", "FAKE_RESPONSES_API_KEY", "FAKE_APP_SERVER_MODE"];
+      expect(info.envKeys.filter((k) => !allowed.includes(k))).toEqual([]);
       expect(info.rustLog).toBe("warn");
       const home = server.codexHome;
       expect(existsSync(home)).toBe(true);

@@ -18,7 +18,7 @@ const clientLog = captureLogger();
 let codex: CodexAppServer;
 
 beforeAll(async () => {
-  codex = await CodexAppServer.spawn({ codexBin: FAKE, maxLineBytes: 4_096, logger: clientLog.logger, autoRestart: false });
+  codex = await CodexAppServer.spawn({ codexBin: FAKE, temporaryHome: true, maxLineBytes: 4_096, logger: clientLog.logger, autoRestart: false });
 });
 afterAll(async () => {
   const pid = codex?.pid;

@@ -1,0 +1,157 @@
+/**
+ * Dispatch of one dynamic tool call (`item/tool/call`): the host's `beforeToolCall` interceptor (may block the call
+ * or rewrite its arguments), the handler bounded by `toolCallTimeoutMs`, a string check on its result, then
+ * `afterToolCall`. Whatever goes wrong, Codex gets a tool result and the turn goes on; misbehaviour is a warning.
+ */
+import type { DynamicToolCallResponse } from "./protocol/v2/DynamicToolCallResponse.js";
+import { withTimeout } from "./timeouts.js";
+import type { CodexTurnWarning } from "./warnings.js";
+
+/** Context handed to a dynamic tool handler. */
+export interface DynamicToolContext {
+  threadId: string;
+  turnId: string;
+  callId: string;
+  tool: string;
+  namespace: string | null;
+  /** Aborted when the call timed out (`toolCallTimeoutMs`): stop working, the result is no longer wanted. */
+  signal?: AbortSignal;
+}
+
+/** A client-side tool Codex may call (`dynamicTools` on thread/start; calls arrive as `item/tool/call`). */
+export interface DynamicToolSpec {
+  name: string;
+  description: string;
+  /** JSON Schema of the arguments object. */
+  inputSchema: Record<string, unknown>;
+  /**
+   * Returns the text result. A throw is reported to the model as a failed call (`success: false`); so is a result
+   * that is not a string (with a `toolResultNotString` warning) and no answer within `toolCallTimeoutMs`.
+   */
+  handler: (args: unknown, ctx: DynamicToolContext) => Promise<string> | string;
+}
+
+/** A dynamic tool call as the interceptors see it. */
+export interface ToolCallInfo {
+  callId: string;
+  tool: string;
+  arguments: unknown;
+}
+
+/** What `beforeToolCall` may decide: block (Codex gets `blockReason` as the failed result), or replace the arguments. */
+export interface BeforeToolCallDecision {
+  block?: boolean;
+  blockReason?: string;
+  arguments?: unknown;
+}
+
+/** Runs before the handler; `undefined` lets the call through unchanged. Bounded; a throw or timeout is ignored. */
+export type BeforeToolCall = (call: ToolCallInfo) => Promise<BeforeToolCallDecision | undefined> | BeforeToolCallDecision | undefined;
+
+/** Runs after the call with its outcome (`result` on success, `error` otherwise). Bounded; a throw is ignored. */
+export type AfterToolCall = (call: ToolCallInfo & { result?: string; error?: string; durationMs: number }) => Promise<void> | void;
+
+/** Per-turn settings of dispatch. */
+export interface ToolDispatchOptions {
+  toolCallTimeoutMs: number;
+  interceptorTimeoutMs: number;
+  beforeToolCall?: BeforeToolCall;
+  afterToolCall?: AfterToolCall;
+  warn: (w: Omit<CodexTurnWarning, "threadId">) => void;
+}
+
+const reply = (text: string, success: boolean): DynamicToolCallResponse => ({
+  contentItems: [{ type: "inputText", text }],
+  success,
+});
+
+function typeName(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  return typeof value;
+}
+
+/** Ask `beforeToolCall`; a throw, a timeout or a malformed answer lets the call through unchanged, with a warning. */
+async function interceptBefore(call: ToolCallInfo, o: ToolDispatchOptions): Promise<BeforeToolCallDecision> {
+  if (!o.beforeToolCall) return {};
+  const hook = o.beforeToolCall;
+  const r = await withTimeout(() => hook(call), o.interceptorTimeoutMs);
+  const value = r.ok ? r.value : undefined;
+  const wellFormed = value === undefined || (typeof value === "object" && value !== null && !Array.isArray(value));
+  if (!r.ok || !wellFormed) {
+    const why = !r.ok ? (r.reason === "timeout" ? `did not answer within ${o.interceptorTimeoutMs} ms` : "threw") : "returned a malformed decision";
+    o.warn({ code: "toolInterceptorFailed", message: `beforeToolCall ${why}; the call went ahead unchanged`, tool: call.tool, callId: call.callId });
+    return {};
+  }
+  return value ?? {};
+}
+
+/** Run the handler bounded; map every outcome to a tool result. */
+async function runHandler(
+  spec: DynamicToolSpec,
+  args: unknown,
+  ctx: Omit<DynamicToolContext, "signal">,
+  o: ToolDispatchOptions,
+): Promise<{ response: DynamicToolCallResponse; result?: string; error?: string }> {
+  const controller = new AbortController();
+  const r = await withTimeout(() => spec.handler(args, { ...ctx, signal: controller.signal }), o.toolCallTimeoutMs);
+  if (r.ok && typeof r.value === "string") return { response: reply(r.value, true), result: r.value };
+  if (r.ok) {
+    const error = `tool ${spec.name} returned ${typeName(r.value)}, expected a string`;
+    o.warn({ code: "toolResultNotString", message: error, tool: spec.name, callId: ctx.callId });
+    return { response: reply(`tool failed: ${error}`, false), error };
+  }
+  if (r.reason === "timeout") {
+    controller.abort();
+    const error = `tool ${spec.name} timed out after ${o.toolCallTimeoutMs} ms`;
+    o.warn({ code: "toolCallTimeout", message: error, tool: spec.name, callId: ctx.callId });
+    return { response: reply(`tool failed: ${error}`, false), error };
+  }
+  const error = r.error instanceof Error ? r.error.message : String(r.error);
+  return { response: reply(`tool failed: ${error}`, false), error };
+}
+
+/**
+ * Answer one dynamic tool call: interceptors, bounded handler, string check; `respond` gets the result as soon as it
+ * is known, `afterToolCall` runs after that (an observer must not hold up the model). Never throws.
+ *
+ * @example
+ * ```ts
+ * const { response } = await dispatchToolCall(spec, { callId, tool, arguments: args }, ctx, options, (r) => rpc.respond(req.id, r));
+ * ```
+ */
+export async function dispatchToolCall(
+  spec: DynamicToolSpec | undefined,
+  call: ToolCallInfo,
+  ctx: Omit<DynamicToolContext, "signal">,
+  o: ToolDispatchOptions,
+  respond: (response: DynamicToolCallResponse) => void,
+): Promise<{ response: DynamicToolCallResponse; durationMs: number }> {
+  const t0 = Date.now();
+  if (!spec) {
+    const response = reply(`unknown tool: ${call.tool}`, false);
+    respond(response);
+    return { response, durationMs: 0 };
+  }
+  const decision = await interceptBefore(call, o);
+  let outcome: { response: DynamicToolCallResponse; result?: string; error?: string };
+  if (decision.block === true) {
+    const error = typeof decision.blockReason === "string" && decision.blockReason !== "" ? decision.blockReason : `tool ${call.tool} was blocked`;
+    outcome = { response: reply(error, false), error };
+  } else {
+    const args = "arguments" in decision && decision.arguments !== undefined ? decision.arguments : call.arguments;
+    outcome = await runHandler(spec, args, ctx, o);
+  }
+  const durationMs = Date.now() - t0;
+  respond(outcome.response);
+  if (o.afterToolCall) {
+    const after = o.afterToolCall;
+    const payload = { ...call, durationMs, ...(outcome.result !== undefined ? { result: outcome.result } : {}), ...(outcome.error !== undefined ? { error: outcome.error } : {}) };
+    const r = await withTimeout(() => after(payload), o.interceptorTimeoutMs);
+    if (!r.ok) {
+      const why = r.reason === "timeout" ? `did not return within ${o.interceptorTimeoutMs} ms` : "threw";
+      o.warn({ code: "toolInterceptorFailed", message: `afterToolCall ${why}; ignored`, tool: call.tool, callId: call.callId });
+    }
+  }
+  return { response: outcome.response, durationMs };
+}

@@ -1,0 +1,251 @@
+/**
+ * The validated options of {@link CodexAppServer}: spawn, thread start/resume and turn start. zod at the boundary;
+ * a bad value throws `CodexAppServerError` with code INVALID_ARGUMENT and `field` naming the option.
+ */
+import path from "node:path";
+import type { Logger } from "pino";
+import { z } from "zod";
+import type { ApprovalCallback } from "./approvals.js";
+import type { ModelCatalog } from "./config.js";
+import type { AfterToolCall, BeforeToolCall, DynamicToolSpec } from "./dynamic-tools.js";
+import { DEFAULT_MAX_LINE_BYTES } from "./rpc.js";
+import { nonNegativeTimeoutMsSchema, timeoutMsSchema } from "./timeouts.js";
+import type { CodexTurnEvent } from "./turn-projector.js";
+import type { CodexTurnWarning } from "./warnings.js";
+
+/**
+ * Decides an approval server request (`item/commandExecution/requestApproval`, `applyPatchApproval`, ...). Return
+ * the JSON result to send, or `undefined` to fall back to the default: DECLINE. Spawn-level and raw; prefer the typed
+ * per-turn `onApproval` of {@link StartTurnOptions}, which is asked first.
+ */
+export type ApprovalHandler = (request: { method: string; params: unknown }) => unknown;
+
+const fn = <T>(what: string) => z.custom<T>((v) => typeof v === "function", `${what} must be a function`);
+
+export const toolSchema = z
+  .object({
+    name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "tool names are 1-64 chars of [A-Za-z0-9_-]"),
+    description: z.string(),
+    inputSchema: z.record(z.string(), z.unknown()),
+    handler: fn<DynamicToolSpec["handler"]>("handler"),
+  })
+  .strict();
+
+/** Dynamic tools: names must be unique (Codex would see two tools of one name and we could route only one). */
+export const toolListSchema = z.array(toolSchema).superRefine((tools, ctx) => {
+  const seen = new Set<string>();
+  tools.forEach((t, i) => {
+    if (seen.has(t.name)) ctx.addIssue({ code: "custom", path: [i, "name"], message: `duplicate tool name "${t.name}"` });
+    seen.add(t.name);
+  });
+});
+
+export const spawnOptionsSchema = z
+  .object({
+    /** Path of the codex executable (a .js/.mjs path runs under node). Default: the installed @openai/codex binary. */
+    codexBin: z.string().min(1).optional(),
+    /** CODEX_HOME. Default: see `temporaryHome`. */
+    codexHome: z.string().min(1).optional(),
+    /**
+     * Run in a fresh temporary CODEX_HOME that close() (or process exit) removes. Default: true when no `codexHome`
+     * is given and the settings are the offline ones (`offlineCodexConfig`: the fake provider, or a `modelCatalog`);
+     * otherwise false, and CODEX_HOME is `resolveCodexHome()` (`$CODEX_HOME`, else `~/.codex`), like Codex itself.
+     */
+    temporaryHome: z.boolean().optional(),
+    /** `-c` overrides (nested objects become dotted keys). */
+    config: z.record(z.string(), z.unknown()).optional(),
+    /** Extra environment (e.g. the provider key variable). The rest of the parent environment is NOT inherited. */
+    env: z.record(z.string(), z.string()).optional(),
+    /** Names of parent environment variables to pass through (e.g. a real provider key). */
+    passEnv: z.array(z.string().min(1)).optional(),
+    /** A model catalog to write into CODEX_HOME and point `model_catalog_json` at. */
+    modelCatalog: z
+      .custom<ModelCatalog>((v) => typeof v === "object" && v !== null && Array.isArray((v as ModelCatalog).models), "modelCatalog must have a models array")
+      .optional(),
+    logger: z
+      .custom<Logger>((v) => typeof v === "object" && v !== null && typeof (v as Logger).info === "function", "logger must be a pino logger")
+      .optional(),
+    requestTimeoutMs: timeoutMsSchema.default(30_000),
+    initializeTimeoutMs: timeoutMsSchema.default(30_000),
+    /** A running turn with no notification for this long is interrupted and ends as "timedOut". */
+    turnIdleTimeoutMs: timeoutMsSchema.default(120_000),
+    /** After an idle timeout's interrupt, how long to wait for Codex to end the turn before giving up. */
+    idleInterruptGraceMs: nonNegativeTimeoutMsSchema.default(2_000),
+    closeTimeoutMs: timeoutMsSchema.default(3_000),
+    clientInfo: z
+      .object({ name: z.string().min(1), title: z.string().nullable().optional(), version: z.string().min(1) })
+      .strict()
+      .optional(),
+    optOutNotificationMethods: z.array(z.string()).optional(),
+    maxLineBytes: z.number().int().positive().default(DEFAULT_MAX_LINE_BYTES),
+    approvalHandler: fn<ApprovalHandler>("approvalHandler").optional(),
+    /** Respawn the process on the next call after it died (same CODEX_HOME, so threads can be resumed). */
+    autoRestart: z.boolean().default(true),
+    /** Crash-loop guard: at most this many restarts within `restartWindowMs`. */
+    maxRestarts: z.number().int().nonnegative().default(3),
+    restartWindowMs: timeoutMsSchema.default(60_000),
+    /** Working directory of the child process (default: process.cwd()). */
+    cwd: z.string().min(1).optional(),
+  })
+  .strict()
+  .refine((o) => !(o.codexHome !== undefined && o.temporaryHome === true), {
+    path: ["temporaryHome"],
+    message: "temporaryHome cannot be combined with codexHome",
+  });
+
+export type CodexAppServerOptions = z.input<typeof spawnOptionsSchema>;
+export type ResolvedSpawnOptions = z.output<typeof spawnOptionsSchema>;
+
+/** Codex's `AskForApproval` (src/codex/protocol/v2/AskForApproval.ts). */
+export const approvalPolicySchema = z.union([
+  z.enum(["untrusted", "on-request", "never"]),
+  z
+    .object({
+      granular: z
+        .object({
+          sandbox_approval: z.boolean(),
+          rules: z.boolean(),
+          skill_approval: z.boolean(),
+          request_permissions: z.boolean(),
+          mcp_elicitations: z.boolean(),
+        })
+        .strict(),
+    })
+    .strict(),
+]);
+/** Codex's `SandboxMode`. */
+export const sandboxSchema = z.enum(["read-only", "workspace-write", "danger-full-access"]);
+/** Codex's `ReasoningSummary`. */
+export const reasoningSummarySchema = z.enum(["auto", "concise", "detailed", "none"]);
+/** Codex's `ReasoningEffort` is an open string ("minimal", "low", "medium", "high", "xhigh", ...); a lower-case word. */
+export const reasoningEffortSchema = z.string().regex(/^[a-z]+$/, "reasoning effort is a lower-case word such as low, medium or high");
+
+const threadSettings = {
+  cwd: z.string().min(1).optional(),
+  developerInstructions: z.string().optional(),
+  model: z.string().min(1).optional(),
+  /** Default "never": Codex does not ask, the sandbox decides. */
+  approvalPolicy: approvalPolicySchema.default("never"),
+  /** Default "read-only". */
+  sandbox: sandboxSchema.default("read-only"),
+  /** Extra writable directories for "workspace-write" (absolute paths; the thread's cwd is always writable). */
+  writableRoots: z.array(z.string().min(1).refine((p) => path.isAbsolute(p), "writable roots must be absolute paths")).optional(),
+  /** Outbound network from sandboxed commands ("read-only" / "workspace-write"; default Codex's: off). */
+  networkAccess: z.boolean().optional(),
+  reasoningEffort: reasoningEffortSchema.optional(),
+  reasoningSummary: reasoningSummarySchema.optional(),
+  serviceTier: z.string().min(1).optional(),
+  /** Extra per-thread config overrides (`config` of thread/start / thread/resume). */
+  config: z.record(z.string(), z.unknown()).optional(),
+};
+
+type SandboxFields = { sandbox: z.output<typeof sandboxSchema>; writableRoots?: string[] | undefined; networkAccess?: boolean | undefined };
+/** `writableRoots` only mean something in "workspace-write"; network access not in "danger-full-access" (always on). */
+function checkSandboxFields(o: SandboxFields, ctx: z.RefinementCtx): void {
+  if (o.writableRoots !== undefined && o.sandbox !== "workspace-write") {
+    ctx.addIssue({ code: "custom", path: ["writableRoots"], message: 'writableRoots needs sandbox "workspace-write"' });
+  }
+  if (o.networkAccess !== undefined && o.sandbox === "danger-full-access") {
+    ctx.addIssue({ code: "custom", path: ["networkAccess"], message: 'networkAccess does not apply to sandbox "danger-full-access"' });
+  }
+}
+
+export const startThreadSchema = z
+  .object({ ...threadSettings, dynamicTools: toolListSchema.optional(), ephemeral: z.boolean().optional() })
+  .strict()
+  .superRefine(checkSandboxFields);
+
+export const resumeThreadSchema = z
+  .object({
+    threadId: z.string().min(1),
+    ...threadSettings,
+    /** Handlers for the thread's dynamic tools (Codex keeps the declarations from thread/start). */
+    dynamicTools: toolListSchema.optional(),
+    /**
+     * Skip the `thread/resume` RPC when this process already has the thread loaded with exactly these settings
+     * (started or resumed here, not closed since, no restart in between): the request would change nothing. Tool
+     * handlers are still replaced. Default false: always resume.
+     */
+    reuseLoaded: z.boolean().optional(),
+  })
+  .strict()
+  .superRefine(checkSandboxFields);
+
+export const additionalContextSchema = z.record(
+  z.string().min(1),
+  z
+    .object({ value: z.string(), kind: z.enum(["untrusted", "application"]), name: z.string().min(1).optional() })
+    .strict()
+    .refine((e) => e.kind === "untrusted" || e.name === undefined, "name is only allowed on untrusted entries"),
+);
+
+/** Answers to a `request_user_input` request: question id -> chosen/typed answers. */
+export type UserInputAnswers = Record<string, { answers: string[] }>;
+
+/** A `request_user_input` request (Codex's `ToolRequestUserInputParams`, experimental). */
+export interface CodexUserInputRequest {
+  threadId: string;
+  turnId: string;
+  itemId: string;
+  questions: Array<{ id: string; header: string; question: string; isOther: boolean; isSecret: boolean; options: Array<{ label: string; description: string }> | null }>;
+}
+
+/** Host callback for `request_user_input`; `undefined` declines (as without a callback). */
+export type UserInputCallback = (request: CodexUserInputRequest) => UserInputAnswers | undefined | Promise<UserInputAnswers | undefined>;
+
+export const startTurnSchema = z
+  .object({
+    threadId: z.string().min(1),
+    /** The text Codex receives. */
+    text: z.string().min(1, "text must not be empty"),
+    /** The original prompt for the snapshot (default: `text`). */
+    originalPrompt: z.string().optional(),
+    additionalContext: additionalContextSchema.optional(),
+    model: z.string().min(1).optional(),
+    effort: reasoningEffortSchema.optional(),
+    steerQuietWindowMs: nonNegativeTimeoutMsSchema.default(50),
+    idleTimeoutMs: timeoutMsSchema.optional(),
+    /**
+     * A turn whose only notifications are Codex's retry errors (`error` with willRetry: reconnecting to the model)
+     * for this long is interrupted and fails with code `retryWithoutProgress`. Default 90 s.
+     */
+    retryWithoutProgressMs: timeoutMsSchema.default(90_000),
+    /** Bound on one dynamic tool handler call; Codex then gets "tool X timed out after N ms". Default 300 s. */
+    toolCallTimeoutMs: timeoutMsSchema.default(300_000),
+    /** Bound on each `beforeToolCall` / `afterToolCall` call (then ignored, with a warning). Default 60 s. */
+    toolInterceptorTimeoutMs: timeoutMsSchema.default(60_000),
+    beforeToolCall: fn<BeforeToolCall>("beforeToolCall").optional(),
+    afterToolCall: fn<AfterToolCall>("afterToolCall").optional(),
+    /** Decides command, file-change and permission approval requests. Absent: deny. */
+    onApproval: fn<ApprovalCallback>("onApproval").optional(),
+    /** Bound on one `onApproval` call; no answer in time denies. Default 60 s. */
+    approvalTimeoutMs: timeoutMsSchema.default(60_000),
+    /** Answers `request_user_input`. Absent or `undefined`: declined. */
+    onUserInput: fn<UserInputCallback>("onUserInput").optional(),
+    /** Bound on one `onUserInput` call; no answer in time declines. Default 300 s. */
+    userInputTimeoutMs: timeoutMsSchema.default(300_000),
+    onEvent: fn<(e: CodexTurnEvent) => void>("onEvent").optional(),
+    /** Called with each warning of the turn (also collected on `CodexTurn.warnings`). */
+    onWarning: fn<(w: CodexTurnWarning) => void>("onWarning").optional(),
+  })
+  .strict();
+
+export type StartThreadOptions = z.input<typeof startThreadSchema>;
+export type ResumeThreadOptions = z.input<typeof resumeThreadSchema>;
+export type StartTurnOptions = z.input<typeof startTurnSchema>;
+export type ResolvedStartTurnOptions = z.output<typeof startTurnSchema>;
+
+/** The thread settings this client applies (and compares for `reuseLoaded`). */
+export interface ThreadSettings {
+  cwd?: string;
+  developerInstructions?: string;
+  model?: string;
+  approvalPolicy: z.output<typeof approvalPolicySchema>;
+  sandbox: z.output<typeof sandboxSchema>;
+  writableRoots?: string[];
+  networkAccess?: boolean;
+  reasoningEffort?: string;
+  reasoningSummary?: z.output<typeof reasoningSummarySchema>;
+  serviceTier?: string;
+  config?: Record<string, unknown>;
+}

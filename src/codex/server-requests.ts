@@ -1,0 +1,194 @@
+/**
+ * Server -> client requests: dynamic tool calls, approvals (host `onApproval`, then the spawn-level raw
+ * `approvalHandler`, then DENY), `request_user_input` (host `onUserInput`, else declined as unsupported),
+ * `currentTime/read`; anything else is answered "unsupported". Every request gets exactly one answer.
+ */
+import type { Logger } from "pino";
+import {
+  HOST_APPROVAL_METHODS,
+  approvalResponse,
+  parseApprovalDecision,
+  toApprovalRequest,
+  type CodexApprovalDecision,
+} from "./approvals.js";
+import { dispatchToolCall, type DynamicToolSpec } from "./dynamic-tools.js";
+import { knownServerRequestMethods } from "./known-methods.js";
+import type { ApprovalHandler, CodexUserInputRequest, UserInputAnswers } from "./options.js";
+import type { ServerRequestMessage } from "./rpc.js";
+import { dynamicToolCallParamsSchema } from "./schemas.js";
+import { withTimeout } from "./timeouts.js";
+import type { TurnRun } from "./turn-run.js";
+
+/** Replies when nobody decided: DECLINE in each method's own shape. */
+export const APPROVAL_DECLINES: Record<string, unknown> = {
+  "item/commandExecution/requestApproval": { decision: "decline" },
+  "item/fileChange/requestApproval": { decision: "decline" },
+  "item/permissions/requestApproval": { permissions: {}, scope: "turn" },
+  "mcpServer/elicitation/request": { action: "decline", content: null, _meta: null },
+  applyPatchApproval: { decision: { denied: { rejection: "declined: no approval handler is registered" } } },
+  execCommandApproval: { decision: { denied: { rejection: "declined: no approval handler is registered" } } },
+};
+
+function isApprovalMethod(method: string): boolean {
+  return method in APPROVAL_DECLINES || /approval/i.test(method);
+}
+
+/** How to answer one request. */
+export interface Responder {
+  respond(id: string | number, result: unknown): void;
+  respondError(id: string | number, code: number, message: string): void;
+}
+
+/** What the router needs from the client. */
+export interface ServerRequestDeps {
+  logger: Logger;
+  /** The running turn of a thread. */
+  activeRun(threadId: string): TurnRun | undefined;
+  /** The tool handler registered for a thread. */
+  tool(threadId: string, name: string): DynamicToolSpec | undefined;
+  /** Re-arm the idle watchdog of a turn (tool calls switch it off while they run). */
+  armIdle(run: TurnRun): void;
+  approvalHandler?: ApprovalHandler | undefined;
+  counters: { toolCalls: number; approvalsDeclined: number; unsupportedServerRequests: number };
+}
+
+const errName = (err: unknown): string => (err instanceof Error ? err.name : typeof err);
+
+/**
+ * Answer one server request. Never throws.
+ *
+ * @example
+ * ```ts
+ * await answerServerRequest(deps, proc.rpc, request);
+ * ```
+ */
+export async function answerServerRequest(deps: ServerRequestDeps, rpc: Responder, req: ServerRequestMessage): Promise<void> {
+  if (req.method === "item/tool/call") return answerToolCall(deps, rpc, req);
+  if (HOST_APPROVAL_METHODS.has(req.method)) return answerHostApproval(deps, rpc, req);
+  if (isApprovalMethod(req.method) || req.method === "mcpServer/elicitation/request") return answerRawApproval(deps, rpc, req);
+  if (req.method === "item/tool/requestUserInput") return answerUserInput(deps, rpc, req);
+  if (req.method === "currentTime/read") {
+    rpc.respond(req.id, { currentTimeAt: Math.floor(Date.now() / 1000) });
+    return;
+  }
+  unsupported(deps, rpc, req);
+}
+
+function unsupported(deps: ServerRequestDeps, rpc: Responder, req: ServerRequestMessage): void {
+  deps.counters.unsupportedServerRequests++;
+  deps.logger.warn(
+    { event: "codex.serverRequest.unsupported", method: req.method, known: knownServerRequestMethods.has(req.method) },
+    "unsupported server request",
+  );
+  rpc.respondError(req.id, -32601, `unsupported server request: ${req.method}`);
+}
+
+async function answerToolCall(deps: ServerRequestDeps, rpc: Responder, req: ServerRequestMessage): Promise<void> {
+  const parsed = dynamicToolCallParamsSchema.safeParse(req.params);
+  if (!parsed.success) {
+    rpc.respondError(req.id, -32602, "invalid item/tool/call params");
+    return;
+  }
+  const p = parsed.data;
+  deps.counters.toolCalls++;
+  const run = deps.activeRun(p.threadId);
+  const spec = deps.tool(p.threadId, p.tool);
+  if (run && spec) {
+    run.toolCallsInFlight++;
+    deps.armIdle(run);
+  }
+  const options = {
+    toolCallTimeoutMs: run?.options.toolCallTimeoutMs ?? 300_000,
+    interceptorTimeoutMs: run?.options.toolInterceptorTimeoutMs ?? 60_000,
+    beforeToolCall: run?.options.beforeToolCall,
+    afterToolCall: run?.options.afterToolCall,
+    warn: (w: Parameters<TurnRun["warn"]>[0]) => run?.warn(w),
+  };
+  const ctx = { threadId: p.threadId, turnId: p.turnId, callId: p.callId, tool: p.tool, namespace: p.namespace ?? null };
+  const { response, durationMs } = await dispatchToolCall(spec, { callId: p.callId, tool: p.tool, arguments: p.arguments }, ctx, options, (r) => {
+    if (run && spec) {
+      run.toolCallsInFlight--;
+      deps.armIdle(run);
+    }
+    rpc.respond(req.id, r);
+  });
+  deps.logger.info(
+    { event: "codex.tool.call", threadId: p.threadId, turnId: p.turnId, callId: p.callId, tool: p.tool, success: response.success, durationMs },
+    "dynamic tool call answered",
+  );
+}
+
+/** Ask the turn's `onApproval` (bounded); no callback falls back to the raw handler / decline. */
+async function answerHostApproval(deps: ServerRequestDeps, rpc: Responder, req: ServerRequestMessage): Promise<void> {
+  const threadId = (req.params as { threadId?: string; conversationId?: string } | undefined)?.threadId ??
+    (req.params as { conversationId?: string } | undefined)?.conversationId;
+  const run = threadId !== undefined ? deps.activeRun(threadId) : undefined;
+  const onApproval = run?.options.onApproval;
+  const request = toApprovalRequest(req, (itemId) => run?.fileChanges.get(itemId) ?? []);
+  if (!run || !onApproval || !request) return answerRawApproval(deps, rpc, req);
+  const r = await withTimeout(() => onApproval(request), run.options.approvalTimeoutMs);
+  let decision: CodexApprovalDecision = "deny";
+  let denyReason = "declined by the host";
+  if (r.ok && parseApprovalDecision(r.value) !== undefined) {
+    decision = r.value;
+  } else if (!r.ok && r.reason === "timeout") {
+    denyReason = `declined: no decision within ${run.options.approvalTimeoutMs} ms`;
+    run.warn({ code: "approvalTimeout", message: `onApproval did not decide within ${run.options.approvalTimeoutMs} ms; denied`, itemId: request.itemId });
+  } else {
+    denyReason = "declined: the approval callback failed";
+    const why = r.ok ? "returned an unknown decision" : `threw (${errName(r.error)})`;
+    run.warn({ code: "approvalCallbackFailed", message: `onApproval ${why}; denied`, itemId: request.itemId });
+  }
+  if (decision === "deny") deps.counters.approvalsDeclined++;
+  deps.logger.info({ event: "codex.approval.decided", method: req.method, kind: request.kind, decision }, "approval decided by the host");
+  rpc.respond(req.id, approvalResponse(request, decision, denyReason));
+}
+
+/** The spawn-level raw `approvalHandler`, else DECLINE in the method's shape. */
+async function answerRawApproval(deps: ServerRequestDeps, rpc: Responder, req: ServerRequestMessage): Promise<void> {
+  let decided: unknown;
+  if (deps.approvalHandler) {
+    try {
+      decided = await deps.approvalHandler({ method: req.method, params: req.params });
+    } catch (err) {
+      deps.logger.error({ event: "codex.approval.handlerError", method: req.method, errName: errName(err) }, "approval handler threw");
+    }
+  }
+  if (decided !== undefined) {
+    deps.logger.info({ event: "codex.approval.decided", method: req.method }, "approval decided by handler");
+    rpc.respond(req.id, decided);
+    return;
+  }
+  deps.counters.approvalsDeclined++;
+  deps.logger.info({ event: "codex.approval.declined", method: req.method }, "approval declined (fail closed)");
+  const decline = APPROVAL_DECLINES[req.method];
+  if (decline !== undefined) rpc.respond(req.id, decline);
+  else rpc.respondError(req.id, -32000, `approval declined: ${req.method} is not supported by this client`);
+}
+
+function isAnswers(v: unknown): v is UserInputAnswers {
+  if (typeof v !== "object" || v === null || Array.isArray(v)) return false;
+  return Object.values(v).every(
+    (a) => typeof a === "object" && a !== null && Array.isArray((a as { answers?: unknown }).answers) && (a as { answers: unknown[] }).answers.every((s) => typeof s === "string"),
+  );
+}
+
+/** `request_user_input`: the turn's `onUserInput` (bounded), else declined as before (unsupported). */
+async function answerUserInput(deps: ServerRequestDeps, rpc: Responder, req: ServerRequestMessage): Promise<void> {
+  const p = (req.params ?? {}) as Partial<CodexUserInputRequest>;
+  const run = typeof p.threadId === "string" ? deps.activeRun(p.threadId) : undefined;
+  const onUserInput = run?.options.onUserInput;
+  if (!run || !onUserInput || typeof p.itemId !== "string" || !Array.isArray(p.questions)) return unsupported(deps, rpc, req);
+  const request: CodexUserInputRequest = { threadId: run.threadId, turnId: String(p.turnId ?? run.turnId ?? ""), itemId: p.itemId, questions: p.questions };
+  const r = await withTimeout(() => onUserInput(request), run.options.userInputTimeoutMs);
+  if (r.ok && isAnswers(r.value)) {
+    deps.logger.info({ event: "codex.userInput.answered", itemId: p.itemId, answers: Object.keys(r.value).length }, "user input answered by the host");
+    rpc.respond(req.id, { answers: r.value });
+    return;
+  }
+  if (!(r.ok && r.value === undefined)) {
+    const why = !r.ok ? (r.reason === "timeout" ? `did not answer within ${run.options.userInputTimeoutMs} ms` : "threw") : "returned malformed answers";
+    run.warn({ code: "userInputCallbackFailed", message: `onUserInput ${why}; declined`, itemId: p.itemId });
+  }
+  rpc.respondError(req.id, -32000, "request_user_input declined by the host");
+}

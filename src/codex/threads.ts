@@ -1,0 +1,140 @@
+/**
+ * Thread operations of one client: start, resume (re-sending every setting), reuse of a thread already loaded with
+ * the same settings, re-attach after a process restart, and the dynamic tool handlers of each thread.
+ */
+import type { Logger } from "pino";
+import { canonicalJson } from "../projection/render.js";
+import type { DynamicToolSpec } from "./dynamic-tools.js";
+import { CodexAppServerError, invalidArgument } from "./errors.js";
+import { resumeThreadSchema, startThreadSchema, toolListSchema, type ResumeThreadOptions, type StartThreadOptions, type ThreadSettings } from "./options.js";
+import { threadResultSchema } from "./schemas.js";
+import { defined, threadResumeParams, threadSettingsOf, threadStartParams } from "./thread-params.js";
+
+/** What Codex told us about a thread. */
+export interface ThreadInfo {
+  threadId: string;
+  model?: string;
+  modelProvider?: string;
+  /** `resumeThread({ reuseLoaded: true })` found the thread loaded with the same settings and sent no RPC. */
+  reused?: boolean;
+}
+
+/** A thread this client knows. `generation` -1: handlers only (never loaded here); -2: unloaded by Codex. */
+export interface ThreadState {
+  generation: number;
+  tools: Map<string, DynamicToolSpec>;
+  settings: ThreadSettings;
+  model?: string;
+  modelProvider?: string;
+}
+
+/** What thread operations need from the client. */
+export interface ThreadDeps {
+  logger: Logger;
+  rpcRequest(method: "thread/start" | "thread/resume", params: unknown): Promise<unknown>;
+  ensureAlive(): Promise<void>;
+  generation(): number;
+  defaultCwd(): string;
+}
+
+const toolMap = (tools: DynamicToolSpec[]) => new Map(tools.map((t) => [t.name, t]));
+
+/**
+ * @example
+ * ```ts
+ * const threads = new ThreadRegistry(deps);
+ * const { threadId } = await threads.start({ sandbox: "workspace-write" });
+ * ```
+ */
+export class ThreadRegistry {
+  private readonly threads = new Map<string, ThreadState>();
+
+  constructor(private readonly deps: ThreadDeps) {}
+
+  get(threadId: string): ThreadState | undefined {
+    return this.threads.get(threadId);
+  }
+
+  /** Start a thread (see `CodexAppServer.startThread`). */
+  async start(options: StartThreadOptions): Promise<ThreadInfo> {
+    const parsed = startThreadSchema.safeParse(options);
+    if (!parsed.success) invalidArgument("startThread options", parsed.error.issues);
+    const o = parsed.data;
+    await this.deps.ensureAlive();
+    const tools = o.dynamicTools ?? [];
+    const settings = threadSettingsOf(o);
+    const params = threadStartParams(settings, tools, { defaultCwd: this.deps.defaultCwd(), ephemeral: o.ephemeral });
+    const res = threadResultSchema.safeParse(await this.deps.rpcRequest("thread/start", params));
+    if (!res.success) throw new CodexAppServerError("INVALID_RESPONSE", "thread/start returned no thread id", { method: "thread/start" });
+    const threadId = res.data.thread.id;
+    this.threads.set(threadId, {
+      generation: this.deps.generation(),
+      tools: toolMap(tools),
+      settings: { ...settings, ...(params.cwd ? { cwd: params.cwd } : {}) },
+      ...defined({ model: res.data.model, modelProvider: res.data.modelProvider }),
+    });
+    this.deps.logger.info({ event: "codex.thread.started", threadId, tools: tools.length, sandbox: settings.sandbox }, "thread started");
+    return defined({ threadId, model: res.data.model, modelProvider: res.data.modelProvider });
+  }
+
+  /** Resume a thread, or reuse it when loaded with the same settings (see `CodexAppServer.resumeThread`). */
+  async resume(options: ResumeThreadOptions): Promise<ThreadInfo> {
+    const parsed = resumeThreadSchema.safeParse(options);
+    if (!parsed.success) invalidArgument("resumeThread options", parsed.error.issues);
+    const o = parsed.data;
+    await this.deps.ensureAlive();
+    const settings = threadSettingsOf(o);
+    const loaded = this.threads.get(o.threadId);
+    if (o.reuseLoaded && loaded && loaded.generation === this.deps.generation() && this.sameSettings(loaded.settings, settings)) {
+      if (o.dynamicTools) loaded.tools = toolMap(o.dynamicTools);
+      this.deps.logger.debug({ event: "codex.thread.reused", threadId: o.threadId }, "thread already loaded with these settings");
+      return defined({ threadId: o.threadId, model: loaded.model, modelProvider: loaded.modelProvider, reused: true });
+    }
+    return this.resumeWith(o.threadId, settings, o.dynamicTools);
+  }
+
+  /** Settings equal as Codex would apply them (an omitted cwd means the client's default cwd). */
+  private sameSettings(a: ThreadSettings, b: ThreadSettings): boolean {
+    const normal = (x: ThreadSettings) => canonicalJson({ ...x, cwd: x.cwd ?? this.deps.defaultCwd() });
+    return normal(a) === normal(b);
+  }
+
+  private async resumeWith(threadId: string, settings: ThreadSettings, tools?: DynamicToolSpec[]): Promise<ThreadInfo> {
+    const raw = await this.deps.rpcRequest("thread/resume", threadResumeParams(threadId, settings));
+    const res = threadResultSchema.safeParse(raw);
+    if (!res.success) throw new CodexAppServerError("INVALID_RESPONSE", "thread/resume returned no thread", { method: "thread/resume" });
+    const prev = this.threads.get(threadId);
+    this.threads.set(threadId, {
+      generation: this.deps.generation(),
+      tools: tools ? toolMap(tools) : (prev?.tools ?? new Map()),
+      settings,
+      ...defined({ model: res.data.model, modelProvider: res.data.modelProvider }),
+    });
+    this.deps.logger.info({ event: "codex.thread.resumed", threadId }, "thread resumed");
+    return defined({ threadId, model: res.data.model, modelProvider: res.data.modelProvider });
+  }
+
+  /** Replace the dynamic tool handlers of a thread (declarations stay as given at thread/start). */
+  setTools(threadId: string, tools: DynamicToolSpec[]): void {
+    const parsed = toolListSchema.safeParse(tools);
+    if (!parsed.success) invalidArgument("dynamic tools", parsed.error.issues);
+    const state = this.threads.get(threadId);
+    const map = toolMap(parsed.data);
+    if (state) state.tools = map;
+    else this.threads.set(threadId, { generation: -1, tools: map, settings: { approvalPolicy: "never", sandbox: "read-only" } });
+  }
+
+  /** Codex unloaded the thread (`thread/closed`): the next resume must really resume (tool handlers are kept). */
+  markUnloaded(threadId: string, generation: number): void {
+    const state = this.threads.get(threadId);
+    if (state && state.generation === generation) state.generation = -2;
+  }
+
+  /** A thread this client knows but whose process died must be resumed in the new process first. */
+  async reattach(threadId: string): Promise<void> {
+    const state = this.threads.get(threadId);
+    if (!state || state.generation === this.deps.generation() || state.generation === -1) return;
+    this.deps.logger.info({ event: "codex.thread.reattach", threadId }, "resuming thread in the restarted app-server");
+    await this.resumeWith(threadId, state.settings);
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * The state of one running turn in this client: notification buffering until `turn/start` is answered, the projector,
+ * the steer batcher, the host callbacks of the turn, the warnings raised, and its two watchdogs:
+ * - idle: no notification for `idleTimeoutMs` (off while a dynamic tool call runs; the call has its own bound);
+ * - retry without progress: only Codex retry errors (`error` with willRetry) for `retryWithoutProgressMs`. Each retry
+ *   notification would re-arm the idle timer, so without this a turn that cannot reach the model never ends.
+ */
+import type { CodexFileChange } from "./approvals.js";
+import type { ResolvedStartTurnOptions } from "./options.js";
+import type { IncomingNotification } from "./schemas.js";
+import type { SteerBatcher } from "./steering.js";
+import type { TurnProjector, TurnRecordCore, TurnRecordError } from "./turn-projector.js";
+import type { CodexTurnWarning } from "./warnings.js";
+
+/** A promise with its resolver. */
+export interface Deferred<T> {
+  promise: Promise<T>;
+  resolve: (v: T) => void;
+}
+
+/**
+ * @example
+ * ```ts
+ * const d = deferred<number>(); setTimeout(() => d.resolve(1)); await d.promise;
+ * ```
+ */
+export function deferred<T>(): Deferred<T> {
+  let resolve!: (v: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/** How a turn ends when this client decides it (timeouts, exit, close). */
+export interface RunOverride {
+  codexStatus: TurnRecordCore["codexStatus"];
+  error?: TurnRecordError;
+}
+
+/** Per-turn settings of a {@link TurnRun}. */
+export interface TurnRunSettings {
+  threadId: string;
+  generation: number;
+  originalPrompt: string;
+  idleTimeoutMs: number;
+  model: string | undefined;
+  provider: string | undefined;
+  options: ResolvedStartTurnOptions;
+}
+
+/**
+ * One turn of this client, from `turn/start` to its record.
+ *
+ * @example
+ * ```ts
+ * const run = new TurnRun({ threadId, generation, originalPrompt, idleTimeoutMs, model, provider, options });
+ * ```
+ */
+export class TurnRun {
+  state: "starting" | "running" | "done" = "starting";
+  turnId: string | undefined;
+  projector: TurnProjector | undefined;
+  readonly buffer: IncomingNotification[] = [];
+  readonly completion = deferred<TurnRecordCore>();
+  batcher: SteerBatcher | undefined;
+  idleTimer: NodeJS.Timeout | undefined;
+  retryTimer: NodeJS.Timeout | undefined;
+  graceTimer: NodeJS.Timeout | undefined;
+  toolCallsInFlight = 0;
+  /** Set once we decided how this turn ends (idle/retry timeout); turn/completed then only finishes it. */
+  pendingOverride: { codexStatus: "timedOut"; error: TurnRecordError } | undefined;
+  readonly acceptedAt = Date.now();
+  readonly warnings: CodexTurnWarning[] = [];
+  /** File changes of `fileChange` items seen in this turn, by item id (their approval requests do not carry them). */
+  readonly fileChanges = new Map<string, CodexFileChange[]>();
+  readonly threadId: string;
+  readonly generation: number;
+  readonly originalPrompt: string;
+  readonly idleTimeoutMs: number;
+  readonly model: string | undefined;
+  readonly provider: string | undefined;
+  readonly options: ResolvedStartTurnOptions;
+
+  constructor(s: TurnRunSettings) {
+    this.threadId = s.threadId;
+    this.generation = s.generation;
+    this.originalPrompt = s.originalPrompt;
+    this.idleTimeoutMs = s.idleTimeoutMs;
+    this.model = s.model;
+    this.provider = s.provider;
+    this.options = s.options;
+  }
+
+  /** Record a warning and tell the host (a throwing `onWarning` is ignored). */
+  warn(w: Omit<CodexTurnWarning, "threadId" | "turnId">): void {
+    const warning: CodexTurnWarning = { ...w, threadId: this.threadId, ...(this.turnId !== undefined ? { turnId: this.turnId } : {}) };
+    this.warnings.push(warning);
+    try {
+      this.options.onWarning?.(warning);
+    } catch {
+      /* an observer never breaks the turn */
+    }
+  }
+
+  clearTimers(): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    if (this.graceTimer) clearTimeout(this.graceTimer);
+    this.idleTimer = this.retryTimer = this.graceTimer = undefined;
+  }
+
+  /** (Re)arm the idle watchdog; off while a tool call runs or once the end is decided. */
+  armIdle(onIdle: () => void): void {
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = undefined;
+    if (this.state !== "running" || this.pendingOverride || this.toolCallsInFlight > 0) return;
+    this.idleTimer = setTimeout(onIdle, this.idleTimeoutMs);
+  }
+
+  /**
+   * Track retry-without-progress: a retry notification starts the watchdog (if not running), anything else the turn
+   * produced stops it.
+   */
+  noteActivity(n: IncomingNotification, onStall: () => void): void {
+    if (isRetryNotification(n)) {
+      if (!this.retryTimer && !this.pendingOverride && this.state === "running") {
+        this.retryTimer = setTimeout(onStall, this.options.retryWithoutProgressMs);
+      }
+      return;
+    }
+    if (n.method === "thread/status/changed") return;
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+    this.retryTimer = undefined;
+  }
+
+  /** Remember the changes of a `fileChange` item for its approval request. */
+  noteFileChanges(n: IncomingNotification): void {
+    if (!n.consumed || (n.method !== "item/started" && n.method !== "item/completed")) return;
+    const item = n.params.item as { type?: string; id?: string; changes?: unknown };
+    if (item.type !== "fileChange" || typeof item.id !== "string" || !Array.isArray(item.changes)) return;
+    this.fileChanges.set(item.id, item.changes.map(toFileChange));
+  }
+}
+
+function toFileChange(raw: unknown): CodexFileChange {
+  const c = (raw ?? {}) as { path?: unknown; kind?: { type?: unknown; move_path?: unknown }; diff?: unknown };
+  return {
+    path: typeof c.path === "string" ? c.path : "",
+    kind: typeof c.kind?.type === "string" ? c.kind.type : "update",
+    ...(typeof c.diff === "string" ? { diff: c.diff } : {}),
+    ...(typeof c.kind?.move_path === "string" ? { movePath: c.kind.move_path } : {}),
+  };
+}
+
+/**
+ * An `error` notification Codex sends while it retries (reconnecting to the model).
+ *
+ * @example
+ * ```ts
+ * if (isRetryNotification(n)) console.log("codex is retrying");
+ * ```
+ */
+export function isRetryNotification(n: IncomingNotification): boolean {
+  return n.method === "error" && (n.params as { willRetry?: boolean }).willRetry === true;
+}

@@ -1,0 +1,286 @@
+/**
+ * Running turns of one client: `turn/start` and acceptance, notification routing into each turn's projector, steering,
+ * interrupts, the idle and retry watchdogs, and how a turn ends. One turn per thread at a time.
+ */
+import type { Logger } from "pino";
+import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
+import { CodexAppServerError } from "./errors.js";
+import type { TurnInterruptParams } from "./protocol/v2/TurnInterruptParams.js";
+import type { TurnStartParams } from "./protocol/v2/TurnStartParams.js";
+import type { TurnSteerParams } from "./protocol/v2/TurnSteerParams.js";
+import { turnStartResultSchema, turnSteerResultSchema, type IncomingNotification } from "./schemas.js";
+import { SteerBatcher, type SteerResult } from "./steering.js";
+import { defined } from "./thread-params.js";
+import { TurnProjector, type TurnRecordCore, type TurnRecordError } from "./turn-projector.js";
+import type { RunOverride, TurnRun } from "./turn-run.js";
+import type { CodexTurnWarning } from "./warnings.js";
+
+/** A running turn. */
+export interface CodexTurn {
+  threadId: string;
+  turnId: string;
+  /** Steer the running turn (batched, see {@link SteerBatcher}); texts Codex did not take come back as `followUp`. */
+  steer(text: string): Promise<SteerResult>;
+  /** Ask Codex to interrupt; `completion` then resolves ("interrupted", or "timedOut" after `graceMs`). */
+  interrupt(options?: { graceMs?: number }): Promise<void>;
+  /** Resolves (never rejects) when the turn ended, however it ended. */
+  completion: Promise<TurnRecordCore>;
+  readonly done: boolean;
+  /** Warnings raised so far (tool timeouts, non-string results, failed callbacks...); see `onWarning`. */
+  readonly warnings: readonly CodexTurnWarning[];
+}
+
+/** What the runner needs from the client. */
+export interface TurnRunnerDeps {
+  logger: Logger;
+  rpcRequest(method: "turn/start" | "turn/steer" | "turn/interrupt", params: unknown, timeoutMs?: number): Promise<unknown>;
+  /** Generation of the live process, `undefined` when none is alive. */
+  liveGeneration(): number | undefined;
+  requestTimeoutMs: number;
+  idleInterruptGraceMs: number;
+}
+
+/** Input of one `turn/start`. */
+export interface TurnStartInput {
+  text: string;
+  additionalContext?: Record<string, AdditionalContextEntry> | undefined;
+  model?: string | undefined;
+  effort?: string | undefined;
+  sandboxPolicy?: TurnStartParams["sandboxPolicy"];
+}
+
+/**
+ * @example
+ * ```ts
+ * const runner = new TurnRunner(deps);
+ * const turn = await runner.start(run, { text: "hello" });
+ * ```
+ */
+export class TurnRunner {
+  private readonly runs = new Map<string, TurnRun>();
+
+  constructor(private readonly deps: TurnRunnerDeps) {}
+
+  /** The turn of `threadId` that has not ended, if any. */
+  active(threadId: string): TurnRun | undefined {
+    const run = this.runs.get(threadId);
+    return run && run.state !== "done" ? run : undefined;
+  }
+
+  activeCount(): number {
+    return [...this.runs.values()].filter((r) => r.state !== "done").length;
+  }
+
+  /**
+   * Send `turn/start` for `run` (registered first: notifications may arrive before the response, P11) and return the
+   * handle once Codex accepted it. Rejects with TURN_START_REJECTED when Codex refused.
+   */
+  async start(run: TurnRun, input: TurnStartInput): Promise<CodexTurn> {
+    this.runs.set(run.threadId, run);
+    const params: TurnStartParams = defined({
+      threadId: run.threadId,
+      input: [{ type: "text" as const, text: input.text, text_elements: [] }],
+      additionalContext: input.additionalContext,
+      model: input.model,
+      effort: input.effort,
+      sandboxPolicy: input.sandboxPolicy,
+    });
+    let raw: unknown;
+    try {
+      raw = await this.deps.rpcRequest("turn/start", params);
+    } catch (err) {
+      this.drop(run);
+      throw this.startError(run, err);
+    }
+    const res = turnStartResultSchema.safeParse(raw);
+    if (!res.success) {
+      this.drop(run);
+      throw new CodexAppServerError("INVALID_RESPONSE", "turn/start returned no turn id", { method: "turn/start" });
+    }
+    this.accept(run, res.data.turn.id);
+    return this.handleFor(run, res.data.turn.id);
+  }
+
+  private drop(run: TurnRun): void {
+    if (this.runs.get(run.threadId) === run) this.runs.delete(run.threadId);
+    run.state = "done";
+  }
+
+  private startError(run: TurnRun, err: unknown): unknown {
+    if (!(err instanceof CodexAppServerError) || err.code !== "RPC_ERROR") return err;
+    this.deps.logger.warn({ event: "codex.turn.rejected", threadId: run.threadId, rpcCode: err.rpcCode }, "turn/start rejected");
+    return new CodexAppServerError("TURN_START_REJECTED", `codex rejected turn/start: ${err.rpcMessage ?? err.message}`, {
+      method: "turn/start",
+      ...(err.rpcCode !== undefined ? { rpcCode: err.rpcCode } : {}),
+      ...(err.rpcMessage !== undefined ? { rpcMessage: err.rpcMessage } : {}),
+      ...(err.stderrTail !== undefined ? { stderrTail: err.stderrTail } : {}),
+      cause: err,
+    });
+  }
+
+  private accept(run: TurnRun, turnId: string): void {
+    run.turnId = turnId;
+    run.state = "running";
+    run.projector = new TurnProjector(
+      defined({
+        threadId: run.threadId,
+        turnId,
+        originalPrompt: run.originalPrompt,
+        model: run.model,
+        provider: run.provider,
+        fallbackTimestamp: run.acceptedAt,
+      }),
+    );
+    run.batcher = new SteerBatcher({
+      quietWindowMs: run.options.steerQuietWindowMs,
+      logger: this.deps.logger,
+      send: (text) => this.sendSteer(run, text),
+    });
+    this.deps.logger.info({ event: "codex.turn.started", threadId: run.threadId, turnId }, "turn accepted");
+    this.armIdle(run);
+    for (const n of run.buffer.splice(0)) this.apply(run, n);
+    // The process may have died between the response and now.
+    if (this.deps.liveGeneration() !== run.generation) {
+      this.finish(run, { codexStatus: "failed", error: { message: "codex app-server exited", code: "PROCESS_EXITED" } });
+    }
+  }
+
+  private handleFor(run: TurnRun, turnId: string): CodexTurn {
+    return {
+      threadId: run.threadId,
+      turnId,
+      steer: (text: string) => {
+        if (typeof text !== "string" || text.length === 0) {
+          return Promise.reject(new CodexAppServerError("INVALID_ARGUMENT", "steer text must be a non-empty string", { field: "text" }));
+        }
+        return run.batcher!.steer(text);
+      },
+      interrupt: (options) => this.interrupt(run, options?.graceMs ?? 10_000),
+      completion: run.completion.promise,
+      get done() {
+        return run.state === "done";
+      },
+      get warnings() {
+        return run.warnings;
+      },
+    };
+  }
+
+  private async sendSteer(run: TurnRun, text: string): Promise<{ accepted: true } | { accepted: false; reason: string }> {
+    if (run.state !== "running" || run.generation !== this.deps.liveGeneration()) return { accepted: false, reason: "turn ended" };
+    const params: TurnSteerParams = { threadId: run.threadId, expectedTurnId: run.turnId!, input: [{ type: "text", text, text_elements: [] }] };
+    try {
+      const res = turnSteerResultSchema.safeParse(await this.deps.rpcRequest("turn/steer", params));
+      if (res.success && res.data.turnId === run.turnId) {
+        this.deps.logger.info({ event: "codex.turn.steered", threadId: run.threadId, turnId: run.turnId }, "steer accepted");
+        return { accepted: true };
+      }
+      return { accepted: false, reason: "turn/steer answered for a different turn" };
+    } catch (err) {
+      const reason = err instanceof CodexAppServerError ? (err.rpcMessage ?? err.code) : String(err);
+      this.deps.logger.info({ event: "codex.turn.steerRejected", threadId: run.threadId, turnId: run.turnId }, "steer not taken");
+      return { accepted: false, reason };
+    }
+  }
+
+  private async interrupt(run: TurnRun, graceMs: number): Promise<void> {
+    if (run.state !== "running") return;
+    const params: TurnInterruptParams = { threadId: run.threadId, turnId: run.turnId! };
+    try {
+      await this.deps.rpcRequest("turn/interrupt", params);
+    } catch (err) {
+      const code = (err as CodexAppServerError).code;
+      this.deps.logger.warn({ event: "codex.turn.interruptFailed", threadId: run.threadId, turnId: run.turnId, code }, "turn/interrupt failed");
+    }
+    if (run.state === "running" && !run.graceTimer) {
+      run.graceTimer = setTimeout(() => {
+        this.finish(run, { codexStatus: "timedOut", error: { message: `turn did not end within ${graceMs} ms of the interrupt`, code: "interruptTimeout" } });
+      }, graceMs);
+    }
+  }
+
+  /** Re-arm the idle watchdog of `run` (called on every notification and around tool calls). */
+  armIdle(run: TurnRun): void {
+    run.armIdle(() => void this.endByWatchdog(run, { message: `no notification for ${run.idleTimeoutMs} ms; the turn was interrupted`, code: "idleTimeout" }));
+  }
+
+  /** A watchdog fired: interrupt (bounded), then end the turn as timedOut with `error` if Codex does not end it. */
+  private async endByWatchdog(run: TurnRun, error: TurnRecordError): Promise<void> {
+    if (run.state !== "running" || run.pendingOverride) return;
+    run.pendingOverride = { codexStatus: "timedOut", error };
+    const { threadId, turnId } = run;
+    this.deps.logger.warn({ event: `codex.turn.${error.code}`, threadId, turnId }, "turn stalled; interrupting");
+    try {
+      const params: TurnInterruptParams = { threadId, turnId: turnId! };
+      await this.deps.rpcRequest("turn/interrupt", params, Math.min(5_000, this.deps.requestTimeoutMs));
+    } catch {
+      /* best effort */
+    }
+    if (run.state !== "running") return;
+    // Wait briefly for Codex to end the turn so the next turn/start does not land in it.
+    run.graceTimer = setTimeout(() => this.finish(run, run.pendingOverride!), this.deps.idleInterruptGraceMs);
+  }
+
+  /** Route a notification of `generation`'s process to the turn of its thread. */
+  onNotification(threadId: string, generation: number, n: IncomingNotification): void {
+    const run = this.runs.get(threadId);
+    if (!run || run.generation !== generation) return;
+    if (run.state === "starting") run.buffer.push(n);
+    else if (run.state === "running") this.apply(run, n);
+  }
+
+  private apply(run: TurnRun, n: IncomingNotification): void {
+    const projector = run.projector!;
+    if (!projector.matches(n)) return;
+    run.noteFileChanges(n);
+    run.noteActivity(n, () => {
+      const error = { message: `codex retried for ${run.options.retryWithoutProgressMs} ms without progress; the turn was interrupted`, code: "retryWithoutProgress" };
+      void this.endByWatchdog(run, error);
+    });
+    for (const e of projector.apply(n)) {
+      try {
+        run.options.onEvent?.(e);
+      } catch (err) {
+        this.deps.logger.error({ event: "codex.onEventError", type: e.type, errName: err instanceof Error ? err.name : typeof err }, "onEvent callback threw");
+      }
+    }
+    if (projector.completed) this.finish(run);
+    else this.armIdle(run);
+  }
+
+  /** End `run` (idempotent): stop its timers and steering, resolve its completion with the projected record. */
+  finish(run: TurnRun, override?: RunOverride): void {
+    if (run.state === "done") return;
+    const wasStarting = run.state === "starting";
+    run.state = "done";
+    run.clearTimers();
+    run.batcher?.close(override ? `turn ${override.codexStatus}` : "turn completed");
+    if (this.runs.get(run.threadId) === run) this.runs.delete(run.threadId);
+    if (wasStarting || !run.projector) return;
+    const record = run.projector.finish(run.pendingOverride ?? override);
+    this.deps.logger.info(
+      {
+        event: "codex.turn.completed",
+        threadId: record.threadId,
+        turnId: record.turnId,
+        codexStatus: record.codexStatus,
+        itemCount: record.items.length,
+        messageCount: record.messagesSnapshot.length,
+        compactions: record.compactions.length,
+        warnings: run.warnings.length,
+        errorCode: record.error?.code ?? record.error?.codexErrorInfo,
+        durationMs: Date.now() - run.acceptedAt,
+      },
+      "turn ended",
+    );
+    run.completion.resolve(record);
+  }
+
+  /** End every running turn (of `generation`, or all) with `override`. */
+  finishAll(override: RunOverride, generation?: number): void {
+    for (const run of [...this.runs.values()]) {
+      if (generation !== undefined && (run.generation !== generation || run.state !== "running")) continue;
+      this.finish(run, override);
+    }
+  }
+}

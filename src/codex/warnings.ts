@@ -1,0 +1,42 @@
+/**
+ * Warnings a turn raises without failing: a host callback or tool misbehaved and the client decided for it. They carry
+ * ids, names and counts only (never tool arguments, results or prompt text), so a host may log them as they are.
+ */
+
+/** What went wrong. */
+export type CodexTurnWarningCode =
+  /** A dynamic tool handler did not answer within `toolCallTimeoutMs`; Codex got a "timed out" tool result. */
+  | "toolCallTimeout"
+  /** A dynamic tool handler returned something other than a string; Codex got an error result naming the type. */
+  | "toolResultNotString"
+  /** `beforeToolCall` / `afterToolCall` threw, timed out or returned a malformed decision; it was ignored. */
+  | "toolInterceptorFailed"
+  /** `onApproval` did not decide within `approvalTimeoutMs`; the request was denied. */
+  | "approvalTimeout"
+  /** `onApproval` threw or returned something else than "approve" / "approveForSession" / "deny"; denied. */
+  | "approvalCallbackFailed"
+  /** `onUserInput` threw, timed out or returned a malformed answer; the request was declined. */
+  | "userInputCallbackFailed"
+  /** Outgoing text held lone UTF-16 surrogates; they were replaced with U+FFFD (see json-safe.ts). */
+  | "loneSurrogatesReplaced";
+
+/**
+ * One warning of a running turn (also on `CodexTurn.warnings` and passed to `StartTurnOptions.onWarning`).
+ *
+ * @example
+ * ```ts
+ * const turn = await server.startTurn({ threadId, text, onWarning: (w) => logger.warn(w, "codex turn warning") });
+ * ```
+ */
+export interface CodexTurnWarning {
+  code: CodexTurnWarningCode;
+  /** Fixed text naming what happened; never content. */
+  message: string;
+  threadId: string;
+  turnId?: string;
+  /** The dynamic tool concerned. */
+  tool?: string;
+  callId?: string;
+  /** The approval / user-input item concerned. */
+  itemId?: string;
+}
