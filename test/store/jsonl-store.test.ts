@@ -1,0 +1,254 @@
+import { promises as fsp } from "node:fs";
+import path from "node:path";
+import { SessionManager } from "@mariozechner/pi-coding-agent";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import type { AgentMessage } from "../../src/context-engine/types.js";
+import { createJsonlSessionStore, type SessionStore } from "../../src/store/session-store.js";
+import { SessionFileError } from "../../src/transcript/errors.js";
+import { mirrorKeysForTurn } from "../../src/transcript/mirror.js";
+import { sessionSidecarPaths } from "../../src/transcript/paths.js";
+import { historyFromTranscript, invalidateSessionIndex, readSessionTranscript } from "../../src/transcript/session-file.js";
+import { captureLogger, tempDir } from "../transcript/helpers.js";
+import { turnMessages } from "../transcript/fixtures/turn-messages.js";
+
+let dir: string;
+let file: string;
+let store: SessionStore;
+beforeEach(async () => {
+  dir = await tempDir("ctm-store-");
+  file = path.join(dir, "s.jsonl");
+  invalidateSessionIndex();
+  store = createJsonlSessionStore({ sessionFile: file, sessionId: "s1", cwd: dir });
+});
+afterEach(async () => {
+  await fsp.rm(dir, { recursive: true, force: true });
+});
+
+async function rejection(p: Promise<unknown>): Promise<SessionFileError> {
+  const err = await p.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(SessionFileError);
+  return err as SessionFileError;
+}
+
+/** A v3 file written by hand: header, then entries given as objects. */
+async function writeFile(entries: Array<Record<string, unknown>>, header: Record<string, unknown> = { type: "session", version: 3, id: "s1", timestamp: "2026-01-01T00:00:00.000Z", cwd: dir }): Promise<void> {
+  await fsp.writeFile(file, [header, ...entries].map((e) => JSON.stringify(e)).join("\n") + "\n");
+}
+
+function msgEntry(id: string, parentId: string | null, text: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { type: "message", id, parentId, timestamp: "2026-01-01T00:00:01.000Z", message: { role: "user", content: text, timestamp: 1 }, ...extra };
+}
+
+describe("readHistory and appendTurn", () => {
+  it("a missing transcript is an empty history and reading never creates it", async () => {
+    const h = await store.readHistory();
+    expect(h).toMatchObject({ messages: [], origins: [], entryCount: 0, lastEntryId: undefined, skippedEntries: 0, warnings: [] });
+    await expect(fsp.stat(file)).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("mirrors a turn once, and the next history is the snapshot with its origins and the file's tail", async () => {
+    const t1 = turnMessages("thr", "t1");
+    const first = await store.appendTurn({ threadId: "thr", turnId: "t1", messages: t1 });
+    expect(first).toMatchObject({ appended: 5, skipped: 0, entryCount: 5 });
+    expect(first.lastEntryId).toBe(first.entryIds[4]);
+    const again = await store.appendTurn({ threadId: "thr", turnId: "t1", messages: t1 });
+    expect(again).toMatchObject({ appended: 0, skipped: 5, entryIds: first.entryIds, entryCount: 5, lastEntryId: first.lastEntryId });
+
+    const h = await store.readHistory();
+    expect(h.messages).toEqual(t1);
+    expect(h.origins).toEqual(t1.map(() => ({ threadId: "thr", turnId: "t1" })));
+    expect(h.entryCount).toBe(5);
+    expect(h.lastEntryId).toBe(first.lastEntryId);
+  });
+
+  it("hands out deeply frozen messages: a mutation throws and the next read is unchanged", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    const h = await store.readHistory();
+    const toolCall = h.messages[2] as unknown as { content: Array<{ arguments: { q: string } }> };
+    expect(() => {
+      toolCall.content[0]!.arguments.q = "changed";
+    }).toThrow(TypeError);
+    expect(() => (h.messages as AgentMessage[]).push(h.messages[0]!)).toThrow(TypeError);
+    expect(Object.isFrozen(h.origins[0])).toBe(true);
+    expect((await store.readHistory()).messages).toEqual(turnMessages("thr", "t1"));
+  });
+
+  it("parses only what was appended: an unchanged file returns the same history, a grown one reuses the earlier messages", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    const a = await store.readHistory();
+    expect(await store.readHistory()).toBe(a);
+
+    // Another writer (pi) appends; the store sees it without re-reading the start (same message objects).
+    const sm = SessionManager.open(file, dir);
+    sm.appendMessage({ role: "user", content: "from pi", timestamp: 7 } as Parameters<SessionManager["appendMessage"]>[0]);
+    await store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") });
+    const b = await store.readHistory();
+    expect(b.messages.length).toBe(11);
+    for (let i = 0; i < 5; i++) expect(b.messages[i]).toBe(a.messages[i]);
+    expect(b.origins[5]).toBeNull();
+
+    // The incremental result equals a cold full parse.
+    invalidateSessionIndex();
+    const cold = await store.readHistory();
+    expect(cold).not.toBe(b);
+    expect(cold).toEqual(b);
+    expect(b.messages).toEqual(SessionManager.open(file, dir).buildSessionContext().messages);
+  });
+
+  it("a file replaced by another of the same size is parsed again, not served from the cache", async () => {
+    await writeFile([msgEntry("aaaaaaaa", null, "one")]);
+    expect((await store.readHistory()).messages).toMatchObject([{ content: "one" }]);
+    await writeFile([msgEntry("aaaaaaaa", null, "two")]);
+    const later = new Date(Date.now() + 5_000);
+    await fsp.utimes(file, later, later);
+    expect((await store.readHistory()).messages).toMatchObject([{ content: "two" }]);
+  });
+});
+
+describe("what a turn must not append to", () => {
+  for (const version of [1, 2, 4]) {
+    it(`a version ${version} transcript: SESSION_VERSION_UNSUPPORTED from readHistory and appendTurn, file untouched`, async () => {
+      await writeFile([msgEntry("aaaaaaaa", null, "old")], { type: "session", version, id: "s1", timestamp: "2026-01-01T00:00:00.000Z" });
+      const before = await fsp.readFile(file);
+      expect((await rejection(store.readHistory())).code).toBe("SESSION_VERSION_UNSUPPORTED");
+      const err = await rejection(store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") }));
+      expect(err.code).toBe("SESSION_VERSION_UNSUPPORTED");
+      expect(await fsp.readFile(file)).toEqual(before);
+    });
+  }
+
+  it("another session's transcript: SESSION_ID_MISMATCH, nothing appended", async () => {
+    await writeFile([msgEntry("aaaaaaaa", null, "theirs")], { type: "session", version: 3, id: "other", timestamp: "2026-01-01T00:00:00.000Z" });
+    const before = await fsp.readFile(file);
+    const err = await rejection(store.readHistory());
+    expect(err.code).toBe("SESSION_ID_MISMATCH");
+    expect(err.message).toContain('"other"');
+    expect((await rejection(store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") }))).code).toBe("SESSION_ID_MISMATCH");
+    expect((await rejection(store.appendCompaction({ summary: "s", firstKeptEntryId: "aaaaaaaa", tokensBefore: 1 }))).code).toBe("SESSION_ID_MISMATCH");
+    expect(await fsp.readFile(file)).toEqual(before);
+  });
+});
+
+describe("validation at the boundary", () => {
+  it("malformed entries are skipped and counted, the entries before them stay in the context", async () => {
+    await writeFile([
+      msgEntry("aaaaaaaa", null, "first"),
+      { type: "message", id: "bbbbbbbb", parentId: "aaaaaaaa", timestamp: "2026-01-01T00:00:02.000Z" }, // no message
+      { type: "compaction", id: "cccccccc", parentId: "bbbbbbbb", timestamp: "2026-01-01T00:00:03.000Z", summary: "x", firstKeptEntryId: "aaaaaaaa", tokensBefore: "many" },
+      msgEntry("dddddddd", "cccccccc", "last"),
+    ]);
+    const log = captureLogger();
+    const h = await createJsonlSessionStore({ sessionFile: file, sessionId: "s1", logger: log.logger }).readHistory();
+    expect(h.messages).toMatchObject([{ content: "first" }, { content: "last" }]);
+    expect(h.skippedEntries).toBe(2);
+    expect(h.entryCount).toBe(4);
+    expect(h.lastEntryId).toBe("dddddddd");
+    expect(h.warnings).toEqual([expect.stringContaining("2 malformed entries skipped (lines 3, 4)")]);
+    expect(h.warnings.join(" ")).not.toContain("first");
+  });
+
+  it("a mid-file parentId null starts a new root as in pi, with a warning", async () => {
+    await writeFile([msgEntry("aaaaaaaa", null, "before"), msgEntry("bbbbbbbb", null, "new root"), msgEntry("cccccccc", "bbbbbbbb", "after")]);
+    const h = await store.readHistory();
+    expect(h.messages).toMatchObject([{ content: "new root" }, { content: "after" }]);
+    expect(h.messages).toEqual(SessionManager.open(file, dir).buildSessionContext().messages);
+    expect(h.warnings).toEqual([expect.stringContaining("parentId null (lines 3)")]);
+  });
+});
+
+describe("compaction, custom messages and native tools", () => {
+  it("custom and native-tool messages round-trip, custom ones as pi custom_message entries", async () => {
+    const t = 1_770_000_000_000;
+    const messages = [
+      { role: "user", content: "do it", timestamp: t },
+      { role: "custom", customType: "codex.plan", content: "1. look\n2. patch", display: true, timestamp: t + 1 },
+      { role: "assistant", content: [{ type: "toolCall", id: "call_1", name: "shell", arguments: { command: ["ls"] } }], timestamp: t + 2 },
+      { role: "toolResult", toolCallId: "call_1", toolName: "shell", content: [{ type: "text", text: "a.txt" }], isError: false, timestamp: t + 3 },
+      { role: "assistant", content: [{ type: "toolCall", id: "call_2", name: "mcp:files/read", arguments: { path: "a.txt" } }], timestamp: t + 4 },
+      { role: "toolResult", toolCallId: "call_2", toolName: "mcp:files/read", content: [{ type: "text", text: "hello" }], isError: true, timestamp: t + 5 },
+    ] as unknown as AgentMessage[];
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages });
+    const lines = (await fsp.readFile(file, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => l.type)).toEqual(["session", "message", "custom_message", "message", "message", "message", "message"]);
+    expect(lines[2]).toMatchObject({ customType: "codex.plan", content: "1. look\n2. patch", display: true, timestamp: new Date(t + 1).toISOString() });
+    expect(lines.slice(1).map((l) => l.idempotencyKey)).toEqual(mirrorKeysForTurn("thr", "t1", messages));
+    const h = await store.readHistory();
+    expect(h.messages).toEqual(messages);
+    expect(SessionManager.open(file, dir).buildSessionContext().messages).toEqual(h.messages);
+  });
+
+  it("appendCompaction writes a pi compaction entry the next history starts from", async () => {
+    const t1 = await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    const t2 = await store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") });
+    const id = await store.appendCompaction({ summary: "earlier work", firstKeptEntryId: t2.entryIds[0]!, tokensBefore: 5000, details: { engine: "window" } });
+    const h = await store.readHistory();
+    expect(h.lastEntryId).toBe(id);
+    expect(h.entryCount).toBe(11);
+    expect(h.messages[0]).toMatchObject({ role: "compactionSummary", summary: "earlier work", tokensBefore: 5000 });
+    expect(h.messages.slice(1)).toEqual(turnMessages("thr", "t2"));
+    expect(h.origins[0]).toBeNull();
+    expect(t1.entryIds).toHaveLength(5);
+
+    const err = await rejection(store.appendCompaction({ summary: "s", firstKeptEntryId: "nope0000", tokensBefore: 1 }));
+    expect(err.code).toBe("SESSION_INVALID_ARGUMENT");
+    expect(err.message).toContain("firstKeptEntryId");
+    expect((await rejection(store.appendCompaction({ summary: "s", firstKeptEntryId: id, tokensBefore: -1 }))).message).toContain("tokensBefore");
+  });
+});
+
+describe("sidecars", () => {
+  it("listPending: a corrupt record set is reported read-only and moved aside (with a warning) otherwise", async () => {
+    const pending = sessionSidecarPaths(file).pendingFinalize;
+    await fsp.writeFile(pending, "{not json");
+    expect((await rejection(store.listPending({ readOnly: true }))).code).toBe("SESSION_PENDING_INVALID");
+    expect(await fsp.readFile(pending, "utf8")).toBe("{not json");
+    const log = captureLogger();
+    const s2 = createJsonlSessionStore({ sessionFile: file, sessionId: "s1", logger: log.logger });
+    expect(await s2.listPending()).toEqual([]);
+    await expect(fsp.stat(pending)).rejects.toMatchObject({ code: "ENOENT" });
+    expect(await fsp.readFile(`${pending}.corrupt-1`, "utf8")).toBe("{not json");
+    expect(log.events()).toContain("transcript.pending.moved_aside");
+  });
+
+  it("readBinding readOnly leaves a corrupt binding in place", async () => {
+    const binding = sessionSidecarPaths(file).binding;
+    await fsp.writeFile(binding, "garbage");
+    expect(await store.readBinding({ readOnly: true })).toBeUndefined();
+    expect(await fsp.readFile(binding, "utf8")).toBe("garbage");
+  });
+
+  it("pending records keep their snapshot and ingest progress until completed", async () => {
+    const messages = turnMessages("thr", "t1");
+    await store.recordPending({ threadId: "thr", turnId: "t1", prePromptMessageCount: 0, messageCount: 5, status: "completed", messages });
+    const keys = mirrorKeysForTurn("thr", "t1", messages);
+    await store.markPendingIngested("t1", keys.slice(0, 2));
+    await store.markPendingIngested("t1", keys.slice(1, 3));
+    const [rec] = await store.listPending();
+    expect(rec).toMatchObject({ turnId: "t1", messages, ingestedKeys: keys.slice(0, 3) });
+    expect(await store.completePending("t1")).toBe(true);
+    expect(await store.listPending()).toEqual([]);
+  });
+
+  it("writes after the store's lock was released throw SESSION_LOCK_COMPROMISED and write nothing", async () => {
+    const lock = await store.acquireLock();
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    await lock.release();
+    const before = await fsp.readFile(file);
+    expect((await rejection(store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") }))).code).toBe("SESSION_LOCK_COMPROMISED");
+    expect(await fsp.readFile(file)).toEqual(before);
+  });
+});
+
+describe("agreement with the whole-file reader", () => {
+  it("readHistory equals readSessionTranscript's history", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    await store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") });
+    const h = await store.readHistory();
+    const full = historyFromTranscript(await readSessionTranscript(file));
+    expect(h.messages).toEqual(full.messages);
+    expect(h.origins).toEqual(full.origins);
+  });
+});
