@@ -1,9 +1,9 @@
 /** Content identity: what the model sees decides "held", never metadata. */
 import { describe, expect, it } from "vitest";
-import type { AgentMessage } from "../../src/context-engine/types.js";
+import type { AgentMessage, AssistantMessage } from "../../src/context-engine/types.js";
 import { ContentSet, cachedContentKey, messageContentKey } from "../../src/projection/identity.js";
 
-const assistant: AgentMessage = {
+const assistant: AssistantMessage = {
   role: "assistant",
   content: [
     { type: "text", text: "Looking it up." },
