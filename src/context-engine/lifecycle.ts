@@ -5,7 +5,15 @@
  * receives an AbortSignal where the contract allows one.
  */
 import type { TurnUsage } from "../../machines/turn.contract.js";
-import type { AgentMessage, AssembleResult, ContextEngine, ContextEngineRuntimeContext, PromptCacheInfo } from "./types.js";
+import { mirrorKeysForTurn } from "../transcript/mirror.js";
+import type {
+  AgentMessage,
+  AssembleResult,
+  ContextEngine,
+  ContextEngineRuntimeContext,
+  ContextEngineRuntimeSettings,
+  PromptCacheInfo,
+} from "./types.js";
 import {
   bootstrapResultSchema,
   ingestBatchResultSchema,
@@ -36,6 +44,22 @@ export class EngineCallAbortedError extends Error {
 }
 
 export const DEFAULT_ENGINE_CALL_TIMEOUT_MS = 60_000;
+
+/**
+ * A warning line for a failed engine call that keeps the engine's own message (engines explain themselves there:
+ * "missing token budget in compact params", "database locked"). Timeouts and aborts have their own messages.
+ *
+ * @example
+ * ```ts
+ * describeEngineError("assemble", new Error("database locked")); // "context engine assemble() failed: database locked"
+ * ```
+ */
+export function describeEngineError(method: string, error: unknown): string {
+  if (error instanceof EngineCallTimeoutError || error instanceof EngineCallAbortedError) return error.message;
+  const text = error instanceof Error ? error.message : String(error);
+  if (text.startsWith("context engine ")) return text.replace(/\s+/g, " ").trim();
+  return `context engine ${method}() failed: ${text.replace(/\s+/g, " ").trim() || (error instanceof Error ? error.name : "unknown error")}`;
+}
 
 /**
  * Call an engine method bounded by a timeout and an abort signal. The engine's promise is not cancelled (the
@@ -87,9 +111,12 @@ interface EngineIds {
   sessionFile: string;
   signal?: AbortSignal;
   timeoutMs?: number;
+  /** OpenClaw's typed runtime settings ({@link buildHarnessContextEngineRuntimeSettings}); passed where OpenClaw passes them. */
+  runtimeSettings?: ContextEngineRuntimeSettings;
 }
 
 const withKey = (sessionKey: string | undefined) => (sessionKey !== undefined ? { sessionKey } : {});
+const withSettings = (runtimeSettings: ContextEngineRuntimeSettings | undefined) => (runtimeSettings ? { runtimeSettings } : {});
 
 /**
  * Usage as the turn reports it, plus optional last-call figures a host may carry (Codex's `tokenUsage.last`). The
@@ -110,6 +137,8 @@ export type RuntimeUsage = TurnUsage;
  * buildHarnessContextEngineRuntimeContext({ tokenBudget: 8000 }); // { tokenBudget: 8000 }
  * buildHarnessContextEngineRuntimeContext({ tokenBudget: 8000, usage: record.usage });
  * // { tokenBudget: 8000, currentTokenCount: 512, promptCache: { lastCallUsage: { input: 512, total: 540 } } }
+ * buildHarnessContextEngineRuntimeContext({ tokenBudget: 8000, runtimeContext: loaded.runtimeContext });
+ * // { provider: "codex", model: "default", llm: { complete }, tokenBudget: 8000 }
  * ```
  */
 export function buildHarnessContextEngineRuntimeContext(p: {
@@ -117,8 +146,13 @@ export function buildHarnessContextEngineRuntimeContext(p: {
   usage?: RuntimeUsage;
   lastCallUsage?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number; total?: number };
   allowDeferredCompactionExecution?: boolean;
+  /**
+   * Host extras merged in first (e.g. a plugin host's `provider`, `model`, `llm`); the measured figures above win
+   * over same-named extras.
+   */
+  runtimeContext?: Record<string, unknown>;
 }): ContextEngineRuntimeContext {
-  const ctx: ContextEngineRuntimeContext = {};
+  const ctx: ContextEngineRuntimeContext = { ...(p.runtimeContext ?? {}) };
   if (p.tokenBudget !== undefined) ctx.tokenBudget = p.tokenBudget;
   const last: NonNullable<PromptCacheInfo["lastCallUsage"]> = {};
   const put = (key: keyof typeof last, value: number | undefined) => {
@@ -143,6 +177,39 @@ export function buildHarnessContextEngineRuntimeContext(p: {
   return ctx;
 }
 
+/** The execution host id engines see in `runtimeSettings.executionHost` (Codex frames the prompt itself). */
+export const CODEX_EXECUTION_HOST = { id: "codex-app-server", label: "Codex app-server (codex-turn-machine)" } as const;
+
+/**
+ * OpenClaw's `runtimeSettings` for this host: runtime `codex-turn-machine` on the Codex app-server, the model (when
+ * known), the selected engine, the prompt token budget. Unknown values are `null`, as OpenClaw's type has them.
+ *
+ * @example
+ * ```ts
+ * buildHarnessContextEngineRuntimeSettings({ engineId: "lossless-claw", model: "gpt-5", tokenBudget: 32_000 });
+ * // { schemaVersion: 1, runtime: { host: "openclaw", mode: "normal", harnessId: "codex-turn-machine", ... }, ... }
+ * ```
+ */
+export function buildHarnessContextEngineRuntimeSettings(p: {
+  engineId?: string;
+  model?: string;
+  provider?: string;
+  tokenBudget?: number;
+  /** How the engine was chosen: `configured` (the host named it), else `default`. */
+  selection?: "configured" | "default" | "unknown";
+}): ContextEngineRuntimeSettings {
+  const family = p.model?.match(/^[a-z]+(?:-\d+(?:\.\d+)?)?/i)?.[0] ?? null;
+  return {
+    schemaVersion: 1,
+    runtime: { host: "openclaw", mode: "normal", harnessId: "codex-turn-machine", runtimeId: "codex-app-server" },
+    model: { requested: p.model ?? null, resolved: p.model ?? null, provider: p.provider ?? null, family },
+    contextEngineSelection: { selectedId: p.engineId ?? null, source: p.selection ?? (p.engineId ? "configured" : "unknown") },
+    executionHost: { ...CODEX_EXECUTION_HOST },
+    limits: { promptTokenBudget: p.tokenBudget ?? null, maxOutputTokens: null },
+    diagnostics: { fallbackReason: null, degradedReason: null },
+  };
+}
+
 /**
  * Bootstrap the engine, run bootstrap maintenance when the engine has `maintain` (errors swallowed, like turn
  * maintenance), then re-read the history through `readHistory` (bootstrap may rewrite the transcript). An engine
@@ -162,7 +229,14 @@ export async function bootstrapHarnessContextEngine<H extends { messages: AgentM
   if (!engine.bootstrap) return { ...(await p.readHistory()), bootstrapped: false, reason: "engine has no bootstrap()" };
   const raw = await callEngine(
     "bootstrap",
-    () => engine.bootstrap!({ sessionId: p.sessionId, ...withKey(p.sessionKey), sessionFile: p.sessionFile }),
+    () =>
+      engine.bootstrap!({
+        sessionId: p.sessionId,
+        ...withKey(p.sessionKey),
+        sessionFile: p.sessionFile,
+        ...withSettings(p.runtimeSettings),
+        ...(p.runtimeContext ? { runtimeContext: p.runtimeContext } : {}),
+      }),
     p,
   );
   const result = validateEngineResult("bootstrap", bootstrapResultSchema, raw);
@@ -184,13 +258,15 @@ export async function bootstrapHarnessContextEngine<H extends { messages: AgentM
 
 /**
  * Assemble context from the mirrored history, with the token budget, the dynamic tool names (`availableTools`), the
- * model and the prompt. A malformed result throws `AssembleResultInvalidError` (an assemble failure); a hang past
- * `timeoutMs` throws {@link EngineCallTimeoutError}.
+ * model, the prompt, and (as OpenClaw passes them) the runtime context and runtime settings. A malformed result
+ * throws `AssembleResultInvalidError` (an assemble failure); a hang past `timeoutMs` throws
+ * {@link EngineCallTimeoutError}.
  *
  * @example
  * ```ts
  * const assembled = await assembleHarnessContextEngine({ engine, sessionId, messages: history.messages, tokenBudget: 8000,
- *   availableTools: new Set(["lookup"]), model: "gpt-5", prompt, timeoutMs: 30_000 });
+ *   availableTools: new Set(["lookup"]), model: "gpt-5", prompt, timeoutMs: 30_000,
+ *   runtimeContext: buildHarnessContextEngineRuntimeContext({ tokenBudget: 8000, runtimeContext: loaded.runtimeContext }) });
  * ```
  */
 export async function assembleHarnessContextEngine(p: {
@@ -203,6 +279,8 @@ export async function assembleHarnessContextEngine(p: {
   citationsMode?: string;
   model?: string;
   prompt?: string;
+  runtimeContext?: ContextEngineRuntimeContext;
+  runtimeSettings?: ContextEngineRuntimeSettings;
   signal?: AbortSignal;
   timeoutMs?: number;
 }): Promise<AssembleResult> {
@@ -218,6 +296,8 @@ export async function assembleHarnessContextEngine(p: {
         ...(p.citationsMode !== undefined ? { citationsMode: p.citationsMode } : {}),
         ...(p.model !== undefined ? { model: p.model } : {}),
         ...(p.prompt !== undefined ? { prompt: p.prompt } : {}),
+        ...withSettings(p.runtimeSettings),
+        ...(p.runtimeContext ? { runtimeContext: p.runtimeContext } : {}),
       }),
     p,
   );
@@ -227,29 +307,71 @@ export async function assembleHarnessContextEngine(p: {
 /** How the engine took the turn. */
 export type FinalizeMode = "afterTurn" | "ingestBatch" | "ingest";
 
+/** Parameters of {@link finalizeHarnessContextEngineTurn}. */
+export type FinalizeTurnParams = EngineIds & {
+  messages: AgentMessage[];
+  prePromptMessageCount: number;
+  tokenBudget?: number;
+  runtimeContext?: ContextEngineRuntimeContext;
+  /** The Codex thread id; with `turnId` it gives each new message its mirror key (`mirrorKeysForTurn`). */
+  threadId?: string;
+  /** The Codex turn id, so an engine can dedupe a replayed finalize after a crash. */
+  turnId?: string;
+  /**
+   * One key per NEW message (`messages.slice(prePromptMessageCount)`), in order. Default: the transcript mirror's
+   * keys, `mirrorKeysForTurn(threadId, turnId, newMessages)`, when both ids are given.
+   */
+  messageKeys?: readonly string[];
+  /** Keys whose messages the engine already took (a replayed finalize): they are not handed over again. */
+  alreadyIngested?: ReadonlySet<string>;
+  /** Called after the engine took each message (per key), so the host can persist progress before going on. */
+  onIngested?: (key: string) => Promise<void>;
+  isHeartbeat?: boolean;
+};
+
+/** Thrown when `messageKeys` does not have one key per new message. */
+export class FinalizeKeysError extends Error {
+  readonly code = "FINALIZE_KEYS_MISMATCH";
+  constructor(keys: number, messages: number) {
+    super(`finalize: messageKeys has ${keys} keys for ${messages} new messages (one key per new message expected)`);
+    this.name = "FinalizeKeysError";
+  }
+}
+
+function keysForNewMessages(p: FinalizeTurnParams, newMessages: AgentMessage[]): readonly string[] | undefined {
+  const keys = p.messageKeys ?? (p.threadId !== undefined && p.turnId !== undefined ? mirrorKeysForTurn(p.threadId, p.turnId, newMessages) : undefined);
+  if (keys && keys.length !== newMessages.length) throw new FinalizeKeysError(keys.length, newMessages.length);
+  return keys;
+}
+
+async function markIngested(p: FinalizeTurnParams, keys: readonly (string | undefined)[]): Promise<void> {
+  if (!p.onIngested) return;
+  for (const key of keys) if (key !== undefined) await p.onIngested(key);
+}
+
 /**
  * Hand the finished turn to the engine: `afterTurn` with the full snapshot when implemented, else `ingestBatch` of
  * the new messages, else `ingest` per new message.
  *
+ * Replays are idempotent per message: each new message has a key (`messageKey` on `ingest`, `messageKeys` on
+ * `ingestBatch`); keys in `alreadyIngested` are skipped, and `onIngested(key)` is awaited after each message the
+ * engine took, so a finalize that failed halfway and is replayed hands over only what had not succeeded.
+ * `afterTurn` takes the turn as one unit: it is skipped when every key was already taken, and marks all keys after.
+ *
  * @example
  * ```ts
- * const mode = await finalizeHarnessContextEngineTurn({ engine, sessionId, sessionFile, messages, prePromptMessageCount: 4 });
+ * const mode = await finalizeHarnessContextEngineTurn({ engine, sessionId, sessionFile, messages, prePromptMessageCount: 4,
+ *   threadId: record.threadId, turnId: record.turnId, alreadyIngested: new Set(pending.ingested),
+ *   onIngested: (key) => recordProgress(key) });
  * ```
  */
-export async function finalizeHarnessContextEngineTurn(
-  p: EngineIds & {
-    messages: AgentMessage[];
-    prePromptMessageCount: number;
-    tokenBudget?: number;
-    runtimeContext?: ContextEngineRuntimeContext;
-    /** The Codex turn id, so an engine can dedupe a replayed finalize after a crash. */
-    turnId?: string;
-    isHeartbeat?: boolean;
-  },
-): Promise<FinalizeMode> {
+export async function finalizeHarnessContextEngineTurn(p: FinalizeTurnParams): Promise<FinalizeMode> {
   const { engine } = p;
   const newMessages = p.messages.slice(p.prePromptMessageCount);
+  const keys = keysForNewMessages(p, newMessages);
+  const done = (i: number) => keys !== undefined && p.alreadyIngested?.has(keys[i]!) === true;
   if (engine.afterTurn) {
+    if (keys && keys.length > 0 && keys.every((_, i) => done(i))) return "afterTurn";
     await callEngine(
       "afterTurn",
       () =>
@@ -260,25 +382,49 @@ export async function finalizeHarnessContextEngineTurn(
           messages: p.messages,
           prePromptMessageCount: p.prePromptMessageCount,
           ...(p.tokenBudget !== undefined ? { tokenBudget: p.tokenBudget } : {}),
+          ...withSettings(p.runtimeSettings),
           ...(p.runtimeContext ? { runtimeContext: p.runtimeContext } : {}),
           ...(p.turnId !== undefined ? { turnId: p.turnId } : {}),
           ...(p.isHeartbeat ? { isHeartbeat: true } : {}),
         } as Parameters<NonNullable<ContextEngine["afterTurn"]>>[0]),
       p,
     );
+    await markIngested(p, keys ?? []);
     return "afterTurn";
   }
+  const pending = newMessages.map((message, i) => ({ message, key: keys?.[i] })).filter((_, i) => !done(i));
   if (engine.ingestBatch) {
+    if (pending.length === 0 && newMessages.length > 0) return "ingestBatch";
     const raw = await callEngine(
       "ingestBatch",
-      () => engine.ingestBatch!({ sessionId: p.sessionId, ...withKey(p.sessionKey), messages: newMessages }),
+      () =>
+        engine.ingestBatch!({
+          sessionId: p.sessionId,
+          ...withKey(p.sessionKey),
+          messages: pending.map((m) => m.message),
+          ...(keys ? { messageKeys: pending.map((m) => m.key!) } : {}),
+          ...(p.isHeartbeat ? { isHeartbeat: true } : {}),
+        }),
       p,
     );
     validateEngineResult("ingestBatch", ingestBatchResultSchema, raw);
+    await markIngested(p, pending.map((m) => m.key));
     return "ingestBatch";
   }
-  for (const message of newMessages) {
-    await callEngine("ingest", () => engine.ingest({ sessionId: p.sessionId, ...withKey(p.sessionKey), message }), p);
+  for (const { message, key } of pending) {
+    await callEngine(
+      "ingest",
+      () =>
+        engine.ingest({
+          sessionId: p.sessionId,
+          ...withKey(p.sessionKey),
+          message,
+          ...(key !== undefined ? { messageKey: key } : {}),
+          ...(p.isHeartbeat ? { isHeartbeat: true } : {}),
+        }),
+      p,
+    );
+    if (key !== undefined) await p.onIngested?.(key);
   }
   return "ingest";
 }
@@ -302,7 +448,15 @@ export async function runHarnessContextEngineMaintenance(
   if (p.background) runtimeContext.allowDeferredCompactionExecution = true;
   const raw = await callEngine(
     "maintain",
-    () => engine.maintain!({ sessionId: p.sessionId, ...withKey(p.sessionKey), sessionFile: p.sessionFile, runtimeContext }),
+    () =>
+      engine.maintain!({
+        sessionId: p.sessionId,
+        ...withKey(p.sessionKey),
+        sessionFile: p.sessionFile,
+        ...withSettings(p.runtimeSettings),
+        runtimeContext,
+        ...(p.signal ? { abortSignal: p.signal } : {}),
+      }),
     p,
   );
   return validateEngineResult("maintain", maintainResultSchema, raw);

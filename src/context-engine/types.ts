@@ -155,13 +155,46 @@ export interface PromptCacheInfo {
   lastCallUsage?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number; total?: number };
 }
 
-/** Runtime context handed to afterTurn / maintain / compact. Unknown values are omitted, never zero. */
+/** `runtimeContext.llm` (OpenClaw's): a model completion the engine may use, e.g. to summarize. */
+export interface ContextEngineLlm {
+  complete(params: {
+    messages: Array<{ role: "system" | "user" | "assistant"; content: string }>;
+    systemPrompt?: string;
+    model?: string;
+    maxTokens?: number;
+    purpose?: string;
+    signal?: AbortSignal;
+  }): Promise<{ text: string; provider?: string; model?: string; [key: string]: unknown }>;
+}
+
+/**
+ * Runtime context handed to assemble / afterTurn / maintain / compact / bootstrap. Unknown values are omitted, never
+ * zero. A plugin host adds `provider`, `model` and `llm` (see `loadContextEngine`).
+ */
 export interface ContextEngineRuntimeContext {
   tokenBudget?: number;
   currentTokenCount?: number;
   promptCache?: PromptCacheInfo;
   allowDeferredCompactionExecution?: boolean;
+  provider?: string;
+  model?: string;
+  llm?: ContextEngineLlm;
   [key: string]: unknown;
+}
+
+/**
+ * OpenClaw's typed runtime settings (`ContextEngineRuntimeSettings`, schema 1): which runtime, model and execution host
+ * the engine serves. A non-empty `executionHost.id` tells engines (lossless-claw) that the host adds its own prompt
+ * framing. Built by `buildHarnessContextEngineRuntimeSettings`.
+ */
+export interface ContextEngineRuntimeSettings {
+  schemaVersion: 1;
+  runtime: { host: "openclaw"; mode: "normal" | "fallback" | "degraded"; harnessId: string | null; runtimeId: string | null };
+  model: { requested: string | null; resolved: string | null; provider: string | null; family: string | null };
+  contextEngineSelection: { selectedId: string | null; source: "configured" | "default" | "unknown" };
+  executionHost: { id: string | null; label: string | null };
+  limits: { promptTokenBudget: number | null; maxOutputTokens: number | null };
+  diagnostics: { fallbackReason: string | null; degradedReason: string | null };
 }
 
 export interface ContextProjectionRequest {
@@ -220,7 +253,13 @@ export type InterceptCompactionResult =
  */
 export interface ContextEngine {
   info: ContextEngineInfo;
-  bootstrap?(p: { sessionId: string; sessionKey?: string; sessionFile: string }): Promise<{
+  bootstrap?(p: {
+    sessionId: string;
+    sessionKey?: string;
+    sessionFile: string;
+    runtimeSettings?: ContextEngineRuntimeSettings;
+    runtimeContext?: ContextEngineRuntimeContext;
+  }): Promise<{
     bootstrapped: boolean;
     importedMessages?: number;
     reason?: string;
@@ -229,15 +268,29 @@ export interface ContextEngine {
     sessionId: string;
     sessionKey?: string;
     sessionFile: string;
+    runtimeSettings?: ContextEngineRuntimeSettings;
     runtimeContext?: ContextEngineRuntimeContext;
+    abortSignal?: AbortSignal;
   }): Promise<{ changed: boolean; bytesFreed: number; rewrittenEntries: number; reason?: string }>;
-  ingest(p: { sessionId: string; sessionKey?: string; message: AgentMessage; isHeartbeat?: boolean }): Promise<{
+  ingest(p: {
+    sessionId: string;
+    sessionKey?: string;
+    message: AgentMessage;
+    /**
+     * Stable per-message key (the transcript mirror's idempotency key, `codex-app-server:<thread>:<turn>:<kind>`): the
+     * same message replayed after a failed finalize carries the same key, so an engine can skip what it already has.
+     */
+    messageKey?: string;
+    isHeartbeat?: boolean;
+  }): Promise<{
     ingested: boolean;
   }>;
   ingestBatch?(p: {
     sessionId: string;
     sessionKey?: string;
     messages: AgentMessage[];
+    /** One {@link ContextEngine.ingest} `messageKey` per message, in order (when the host knows them). */
+    messageKeys?: string[];
     isHeartbeat?: boolean;
   }): Promise<{ ingestedCount: number }>;
   afterTurn?(p: {
@@ -249,6 +302,7 @@ export interface ContextEngine {
     autoCompactionSummary?: string;
     isHeartbeat?: boolean;
     tokenBudget?: number;
+    runtimeSettings?: ContextEngineRuntimeSettings;
     runtimeContext?: ContextEngineRuntimeContext;
   }): Promise<void>;
   assemble(p: {
@@ -260,6 +314,8 @@ export interface ContextEngine {
     citationsMode?: string;
     model?: string;
     prompt?: string;
+    runtimeSettings?: ContextEngineRuntimeSettings;
+    runtimeContext?: ContextEngineRuntimeContext;
   }): Promise<AssembleResult>;
   compact(p: {
     sessionId: string;
@@ -272,6 +328,7 @@ export interface ContextEngine {
     /** lossless-claw accordion extension (lossless-claw#665). */
     compactionTargetFraction?: number;
     customInstructions?: string;
+    runtimeSettings?: ContextEngineRuntimeSettings;
     runtimeContext?: ContextEngineRuntimeContext;
     abortSignal?: AbortSignal;
   }): Promise<CompactResult>;

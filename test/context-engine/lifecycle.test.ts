@@ -4,7 +4,9 @@ import {
   assembleHarnessContextEngine,
   bootstrapHarnessContextEngine,
   buildHarnessContextEngineRuntimeContext,
+  buildHarnessContextEngineRuntimeSettings,
   callEngine,
+  describeEngineError,
   EngineCallAbortedError,
   EngineCallTimeoutError,
   finalizeHarnessContextEngineTurn,
@@ -13,6 +15,7 @@ import {
 import { createRecordingEngine, createWindowEngine } from "../../src/context-engine/engines/index.js";
 import type { AgentMessage, ContextEngine } from "../../src/context-engine/types.js";
 import type { TurnUsage } from "../../machines/turn.contract.js";
+import { mirrorKeysForTurn } from "../../src/transcript/mirror.js";
 
 const msg = (i: number): AgentMessage => ({ role: i % 2 ? "assistant" : "user", content: `message ${i} ${"x".repeat(40)}`, timestamp: i });
 const ids = { sessionId: "s1", sessionFile: "/sessions/s1.jsonl" };
@@ -236,5 +239,113 @@ describe("callEngine", () => {
       method: "assemble",
     });
     expect(called).toBe(false);
+  });
+});
+
+describe("OpenClaw parameters: runtime context and runtime settings", () => {
+  it("passes runtimeContext and runtimeSettings to assemble, afterTurn, maintain and bootstrap", async () => {
+    const seen: Record<string, Record<string, unknown>> = {};
+    const inner = createWindowEngine();
+    const spy = (name: string, result: unknown) => async (p: Record<string, unknown>) => ((seen[name] = p), result);
+    const engine = {
+      ...inner,
+      assemble: spy("assemble", { messages: [], estimatedTokens: 0 }),
+      afterTurn: spy("afterTurn", undefined),
+      maintain: spy("maintain", { changed: false, bytesFreed: 0, rewrittenEntries: 0 }),
+      bootstrap: spy("bootstrap", { bootstrapped: true }),
+    } as unknown as ContextEngine;
+    const llm = { complete: async () => ({ text: "x" }) };
+    const runtimeContext = buildHarnessContextEngineRuntimeContext({ tokenBudget: 700, runtimeContext: { provider: "codex", model: "m", llm, tokenBudget: 1 } });
+    expect(runtimeContext).toEqual({ provider: "codex", model: "m", llm, tokenBudget: 700 });
+    const runtimeSettings = buildHarnessContextEngineRuntimeSettings({ engineId: "window", model: "gpt-5.1", provider: "codex", tokenBudget: 700 });
+    await assembleHarnessContextEngine({ engine, sessionId: "s", messages: [], runtimeContext, runtimeSettings });
+    await finalizeHarnessContextEngineTurn({ engine, ...ids, messages: [msg(0)], prePromptMessageCount: 0, runtimeContext, runtimeSettings });
+    await runHarnessContextEngineMaintenance({ engine, ...ids, reason: "turn", background: false, runtimeContext, runtimeSettings });
+    await bootstrapHarnessContextEngine({ engine, ...ids, readHistory: async () => ({ messages: [] }), runtimeContext, runtimeSettings });
+    for (const method of ["assemble", "afterTurn", "maintain", "bootstrap"]) {
+      expect(seen[method]?.runtimeSettings, method).toBe(runtimeSettings);
+      expect(seen[method]?.runtimeContext, method).toMatchObject({ provider: "codex", model: "m", tokenBudget: 700 });
+    }
+    expect(runtimeSettings).toMatchObject({
+      schemaVersion: 1,
+      runtime: { host: "openclaw", harnessId: "codex-turn-machine" },
+      model: { requested: "gpt-5.1", provider: "codex", family: "gpt-5.1" },
+      contextEngineSelection: { selectedId: "window", source: "configured" },
+      executionHost: { id: "codex-app-server" },
+      limits: { promptTokenBudget: 700, maxOutputTokens: null },
+    });
+  });
+
+  it("describeEngineError keeps the engine's own text for the warning", () => {
+    expect(describeEngineError("compact", new Error("missing token budget in compact params"))).toBe(
+      "context engine compact() failed: missing token budget in compact params",
+    );
+    expect(describeEngineError("assemble", new EngineCallTimeoutError("assemble", 5))).toBe("context engine assemble() did not settle within 5 ms");
+    expect(describeEngineError("ingest", "plain\nstring")).toBe("context engine ingest() failed: plain string");
+  });
+});
+
+describe("finalize: per-message idempotency for a replayed finalize (issue 13 item 3)", () => {
+  const turn = [msg(10), msg(11), msg(12)];
+  const history = [msg(0), msg(1)];
+  const keys = mirrorKeysForTurn("thr", "turn-1", turn);
+
+  function flakyIngestEngine(failAt: number) {
+    const inner = createWindowEngine();
+    const taken: Array<{ message: AgentMessage; messageKey?: string }> = [];
+    let calls = 0;
+    const engine = createRecordingEngine(inner, { omit: ["afterTurn", "ingestBatch"] });
+    engine.ingest = async (p) => {
+      calls += 1;
+      if (calls === failAt) throw new Error("store busy");
+      taken.push({ message: p.message, ...(p.messageKey !== undefined ? { messageKey: p.messageKey } : {}) });
+      return { ingested: true };
+    };
+    return { engine, taken };
+  }
+
+  it("a replay after a failure half-way re-ingests only the messages that had not succeeded", async () => {
+    const { engine, taken } = flakyIngestEngine(2);
+    const progress = new Set<string>();
+    const onIngested = async (key: string) => void progress.add(key);
+    const params = { engine, ...ids, messages: [...history, ...turn], prePromptMessageCount: 2, threadId: "thr", turnId: "turn-1", onIngested };
+    await expect(finalizeHarnessContextEngineTurn(params)).rejects.toThrow("store busy");
+    expect([...progress]).toEqual([keys[0]]);
+    expect(await finalizeHarnessContextEngineTurn({ ...params, alreadyIngested: progress })).toBe("ingest");
+    expect(taken).toEqual([
+      { message: turn[0], messageKey: keys[0] },
+      { message: turn[1], messageKey: keys[1] },
+      { message: turn[2], messageKey: keys[2] },
+    ]);
+    expect([...progress]).toEqual(keys);
+  });
+
+  it("ingestBatch gets only the pending messages with their keys; afterTurn is skipped when all were taken", async () => {
+    const inner = createWindowEngine();
+    let batch: { messages: AgentMessage[]; messageKeys?: string[] } | undefined;
+    inner.ingestBatch = async (p) => ((batch = p), { ingestedCount: p.messages.length });
+    const batchEngine = createRecordingEngine(inner, { omit: ["afterTurn"] });
+    const marked: string[] = [];
+    await finalizeHarnessContextEngineTurn({
+      engine: batchEngine, ...ids, messages: turn, prePromptMessageCount: 0, messageKeys: ["a", "b", "c"],
+      alreadyIngested: new Set(["a"]), onIngested: async (k) => void marked.push(k),
+    });
+    expect(batch).toMatchObject({ messages: [turn[1], turn[2]], messageKeys: ["b", "c"] });
+    expect(marked).toEqual(["b", "c"]);
+
+    const after = createRecordingEngine();
+    const all = new Set(keys);
+    expect(await finalizeHarnessContextEngineTurn({ engine: after, ...ids, messages: turn, prePromptMessageCount: 0, threadId: "thr", turnId: "turn-1", alreadyIngested: all })).toBe("afterTurn");
+    expect(after.calls).toEqual([]);
+    const marks: string[] = [];
+    await finalizeHarnessContextEngineTurn({ engine: after, ...ids, messages: turn, prePromptMessageCount: 0, threadId: "thr", turnId: "turn-1", onIngested: async (k) => void marks.push(k) });
+    expect(after.calls.map((c) => c.method)).toEqual(["afterTurn"]);
+    expect(marks).toEqual(keys);
+  });
+
+  it("rejects messageKeys that do not match the new messages", async () => {
+    await expect(
+      finalizeHarnessContextEngineTurn({ engine: createRecordingEngine(), ...ids, messages: turn, prePromptMessageCount: 0, messageKeys: ["only-one"] }),
+    ).rejects.toMatchObject({ code: "FINALIZE_KEYS_MISMATCH" });
   });
 });
