@@ -1,0 +1,194 @@
+/**
+ * The consumer test: use the package the way a stranger would, from its packed tarball, offline.
+ *
+ *   npm run test:consumer                       # pack (prepack builds dist/), then check the tarball
+ *   npm run test:consumer -- --tarball FILE     # check an existing tarball (e.g. one altered on purpose)
+ *   npm run test:consumer -- --keep             # keep the temporary projects and print where they are
+ *
+ * Steps (each one fails the run, exit 1, naming the step):
+ *  1. `npm pack`; the tarball holds dist/, bin/, docs/ and no runtime stubs of type-only modules.
+ *  2. `attw` (esm-only profile) and `publint --strict` on the tarball.
+ *  3. A fresh `"type": "module"` project installs only the tarball (`npm ci --offline`, lockfile cut from ours, see
+ *     consumer-lockfile.ts). `codex-turn demo --json` runs from it with nothing else installed (no tsx, no mermaid);
+ *     `codex-turn viz` exits 3 naming the missing optional peer `mermaid`; a CommonJS `require()` gets
+ *     ERR_PACKAGE_PATH_NOT_EXPORTED and `import()` works.
+ *  4. TypeScript and @types/node (installed beside it, offline) type-check the README embedding example, a probe of
+ *     the protocol types and an offline turn (test/consumer/fixture) with `module: nodenext`, `skipLibCheck: false`;
+ *     the compiled offline turn runs one real `codex app-server` turn against the fake model.
+ * Nothing leaves loopback; npm reads only its cache (filled by `npm ci` in the checkout).
+ */
+import { execFile, type ExecFileOptions } from "node:child_process";
+import { cp, mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { extractExamples } from "../test/docs/doc-examples.js";
+import { consumerLockfile, fileIntegrity, type LockEntry, type LockPackages } from "./consumer-lockfile.js";
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const FIXTURE = path.join(repoRoot, "test", "consumer", "fixture");
+const NPM = process.platform === "win32" ? "npm.cmd" : "npm";
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run a command; never throws (the caller decides what a non-zero exit means). */
+function exec(command: string, args: string[], options: ExecFileOptions = {}): Promise<Run> {
+  return new Promise((resolve) => {
+    execFile(command, args, { maxBuffer: 64 * 1024 * 1024, timeout: 300_000, ...options, encoding: "utf8" }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : 1) : 0;
+      resolve({ code, stdout: String(stdout), stderr: String(stderr) });
+    });
+  });
+}
+
+class StepError extends Error {}
+
+/** Throw unless the run exited 0, showing the tail of its output. */
+function mustSucceed(what: string, r: Run): Run {
+  if (r.code !== 0) throw new StepError(`${what} exited ${r.code}\n${(r.stdout + r.stderr).trim().split("\n").slice(-40).join("\n")}`);
+  return r;
+}
+
+function check(condition: boolean, message: string): void {
+  if (!condition) throw new StepError(message);
+}
+
+const timings: Array<{ step: string; ms: number }> = [];
+
+async function step<T>(name: string, fn: () => Promise<T>): Promise<T> {
+  const t0 = performance.now();
+  process.stdout.write(`consumer: ${name} ...\n`);
+  try {
+    const value = await fn();
+    timings.push({ step: name, ms: Math.round(performance.now() - t0) });
+    process.stdout.write(`consumer: ${name} ok (${Math.round(performance.now() - t0)} ms)\n`);
+    return value;
+  } catch (err) {
+    throw new StepError(`step "${name}" failed: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** `npm pack` into `dir` (prepack builds dist/); returns the tarball path. */
+async function pack(dir: string): Promise<string> {
+  await mkdir(dir, { recursive: true });
+  const r = mustSucceed("npm pack", await exec(NPM, ["pack", "--json", "--pack-destination", dir], { cwd: repoRoot }));
+  const info = JSON.parse(r.stdout.slice(r.stdout.search(/^\[/m))) as Array<{ filename: string; entryCount: number; size: number }>;
+  const file = path.join(dir, info[0]!.filename);
+  process.stdout.write(`consumer: packed ${info[0]!.filename}: ${info[0]!.entryCount} files, ${info[0]!.size} bytes\n`);
+  return file;
+}
+
+/** What the tarball holds: only shipped folders, and no `.js` that is only `export {};` (type-only stub). */
+async function checkTarballContents(tarball: string, scratch: string): Promise<void> {
+  const dir = path.join(scratch, "unpacked");
+  await mkdir(dir, { recursive: true });
+  mustSucceed("tar", await exec("tar", ["xzf", tarball, "-C", dir]));
+  const root = path.join(dir, "package");
+  const files = (await readdir(root, { recursive: true, withFileTypes: true })).filter((e) => e.isFile()).map((e) => path.relative(root, path.join(e.parentPath, e.name)));
+  const outside = files.filter((f) => !/^(dist|bin|docs)\//.test(f) && !/^(package\.json|README\.md|LICENSE)$/.test(f));
+  check(outside.length === 0, `tarball holds files outside dist/, bin/, docs/: ${outside.slice(0, 10).join(", ")}`);
+  const stubs: string[] = [];
+  for (const f of files.filter((name) => name.endsWith(".js"))) {
+    const code = (await readFile(path.join(root, f), "utf8")).replace(/^\s*\/\/.*$/gm, "").trim();
+    if (code === "export {};") stubs.push(f);
+  }
+  check(stubs.length === 0, `tarball holds ${stubs.length} type-only .js stubs, e.g. ${stubs.slice(0, 3).join(", ")}`);
+  check(files.includes("dist/src/index.d.ts") && files.includes("dist/src/codex/protocol/ClientRequest.d.ts"), "tarball misses declarations");
+  await rm(dir, { recursive: true, force: true });
+}
+
+/** The manifest fields npm records in a lockfile for an installed package. */
+async function tarballManifest(): Promise<LockEntry & { name: string; version: string }> {
+  const pkg = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as Record<string, unknown>;
+  const keep = ["name", "version", "license", "dependencies", "peerDependencies", "peerDependenciesMeta", "bin", "engines"];
+  return Object.fromEntries(keep.filter((k) => pkg[k] !== undefined).map((k) => [k, pkg[k]])) as LockEntry & { name: string; version: string };
+}
+
+/** Write package.json + package-lock.json for `deps` (and the tarball) and `npm ci --offline` there. */
+async function installOffline(dir: string, source: LockPackages, deps: string[], tarball?: string): Promise<void> {
+  await mkdir(dir, { recursive: true });
+  const tarballDep = tarball
+    ? { spec: `file:${path.relative(dir, tarball).split(path.sep).join("/")}`, manifest: await tarballManifest(), integrity: fileIntegrity(tarball) }
+    : undefined;
+  const { packageJson, lockfile } = consumerLockfile({ name: path.basename(dir), source, deps, ...(tarballDep ? { tarball: tarballDep } : {}) });
+  await writeFile(path.join(dir, "package.json"), `${JSON.stringify(packageJson, null, 2)}\n`);
+  await writeFile(path.join(dir, "package-lock.json"), `${JSON.stringify(lockfile, null, 2)}\n`);
+  mustSucceed(`npm ci --offline in ${path.basename(dir)}`, await exec(NPM, ["ci", "--offline", "--no-audit", "--no-fund"], { cwd: dir }));
+}
+
+/** Step 3: the installed package, with nothing else installed, runs the demo and reports missing optional peers. */
+async function checkInstalledCli(app: string, scratch: string): Promise<void> {
+  const installed = await readdir(path.join(app, "node_modules"));
+  const extra = ["tsx", "typescript", "mermaid", "@statelyai", "vitest"].filter((name) => installed.includes(name));
+  check(extra.length === 0, `the consumer project has more than the package's own dependencies: ${extra.join(", ")}`);
+  const npx = (argv: string[]): Promise<Run> => exec(NPM, ["exec", "--offline", "--", "codex-turn", ...argv], { cwd: app });
+  const demo = mustSucceed("npx codex-turn demo", await npx(["demo", "--json", "--out", path.join(scratch, "demo")]));
+  const summary = JSON.parse(demo.stdout.trim().split("\n").at(-1)!) as { statuses?: string[]; turns?: number };
+  check(summary.turns === 5 && summary.statuses?.every((s) => s === "completed") === true, `demo summary: ${demo.stdout.trim().split("\n").at(-1)}`);
+  const viz = await npx(["viz", "--out", path.join(scratch, "viz.html")]);
+  check(viz.code === 3 && /mermaid/.test(viz.stderr), `viz without mermaid: exit ${viz.code}, ${viz.stderr.trim()}`);
+  const cjs = path.join(app, "cjs-probe.cjs");
+  await writeFile(
+    cjs,
+    [
+      "let requireCode = null;",
+      'try { require("codex-turn-machine"); } catch (err) { requireCode = err.code; }',
+      'import("codex-turn-machine").then((m) => console.log(JSON.stringify({ requireCode, importRunCodexTurn: typeof m.runCodexTurn })));',
+    ].join("\n"),
+  );
+  const probe = mustSucceed("CommonJS probe", await exec(process.execPath, [cjs], { cwd: app }));
+  const seen = JSON.parse(probe.stdout) as { requireCode: string | null; importRunCodexTurn: string };
+  check(seen.requireCode === "ERR_PACKAGE_PATH_NOT_EXPORTED" && seen.importRunCodexTurn === "function", `CommonJS sees ${probe.stdout.trim()}`);
+}
+
+/** Step 4: type-check the README example, the type probe and the offline turn under nodenext; run the turn. */
+async function checkTypesAndTurn(app: string, tools: string, scratch: string): Promise<void> {
+  await cp(path.join(FIXTURE, "tsconfig.json"), path.join(app, "tsconfig.json"));
+  await cp(path.join(FIXTURE, "src"), path.join(app, "src"), { recursive: true });
+  const readme = extractExamples("README.md").find((e) => e.name === "embedding");
+  check(readme !== undefined, "README.md has no `<!-- example: embedding -->` block");
+  await writeFile(path.join(app, "src", "readme-embedding.ts"), readme!.code);
+  // @types/node as a project would have it (node_modules/@types/node), installed beside the package, not into it.
+  await mkdir(path.join(app, "node_modules", "@types"), { recursive: true });
+  await symlink(path.join(tools, "node_modules", "@types", "node"), path.join(app, "node_modules", "@types", "node"), "dir");
+  const tsc = path.join(tools, "node_modules", "typescript", "bin", "tsc");
+  mustSucceed("tsc (nodenext, skipLibCheck: false)", await exec(process.execPath, [tsc, "-p", "tsconfig.json"], { cwd: app }));
+  const turn = mustSucceed("offline turn", await exec(process.execPath, [path.join(app, "out", "offline-turn.js")], { cwd: app }));
+  process.stdout.write(`consumer: offline turn ${turn.stdout.trim()}\n`);
+}
+
+async function main(): Promise<number> {
+  const args = process.argv.slice(2);
+  const keep = args.includes("--keep");
+  const given = args.includes("--tarball") ? path.resolve(args[args.indexOf("--tarball") + 1] ?? "") : undefined;
+  const scratch = await mkdtemp(path.join(os.tmpdir(), "ctm-consumer-"));
+  const source = (JSON.parse(await readFile(path.join(repoRoot, "package-lock.json"), "utf8")) as { packages: LockPackages }).packages;
+  const bin = (name: string): string => path.join(repoRoot, "node_modules", ".bin", name);
+  try {
+    const tarball = given ?? (await step("npm pack", () => pack(path.join(scratch, "pack"))));
+    await step("tarball contents", () => checkTarballContents(tarball, scratch));
+    await step("attw", async () => void mustSucceed("attw", await exec(bin("attw"), [tarball, "--profile", "esm-only"])));
+    await step("publint", async () => void mustSucceed("publint", await exec(bin("publint"), ["run", tarball, "--strict"])));
+    const app = path.join(scratch, "app");
+    await step("install the tarball offline", () => installOffline(app, source, [], tarball));
+    await step("installed CLI: demo, missing optional peer, CommonJS", () => checkInstalledCli(app, scratch));
+    const tools = path.join(scratch, "tools");
+    await step("install typescript and @types/node offline", () => installOffline(tools, source, ["typescript", "@types/node"]));
+    await step("type-check under nodenext and run one offline turn", () => checkTypesAndTurn(app, tools, scratch));
+    const total = timings.reduce((sum, t) => sum + t.ms, 0);
+    process.stdout.write(`consumer: all steps passed in ${(total / 1000).toFixed(1)} s (${timings.map((t) => `${t.step} ${t.ms} ms`).join("; ")})\n`);
+    return 0;
+  } catch (err) {
+    process.stderr.write(`consumer test FAILED: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  } finally {
+    if (keep) process.stdout.write(`consumer: kept ${scratch}\n`);
+    else await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+process.exitCode = await main();
