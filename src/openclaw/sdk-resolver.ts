@@ -108,7 +108,7 @@ export function installOpenClawSdkResolver(): "registerHooks" | "register" {
 export const nativeImport: (specifier: string) => Promise<unknown> = createNativeImport();
 
 function createNativeImport(): (specifier: string) => Promise<unknown> {
-  const loader = (vm.constants as { USE_MAIN_CONTEXT_DEFAULT_LOADER?: symbol } | undefined)?.USE_MAIN_CONTEXT_DEFAULT_LOADER;
+  const loader = (vm.constants as unknown as { USE_MAIN_CONTEXT_DEFAULT_LOADER?: symbol } | undefined)?.USE_MAIN_CONTEXT_DEFAULT_LOADER;
   if (loader === undefined) return new Function("specifier", "return import(specifier)") as (specifier: string) => Promise<unknown>;
   const script = new vm.Script("(specifier) => import(specifier)", { importModuleDynamically: loader as never });
   return script.runInThisContext() as (specifier: string) => Promise<unknown>;
