@@ -117,8 +117,8 @@ export class TurnRun {
   }
 
   /**
-   * Track retry-without-progress: a retry notification starts the watchdog (if not running), anything else the turn
-   * produced stops it.
+   * Track retry-without-progress: a retry notification starts the watchdog (if not running); only real progress stops
+   * it (see {@link isProgressNotification}). Partial output that is streamed again after each reconnect is not progress.
    */
   noteActivity(n: IncomingNotification, onStall: () => void): void {
     if (isRetryNotification(n)) {
@@ -127,7 +127,7 @@ export class TurnRun {
       }
       return;
     }
-    if (n.method === "thread/status/changed") return;
+    if (!isProgressNotification(n)) return;
     if (this.retryTimer) clearTimeout(this.retryTimer);
     this.retryTimer = undefined;
   }
@@ -161,4 +161,20 @@ function toFileChange(raw: unknown): CodexFileChange {
  */
 export function isRetryNotification(n: IncomingNotification): boolean {
   return n.method === "error" && (n.params as { willRetry?: boolean }).willRetry === true;
+}
+
+/**
+ * Evidence that the model answered after a retry: a completed response (token usage is reported once per response)
+ * or a completed item that is work, not streamed text (tool calls, commands, file changes).
+ *
+ * @example
+ * ```ts
+ * isProgressNotification(tokenUsageNotification); // true
+ * ```
+ */
+export function isProgressNotification(n: IncomingNotification): boolean {
+  if (n.method === "thread/tokenUsage/updated") return true;
+  if (n.method !== "item/completed" || !n.consumed) return false;
+  const type = (n.params.item as { type?: string }).type;
+  return type !== "agentMessage" && type !== "reasoning" && type !== "userMessage";
 }

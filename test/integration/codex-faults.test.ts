@@ -74,7 +74,7 @@ describe("failures of the model and of the app-server", () => {
 
     const r = await turn.completion;
     expect(r.codexStatus).toBe("failed");
-    expect(r.error).toMatchObject({ code: "processExited" });
+    expect(r.error).toMatchObject({ code: "PROCESS_EXITED" });
     expect(r.messagesSnapshot[0]).toMatchObject({ role: "user", content: "long running" });
     expect(codex.alive).toBe(false);
     await waitFor(() => !processExists(pid), 2_000, "the killed process to be reaped");
