@@ -24,11 +24,12 @@ export interface CliInspector {
  * const inspector = await startInspector(opts.inspect === true, out);
  * ```
  */
-export async function startInspector(enabled: boolean, out: Out): Promise<CliInspector | undefined> {
+export async function startInspector(enabled: boolean, out: Out, uiUrl?: string): Promise<CliInspector | undefined> {
   if (!enabled) return undefined;
   const { createLiveInspector } = await importOptional("@statelyai/inspect", "--inspect", () => import("../inspect/live.js"));
+  const fallbackPage = await offlineViewRenderer();
   try {
-    const live = await createLiveInspector();
+    const live = await createLiveInspector({ fallbackPage, ...(uiUrl !== undefined ? { inspectorUrl: uiUrl } : {}) });
     out.note(`inspector: ${live.url}`);
     return {
       url: live.url,
@@ -48,6 +49,22 @@ export async function startInspector(enabled: boolean, out: Out): Promise<CliIns
     }
     throw envError(`--inspect: live inspector unavailable: ${(err as Error).message}`);
   }
+}
+
+/** Our own live view of the turn and compaction machines (the bridge page falls back to it when offline). */
+async function offlineViewRenderer(): Promise<(wsUrl: string) => string> {
+  const { renderStatechartPage } = await import("../inspect/viz.js");
+  const { turnMachine } = await import("../../machines/turn.machine.js");
+  const { compactionMachine } = await import("../../machines/compaction.machine.js");
+  return (wsUrl) =>
+    renderStatechartPage({
+      title: "codex-turn-machine (live, offline view)",
+      machines: [
+        { id: "turn", title: "Turn", machine: turnMachine },
+        { id: "compaction", title: "Compaction", machine: compactionMachine },
+      ],
+      live: { wsUrl },
+    });
 }
 
 /**

@@ -44,6 +44,7 @@ export interface ServerOptionValues {
 export interface InspectOptionValues {
   inspect?: boolean;
   inspectWait?: number;
+  inspectUiUrl?: string;
 }
 
 /** Values of the options {@link addTrajectoryOptions} declares. */
@@ -73,7 +74,9 @@ export function addServerOptions(cmd: Command): Command {
 export function addInspectOptions(cmd: Command): Command {
   return cmd
     .option("--inspect", "start the live inspector (needs @statelyai/inspect) and print its URL")
-    .option("--inspect-wait <seconds>", "with --inspect: keep the inspector this long after the work ends (default: until Ctrl-C)", nonNegativeInt);
+    .option("--inspect-wait <seconds>", "with --inspect: keep the inspector this long after the work ends (default: until Ctrl-C)", nonNegativeInt)
+    // The hosted UI the bridge page embeds; tests point it at a closed loopback port to exercise the offline view.
+    .addOption(new Option("--inspect-ui-url <url>", "inspector UI embedded by the bridge page").hideHelp());
 }
 
 /** `--trajectory` and `--trajectory-full`. */

@@ -45,7 +45,7 @@ export interface TurnSetup {
  */
 export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out): Promise<TurnSetup> {
   const pluginConfig = opts.pluginConfig !== undefined ? await readPluginConfig(opts.pluginConfig) : undefined;
-  const inspector = await startInspector(opts.inspect === true, out);
+  const inspector = await startInspector(opts.inspect === true, out, opts.inspectUiUrl);
   const cleanups: Array<() => Promise<void> | void> = [async () => inspector?.close()];
   const disposeAll = async () => {
     for (const fn of cleanups.splice(0).reverse()) await Promise.resolve(fn()).catch(() => undefined);

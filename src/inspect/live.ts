@@ -6,14 +6,16 @@
  * over loopback, but the UI page inside the iframe is hosted by Stately (`https://stately.ai/inspect`), so viewing
  * it needs internet, and whatever reaches the browser is handed to that page via `postMessage`. That is why every
  * event sent here is reduced to event types, state values and statuses first (no context, payloads, input, output
- * or errors: they carry prompts). For a fully offline view use `renderStatechartPage` with a recorded trace.
+ * or errors: they carry prompts). With `fallbackPage`, the bridge page switches to our own live statechart view
+ * (served at `/live`, fed by the same relay) when the hosted UI has not connected in time, so a machine without
+ * internet still shows the run moving. For a recorded run use `renderStatechartPage` with a trace.
  *
  * Why not `createInspectorServer` from `@statelyai/inspect/server` (0.7.2): it calls `listen(port)` with no host,
  * so it listens on every interface, opens a browser with `exec` by default, and hard-codes `ws://localhost:<port>`
  * in its page (wrong for port 0). The relay below is the same protocol (buffer the last 200 messages, replay them to
  * new clients, broadcast each message to the other clients), bound to 127.0.0.1, with an Origin check.
  */
-import { createServer, type IncomingMessage, type Server } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createRequire } from "node:module";
 import { createWebSocketInspector, type StatelyInspectionEvent } from "@statelyai/inspect";
@@ -59,6 +61,13 @@ const liveOptionsSchema = z
     inspectorUrl: z.url().optional(),
     /** How long to wait for the inspector client to reach the relay. Default 5000 ms. */
     connectTimeoutMs: z.number().int().positive().max(60_000).optional(),
+    /**
+     * Our own live statechart page (served at `/live`, given the relay's `ws://` URL). When set, the bridge page
+     * switches to it when the hosted inspector has not connected within `fallbackAfterMs` (offline, blocked).
+     */
+    fallbackPage: z.custom<(wsUrl: string) => string>((v) => typeof v === "function", "fallbackPage must be a function").optional(),
+    /** How long the bridge waits for the hosted inspector before showing `/live`. Default 4000 ms. */
+    fallbackAfterMs: z.number().int().positive().max(60_000).optional(),
     logger: z.custom<Logger>().optional(),
   })
   .strict();
@@ -152,16 +161,30 @@ export function redactStatelyEvent(event: StatelyInspectionEvent): StatelyInspec
   }
 }
 
-function bridgeHtml(wsUrl: string, inspectorUrl: string): string {
-  // Same postMessage handshake as @statelyai/inspect's own bridge page.
+function bridgeHtml(wsUrl: string, inspectorUrl: string, fallback: { afterMs: number } | undefined): string {
+  // Same postMessage handshake as @statelyai/inspect's own bridge page, plus the switch to our offline view.
+  const bar = fallback
+    ? `<div id="bar">Stately inspector (hosted; needs internet) &middot; <a href="/live" target="_top">offline view</a> <span id="mode"></span></div>`
+    : "";
+  const switchScript = fallback
+    ? `setTimeout(() => {
+  if (connected) return;
+  iframe.src = '/live';
+  document.body.setAttribute('data-mode', 'fallback');
+  document.getElementById('mode').textContent = '\u2014 the hosted inspector did not load: showing the offline view';
+}, ${fallback.afterMs});`
+    : "";
   return `<!DOCTYPE html>
 <html>
 <head>
 <meta charset="utf-8">
 <title>Stately Inspector (loopback relay)</title>
-<style>*{margin:0;padding:0}html,body{height:100%}iframe{width:100%;height:100%;border:none}</style>
+<style>*{margin:0;padding:0}html,body{height:100%}body{display:flex;flex-direction:column}
+#bar{font:13px system-ui,sans-serif;padding:4px 8px;background:#f4f4f4;border-bottom:1px solid #ddd}
+iframe{width:100%;flex:1;border:none}</style>
 </head>
-<body>
+<body data-mode="hosted">
+${bar}
 <iframe id="inspector" src="${inspectorUrl}"></iframe>
 <script>
 const iframe = document.getElementById('inspector');
@@ -180,9 +203,25 @@ ws.onmessage = (event) => {
   if (connected) iframe.contentWindow.postMessage(data, '*');
   else buffer.push(data);
 };
+${switchScript}
 </script>
 </body>
 </html>`;
+}
+
+/** Serves our own live page; a failure to render it (e.g. mermaid not installed) is a plain-text 500, not a crash. */
+function serveFallback(res: ServerResponse, render: () => string, logger: Logger): void {
+  let html: string;
+  try {
+    html = render();
+  } catch (err) {
+    logger.warn({ event: "inspect.live.fallback_failed", code: (err as { code?: unknown }).code }, "offline view unavailable");
+    res.writeHead(500, { "Content-Type": "text/plain; charset=utf-8" });
+    res.end(`offline view unavailable: ${(err as Error).message}\n`);
+    return;
+  }
+  res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
+  res.end(html);
 }
 
 /**
@@ -226,8 +265,10 @@ export async function createLiveInspector(options: LiveInspectorOptions = {}): P
       res.end("forbidden host\n");
       return;
     }
+    const wsUrlNow = `ws://127.0.0.1:${port}`;
+    if (req.url === "/live" && opts.fallbackPage) return serveFallback(res, () => opts.fallbackPage!(wsUrlNow), logger);
     res.writeHead(200, { "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store" });
-    res.end(bridgeHtml(`ws://127.0.0.1:${port}`, inspectorUrl));
+    res.end(bridgeHtml(wsUrlNow, inspectorUrl, opts.fallbackPage ? { afterMs: opts.fallbackAfterMs ?? 4000 } : undefined));
   });
 
   await new Promise<void>((resolve, reject) => {

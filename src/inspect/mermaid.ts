@@ -71,6 +71,30 @@ function attachAlways(json: JsonStateNode, live: LiveStateNode): void {
 }
 
 /**
+ * A composite state's transition to one of its own children (e.g. `turnRunning` on ABORT -> `interrupting`) is
+ * taken from whichever child is active; drawn from the composite itself, Mermaid puts its label under the target.
+ * So draw it from each other child instead (the same behaviour, readable).
+ */
+function innerSources(composite: JsonStateNode, targetId: string): string[] {
+  const prefix = `${composite.id.replace(/^#/, "")}.`;
+  const target = targetId.replace(/^#/, "");
+  if (!target.startsWith(prefix)) return [];
+  return Object.values(composite.states ?? {})
+    .filter((c) => c.id !== target && c.type !== "final" && !target.startsWith(`${c.id}.`))
+    .map((c) => mermaidStateId(c.id));
+}
+
+/** Options of {@link machineToMermaid}. */
+export interface MachineToMermaidOptions {
+  /**
+   * Draw the transitions between the same two states as ONE edge whose label lists every event (`a / b`). Mermaid
+   * places the labels of parallel edges on top of each other (e.g. "error maintain" over "done maintain"), so the
+   * statechart page uses this. Default false (the generated lifecycle doc keeps one edge per transition).
+   */
+  mergeParallelEdges?: boolean;
+}
+
+/**
  * Render a machine as a Mermaid state diagram.
  *
  * @example
@@ -79,14 +103,28 @@ function attachAlways(json: JsonStateNode, live: LiveStateNode): void {
  * console.log(machineToMermaid(turnMachine)); // "stateDiagram-v2\n  [*] --> loadHistory\n…"
  * ```
  */
-export function machineToMermaid(machine: AnyStateMachine): string {
+export function machineToMermaid(machine: AnyStateMachine, options: MachineToMermaidOptions = {}): string {
   const root = machine.toJSON() as unknown as JsonStateNode;
   attachAlways(root, machine.root as unknown as LiveStateNode);
   const lines: string[] = ["stateDiagram-v2"];
   const edges: string[] = [];
   const seenEdges = new Set<string>();
+  // from --> to => index in `edges` and its labels (merge mode).
+  const merged = new Map<string, { index: number; labels: string[] }>();
 
   const addEdge = (from: string, to: string, label: string) => {
+    if (options.mergeParallelEdges) {
+      const pair = `${from} --> ${to}`;
+      const entry = merged.get(pair);
+      if (entry === undefined) {
+        merged.set(pair, { index: edges.length, labels: [label] });
+        edges.push(`  ${pair} : ${label}`);
+      } else if (!entry.labels.includes(label)) {
+        entry.labels.push(label);
+        edges[entry.index] = `  ${pair} : ${entry.labels.join(" / ")}`;
+      }
+      return;
+    }
     const line = `${from} --> ${to} : ${label}`;
     if (seenEdges.has(line)) return;
     seenEdges.add(line);
@@ -122,7 +160,12 @@ export function machineToMermaid(machine: AnyStateMachine): string {
       if (invoked.length > 0 && !composite) lines.push(`${indent}${id} : invoke ${sanitizeLabel(invoked.join(", "))}`);
       if (child.type === "final") edges.push(`  ${id} --> [*]`);
       for (const t of transitionsOf(child)) {
-        for (const target of t.target ?? []) addEdge(id, mermaidStateId(target), eventLabel(t));
+        for (const target of t.target ?? []) {
+          const targetId = typeof target === "string" ? target : target.id;
+          const inner = options.mergeParallelEdges && composite ? innerSources(child, targetId) : [];
+          if (inner.length > 0) for (const from of inner) addEdge(from, mermaidStateId(targetId), eventLabel(t));
+          else addEdge(id, mermaidStateId(target), eventLabel(t));
+        }
       }
     }
   };

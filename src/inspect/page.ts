@@ -86,6 +86,10 @@ export const pageInputSchema = z.object({
     .refine((ds) => new Set(ds.map((d) => d.id)).size === ds.length, "diagram ids must be unique"),
   trace: z.array(traceStepSchema).max(100_000).optional(),
   title: z.string().min(1).max(200).optional(),
+  live: z
+    .object({ wsUrl: z.string().regex(/^ws:\/\/127\.0\.0\.1:\d{1,5}$/, "must be ws://127.0.0.1:<port>") })
+    .strict()
+    .optional(),
 });
 
 export interface PageInput {
@@ -93,6 +97,11 @@ export interface PageInput {
   trace?: TraceStep[];
   /** Page title. Default "Statecharts". */
   title?: string;
+  /**
+   * Live mode: the page connects to this loopback inspector relay and highlights the states of running actors as
+   * their snapshots arrive (the offline view of the live inspector). The CSP then allows exactly this WebSocket.
+   */
+  live?: { wsUrl: string };
   logger?: Logger;
 }
 
@@ -225,7 +234,11 @@ details.viz-source-box summary { cursor: pointer; color: #555; font-size: 13px; 
 pre.viz-source { font-size: 12px; background: #f4f4f4; padding: 8px; overflow: auto; }
 aside#replay { width: 380px; flex: none; border-left: 1px solid #ddd; background: #fff; padding: 16px; box-sizing: border-box;
   position: sticky; top: 0; height: 100vh; display: flex; flex-direction: column; }
-aside#replay h2 { font-size: 16px; margin: 0 0 8px; }
+aside#replay h2, aside#live h2 { font-size: 16px; margin: 0 0 8px; }
+aside#live { width: 380px; flex: none; border-left: 1px solid #ddd; background: #fff; padding: 16px; box-sizing: border-box;
+  position: sticky; top: 0; height: 100vh; display: flex; flex-direction: column; }
+#live-status { font-size: 13px; margin-bottom: 8px; }
+ol#live-events { list-style: none; margin: 0; padding: 0; overflow: auto; flex: 1; font-size: 12px; font-family: ui-monospace, Menlo, Consolas, monospace; }
 .controls { display: flex; gap: 6px; align-items: center; margin-bottom: 8px; }
 .controls button { font: inherit; padding: 4px 10px; }
 #step-slider { width: 100%; margin: 4px 0 8px; }
@@ -266,18 +279,20 @@ const SCRIPT = `
     index[d.id] = map;
   }
 
+  function highlight(d, active) {
+    var map = index[d.id] || {};
+    Object.keys(map).forEach(function (k) {
+      var on = active.indexOf(k) >= 0;
+      map[k].forEach(function (g) { g.classList.toggle("viz-active", on); });
+    });
+    document.getElementById("diagram-" + d.id).setAttribute("data-active", active.join(" "));
+  }
+
   function show(i) {
     if (steps.length === 0) return;
     current = Math.max(0, Math.min(steps.length - 1, i));
     var frame = frames[current];
-    diagrams.forEach(function (d) {
-      var map = index[d.id] || {};
-      var active = frame[d.id] || [];
-      Object.keys(map).forEach(function (k) {
-        var on = active.indexOf(k) >= 0;
-        map[k].forEach(function (g) { g.classList.toggle("viz-active", on); });
-      });
-    });
+    diagrams.forEach(function (d) { highlight(d, frame[d.id] || []); });
     var slider = document.getElementById("step-slider");
     slider.value = String(current);
     var s = steps[current];
@@ -337,6 +352,63 @@ const SCRIPT = `
     wire();
     show(initialStep());
     document.body.setAttribute("data-rendered", "true");
+    if (data.live) connectLive(data.live);
+  }
+
+  // Live mode: snapshots from the loopback relay (Stately inspection protocol) drive the highlight.
+  function statePaths(value, prefix) {
+    if (typeof value === "string") return [prefix ? prefix + "." + value : value];
+    if (!value || typeof value !== "object") return [];
+    var keys = Object.keys(value);
+    if (keys.length === 0) return prefix ? [prefix] : [];
+    var out = [];
+    keys.forEach(function (k) { out = out.concat(statePaths(value[k], prefix ? prefix + "." + k : k)); });
+    return out;
+  }
+
+  function liveIds(d, value) {
+    var ids = [];
+    statePaths(value, "").forEach(function (leaf) {
+      var parts = leaf.split(".");
+      for (var i = 1; i <= parts.length; i++) {
+        var id = d.stateIds[parts.slice(0, i).join(".")];
+        if (id && ids.indexOf(id) < 0) ids.push(id);
+      }
+    });
+    return ids;
+  }
+
+  function connectLive(live) {
+    var machineOf = {};
+    var count = 0;
+    var status = document.getElementById("live-status");
+    var list = document.getElementById("live-events");
+    function setStatus(s) { status.textContent = s; document.body.setAttribute("data-live-status", s); }
+    function apply(sessionId, snapshot, eventType) {
+      var machineId = machineOf[sessionId];
+      if (!machineId || !snapshot || snapshot.value === undefined) return;
+      diagrams.forEach(function (d) { if (d.machineId === machineId) highlight(d, liveIds(d, snapshot.value)); });
+      count++;
+      document.body.setAttribute("data-live-events", String(count));
+      var li = document.createElement("li");
+      li.textContent = machineId + ": " + (eventType || "?") + " \u2192 " + statePaths(snapshot.value, "").join(", ");
+      list.insertBefore(li, list.firstChild);
+      while (list.childNodes.length > 200) list.removeChild(list.lastChild);
+    }
+    setStatus("connecting");
+    var ws = new WebSocket(live.wsUrl);
+    ws.onopen = function () { setStatus("connected"); };
+    ws.onclose = function () { setStatus("disconnected"); };
+    ws.onmessage = function (e) {
+      var m;
+      try { m = JSON.parse(e.data); } catch (err) { return; }
+      if (m.type === "@xstate.actor") {
+        try { machineOf[m.sessionId] = JSON.parse(m.definition).id; } catch (err) { /* not a machine */ }
+        apply(m.sessionId, m.snapshot, "start");
+      } else if (m.type === "@xstate.snapshot") {
+        apply(m.sessionId, m.snapshot, m.event && m.event.type);
+      }
+    };
   }
 
   renderAll();
@@ -366,14 +438,16 @@ export function renderPageFromDiagrams(input: PageInput): string {
       `invalid statechart page input at ${issue?.path.join(".") || "(root)"}: ${issue?.message ?? "invalid"}`,
     );
   }
-  const { diagrams, trace = [], title = "Statecharts" } = parsed.data;
+  const { diagrams, trace = [], title = "Statecharts", live } = parsed.data;
   const frames = computeHighlightFrames(diagrams, trace);
   const bundle = loadMermaidBundle();
 
+  // Live mode maps state values in the browser, so it needs each diagram's state-id map; replay needs only frames.
   const data = {
-    diagrams: diagrams.map((d) => ({ id: d.id, machineId: d.machineId })),
+    diagrams: diagrams.map((d) => (live ? { id: d.id, machineId: d.machineId, stateIds: d.stateIds } : { id: d.id, machineId: d.machineId })),
     steps: trace.map((s) => ({ step: s.step, actorId: s.actorId, label: stepLabel(s) })),
     frames,
+    ...(live ? { live: { wsUrl: live.wsUrl } } : {}),
   };
 
   const sections = diagrams
@@ -388,9 +462,16 @@ export function renderPageFromDiagrams(input: PageInput): string {
     )
     .join("\n");
 
+  const livePanel = live
+    ? `<aside id="live">
+<h2>Live (offline view)</h2>
+<div id="live-status">connecting</div>
+<ol id="live-events"></ol>
+</aside>`
+    : "";
   const replay =
     trace.length === 0
-      ? ""
+      ? livePanel
       : `<aside id="replay">
 <h2>Trace replay (${trace.length} steps)</h2>
 <div class="controls">
@@ -414,7 +495,7 @@ ${trace
 <html lang="en">
 <head>
 <meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; font-src data:${live ? `; connect-src ${live.wsUrl}` : ""}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escapeHtml(title)}</title>
 <style>${CSS}</style>

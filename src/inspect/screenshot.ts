@@ -66,6 +66,12 @@ export type ScreenshotOptions = z.input<typeof optionsSchema>;
  * ```
  */
 export async function screenshotHtml(htmlPath: string, pngPath: string, options: ScreenshotOptions = {}): Promise<void> {
+  const opts = parseOptions(options);
+  const url = pathToFileURL(resolve(htmlPath)).href + (opts.hash ? `#${opts.hash}` : "");
+  await screenshotUrl(url, pngPath, options);
+}
+
+function parseOptions(options: ScreenshotOptions): z.output<typeof optionsSchema> {
   const parsed = optionsSchema.safeParse(options);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
@@ -74,15 +80,15 @@ export async function screenshotHtml(htmlPath: string, pngPath: string, options:
       `invalid screenshot option ${issue?.path.join(".") ?? "?"}: ${issue?.message ?? "invalid"}`,
     );
   }
-  const opts = parsed.data;
-  const logger = opts.logger ?? pino({ level: "silent" });
+  return parsed.data;
+}
+
+/** Runs headless Chromium on `url` with a fresh profile and the offline-friendly flags; resolves with its stdout. */
+async function runChromium(url: string, opts: z.output<typeof optionsSchema>, extra: string[]): Promise<string> {
   if (!existsSync(opts.chromiumPath)) {
     throw new ScreenshotError("SCREENSHOT_NO_BROWSER", `no chromium at ${opts.chromiumPath} (apt-get install chromium)`);
   }
-  const absHtml = resolve(htmlPath);
-  const absPng = resolve(pngPath);
-  const url = pathToFileURL(absHtml).href + (opts.hash ? `#${opts.hash}` : "");
-  // A fresh profile per shot: no state from earlier runs, nothing left behind.
+  // A fresh profile per run: no state from earlier runs, nothing left behind.
   const profile = await mkdtemp(join(tmpdir(), "viz-chromium-"));
   const args = [
     "--headless",
@@ -94,29 +100,52 @@ export async function screenshotHtml(htmlPath: string, pngPath: string, options:
     "--disable-component-update",
     "--disable-sync",
     `--user-data-dir=${profile}`,
-    `--screenshot=${absPng}`,
     `--window-size=${opts.width},${opts.height}`,
     `--virtual-time-budget=${opts.virtualTimeBudgetMs}`,
+    ...extra,
     url,
   ];
   try {
-    await new Promise<void>((resolvePromise, reject) => {
-      execFile(opts.chromiumPath, args, { timeout: opts.timeoutMs, maxBuffer: 4 * 1024 * 1024 }, (err, _stdout, stderr) => {
+    return await new Promise<string>((resolvePromise, reject) => {
+      execFile(opts.chromiumPath, args, { timeout: opts.timeoutMs, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
         if (err) {
-          reject(
-            new ScreenshotError("SCREENSHOT_FAILED", `chromium failed for ${absHtml}: ${err.message}\n${stderr.slice(-2000)}`, {
-              cause: err,
-            }),
-          );
-        } else resolvePromise();
+          reject(new ScreenshotError("SCREENSHOT_FAILED", `chromium failed for ${url}: ${err.message}\n${stderr.slice(-2000)}`, { cause: err }));
+        } else resolvePromise(stdout);
       });
     });
-    const info = await stat(absPng).catch(() => undefined);
-    if (info === undefined || info.size === 0) {
-      throw new ScreenshotError("SCREENSHOT_FAILED", `chromium wrote no screenshot to ${absPng}`);
-    }
-    logger.info({ event: "inspect.screenshot", bytes: info.size, width: opts.width, height: opts.height }, "screenshot written");
   } finally {
     await rm(profile, { recursive: true, force: true });
   }
+}
+
+/**
+ * Screenshots any URL (a `file:` page, or the loopback live inspector) with headless Chromium.
+ *
+ * @example
+ * ```ts
+ * await screenshotUrl("http://127.0.0.1:8123/", path.join(os.tmpdir(), "inspector.png"), { width: 1400, height: 1000 });
+ * ```
+ */
+export async function screenshotUrl(url: string, pngPath: string, options: ScreenshotOptions = {}): Promise<void> {
+  const opts = parseOptions(options);
+  const logger = opts.logger ?? pino({ level: "silent" });
+  const absPng = resolve(pngPath);
+  await runChromium(url, opts, [`--screenshot=${absPng}`]);
+  const info = await stat(absPng).catch(() => undefined);
+  if (info === undefined || info.size === 0) {
+    throw new ScreenshotError("SCREENSHOT_FAILED", `chromium wrote no screenshot to ${absPng}`);
+  }
+  logger.info({ event: "inspect.screenshot", bytes: info.size, width: opts.width, height: opts.height }, "screenshot written");
+}
+
+/**
+ * The DOM of a page after its scripts ran (Chromium `--dump-dom`), for checks a person would make by looking.
+ *
+ * @example
+ * ```ts
+ * const dom = await dumpDom(pathToFileURL(html).href + "#step=3", { width: 1400, height: 1000 });
+ * ```
+ */
+export async function dumpDom(url: string, options: ScreenshotOptions = {}): Promise<string> {
+  return runChromium(url, parseOptions(options), ["--dump-dom"]);
 }

@@ -25,6 +25,8 @@ export interface RenderStatechartPageInput {
   trace?: TraceStep[];
   /** Page title. Default "Statecharts". */
   title?: string;
+  /** Live mode: follow a loopback inspector relay instead of (or besides) a recorded trace. */
+  live?: { wsUrl: string };
   logger?: Logger;
 }
 
@@ -137,7 +139,8 @@ export function machinesToDiagrams(machines: VizMachine[]): PageDiagram[] {
     );
   }
   return parsed.data.map(({ id, title, machine }) => {
-    const definition = machineToMermaid(machine);
+    // One edge per state pair: Mermaid draws the labels of parallel edges on top of each other.
+    const definition = machineToMermaid(machine, { mergeParallelEdges: true });
     return { id, title, definition, machineId: machine.id, stateIds: resolveStateIds(machine, definition) };
   });
 }
@@ -165,6 +168,7 @@ export function renderStatechartPage(input: RenderStatechartPageInput): string {
     diagrams,
     ...(input.trace !== undefined ? { trace: input.trace } : {}),
     ...(input.title !== undefined ? { title: input.title } : {}),
+    ...(input.live !== undefined ? { live: input.live } : {}),
     ...(input.logger !== undefined ? { logger: input.logger } : {}),
   });
 }

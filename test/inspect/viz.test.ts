@@ -183,7 +183,7 @@ describe("renderStatechartPage", () => {
     const trace = await recordTurn();
     const html = renderStatechartPage({ machines, trace });
     for (const { machine } of machines) {
-      const escaped = machineToMermaid(machine).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+      const escaped = machineToMermaid(machine, { mergeParallelEdges: true }).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
       expect(html).toContain(escaped);
     }
     expect(html).toContain(MERMAID_BEGIN_MARKER);

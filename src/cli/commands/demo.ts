@@ -21,7 +21,7 @@ import { addInspectOptions, addJsonOption } from "../options.js";
 import { createOut, type Out } from "../output.js";
 import { runnableCommand } from "../self.js";
 
-type DemoOptions = { out?: string; json?: boolean; inspect?: boolean; inspectWait?: number };
+type DemoOptions = { out?: string; json?: boolean; inspect?: boolean; inspectWait?: number; inspectUiUrl?: string };
 
 interface DemoStep {
   prompt: string;
@@ -172,7 +172,7 @@ async function demoAction(opts: DemoOptions): Promise<number> {
   await mkdir(dir, { recursive: true });
   const { createTraceRecorder } = await import("../../inspect/trace.js");
   const recorder = createTraceRecorder();
-  const inspector = await startInspector(opts.inspect === true, out);
+  const inspector = await startInspector(opts.inspect === true, out, opts.inspectUiUrl);
   let env: OfflineCodex;
   try {
     env = await startOfflineCodex({ offline: { lean: true } });
