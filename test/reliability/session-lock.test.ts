@@ -38,9 +38,8 @@ describe("session lock across processes", () => {
 
     const lines = await readLockLedger(ledger);
     const aReleasing = lines.find((l): l is Extract<LockLedgerLine, { ev: "releasing" }> => l.ev === "releasing" && l.pid === a.pid);
-    // A never lost it: its signal did not abort and every assertHeld (about 26 of them) passed.
-    expect(aReleasing).toMatchObject({ aborted: false, assertFailures: 0 });
-    expect(aReleasing!.checks).toBeGreaterThanOrEqual(20);
+    // A never lost it: its signal did not abort and its assertHeld at the start and at the end both passed.
+    expect(aReleasing).toMatchObject({ aborted: false, assertFailures: 0, checks: 2 });
     // B was waiting before A let go, and got the lock only after A released it.
     expect(indexOf(lines, "waiting", b.pid)).toBeLessThan(indexOf(lines, "releasing", a.pid));
     expect(indexOf(lines, "acquired", b.pid)).toBeGreaterThan(indexOf(lines, "releasing", a.pid));
