@@ -12,36 +12,55 @@ import type { AgentMessage } from "../context-engine/types.js";
 import { canonicalJson } from "./render.js";
 
 /** Message fields that carry content the model sees (everything else is metadata and never part of the identity). */
-const CONTENT_FIELDS = ["role", "toolCallId", "toolName", "isError", "customType", "summary"] as const;
+const CONTENT_FIELDS = ["toolCallId", "toolName", "isError", "customType", "summary"] as const;
+/** Part fields that are metadata even on part types we do not know. */
+const PART_METADATA = new Set(["timestamp", "usage", "signature", "textSignature"]);
 
-/** One part reduced to what the model sees; unknown part types keep every field except obvious metadata. */
-function partIdentity(part: unknown): unknown {
-  if (typeof part === "string") return { type: "text", text: part };
-  if (!part || typeof part !== "object") return part;
+/**
+ * Appends length-prefixed fields: `<length>:<text>` cannot be confused across field boundaries, and building it is
+ * much cheaper than canonical JSON (the identity of every message of a long session is computed per turn when an
+ * engine rebuilds its view; 10,000 messages must stay within a few ms).
+ */
+class KeyBuilder {
+  private out = "";
+  add(tag: string, value: unknown): void {
+    const text = typeof value === "string" ? value : value === undefined ? "\u0000undefined" : canonicalJson(value);
+    this.out += `${tag}${text.length}:${text}`;
+  }
+  toString(): string {
+    return this.out;
+  }
+}
+
+function addPart(key: KeyBuilder, part: unknown): void {
+  if (typeof part === "string") return key.add("t", part);
+  if (!part || typeof part !== "object") return key.add("v", part ?? null);
   const p = part as Record<string, unknown>;
   switch (p["type"]) {
     case "text":
-      return { type: "text", text: p["text"] };
+      return key.add("t", p["text"]);
     case "thinking":
-      return { type: "thinking", thinking: p["thinking"] };
+      return key.add("k", p["thinking"]);
     case "image":
-      return { type: "image", mimeType: p["mimeType"], data: p["data"] };
+      key.add("m", p["mimeType"]);
+      return key.add("i", p["data"]);
     case "toolCall":
-      return { type: "toolCall", id: p["id"], name: p["name"], arguments: p["arguments"] };
+      key.add("c", p["id"]);
+      key.add("n", p["name"]);
+      return key.add("a", p["arguments"] ?? null);
     default: {
       const out: Record<string, unknown> = {};
-      for (const [key, value] of Object.entries(p)) {
-        if (key === "timestamp" || key === "usage" || key === "signature" || key === "textSignature") continue;
-        out[key] = value;
-      }
-      return out;
+      for (const [field, value] of Object.entries(p)) if (!PART_METADATA.has(field)) out[field] = value;
+      return key.add("o", out);
     }
   }
 }
 
 /**
- * The content identity of a message as a string (canonical JSON of its content fields). Two messages with the same
- * identity show the model the same thing. String content and a single text part are the same content.
+ * The content identity of a message as a string built from its role, content parts (text, thinking, image, tool call
+ * id/name/arguments; other part types whole but for metadata), and tool result / custom / summary fields. Two
+ * messages with the same identity show the model the same thing. String content and a single text part are the same
+ * content; object key order never matters.
  *
  * @example
  * ```ts
@@ -52,15 +71,20 @@ function partIdentity(part: unknown): unknown {
  */
 export function messageContentKey(message: AgentMessage): string {
   const m = message as Record<string, unknown>;
-  const out: Record<string, unknown> = {};
+  const key = new KeyBuilder();
+  key.add("r", String(m["role"]));
   for (const field of CONTENT_FIELDS) {
-    if (m[field] !== undefined) out[field] = m[field];
+    if (m[field] !== undefined) key.add(field, m[field]);
   }
   const content = m["content"];
-  if (typeof content === "string") out["content"] = [partIdentity(content)];
-  else if (Array.isArray(content)) out["content"] = content.map(partIdentity);
-  else if (content !== undefined && content !== null) out["content"] = content;
-  return canonicalJson(out);
+  if (typeof content === "string") {
+    key.add("p", 1);
+    addPart(key, content);
+  } else if (Array.isArray(content)) {
+    key.add("p", content.length);
+    for (const part of content) addPart(key, part);
+  } else if (content !== undefined && content !== null) key.add("x", content);
+  return key.toString();
 }
 
 /**
@@ -93,8 +117,8 @@ export class ContentSet {
 }
 
 /**
- * A {@link messageContentKey} that remembers each object's key (weakly), so a message compared against several sets
- * is serialized once.
+ * A {@link messageContentKey} that remembers each object's key, so a message compared against several sets is keyed
+ * once. Scope it to one computation (a plain Map: a WeakMap over thousands of messages costs far more in GC).
  *
  * @example
  * ```ts
@@ -103,7 +127,7 @@ export class ContentSet {
  * ```
  */
 export function cachedContentKey(): (message: AgentMessage) => string {
-  const cache = new WeakMap<object, string>();
+  const cache = new Map<object, string>();
   return (message) => {
     let key = cache.get(message);
     if (key === undefined) {
