@@ -575,7 +575,9 @@ export class TurnProjector {
     this.applied++;
     if (n.emittedAtMs !== undefined) this.lastTimestamp = n.emittedAtMs;
     const base = { threadId: this.opts.threadId, turnId: this.opts.turnId };
-    if (!n.consumed) return this.onPlanUpdated(n.params, n.emittedAtMs);
+    // Handled whether the client passes it through unparsed or validates it: the params are checked here.
+    if (n.method === "turn/plan/updated") return this.onPlanUpdated(n.params, n.emittedAtMs);
+    if (!n.consumed) return [];
     switch (n.method) {
       case "turn/started":
         if (n.emittedAtMs !== undefined) this.turnStartedAt = n.emittedAtMs;
