@@ -48,7 +48,7 @@ export interface BeforeToolCallDecision {
 /** Runs before the handler; `undefined` lets the call through unchanged. Bounded; a throw or timeout is ignored. */
 export type BeforeToolCall = (call: ToolCallInfo) => Promise<BeforeToolCallDecision | undefined> | BeforeToolCallDecision | undefined;
 
-/** Runs after the call with its outcome (`result` on success, `error` otherwise). Bounded; a throw is ignored. */
+/** Runs after the call with its outcome (`result` on success, `error` otherwise) and the arguments used. Bounded; a throw is ignored. */
 export type AfterToolCall = (call: ToolCallInfo & { result?: string; error?: string; durationMs: number }) => Promise<void> | void;
 
 /** Per-turn settings of dispatch. */
@@ -134,19 +134,19 @@ export async function dispatchToolCall(
     return { response, durationMs: 0 };
   }
   const decision = await interceptBefore(call, o);
+  const args = decision.arguments !== undefined ? decision.arguments : call.arguments;
   let outcome: { response: DynamicToolCallResponse; result?: string; error?: string };
   if (decision.block === true) {
     const error = typeof decision.blockReason === "string" && decision.blockReason !== "" ? decision.blockReason : `tool ${call.tool} was blocked`;
     outcome = { response: reply(error, false), error };
   } else {
-    const args = "arguments" in decision && decision.arguments !== undefined ? decision.arguments : call.arguments;
     outcome = await runHandler(spec, args, ctx, o);
   }
   const durationMs = Date.now() - t0;
   respond(outcome.response);
   if (o.afterToolCall) {
     const after = o.afterToolCall;
-    const payload = { ...call, durationMs, ...(outcome.result !== undefined ? { result: outcome.result } : {}), ...(outcome.error !== undefined ? { error: outcome.error } : {}) };
+    const payload = { ...call, arguments: args, durationMs, ...(outcome.result !== undefined ? { result: outcome.result } : {}), ...(outcome.error !== undefined ? { error: outcome.error } : {}) };
     const r = await withTimeout(() => after(payload), o.interceptorTimeoutMs);
     if (!r.ok) {
       const why = r.reason === "timeout" ? `did not return within ${o.interceptorTimeoutMs} ms` : "threw";

@@ -16,9 +16,7 @@ export type CodexTurnWarningCode =
   /** `onApproval` threw or returned something else than "approve" / "approveForSession" / "deny"; denied. */
   | "approvalCallbackFailed"
   /** `onUserInput` threw, timed out or returned a malformed answer; the request was declined. */
-  | "userInputCallbackFailed"
-  /** Outgoing text held lone UTF-16 surrogates; they were replaced with U+FFFD (see json-safe.ts). */
-  | "loneSurrogatesReplaced";
+  | "userInputCallbackFailed";
 
 /**
  * One warning of a running turn (also on `CodexTurn.warnings` and passed to `StartTurnOptions.onWarning`).
