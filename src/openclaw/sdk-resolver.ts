@@ -97,19 +97,34 @@ export function installOpenClawSdkResolver(): "registerHooks" | "register" {
 
 /**
  * `import()` through Node's own loader (with the hooks above), even where our code runs inside a test runner or
- * bundler that rewrites `import()` or evaluates modules in `vm` (vitest). The function is compiled by `vm.Script`
- * with the main context's default loader (Node >= 20.12); older Node falls back to a `Function`-built import.
+ * bundler that rewrites `import()` or evaluates modules in `vm` (vitest). A `Function`-built import is used first;
+ * where the surrounding `vm` has no import callback (`ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING`), a `vm.Script` with the
+ * main context's default loader (Node >= 20.12, experimental there, so only used when needed) takes over.
  *
  * @example
  * ```ts
  * const mod = await nativeImport(pathToFileURL(entry).href);
  * ```
  */
-export const nativeImport: (specifier: string) => Promise<unknown> = createNativeImport();
+export async function nativeImport(specifier: string): Promise<unknown> {
+  if (!viaVm) {
+    try {
+      return await functionImport(specifier);
+    } catch (error) {
+      if ((error as { code?: unknown })?.code !== "ERR_VM_DYNAMIC_IMPORT_CALLBACK_MISSING") throw error;
+      viaVm = createVmImport();
+      if (!viaVm) throw error;
+    }
+  }
+  return viaVm(specifier);
+}
 
-function createNativeImport(): (specifier: string) => Promise<unknown> {
+const functionImport = new Function("specifier", "return import(specifier)") as (specifier: string) => Promise<unknown>;
+let viaVm: ((specifier: string) => Promise<unknown>) | undefined;
+
+function createVmImport(): ((specifier: string) => Promise<unknown>) | undefined {
   const loader = (vm.constants as unknown as { USE_MAIN_CONTEXT_DEFAULT_LOADER?: symbol } | undefined)?.USE_MAIN_CONTEXT_DEFAULT_LOADER;
-  if (loader === undefined) return new Function("specifier", "return import(specifier)") as (specifier: string) => Promise<unknown>;
+  if (loader === undefined) return undefined;
   const script = new vm.Script("(specifier) => import(specifier)", { importModuleDynamically: loader as never });
   return script.runInThisContext() as (specifier: string) => Promise<unknown>;
 }
