@@ -1,0 +1,112 @@
+/**
+ * Codex doing real work through the client, on the real `codex app-server` against the fake Responses API: the fake
+ * model asks for a shell command; approvals reach the host's `onApproval` as a typed request and its decision (or
+ * the default, or a timeout) is what Codex does. Also: the sandbox and reasoning settings are accepted by the binary.
+ * (`request_user_input` is offered by Codex 0.169.0 only in Plan collaboration mode; `onUserInput` is tested against
+ * the scripted app-server in test/codex/host-callbacks.test.ts.)
+ */
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { CodexApprovalRequest } from "../../src/codex/approvals.js";
+import { startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
+
+let env: OfflineCodex;
+const workspaces: string[] = [];
+
+beforeAll(async () => {
+  env = await startOfflineCodex({});
+});
+afterAll(async () => {
+  await env?.dispose();
+});
+afterEach(() => {
+  for (const ws of workspaces.splice(0)) rmSync(ws, { recursive: true, force: true });
+});
+
+function workspace(): string {
+  const ws = mkdtempSync(path.join(os.tmpdir(), "codex-approvals-ws-"));
+  workspaces.push(ws);
+  return ws;
+}
+
+/** The `function_call_output` text of the last model request. */
+function toolOutput(request: RecordedRequest | undefined): string {
+  const input = (request?.body?.input ?? []) as Array<{ type?: string; output?: unknown }>;
+  const out = input.filter((i) => i.type === "function_call_output").at(-1)?.output;
+  return typeof out === "string" ? out : JSON.stringify(out);
+}
+
+/** One turn in which the model runs `touch made.txt` in `ws` (approval policy "untrusted": Codex asks first). */
+async function touchTurn(ws: string, turnOptions: Record<string, unknown>) {
+  const { codex, fake } = env;
+  const { threadId } = await codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "untrusted" });
+  fake.enqueue([{ functionCall: { name: "exec_command", arguments: { cmd: "touch made.txt", workdir: ws } } }, { text: "done" }]);
+  const turn = await codex.startTurn({ threadId, text: "make the file", ...turnOptions });
+  const record = await turn.completion;
+  return { threadId, record, turn, made: existsSync(path.join(ws, "made.txt")), output: toolOutput(fake.requests.at(-1)) };
+}
+
+describe("approvals reach the host and its decision is honoured (real app-server)", () => {
+  it("approve: the host sees a typed command request and the command runs", async () => {
+    const ws = workspace();
+    const seen: CodexApprovalRequest[] = [];
+    const r = await touchTurn(ws, { onApproval: (req: CodexApprovalRequest) => (seen.push(req), "approve") });
+    expect(r.record.codexStatus).toBe("completed");
+    expect(seen).toEqual([
+      expect.objectContaining({ kind: "commandExecution", method: "item/commandExecution/requestApproval", threadId: r.threadId, turnId: r.turn.turnId, cwd: ws }),
+    ]);
+    expect(seen[0]!.kind === "commandExecution" && seen[0]!.command).toContain("touch made.txt");
+    expect(seen[0]!.itemId).not.toBe("");
+    expect(r.made).toBe(true);
+  });
+
+  it("deny: the command does not run and Codex reports it rejected", async () => {
+    const ws = workspace();
+    const r = await touchTurn(ws, { onApproval: () => "deny" });
+    expect(r.record.codexStatus).toBe("completed");
+    expect(r.made).toBe(false);
+    expect(r.output).toMatch(/rejected/i);
+  });
+
+  it("no callback: denied by default", async () => {
+    const ws = workspace();
+    const before = env.codex.stats().approvalsDeclined;
+    const r = await touchTurn(ws, {});
+    expect(r.made).toBe(false);
+    expect(env.codex.stats().approvalsDeclined).toBe(before + 1);
+  });
+
+  it("a callback that never decides is denied after approvalTimeoutMs, with a warning", async () => {
+    const ws = workspace();
+    const r = await touchTurn(ws, { onApproval: () => new Promise(() => undefined), approvalTimeoutMs: 300 });
+    expect(r.record.codexStatus).toBe("completed");
+    expect(r.made).toBe(false);
+    expect(r.turn.warnings).toEqual([expect.objectContaining({ code: "approvalTimeout" })]);
+  });
+});
+
+describe("other host decisions and settings on the real binary", () => {
+  it("workspace-write with writable roots and network, reasoning effort and summary are accepted; effort reaches the model", async () => {
+    const { codex, fake } = env;
+    const ws = workspace();
+    const extra = workspace();
+    const { threadId } = await codex.startThread({
+      cwd: ws,
+      sandbox: "workspace-write",
+      writableRoots: [extra],
+      networkAccess: false,
+      reasoningEffort: "high",
+      reasoningSummary: "concise",
+    });
+    fake.enqueue({ text: "ok" });
+    const record = await (await codex.startTurn({ threadId, text: "hello" })).completion;
+    expect(record.codexStatus).toBe("completed");
+    expect(fake.requests.at(-1)!.body?.reasoning).toMatchObject({ effort: "high", summary: "concise" });
+    // A real resume in the same process re-sends the settings (Codex accepts them again).
+    await codex.resumeThread({ threadId, cwd: ws, sandbox: "workspace-write", writableRoots: [extra], reasoningEffort: "high" });
+    fake.enqueue({ text: "ok again" });
+    expect((await (await codex.startTurn({ threadId, text: "again" })).completion).codexStatus).toBe("completed");
+  });
+});
