@@ -3,14 +3,23 @@
  * points of random turns, restarted until every session has all its turns. Then every prompt is checked against the
  * transcript and the engine's fsynced ledger. Not part of `npm test`.
  *
- *   npx tsx bench/soak.ts [--sessions 20] [--turns 10] [--batch 5] [--kill-rate 0.5] [--concurrency 2] [--seed 1] [--out FILE]
+ *   npx tsx bench/soak.ts [--sessions 20] [--turns 10] [--batch 5] [--kill-rate 0.5] [--concurrency 2] [--seed 1]
+ *                         [--long-rounds 3] [--long-delay-ms 2000] [--max-seconds 900] [--out FILE] [--help]
  *
  * Prints the summary and writes it to bench/soak-results.json (or --out).
+ *
+ * Then the long-turn kill (`longTurnKill` in the summary), `--long-rounds` times on a fresh session each: process A
+ * runs a turn whose model reply is slowed by `--long-delay-ms` per SSE event (about 10 events: > 10 s, longer than the
+ * session lock's 10 s stale time), process B starts a turn on the same session once A's is accepted and waits for
+ * the lock; A is SIGKILLed 11-14 s into its turn. B must get the lock (dead holder), run its turn, and a third process
+ * C re-runs A's prompt the way a host does after a crash. Counted: lost turns (completed but not in the transcript),
+ * duplicated mirror entries, duplicate finalizes, finalizes that saw another turn's prompt, B turns accepted by Codex
+ * before A died (the lock did not hold), lock directories left, lingering app-servers.
  *
  * The last prompt of a session is never a crash target, so its worker's turn also finalizes whatever the previous
  * worker left pending (finalizePendingTurns runs before every turn) and the session ends settled.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { prng } from "./lib.js";
 import path from "node:path";
@@ -25,6 +34,8 @@ import {
   type CrashPoint,
 } from "../test/reliability/fixtures/turn-worker.js";
 import { codexHomeTempBase } from "../src/codex/app-server.js";
+import { readLockTurnLedger, startLockTurnWorker, waitForTurnLedger } from "../test/reliability/fixtures/lock-turn-worker.js";
+import { readdirSync } from "node:fs";
 
 const { values } = parseArgs({
   options: {
@@ -35,21 +46,31 @@ const { values } = parseArgs({
     concurrency: { type: "string", default: "2" },
     seed: { type: "string", default: "1" },
     "max-seconds": { type: "string", default: "900" },
+    "long-rounds": { type: "string", default: "3" },
+    "long-delay-ms": { type: "string", default: "2000" },
     out: { type: "string" },
+    help: { type: "boolean", default: false },
   },
 });
+if (values.help) {
+  const doc = readFileSync(fileURLToPath(import.meta.url), "utf8").split("*/")[0]!;
+  console.log(doc.replace(/^\/\*\*\n?/, "").replace(/^ \* ?/gm, ""));
+  process.exit(0);
+}
 const num = (name: keyof typeof values, min: number, max: number): number => {
   const v = Number(values[name]);
   if (!Number.isFinite(v) || v < min || v > max) throw new Error(`--${name} must be a number in [${min}, ${max}], got ${String(values[name])}`);
   return v;
 };
-const SESSIONS = Math.floor(num("sessions", 1, 500));
+const SESSIONS = Math.floor(num("sessions", 0, 500));
 const TURNS = Math.floor(num("turns", 2, 200));
 const BATCH = Math.floor(num("batch", 1, 200));
 const KILL_RATE = num("kill-rate", 0, 1);
 const CONCURRENCY = Math.floor(num("concurrency", 1, 16));
 const SEED = Math.floor(num("seed", 0, 2 ** 31));
 const DEADLINE = Date.now() + num("max-seconds", 10, 3600) * 1000;
+const LONG_ROUNDS = Math.floor(num("long-rounds", 0, 100));
+const LONG_DELAY_MS = Math.floor(num("long-delay-ms", 1100, 10_000));
 
 
 const root = mkdtempSync(path.join(codexHomeTempBase(), "codex-soak-"));
@@ -116,6 +137,69 @@ async function soakSession(index: number): Promise<Awaited<ReturnType<typeof ana
   return analyzeSession(job.file, job.ledger, prompts);
 }
 
+/** What one long-turn kill round left behind (see the header). */
+interface LongRoundReport {
+  /** Turns that completed (B's and C's; A is killed). */
+  completed: number;
+  lost: number;
+  duplicatedMirrorEntries: number;
+  duplicateFinalizes: number;
+  crossTurnFinalizes: number;
+  secondTurnAcceptedWhileFirstAlive: boolean;
+  killedAfterMs: number;
+  lockLeft: boolean;
+  lingering: number;
+  workerFailures: number;
+}
+
+async function waitGoneOrKill(pid: number): Promise<boolean> {
+  const end = Date.now() + 5_000;
+  while (processAlive(pid) && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+  if (!processAlive(pid)) return false;
+  process.kill(pid, "SIGKILL");
+  return true;
+}
+
+async function longTurnKillRound(index: number, rand: () => number): Promise<LongRoundReport> {
+  const dir = path.join(root, `long${index}`);
+  const file = path.join(dir, "s.jsonl");
+  const ledger = path.join(dir, "ledger.jsonl");
+  const common = { file, ledger, sessionId: `long-${index}`, codexHome: path.join(dir, "codex-home") };
+  const [pa, pb] = [`long${index}-A`, `long${index}-B`];
+  const a = startLockTurnWorker({ ...common, prompt: pa, delayMs: LONG_DELAY_MS }, 120_000);
+  await waitForTurnLedger(ledger, (l) => l.kind === "accepted" && l.pid === a.pid, 60_000);
+  const acceptedAt = Date.now();
+  const b = startLockTurnWorker({ ...common, prompt: pb }, 180_000);
+  const killAfterMs = 11_000 + Math.floor(rand() * 3_000);
+  await new Promise((r) => setTimeout(r, Math.max(0, acceptedAt + killAfterMs - Date.now())));
+  a.kill();
+  await a.exited;
+  const killedAfterMs = Date.now() - acceptedAt;
+  const bBeforeKill = (await readLockTurnLedger(ledger)).some((l) => l.kind === "accepted" && l.pid === b.pid);
+  const eb = await b.exited;
+  // The host re-runs the prompt the crash cut short (it never reached the transcript).
+  const retry = await unmirroredPrompts(file, [pa]);
+  const c = retry.length > 0 ? await startLockTurnWorker({ ...common, prompt: pa }, 120_000).exited : { code: 0, stderr: "" };
+  const lines = await readLockTurnLedger(ledger);
+  let lingering = 0;
+  for (const l of lines) if (l.kind === "spawned" && l.codexPid !== undefined && (await waitGoneOrKill(l.codexPid))) lingering++;
+  const report = await analyzeSession(file, ledger, [pa, pb]);
+  const completed = new Set(lines.flatMap((l) => (l.kind === "result" && l.status === "completed" ? [l.prompt] : [])));
+  const fates = [...report.prompts];
+  return {
+    completed: completed.size,
+    lost: fates.filter(([p, f]) => completed.has(p) && f.mirrored === 0).length,
+    duplicatedMirrorEntries: report.duplicateKeys + fates.reduce((n, [, f]) => n + Math.max(0, f.mirrored - 1), 0),
+    duplicateFinalizes: fates.reduce((n, [, f]) => n + Math.max(0, f.finalized - 1), 0),
+    crossTurnFinalizes: lines.filter((l) => l.kind === "finalize" && l.userTexts.some((t) => t !== l.prompt)).length,
+    secondTurnAcceptedWhileFirstAlive: bBeforeKill,
+    killedAfterMs,
+    lockLeft: readdirSync(dir).some((n) => n.includes(".lock")),
+    lingering,
+    workerFailures: [eb, c].filter((e) => e.code !== 0).length,
+  };
+}
+
 const started = Date.now();
 const reports: Array<Awaited<ReturnType<typeof analyzeSession>>> = [];
 let next = 0;
@@ -125,6 +209,27 @@ await Promise.all(
   }),
 );
 const wallMs = Date.now() - started;
+
+const longStarted = Date.now();
+const longRand = prng(Math.imul(SEED + 7, 0x9e3779b1));
+const longRounds: LongRoundReport[] = [];
+for (let i = 0; i < LONG_ROUNDS && Date.now() < DEADLINE; i++) longRounds.push(await longTurnKillRound(i, longRand));
+const sumOf = (k: keyof LongRoundReport) => longRounds.reduce((n, r) => n + Number(r[k]), 0);
+const longTurnKill = {
+  rounds: longRounds.length,
+  delayMsPerEvent: LONG_DELAY_MS,
+  killedAfterMs: longRounds.map((r) => r.killedAfterMs),
+  turnsCompleted: sumOf("completed"),
+  lostTurns: sumOf("lost"),
+  duplicatedMirrorEntries: sumOf("duplicatedMirrorEntries"),
+  duplicateFinalizes: sumOf("duplicateFinalizes"),
+  crossTurnFinalizes: sumOf("crossTurnFinalizes"),
+  secondTurnAcceptedWhileFirstAlive: sumOf("secondTurnAcceptedWhileFirstAlive"),
+  lockDirectoriesLeft: sumOf("lockLeft"),
+  lingeringCodexProcesses: sumOf("lingering"),
+  workerFailures: sumOf("workerFailures"),
+  wallMs: Date.now() - longStarted,
+};
 
 const fates = reports.flatMap((r) => [...r.prompts].map(([prompt, f]) => ({ ...f, killedAt: killedAt.get(prompt) ?? [] })));
 const count = (pred: (f: (typeof fates)[number]) => boolean) => fates.filter(pred).length;
@@ -156,6 +261,7 @@ const summary = {
   duplicateMirrorKeys: reports.reduce((n, r) => n + r.duplicateKeys, 0),
   transcriptDamage: reports.reduce((n, r) => n + r.damage.corruptLines + (r.damage.tornTailBytes > 0 ? 1 : 0), 0),
   wallMs,
+  longTurnKill,
 };
 console.log(JSON.stringify(summary, null, 2));
 // Kept next to bench/results.json (the mirror append cost lives there, under scale.append).
