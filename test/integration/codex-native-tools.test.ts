@@ -7,11 +7,13 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { CodexApprovalDecision, CodexApprovalRequest } from "../../src/codex/app-server.js";
 import { validateNotification } from "../../src/codex/rpc.js";
 import { TurnProjector, type TurnRecordCore } from "../../src/codex/turn-projector.js";
 import type { AgentMessage } from "../../src/context-engine/types.js";
+import { mirrorTurnToTranscript } from "../../src/transcript/mirror.js";
 import {
   applyPatchCall,
   execCommandCall,
@@ -115,7 +117,7 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     expect(outputs.map((o) => o.output).join("\n")).toMatch(/Process exited with code 0[\s\S]*Success\. Updated the following files/);
   });
 
-  it("projects the real turn/plan/updated notification as a codex.plan message", async () => {
+  it("projects the real turn/plan/updated notification as a codex.plan message; pi's SessionManager reads the mirror back", async () => {
     const ws = workspace();
     scriptWork(ws, { updateOutTxt: false });
     const record = await runTurn(ws, "never");
@@ -138,6 +140,13 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     const withoutPlans = (ms: AgentMessage[]) => ms.slice(1).filter((m) => m.role !== "custom");
     expect(withoutPlans(snapshot)).toEqual(withoutPlans(record.messagesSnapshot));
     expect(withoutPlans(snapshot).map((m) => m.role)).toEqual(["assistant", "toolResult", "assistant", "toolResult", "assistant"]);
+
+    // The mirror of these messages reads back in pi's SessionManager as the same messages (plan as custom_message).
+    const sessionFile = path.join(workspace(), "session.jsonl");
+    await mirrorTurnToTranscript({ sessionFile, sessionId: "native-1", cwd: ws, threadId: record.threadId, turnId: record.turnId, messages: snapshot });
+    const pi = SessionManager.open(sessionFile, ws);
+    expect(pi.buildSessionContext().messages).toEqual(snapshot);
+    expect(pi.getEntries().map((e) => e.type)).toEqual(["message", "custom_message", ...Array(5).fill("message")]);
   });
 
   it("applies the sandbox: a write outside the workspace fails with Codex's Linux sandbox, inside it succeeds", async () => {
