@@ -8,7 +8,7 @@
 import path from "node:path";
 import { runCodexTurn } from "../src/turn.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
-import { measureAppendCostDetailed, type AppendCostFigures } from "../src/transcript/bench-append.js";
+import { measureAppendCostDetailed, type AppendCostFigures } from "./append-cost.js";
 import { formatSessionSize, measureSessionSizeCosts, type SessionSizeFigures } from "./session-size.js";
 import { startOfflineCodex } from "../src/testing/index.js";
 import { bounded, median, modelReply, percentile, round, rssKiB, table, tempDir, userPrompt } from "./lib.js";

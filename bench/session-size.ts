@@ -1,9 +1,12 @@
 /**
- * Per-turn host work that grows with the session: what `runCodexTurn` does on every turn over the whole transcript.
- * For a transcript of about N messages (3-message turns mirrored as `runCodexTurn` mirrors them):
- * - history read: `readSessionTranscript` + `historyFromTranscript`, as `loadHistory` does (parses the whole file);
- * - projection: `projectAssembledContext` in `delta` mode when the engine's view is the whole history and the bound
- *   thread holds all of it (the common steady state of a long session: nothing to send, but every message compared).
+ * Per-turn host work that grows with the session: what a turn does over the whole transcript.
+ * For a transcript of about N messages (3-message turns mirrored as the turn mirrors them):
+ * - history read, store: `SessionStore.readHistory()` right after the previous turn was mirrored (the steady state:
+ *   the cache parses only that turn's lines);
+ * - history read, full parse: `readSessionTranscript` + `historyFromTranscript` (what every turn did before the
+ *   store: parses the whole file), and the store's first read in a process (cold, also the whole file);
+ * - projection: `projectAssembledContext` in `delta` mode over the store's history when the engine's view is the whole
+ *   history and the bound thread holds all of it (nothing to send, but every message compared).
  * In process, no app-server; medians of several samples.
  */
 import { promises as fsp } from "node:fs";
@@ -13,13 +16,34 @@ import type { AgentMessage } from "../src/context-engine/types.js";
 import { projectAssembledContext } from "../src/projection/index.js";
 import type { ThreadBinding } from "../src/transcript/binding.js";
 import { mirrorTurnToTranscript } from "../src/transcript/mirror.js";
-import { historyFromTranscript, readSessionTranscript } from "../src/transcript/session-file.js";
+import { createJsonlSessionStore } from "../src/store/session-store.js";
+import { historyFromTranscript, invalidateSessionIndex, readSessionTranscript } from "../src/transcript/session-file.js";
 import { median, modelReply, round, table, userPrompt } from "./lib.js";
+
+type HistoryOrigins = Parameters<typeof projectAssembledContext>[0]["origins"];
+
+function baseBinding(fingerprints: { dynamicTools: string; engineId: string; policy: string }): ThreadBinding {
+  return {
+    version: 1,
+    threadId: "thr-size",
+    dynamicToolsFingerprint: fingerprints.dynamicTools,
+    engineId: fingerprints.engineId,
+    policyFingerprint: fingerprints.policy,
+    projectionMode: "delta",
+    heldTurnIds: [],
+    ledger: [],
+  } as ThreadBinding;
+}
 
 export interface SessionSizeFigures {
   messages: number;
   fileBytes: number;
+  /** Store read after one more turn was mirrored (incremental). */
   historyReadMs: number;
+  /** Whole-file parse, as every turn did before the store. */
+  fullParseMs: number;
+  /** The store's first read in a process (whole file, then cached). */
+  coldReadMs: number;
   projectionMs: number;
   samples: number;
 }
@@ -59,46 +83,55 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
       for (let i = 0; i < turns; i++) {
         await mirrorTurnToTranscript({ sessionFile, sessionId: "size", threadId: "thr-size", turnId: `turn-${i}`, messages: turnMessages(i), locked: true });
       }
-      const read = async () => historyFromTranscript(await readSessionTranscript(sessionFile, { sessionId: "size" }));
-      const history = await read();
+      const store = createJsonlSessionStore({ sessionFile, sessionId: "size" });
+      const fullParse = async () => historyFromTranscript(await readSessionTranscript(sessionFile, { sessionId: "size" }));
+      invalidateSessionIndex();
+      const c0 = performance.now();
+      await store.readHistory();
+      const coldReadMs = performance.now() - c0;
       const fingerprints = { dynamicTools: "tools", engineId: "window", policy: "policy" };
-      const binding: ThreadBinding = {
-        version: 1,
-        threadId: "thr-size",
-        dynamicToolsFingerprint: fingerprints.dynamicTools,
-        engineId: fingerprints.engineId,
-        policyFingerprint: fingerprints.policy,
-        projectionMode: "delta",
-        heldTurnIds: Array.from({ length: turns }, (_, i) => `turn-${i}`),
-        ledger: [],
-      };
+      const heldTurnIds = Array.from({ length: turns }, (_, i) => `turn-${i}`);
       const readMs: number[] = [];
+      const fullMs: number[] = [];
       const projectMs: number[] = [];
       for (let s = 0; s < samples + 2; s++) {
+        // The previous turn is mirrored (untimed), then the next turn reads its history.
+        const turnId = `turn-${turns + s}`;
+        await store.appendTurn({ threadId: "thr-size", turnId, messages: turnMessages(turns + s) });
+        heldTurnIds.push(turnId);
         const t0 = performance.now();
-        const h = await read();
+        const h = await store.readHistory();
         const t1 = performance.now();
+        const binding: ThreadBinding = { ...baseBinding(fingerprints), heldTurnIds: heldTurnIds.slice() };
         const projection = projectAssembledContext({
           mode: "delta",
           prompt: "next question",
-          history: h.messages,
-          origins: h.origins,
-          assembled: { messages: h.messages, estimatedTokens: 1 },
+          history: h.messages as AgentMessage[],
+          origins: h.origins as HistoryOrigins,
+          assembled: { messages: h.messages as AgentMessage[], estimatedTokens: 1 },
           binding,
           fingerprints,
           tokenBudget: 1_000_000,
         });
         const t2 = performance.now();
         if (projection.reason !== "threadHoldsContext") throw new Error(`session-size bench: unexpected projection ${projection.reason}`);
+        const f0 = performance.now();
+        const full = await fullParse();
+        const f1 = performance.now();
+        if (full.messages.length !== h.messages.length) throw new Error("session-size bench: store and full parse disagree");
         if (s >= 2) {
           readMs.push(t1 - t0);
           projectMs.push(t2 - t1);
+          fullMs.push(f1 - f0);
         }
       }
+      const history = await store.readHistory();
       out.push({
         messages: history.messages.length,
         fileBytes: (await fsp.stat(sessionFile)).size,
         historyReadMs: round(median(readMs), 2),
+        fullParseMs: round(median(fullMs), 2),
+        coldReadMs: round(coldReadMs, 2),
         projectionMs: round(median(projectMs), 2),
         samples,
       });
@@ -113,8 +146,8 @@ export function formatSessionSize(rows: readonly SessionSizeFigures[]): string {
   const lines = ["\nPer-turn work that grows with the session (in process; delta projection, engine view = whole history, all held):"];
   lines.push(
     table([
-      ["messages", "file bytes", "history read ms", "projection ms", "samples"],
-      ...rows.map((r) => [r.messages, r.fileBytes, r.historyReadMs, r.projectionMs, r.samples]),
+      ["messages", "file bytes", "history read ms (store)", "full parse ms (before)", "cold read ms", "projection ms", "samples"],
+      ...rows.map((r) => [r.messages, r.fileBytes, r.historyReadMs, r.fullParseMs, r.coldReadMs, r.projectionMs, r.samples]),
     ]),
   );
   return lines.join("\n");

@@ -70,7 +70,7 @@ export interface TranscriptOrigin {
 
 /** Damage found while reading; counts and line numbers only, never content. */
 export interface TranscriptDamage {
-  /** 1-based line numbers of complete lines that were skipped (unparsable or not an entry). */
+  /** 1-based line numbers of complete lines that were skipped (unparsable, not an entry, or a malformed entry: see validate.ts). */
   corruptLines: number[];
   /** Bytes after the last newline that do not form a complete entry (a torn append). 0 when clean. */
   tornTailBytes: number;

@@ -27,6 +27,7 @@ import {
 } from "./entries.js";
 import { checkHeader, HeaderSchema, invalidArgs, isEntryShape, migrateInMemory, parseLine, readRange, statOrMissing } from "./parse.js";
 import { resolveSessionPath, sessionIoError } from "./resolve.js";
+import { validateEntry } from "./validate.js";
 import { emptyIndex, indexCache, scanIntoIndex } from "./writer-index.js";
 
 const ReadOptionsSchema = z.object({
@@ -51,63 +52,13 @@ export async function readSessionTranscript(sessionFile: string, opts: ReadSessi
   const logger: Logger = opts.logger ?? silentLogger;
   const real = await resolveSessionPath(sessionFile, opts.sessionRoot);
   const st = await statOrMissing(real, sessionFile);
-  const damage: TranscriptDamage = { corruptLines: [], tornTailBytes: 0 };
   if (!st) {
     logger.debug({ event: "transcript.read", sessionFile, exists: false, entries: 0 }, "session file missing: empty session");
-    return makeTranscript(real, false, null, [], damage);
+    return makeTranscript(real, false, null, [], [], { corruptLines: [], tornTailBytes: 0 });
   }
-  let buf: Buffer;
-  let fst: Stats;
-  try {
-    const fh = await fsp.open(real, "r");
-    try {
-      fst = await fh.stat();
-      buf = await readRange(fh, 0, fst.size);
-    } finally {
-      await fh.close();
-    }
-  } catch (err) {
-    throw sessionIoError(err, sessionFile, "read");
-  }
-
-  let header: SessionHeader | null = null;
-  const objects: Record<string, unknown>[] = [];
-  const objectLines: number[] = [];
-  let lineNo = 0;
-  let pos = 0;
-  const consume = (start: number, end: number): void => {
-    lineNo++;
-    const parsed = parseLine(buf, start, end);
-    if (parsed.kind === "blank") return;
-    if (header === null) {
-      header = checkHeader(parsed.kind === "object" ? parsed.value : null, sessionFile, lineNo);
-      return;
-    }
-    if (parsed.kind === "corrupt") {
-      damage.corruptLines.push(lineNo);
-      return;
-    }
-    if (parsed.value.type === "session") return;
-    objects.push(parsed.value);
-    objectLines.push(lineNo);
-  };
-  for (;;) {
-    const nl = buf.indexOf(10, pos);
-    if (nl < 0) break;
-    consume(pos, nl);
-    pos = nl + 1;
-  }
-  const completeEnd = pos;
-  if (pos < buf.length) {
-    const parsed = parseLine(buf, pos, buf.length);
-    const complete =
-      parsed.kind === "object" &&
-      (header === null ? HeaderSchema.safeParse(parsed.value).success : parsed.value.type === "session" || isEntryShape(parsed.value));
-    if (complete) consume(pos, buf.length);
-    else if (parsed.kind !== "blank") damage.tornTailBytes = buf.length - pos;
-  }
-
-  const h = header as SessionHeader | null;
+  const { buf, fst } = await readWholeFile(real, sessionFile);
+  const lines = splitLines(buf, sessionFile);
+  const { header: h, objects, objectLines, damage } = lines;
   if (h) {
     const version = h.version ?? 1;
     if (version < SESSION_FORMAT_VERSION) migrateInMemory(h, objects);
@@ -119,38 +70,110 @@ export async function readSessionTranscript(sessionFile: string, opts: ReadSessi
     }
   }
   const entries: SessionEntry[] = [];
+  // Malformed entries keep their place in the parent chain but add no message (validate.ts); their lines count as damage.
+  const contextEntries: SessionEntry[] = [];
   objects.forEach((o, i) => {
-    if (isEntryShape(o)) entries.push(o);
-    else damage.corruptLines.push(objectLines[i]!);
+    if (!isEntryShape(o)) {
+      damage.corruptLines.push(objectLines[i]!);
+      return;
+    }
+    const checked = validateEntry(o);
+    if (checked.invalid !== undefined) damage.corruptLines.push(objectLines[i]!);
+    entries.push(o);
+    contextEntries.push(checked.entry);
   });
   damage.corruptLines.sort((a, b) => a - b);
-
-  if (damage.corruptLines.length > 0 || damage.tornTailBytes > 0) {
-    logger.warn(
-      {
-        event: "transcript.damage",
-        sessionFile,
-        corruptLines: damage.corruptLines.length,
-        firstCorruptLines: damage.corruptLines.slice(0, 20),
-        tornTailBytes: damage.tornTailBytes,
-      },
-      "transcript damage skipped while reading",
-    );
-  }
+  logDamage(logger, sessionFile, damage);
   logger.debug({ event: "transcript.read", sessionFile, exists: true, entries: entries.length, bytes: buf.length }, "session file read");
+  if (h && (h.version ?? 1) === SESSION_FORMAT_VERSION) warmWriterIndex(real, sessionFile, buf.subarray(0, lines.completeEnd), fst);
+  return makeTranscript(real, true, h, entries, contextEntries, damage);
+}
 
-  // Warm the writer's index so the next append in this process does not re-read the file.
-  const cached = indexCache.get(real);
-  const cacheValid = cached && cached.dev === fst.dev && cached.ino === fst.ino && cached.size === completeEnd && cached.mtimeMs === fst.mtimeMs;
-  if (h && (h.version ?? 1) === SESSION_FORMAT_VERSION && !cacheValid) {
-    const index = emptyIndex(real);
-    index.dev = fst.dev;
-    index.ino = fst.ino;
-    index.mtimeMs = fst.mtimeMs;
-    scanIntoIndex(index, buf.subarray(0, completeEnd), sessionFile, []);
-    indexCache.set(real, index);
+async function readWholeFile(real: string, sessionFile: string): Promise<{ buf: Buffer; fst: Stats }> {
+  try {
+    const fh = await fsp.open(real, "r");
+    try {
+      const fst = await fh.stat();
+      return { buf: await readRange(fh, 0, fst.size), fst };
+    } finally {
+      await fh.close();
+    }
+  } catch (err) {
+    throw sessionIoError(err, sessionFile, "read");
   }
-  return makeTranscript(real, true, h, entries, damage);
+}
+
+interface SplitLines {
+  header: SessionHeader | null;
+  objects: Record<string, unknown>[];
+  /** 1-based line number of each object. */
+  objectLines: number[];
+  /** Bytes covered by complete lines. */
+  completeEnd: number;
+  damage: TranscriptDamage;
+}
+
+/** Parse every line: the header, then JSON objects; corrupt lines and a torn tail are recorded as damage. */
+function splitLines(buf: Buffer, sessionFile: string): SplitLines {
+  const out: SplitLines = { header: null, objects: [], objectLines: [], completeEnd: 0, damage: { corruptLines: [], tornTailBytes: 0 } };
+  let lineNo = 0;
+  const consume = (start: number, end: number): void => {
+    lineNo++;
+    const parsed = parseLine(buf, start, end);
+    if (parsed.kind === "blank") return;
+    if (out.header === null) {
+      out.header = checkHeader(parsed.kind === "object" ? parsed.value : null, sessionFile, lineNo);
+      return;
+    }
+    if (parsed.kind === "corrupt") {
+      out.damage.corruptLines.push(lineNo);
+      return;
+    }
+    if (parsed.value.type === "session") return;
+    out.objects.push(parsed.value);
+    out.objectLines.push(lineNo);
+  };
+  let pos = 0;
+  for (let nl = buf.indexOf(10, pos); nl >= 0; nl = buf.indexOf(10, pos)) {
+    consume(pos, nl);
+    pos = nl + 1;
+  }
+  out.completeEnd = pos;
+  if (pos < buf.length) {
+    const parsed = parseLine(buf, pos, buf.length);
+    const complete =
+      parsed.kind === "object" &&
+      (out.header === null ? HeaderSchema.safeParse(parsed.value).success : parsed.value.type === "session" || isEntryShape(parsed.value));
+    if (complete) consume(pos, buf.length);
+    else if (parsed.kind !== "blank") out.damage.tornTailBytes = buf.length - pos;
+  }
+  return out;
+}
+
+function logDamage(logger: Logger, sessionFile: string, damage: TranscriptDamage): void {
+  if (damage.corruptLines.length === 0 && damage.tornTailBytes === 0) return;
+  logger.warn(
+    {
+      event: "transcript.damage",
+      sessionFile,
+      corruptLines: damage.corruptLines.length,
+      firstCorruptLines: damage.corruptLines.slice(0, 20),
+      tornTailBytes: damage.tornTailBytes,
+    },
+    "transcript damage skipped while reading",
+  );
+}
+
+/** Warm the writer's index so the next append in this process does not re-read the file. */
+function warmWriterIndex(real: string, sessionFile: string, complete: Buffer, fst: Stats): void {
+  const cached = indexCache.get(real);
+  if (cached && cached.dev === fst.dev && cached.ino === fst.ino && cached.size === complete.length && cached.mtimeMs === fst.mtimeMs) return;
+  const index = emptyIndex(real);
+  index.dev = fst.dev;
+  index.ino = fst.ino;
+  index.mtimeMs = fst.mtimeMs;
+  scanIntoIndex(index, complete, sessionFile, []);
+  indexCache.set(real, index);
 }
 
 function makeTranscript(
@@ -158,10 +181,11 @@ function makeTranscript(
   exists: boolean,
   header: SessionHeader | null,
   entries: SessionEntry[],
+  contextEntries: SessionEntry[],
   damage: TranscriptDamage,
 ): SessionTranscript {
   let ctx: SessionContext | undefined;
-  const context = (): SessionContext => (ctx ??= buildSessionContextFromEntries(entries));
+  const context = (): SessionContext => (ctx ??= buildSessionContextFromEntries(contextEntries));
   return {
     path: real,
     exists,

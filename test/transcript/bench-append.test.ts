@@ -1,7 +1,7 @@
 import { promises as fsp } from "node:fs";
 import os from "node:os";
 import { describe, expect, it } from "vitest";
-import { measureAppendCost, measureAppendCostDetailed } from "../../src/transcript/bench-append.js";
+import { measureAppendCost, measureAppendCostDetailed } from "../../bench/append-cost.js";
 
 // Figures only (no timing assertions here: timing belongs in bench/). This checks the helper works and cleans up.
 describe("measureAppendCost", () => {

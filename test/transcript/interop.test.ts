@@ -5,6 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { mirrorKeysForTurn, mirrorTurnToTranscript } from "../../src/transcript/mirror.js";
 import { invalidateSessionIndex, readSessionHistory, readSessionTranscript } from "../../src/transcript/session-file.js";
+import { createJsonlSessionStore } from "../../src/store/session-store.js";
 import { readLines, tempDir } from "./helpers.js";
 import { turnMessages } from "./fixtures/turn-messages.js";
 
@@ -63,6 +64,46 @@ describe("files we write open in pi's SessionManager", () => {
     const h = await readSessionHistory(file);
     expect(h.messages).toHaveLength(6);
     expect(h.origins).toEqual([...Array(5).fill({ threadId: "thrA", turnId: "u1" }), null]);
+  });
+});
+
+describe("the session store's files in pi (native tools, custom messages, compaction)", () => {
+  it("pi's SessionManager reads them and buildSessionContext agrees with readHistory", async () => {
+    const file = path.join(dir, "store.jsonl");
+    const store = createJsonlSessionStore({ sessionFile: file, sessionId: "sess-n", cwd: dir });
+    const t = 1_780_000_000_000;
+    const native = [
+      { role: "user", content: "fix the build", timestamp: t },
+      { role: "custom", customType: "codex.plan", content: "1. run tests\n2. patch", display: true, timestamp: t + 1 },
+      { role: "assistant", content: [{ type: "toolCall", id: "c1", name: "shell", arguments: { command: ["npm", "test"] } }], timestamp: t + 2 },
+      { role: "toolResult", toolCallId: "c1", toolName: "shell", content: [{ type: "text", text: "1 failing" }], isError: true, timestamp: t + 3 },
+      { role: "assistant", content: [{ type: "toolCall", id: "c2", name: "apply_patch", arguments: { patch: "*** Begin Patch" } }], timestamp: t + 4 },
+      { role: "toolResult", toolCallId: "c2", toolName: "apply_patch", content: [{ type: "text", text: "ok" }], isError: false, timestamp: t + 5 },
+      { role: "assistant", content: [{ type: "toolCall", id: "c3", name: "web_search", arguments: { query: "vitest" } }], timestamp: t + 6 },
+      { role: "toolResult", toolCallId: "c3", toolName: "web_search", content: [{ type: "text", text: "found" }], isError: false, timestamp: t + 7 },
+      { role: "assistant", content: [{ type: "text", text: "fixed" }], provider: "codex", model: "m", timestamp: t + 8 },
+    ] as unknown as AgentMessage[];
+    const first = await store.appendTurn({ threadId: "thr", turnId: "n1", messages: native });
+    const second = await store.appendTurn({ threadId: "thr", turnId: "n2", messages: turnMessages("thr", "n2") });
+    const compactionId = await store.appendCompaction({ summary: "plan made, build fixed", firstKeptEntryId: first.entryIds[6]!, tokensBefore: 4321, details: { by: "test" } });
+    await store.appendTurn({ threadId: "thr", turnId: "n3", messages: turnMessages("thr", "n3") });
+
+    const sm = SessionManager.open(file, dir);
+    const entries = sm.getEntries() as unknown as Array<Record<string, unknown>>;
+    expect(entries.find((e) => e.type === "custom_message")).toMatchObject({ customType: "codex.plan", display: true });
+    expect(entries.find((e) => e.id === compactionId)).toMatchObject({ type: "compaction", firstKeptEntryId: first.entryIds[6], tokensBefore: 4321, details: { by: "test" } });
+    const history = await store.readHistory();
+    expect(history.messages).toEqual(sm.buildSessionContext().messages);
+    expect(history.messages.map((m) => m.role)).toEqual([
+      "compactionSummary", "assistant", "toolResult", "assistant", ...turnMessages("thr", "n2").map((m) => m.role), ...turnMessages("thr", "n3").map((m) => m.role),
+    ]);
+    expect(history.lastEntryId).toBe(sm.getLeafId());
+    expect(history.entryCount).toBe(entries.length);
+    expect(second.entryIds).toHaveLength(5);
+    // Before the compaction, every native message (the custom plan included) read back as it was mirrored.
+    const before = SessionManager.open(file, dir);
+    before.branch(first.entryIds[8]!);
+    expect(before.buildSessionContext().messages).toEqual(native);
   });
 });
 

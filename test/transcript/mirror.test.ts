@@ -73,10 +73,10 @@ describe("mirrorTurnToTranscript", () => {
     const first = await mirror("t1");
     const bytes = await fsp.readFile(file);
     const again = await mirror("t1");
-    expect(again).toEqual({ appended: 0, skipped: 5, entryIds: first.entryIds });
+    expect(again).toEqual({ appended: 0, skipped: 5, entryIds: first.entryIds, entryCount: 5, lastEntryId: first.entryIds[4] });
     expect(await fsp.readFile(file)).toEqual(bytes);
     invalidateSessionIndex(); // also from a fresh process' point of view
-    expect(await mirror("t1")).toEqual({ appended: 0, skipped: 5, entryIds: first.entryIds });
+    expect(await mirror("t1")).toEqual({ appended: 0, skipped: 5, entryIds: first.entryIds, entryCount: 5, lastEntryId: first.entryIds[4] });
     expect(await fsp.readFile(file)).toEqual(bytes);
   });
 

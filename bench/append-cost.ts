@@ -6,9 +6,9 @@
 import { promises as fsp } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { AgentMessage } from "../context-engine/types.js";
-import { mirrorTurnToTranscript } from "./mirror.js";
-import { invalidateSessionIndex, openSessionFile } from "./session-file.js";
+import type { AgentMessage } from "../src/context-engine/types.js";
+import { mirrorTurnToTranscript } from "../src/transcript/mirror.js";
+import { invalidateSessionIndex, openSessionFile } from "../src/transcript/session-file.js";
 
 /** Detailed figures of one measurement (microseconds). */
 export interface AppendCostFigures {
