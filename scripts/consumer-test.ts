@@ -10,6 +10,7 @@
  *  2. `attw` (esm-only profile) and `publint --strict` on the tarball.
  *  3. A fresh `"type": "module"` project installs only the tarball (`npm ci --offline`, lockfile cut from ours, see
  *     consumer-lockfile.ts). `codex-turn demo --json` runs from it with nothing else installed (no tsx, no mermaid);
+ *     `npx codex --version` is the pinned Codex (for `npx codex login`);
  *     `codex-turn viz` exits 3 naming the missing optional peer `mermaid`; a CommonJS `require()` gets
  *     ERR_PACKAGE_PATH_NOT_EXPORTED and `import()` works.
  *  4. TypeScript and @types/node (installed beside it, offline) type-check the README embedding example, a probe of
@@ -129,6 +130,10 @@ async function checkInstalledCli(app: string, scratch: string): Promise<void> {
   const demo = mustSucceed("npx codex-turn demo", await npx(["demo", "--json", "--out", path.join(scratch, "demo")]));
   const summary = JSON.parse(demo.stdout.trim().split("\n").at(-1)!) as { statuses?: string[]; turns?: number };
   check(summary.turns === 5 && summary.statuses?.every((s) => s === "completed") === true, `demo summary: ${demo.stdout.trim().split("\n").at(-1)}`);
+  const manifest = await tarballManifest();
+  const codexVersion = mustSucceed("npx codex --version", await exec(NPM, ["exec", "--offline", "--", "codex", "--version"], { cwd: app }));
+  const pinned = (manifest.dependencies ?? {})["@openai/codex"];
+  check(pinned !== undefined && codexVersion.stdout.includes(pinned), `npx codex --version: ${codexVersion.stdout.trim()} (pinned ${pinned})`);
   const viz = await npx(["viz", "--out", path.join(scratch, "viz.html")]);
   check(viz.code === 3 && /mermaid/.test(viz.stderr), `viz without mermaid: exit ${viz.code}, ${viz.stderr.trim()}`);
   const cjs = path.join(app, "cjs-probe.cjs");
