@@ -312,45 +312,87 @@ function mcpResultText(result: z.infer<typeof mcpToolCallSchema>["result"]): str
   return parts.join("\n");
 }
 
+type Completed = { completed: boolean };
+
+function projectCommand(item: unknown, { completed }: Completed): ProjectedItem | undefined {
+  const it = commandExecutionSchema.safeParse(item);
+  if (!it.success) return undefined;
+  const d = it.data;
+  return {
+    kind: "commandExecution",
+    id: d.id,
+    command: d.command,
+    cwd: d.cwd,
+    status: d.status,
+    exitCode: d.exitCode ?? null,
+    aggregatedOutput: d.aggregatedOutput ?? null,
+    durationMs: d.durationMs ?? null,
+    completed,
+  };
+}
+
+function projectFileChange(item: unknown, { completed }: Completed): ProjectedItem | undefined {
+  const it = fileChangeSchema.safeParse(item);
+  if (!it.success) return undefined;
+  const changes = it.data.changes.map((c): FileChangeEntry => {
+    const kind = typeof c.kind === "string" ? c.kind : c.kind.type;
+    const movePath = typeof c.kind === "string" ? null : (c.kind.move_path ?? null);
+    return { path: c.path, kind, movePath, diff: c.diff };
+  });
+  return { kind: "fileChange", id: it.data.id, changes, status: it.data.status, completed };
+}
+
+function projectMcp(item: unknown, { completed }: Completed): ProjectedItem | undefined {
+  const it = mcpToolCallSchema.safeParse(item);
+  if (!it.success) return undefined;
+  const d = it.data;
+  return {
+    kind: "mcpToolCall",
+    id: d.id,
+    server: d.server,
+    tool: d.tool,
+    arguments: d.arguments,
+    status: d.status,
+    resultText: mcpResultText(d.result),
+    error: d.error?.message ?? null,
+    durationMs: d.durationMs ?? null,
+    completed,
+  };
+}
+
+function projectWebSearch(item: unknown, { completed }: Completed): ProjectedItem | undefined {
+  const it = webSearchSchema.safeParse(item);
+  if (!it.success) return undefined;
+  const a = it.data.action;
+  return {
+    kind: "webSearch",
+    id: it.data.id,
+    query: it.data.query,
+    action: a?.type ?? null,
+    url: a?.url ?? null,
+    pattern: a?.pattern ?? null,
+    results: it.data.results ?? null,
+    completed,
+  };
+}
+
+function projectPlanItem(item: unknown, { completed }: Completed): ProjectedItem | undefined {
+  const it = planItemSchema.safeParse(item);
+  return it.success ? { kind: "plan", id: it.data.id, text: it.data.text, completed } : undefined;
+}
+
+const NATIVE_PROJECTORS: Record<string, (item: unknown, c: Completed) => ProjectedItem | undefined> = {
+  commandExecution: projectCommand,
+  fileChange: projectFileChange,
+  mcpToolCall: projectMcp,
+  webSearch: projectWebSearch,
+  plan: projectPlanItem,
+};
+
 /** The typed item of a native tool or plan item, or undefined when `item` is not one (or does not fit its shape). */
 function projectNative(item: ParsedThreadItem, completed: boolean): ProjectedItem | undefined {
-  switch (item.type) {
-    case "commandExecution": {
-      const it = commandExecutionSchema.safeParse(item);
-      if (!it.success) return undefined;
-      const d = it.data;
-      const { command, cwd, status } = d;
-      return { kind: "commandExecution", id: d.id, command, cwd, status, exitCode: d.exitCode ?? null, aggregatedOutput: d.aggregatedOutput ?? null, durationMs: d.durationMs ?? null, completed };
-    }
-    case "fileChange": {
-      const it = fileChangeSchema.safeParse(item);
-      if (!it.success) return undefined;
-      const changes = it.data.changes.map((c): FileChangeEntry => {
-        const kind = typeof c.kind === "string" ? c.kind : c.kind.type;
-        const movePath = typeof c.kind === "string" ? null : (c.kind.move_path ?? null);
-        return { path: c.path, kind, movePath, diff: c.diff };
-      });
-      return { kind: "fileChange", id: it.data.id, changes, status: it.data.status, completed };
-    }
-    case "mcpToolCall": {
-      const it = mcpToolCallSchema.safeParse(item);
-      if (!it.success) return undefined;
-      const d = it.data;
-      return { kind: "mcpToolCall", id: d.id, server: d.server, tool: d.tool, arguments: d.arguments, status: d.status, resultText: mcpResultText(d.result), error: d.error?.message ?? null, durationMs: d.durationMs ?? null, completed };
-    }
-    case "webSearch": {
-      const it = webSearchSchema.safeParse(item);
-      if (!it.success) return undefined;
-      const a = it.data.action;
-      return { kind: "webSearch", id: it.data.id, query: it.data.query, action: a?.type ?? null, url: a?.url ?? null, pattern: a?.pattern ?? null, results: it.data.results ?? null, completed };
-    }
-    case "plan": {
-      const it = planItemSchema.safeParse(item);
-      return it.success ? { kind: "plan", id: it.data.id, text: it.data.text, completed } : undefined;
-    }
-    default:
-      return undefined;
-  }
+  const projector = Object.prototype.hasOwnProperty.call(NATIVE_PROJECTORS, item.type) ? NATIVE_PROJECTORS[item.type] : undefined;
+  return projector?.(item, { completed });
 }
 
 /** Default of {@link TurnProjectorOptions.toolOutputCapChars}. */
@@ -434,24 +476,45 @@ function webSearchText(item: Extract<ProjectedItem, { kind: "webSearch" }>): str
   return item.results && item.results.length > 0 ? `${head}\n${JSON.stringify(item.results)}` : head;
 }
 
-function nativeView(item: ProjectedItem, capChars: number): Omit<ToolCallView, "resultParts"> | undefined {
-  const base = { toolCallId: item.id };
+type NativeView = Omit<ToolCallView, "resultParts" | "toolCallId">;
+
+function commandView(item: Extract<ProjectedItem, { kind: "commandExecution" }>): NativeView {
+  const failed = item.status !== "completed" || (item.exitCode !== null && item.exitCode !== 0);
+  const args = { command: item.command, cwd: item.cwd };
+  return { toolName: "shell", arguments: args, resultText: commandText(item), isError: failed, awaitsOutput: true };
+}
+
+function fileChangeView(item: Extract<ProjectedItem, { kind: "fileChange" }>): NativeView {
+  const changes = item.changes.map((c) => ({ path: c.path, kind: c.kind, ...(c.movePath !== null ? { movePath: c.movePath } : {}) }));
+  return { toolName: "apply_patch", arguments: { changes }, resultText: fileChangeText(item), isError: item.status !== "completed", awaitsOutput: true };
+}
+
+function mcpView(item: Extract<ProjectedItem, { kind: "mcpToolCall" }>): NativeView {
+  const text = item.error !== null ? `Error: ${item.error}` : (item.resultText ?? `Status: ${item.status}`);
+  const isError = item.status !== "completed" || item.error !== null;
+  return { toolName: `mcp:${item.server}/${item.tool}`, arguments: toolArguments(item.arguments), resultText: text, isError, awaitsOutput: true };
+}
+
+function nativeView(item: ProjectedItem, capChars: number): NativeView | undefined {
+  let view: NativeView;
   switch (item.kind) {
     case "commandExecution":
-      return { ...base, toolName: "shell", arguments: { command: item.command, cwd: item.cwd }, resultText: capToolOutput(commandText(item), capChars), isError: item.status !== "completed" || (item.exitCode !== null && item.exitCode !== 0), awaitsOutput: true };
-    case "fileChange": {
-      const changes = item.changes.map((c) => ({ path: c.path, kind: c.kind, ...(c.movePath !== null ? { movePath: c.movePath } : {}) }));
-      return { ...base, toolName: "apply_patch", arguments: { changes }, resultText: capToolOutput(fileChangeText(item), capChars), isError: item.status !== "completed", awaitsOutput: true };
-    }
-    case "mcpToolCall": {
-      const text = item.error !== null ? `Error: ${item.error}` : (item.resultText ?? `Status: ${item.status}`);
-      return { ...base, toolName: `mcp:${item.server}/${item.tool}`, arguments: toolArguments(item.arguments), resultText: capToolOutput(text, capChars), isError: item.status !== "completed" || item.error !== null, awaitsOutput: true };
-    }
+      view = commandView(item);
+      break;
+    case "fileChange":
+      view = fileChangeView(item);
+      break;
+    case "mcpToolCall":
+      view = mcpView(item);
+      break;
     case "webSearch":
-      return { ...base, toolName: "web_search", arguments: webSearchArguments(item), resultText: capToolOutput(webSearchText(item), capChars), isError: false, awaitsOutput: false };
+      // Run by the model's host: no output goes back from this side, so the model did not wait for one.
+      view = { toolName: "web_search", arguments: webSearchArguments(item), resultText: webSearchText(item), isError: false, awaitsOutput: false };
+      break;
     default:
       return undefined;
   }
+  return { ...view, resultText: view.resultText === null ? null : capToolOutput(view.resultText, capChars) };
 }
 
 /**
@@ -469,12 +532,20 @@ function nativeView(item: ProjectedItem, capChars: number): Omit<ToolCallView, "
  */
 export function toolCallView(item: ProjectedItem, capChars: number = DEFAULT_TOOL_OUTPUT_CAP_CHARS): ToolCallView | undefined {
   if (item.kind === "dynamicToolCall") {
-    return { toolCallId: item.id, toolName: item.tool, arguments: toolArguments(item.arguments), resultText: item.completed ? item.resultText : null, resultParts: toolResultParts(item.contentItems), isError: item.success !== true, awaitsOutput: true };
+    return {
+      toolCallId: item.id,
+      toolName: item.tool,
+      arguments: toolArguments(item.arguments),
+      resultText: item.completed ? item.resultText : null,
+      resultParts: toolResultParts(item.contentItems),
+      isError: item.success !== true,
+      awaitsOutput: true,
+    };
   }
   const view = nativeView(item, capChars);
   if (!view) return undefined;
   const resultText = item.completed ? view.resultText : null;
-  return { ...view, resultText, resultParts: resultText === null ? [] : [{ type: "text", text: resultText }] };
+  return { ...view, toolCallId: item.id, resultText, resultParts: resultText === null ? [] : [{ type: "text", text: resultText }] };
 }
 
 function planStepMark(status: string): string {
