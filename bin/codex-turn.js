@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Runs the compiled CLI (dist/src/cli/main.js, built by `npm run build`, which `prepare` runs on install and pack).
-// In a source checkout without a build it runs src/cli/main.ts through tsx (a devDependency).
+// Runs the compiled CLI (dist/src/cli/main.js: shipped in the package, built by `npm run build`, which `prepack` runs
+// before `npm pack`/`npm publish`; nothing builds on install). In a source checkout without a build it runs
+// src/cli/main.ts through tsx (a devDependency).
 // CODEX_TURN_FROM_SOURCE=1 forces the sources even when dist/ exists (a checkout's dist/ may be older than src/).
 import { existsSync } from "node:fs";
 import path from "node:path";
