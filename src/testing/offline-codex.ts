@@ -7,7 +7,10 @@ export interface StartOfflineCodexOptions {
   fake?: FakeResponsesServer;
   /** Offline settings besides `baseUrl` (model, autoCompactTokenLimit, lean, ...). */
   offline?: Omit<OfflineCodexConfigOptions, "baseUrl">;
-  /** Extra spawn options; `config` and `env` are merged over the offline ones. */
+  /**
+   * Extra spawn options; `env` is merged over the offline one and `config` deep-merged (nested tables key by key, so
+   * `{ features: { unified_exec: false } }` keeps the offline hardening such as `features.plugins = false`).
+   */
   codex?: Omit<CodexAppServerOptions, "modelCatalog">;
 }
 
@@ -18,6 +21,28 @@ export interface OfflineCodex {
   settings: OfflineCodexSettings;
   /** Close the app-server, then the fake server (if this call started it). Idempotent. */
   dispose(): Promise<void>;
+}
+
+function isTable(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * `override` over `base`, merging nested tables key by key (arrays and other values replace). Neither input changes.
+ *
+ * @example
+ * ```ts
+ * mergeCodexConfig({ features: { plugins: false } }, { features: { unified_exec: false } });
+ * // => { features: { plugins: false, unified_exec: false } }
+ * ```
+ */
+export function mergeCodexConfig(base: Record<string, unknown>, override: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(override)) {
+    const current = out[key];
+    out[key] = isTable(current) && isTable(value) ? mergeCodexConfig(current, value) : value;
+  }
+  return out;
 }
 
 /**
@@ -39,7 +64,7 @@ export async function startOfflineCodex(options: StartOfflineCodexOptions = {}):
     const settings = offlineCodexConfig({ ...(options.offline ?? {}), baseUrl: fake.baseUrl });
     const codex = await CodexAppServer.spawn({
       ...(options.codex ?? {}),
-      config: { ...settings.config, ...(options.codex?.config ?? {}) },
+      config: mergeCodexConfig(settings.config, options.codex?.config ?? {}),
       env: { ...settings.env, ...(options.codex?.env ?? {}) },
       ...(settings.modelCatalog ? { modelCatalog: settings.modelCatalog } : {}),
     });
