@@ -76,7 +76,11 @@ describe("model failures", () => {
 });
 
 describe("app-server killed", () => {
-  const exitListeners = process.listenerCount("exit");
+  // Measured once the app-server runs (its temporary CODEX_HOME registers one process 'exit' cleanup hook).
+  let exitListeners = 0;
+  beforeAll(() => {
+    exitListeners = process.listenerCount("exit");
+  });
   afterAll(() => {
     // Restarted processes do not pile up process-level listeners.
     expect(process.listenerCount("exit")).toBeLessThanOrEqual(exitListeners);

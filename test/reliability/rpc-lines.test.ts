@@ -33,10 +33,11 @@ describe("malformed and oversized JSON-RPC lines", () => {
   it("are counted and logged while two turns complete", async () => {
     const file = sessions.file();
     const log = captureLogger();
-    const listenersBefore = process.listenerCount("exit");
     const env = { codex } as Parameters<typeof turnParams>[0];
     const r1 = await runCodexTurn(turnParams(env, file, "first over bad lines", { logger: log.logger }));
     expect(r1.status).toBe("completed");
+    // Counted after the first turn: one-time process hooks (the session lock's exit cleanup) are installed by then.
+    const listenersBefore = process.listenerCount("exit");
     expect(r1.threadId).toBe("thr_fake");
     const s1 = codex.stats();
     expect(s1.malformedLines).toBeGreaterThanOrEqual(1);
