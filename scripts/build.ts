@@ -9,6 +9,10 @@
  * becomes a file holding only `export {};`. Nothing imports those at run time (their importers use `import type`,
  * which is erased), so they are removed; their `.d.ts` stay. A stub that some remaining `.js` does import is kept,
  * since removing it would break that import.
+ *
+ * Declarations are kept only where a consumer can reach them: from the `types` of package.json "exports", following
+ * their imports. The rest (the CLI's internals, protocol types no public signature mentions) cannot be imported
+ * through "exports", so they would only fill the tarball.
  */
 import { execFileSync } from "node:child_process";
 import { readFile, readdir, rm } from "node:fs/promises";
@@ -90,14 +94,76 @@ export async function pruneTypeOnlyModules(dir: string): Promise<{ removed: stri
   return { removed, kept };
 }
 
+/** Relative specifiers a declaration file refers to (imports, re-exports, `import("...")` types, reference paths). */
+export function declarationSpecifiers(dts: string): string[] {
+  const found = relativeSpecifiers(dts);
+  for (const m of dts.matchAll(/\/\/\/\s*<reference\s+path=["']([^"']+)["']/g)) found.push(m[1]!.startsWith(".") ? m[1]! : `./${m[1]!}`);
+  return found;
+}
+
+/** The declaration file a specifier names: `./x.js` -> `./x.d.ts`, `./x.mjs` -> `./x.d.mts`, `./x` -> `./x.d.ts` or `./x/index.d.ts`. */
+function declarationFor(fromFile: string, spec: string, exists: (file: string) => boolean): string | undefined {
+  const base = path.resolve(path.dirname(fromFile), spec);
+  const candidates = /\.d\.[mc]?ts$/.test(base)
+    ? [base]
+    : /\.(m|c)?js$/.test(base)
+      ? [base.replace(/\.(m|c)?js$/, (_m, k: string | undefined) => `.d.${k ?? ""}ts`)]
+      : [`${base}.d.ts`, path.join(base, "index.d.ts")];
+  return candidates.find(exists);
+}
+
+/**
+ * Remove every `.d.ts` under `dir` that the entry declarations do not reach. Returns the removed files (absolute).
+ * Throws when a reachable declaration refers to one that does not exist.
+ *
+ * @example
+ * ```ts
+ * await pruneUnreachableDeclarations(DIST_DIR, [path.join(DIST_DIR, "src", "index.d.ts")]);
+ * ```
+ */
+export async function pruneUnreachableDeclarations(dir: string, entries: string[]): Promise<string[]> {
+  const all = (await readdir(dir, { recursive: true, withFileTypes: true }))
+    .filter((e) => e.isFile() && /\.d\.[mc]?ts$/.test(e.name))
+    .map((e) => path.join(e.parentPath, e.name));
+  const present = new Set(all);
+  const reached = new Set<string>();
+  const queue = [...entries];
+  while (queue.length > 0) {
+    const file = queue.pop()!;
+    if (reached.has(file)) continue;
+    if (!present.has(file)) throw new Error(`declaration ${path.relative(dir, file)} is referred to but was not emitted`);
+    reached.add(file);
+    for (const spec of declarationSpecifiers(await readFile(file, "utf8"))) {
+      const target = declarationFor(file, spec, (f) => present.has(f));
+      if (!target) throw new Error(`${path.relative(dir, file)} refers to "${spec}", which has no declaration in ${dir}`);
+      queue.push(target);
+    }
+  }
+  const removed = all.filter((f) => !reached.has(f)).sort();
+  await Promise.all(removed.map((f) => rm(f)));
+  return removed;
+}
+
+/** The declaration entry points package.json "exports" names (every `types` condition), absolute. */
+async function exportedDeclarations(): Promise<string[]> {
+  const pkg = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { exports: Record<string, unknown> };
+  return Object.values(pkg.exports)
+    .flatMap((target) => (target && typeof target === "object" && "types" in target ? [String((target as { types: unknown }).types)] : []))
+    .map((rel) => path.join(repoRoot, rel));
+}
+
 async function main(): Promise<void> {
   const passThrough = process.argv.slice(2);
   await rm(DIST_DIR, { recursive: true, force: true });
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
   execFileSync(process.execPath, [tsc, "-p", path.join(repoRoot, "tsconfig.build.json"), ...passThrough], { stdio: "inherit" });
   const { removed, kept } = await pruneTypeOnlyModules(DIST_DIR);
+  const declarationsRemoved = await pruneUnreachableDeclarations(DIST_DIR, await exportedDeclarations());
   const remaining = (await listJs(DIST_DIR)).length;
-  process.stdout.write(`build: ${remaining} .js modules in dist/, ${removed.length} type-only stubs removed, ${kept.length} kept (imported)\n`);
+  process.stdout.write(
+    `build: ${remaining} .js modules in dist/, ${removed.length} type-only stubs removed (${kept.length} kept: imported), ` +
+      `${declarationsRemoved.length} declarations no export reaches removed\n`,
+  );
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {

@@ -1,12 +1,12 @@
 /**
  * scripts/build.ts removes the `.js` that tsc emits for type-only modules (only `export {};`) unless some runtime
- * module imports it. Checked on small compiled trees.
+ * module imports it, and the declarations no package export reaches. Checked on small compiled trees.
  */
 import { mkdir, mkdtemp, readdir, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { isTypeOnlyModule, pruneTypeOnlyModules, relativeSpecifiers } from "../../scripts/build.js";
+import { declarationSpecifiers, isTypeOnlyModule, pruneTypeOnlyModules, pruneUnreachableDeclarations, relativeSpecifiers } from "../../scripts/build.js";
 
 const tmp: string[] = [];
 afterAll(async () => {
@@ -67,5 +67,28 @@ describe("type-only module pruning", () => {
     expect(removed.map((f) => path.relative(dir, f))).toEqual(["protocol/A.js", "protocol/index.js", "protocol/v2/index.js", "types.js"]);
     expect(kept.map((f) => path.relative(dir, f))).toEqual(["kept-types.js"]);
     expect(await list(dir)).toEqual(["index.d.ts", "index.js", "kept-types.js", "lazy.js", "run.js", "types.d.ts"]);
+  });
+
+  it("keeps the declarations the entry points reach (imports, import() types, directories), removes the rest", async () => {
+    expect(declarationSpecifiers('/// <reference path="g.d.ts" />\nimport type { A } from "./a.js";\ntype B = import("./b.js").B;')).toEqual([
+      "./a.js",
+      "./b.js",
+      "./g.d.ts",
+    ]);
+    const dir = await tree({
+      "index.d.ts": 'export type { A } from "./a.js";\nexport type B = import("./b.js").B;\nexport * as v2 from "./v2";\n',
+      "a.d.ts": 'import type { C } from "./deep/c.js";\nexport type A = C;\n',
+      "b.d.ts": "export type B = 1;\n",
+      "deep/c.d.ts": "export type C = 2;\n",
+      "v2/index.d.ts": "export type V = 3;\n",
+      "cli/main.d.ts": 'import type { A } from "../a.js";\nexport declare function main(a: A): number;\n',
+      "unused.d.ts": "export type U = 4;\n",
+      "index.js": "export {};\n",
+    });
+    const removed = await pruneUnreachableDeclarations(dir, [path.join(dir, "index.d.ts")]);
+    expect(removed.map((f) => path.relative(dir, f))).toEqual(["cli/main.d.ts", "unused.d.ts"]);
+    expect(await list(dir)).toEqual(["a.d.ts", "b.d.ts", "deep/c.d.ts", "index.d.ts", "index.js", "v2/index.d.ts"]);
+    const broken = await tree({ "index.d.ts": 'export type { A } from "./missing.js";\n' });
+    await expect(pruneUnreachableDeclarations(broken, [path.join(broken, "index.d.ts")])).rejects.toThrow(/refers to "\.\/missing\.js"/);
   });
 });
