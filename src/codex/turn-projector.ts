@@ -138,7 +138,15 @@ export interface PlanStep {
   status: string;
 }
 
-/** A plan update (`turn/plan/updated`) as the projector records it. */
+/**
+ * A plan update (`turn/plan/updated`) as the projector records it (the `planUpdated` event's `update`).
+ *
+ * @example
+ * ```ts
+ * const update: PlanUpdate = { explanation: "starting", plan: [{ step: "write file", status: "inProgress" }] };
+ * planText(update); // => "Plan: starting\n- [>] write file"
+ * ```
+ */
 export interface PlanUpdate {
   explanation: string | null;
   plan: PlanStep[];
@@ -395,7 +403,14 @@ function projectNative(item: ParsedThreadItem, completed: boolean): ProjectedIte
   return projector?.(item, { completed });
 }
 
-/** Default of {@link TurnProjectorOptions.toolOutputCapChars}. */
+/**
+ * Default of {@link TurnProjectorOptions.toolOutputCapChars}.
+ *
+ * @example
+ * ```ts
+ * capToolOutput(output, DEFAULT_TOOL_OUTPUT_CAP_CHARS) === capToolOutput(output); // true
+ * ```
+ */
 export const DEFAULT_TOOL_OUTPUT_CAP_CHARS = 16_000;
 
 /**
@@ -415,7 +430,16 @@ export function capToolOutput(text: string, capChars: number = DEFAULT_TOOL_OUTP
   return `${text.slice(0, head)}\n[... ${removed} characters truncated ...]\n${tail > 0 ? text.slice(-tail) : ""}`;
 }
 
-/** How a tool item appears in the transcript: the `toolCall` part and its `toolResult`. */
+/**
+ * How a tool item appears in the transcript: the `toolCall` part and its `toolResult`.
+ *
+ * @example
+ * ```ts
+ * const view: ToolCallView | undefined = toolCallView(item);
+ * // a finished command: { toolCallId: "call_1", toolName: "shell", arguments: { command, cwd },
+ * //   resultText: "Exit code: 0\nOutput:\n...", resultParts: [{ type: "text", text: ... }], isError: false, awaitsOutput: true }
+ * ```
+ */
 export interface ToolCallView {
   toolCallId: string;
   toolName: string;
