@@ -37,7 +37,10 @@ const onApproval = async (request: CodexApprovalRequest): Promise<CodexApprovalD
 
 beforeAll(async () => {
   // `update_plan` is offered to the model only with this config switch (read from the binary's `tools` array).
-  env = await startOfflineCodex({ codex: { config: { tools: { update_plan: { enabled: true } } } } });
+  // A HOME of its own keeps the machine's shell startup files out of the commands (they printed into the output, and
+  // a pyenv rehash in them waited ~4 s per sandboxed command on the development machine).
+  const home = workspace();
+  env = await startOfflineCodex({ codex: { config: { tools: { update_plan: { enabled: true } } }, env: { HOME: home } } });
   env.codex.onNotification((n) => raw.push(n));
 });
 afterAll(async () => {
