@@ -120,12 +120,12 @@ async function answerToolCall(deps: ServerRequestDeps, rpc: Responder, req: Serv
 
 /** Ask the turn's `onApproval` (bounded); no callback falls back to the raw handler / decline. */
 async function answerHostApproval(deps: ServerRequestDeps, rpc: Responder, req: ServerRequestMessage): Promise<void> {
-  const threadId = (req.params as { threadId?: string; conversationId?: string } | undefined)?.threadId ??
-    (req.params as { conversationId?: string } | undefined)?.conversationId;
-  const run = threadId !== undefined ? deps.activeRun(threadId) : undefined;
+  // v2 requests name the thread `threadId`, the legacy ones `conversationId`; toApprovalRequest reads either.
+  const probe = toApprovalRequest(req, () => []);
+  const run = probe ? deps.activeRun(probe.threadId) : undefined;
   const onApproval = run?.options.onApproval;
-  const request = toApprovalRequest(req, (itemId) => run?.fileChanges.get(itemId) ?? []);
-  if (!run || !onApproval || !request) return answerRawApproval(deps, rpc, req);
+  if (!probe || !run || !onApproval) return answerRawApproval(deps, rpc, req);
+  const request = toApprovalRequest(req, (itemId) => run.fileChanges.get(itemId) ?? [])!;
   const r = await withTimeout(() => onApproval(request), run.options.approvalTimeoutMs);
   let decision: CodexApprovalDecision = "deny";
   let denyReason = "declined by the host";

@@ -32,6 +32,7 @@ describe("host callbacks of a turn (scripted fake app-server)", () => {
       ["permissions", "item/permissions/requestApproval"],
     ]);
     expect(seen[0]).toMatchObject({ threadId: "thr_fake", turnId: "turn_fake", itemId: "i1", command: "rm -rf /" });
+    expect(seen[1]).toMatchObject({ itemId: "i2", changes: [{ path: "/ws/a.txt", kind: "update", diff: "@@ -1 +1 @@\n-a\n+b\n" }] });
     expect(seen[2]).toMatchObject({ threadId: "thr_fake", itemId: "x", command: "ls" });
     expect(replies.commandApproval).toEqual({ decision: "accept" });
     expect(replies.fileApproval).toEqual({ decision: "accept" });
