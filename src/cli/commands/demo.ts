@@ -88,7 +88,8 @@ async function demoTurn(ctx: DemoContext, n: number, step: DemoStep): Promise<Co
     const deadline = Date.now() + 15_000;
     while (!sawDelta && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
     handle.steer(step.steer);
-    if (tty) process.stdout.write(" (steer sent)");
+    // On the live line the note stays in place as later states are appended.
+    if (tty) states.push("(steer sent)");
     else out.text(`turn ${n}: steer sent`);
   }
   const r = await handle.result;
