@@ -281,29 +281,31 @@ function buildHistory(
   let origins: Array<TranscriptOrigin | null>;
   const extra = tailEntry ? [...added, tailEntry] : added;
   if (base && continuesLinearly(base, extra)) {
+    // Only the new messages need freezing: the earlier ones are the previous history's, already frozen.
     messages = base.messages.slice();
     origins = base.origins.slice();
     for (const e of extra) {
       const m = entryContextMessage(e);
       if (m === undefined) continue;
-      messages.push(m);
-      origins.push(originOf(e));
+      messages.push(deepFreeze(m));
+      origins.push(deepFreeze(originOf(e)));
     }
   } else {
     const entries = tailEntry ? [...state.entries, tailEntry] : state.entries;
     const byId = tailEntry ? new Map(state.byId).set(tailEntry.id, tailEntry) : state.byId;
     const ctx = buildSessionContextFromEntries(entries, undefined, byId);
-    messages = ctx.messages;
-    origins = ctx.sources.map(originOf);
+    // Messages of message entries are frozen with their entry; custom/summary messages are built here.
+    messages = ctx.messages.map((m) => deepFreeze(m));
+    origins = ctx.sources.map((s) => deepFreeze(originOf(s)));
   }
   const last = tailEntry ?? state.entries[state.entries.length - 1];
-  return deepFreeze({
-    messages: messages as SessionHistory["messages"][number][],
-    origins,
+  return Object.freeze({
+    messages: Object.freeze(messages) as SessionHistory["messages"],
+    origins: Object.freeze(origins),
     entryCount: state.entries.length + (tailEntry ? 1 : 0),
     lastEntryId: last?.id,
     skippedEntries: state.skippedLines.length,
-    warnings: historyWarnings(state, tornBytes),
+    warnings: Object.freeze(historyWarnings(state, tornBytes)),
   });
 }
 

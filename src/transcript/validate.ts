@@ -46,6 +46,23 @@ const payloadSchemas: Record<string, z.ZodType> = {
   branch_summary: z.looseObject({ fromId: z.string(), summary: z.string(), timestamp: z.string() }),
 };
 
+/**
+ * The common case, checked by hand because a cold read of a long transcript validates thousands of entries: a
+ * `message` entry that the zod schemas above accept. It only ever answers "valid" where they would; everything else
+ * (including every rejection and its reason) goes through zod.
+ */
+function isPlainValidMessageEntry(v: SessionEntry): boolean {
+  if (v.type !== "message" || typeof v.id !== "string" || v.id.length === 0) return false;
+  const p = v.parentId as unknown;
+  if (!(p === null || p === undefined || (typeof p === "string" && p.length > 0))) return false;
+  if (!(v.timestamp === undefined || typeof v.timestamp === "string")) return false;
+  const m = v["message"] as Record<string, unknown> | null | undefined;
+  if (!m || typeof m !== "object" || Array.isArray(m) || typeof m.role !== "string" || m.role.length === 0) return false;
+  const c = m.content;
+  if (!(c === undefined || typeof c === "string" || Array.isArray(c))) return false;
+  return m.timestamp === undefined || typeof m.timestamp === "number";
+}
+
 /** Result of {@link validateEntry}: the entry to use, and why it was replaced (a short reason, never content). */
 export interface ValidatedEntry {
   entry: SessionEntry;
@@ -64,6 +81,7 @@ export interface ValidatedEntry {
  * ```
  */
 export function validateEntry(value: SessionEntry): ValidatedEntry {
+  if (isPlainValidMessageEntry(value)) return { entry: value };
   const base = baseSchema.safeParse(value);
   const payload = base.success ? payloadSchemas[value.type]?.safeParse(value) : undefined;
   const error = !base.success ? base.error : payload && !payload.success ? payload.error : undefined;
