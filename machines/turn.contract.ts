@@ -20,7 +20,7 @@
  * | turnRunning       | `turn`             | `runTurn`             | fromCallback |
  * | recordPending     | `recordPending`    | `recordPendingFinalize` | fromPromise |
  * | mirror            | `mirror`           | `mirrorTranscript`    | fromPromise  |
- * | rereadForFinalize | `rereadForFinalize`| `rereadHistory`       | fromPromise  |
+ * | finalize.rereading | `rereadForFinalize` | `rereadHistoryForFinalize` | fromPromise |
  * | finalize          | `finalize`         | `finalizeEngine`      | fromPromise  |
  * | maintain          | `maintain`         | `maintainEngine`      | fromPromise  |
  */

@@ -186,6 +186,7 @@ export const turnMachine = setup({
     recoverSession: fromPromise<RecoveryOutput, { sessionFile: string }>(notProvided("recoverSession")),
     readHistory: fromPromise<SessionLoadOutput, { sessionFile: string }>(notProvided("readHistory")),
     rereadHistory: fromPromise<HistoryOutput, { sessionFile: string }>(notProvided("rereadHistory")),
+    rereadHistoryForFinalize: fromPromise<HistoryOutput, { sessionFile: string }>(notProvided("rereadHistoryForFinalize")),
     bootstrapEngine: fromPromise<BootstrapOutput, { sessionFile: string }>(notProvided("bootstrapEngine")),
     compactEngine: fromPromise<CompactBeforeTurnOutput, { lastUsage?: LastUsageFacts }>(notProvided("compactEngine")),
     assembleContext: fromPromise<AssembleOutput, { history: HistoryOutput; prompt: string }>(notProvided("assembleContext")),
@@ -208,7 +209,9 @@ export const turnMachine = setup({
     interruptGrace: 10_000,
   },
   guards: {
-    shouldBootstrap: ({ context }) => shouldBootstrap(context.input.engine, context.hadSessionFile),
+    // Read from the load's output: guards run before the transition's actions store it.
+    shouldBootstrap: ({ context }, params: { output: SessionLoadOutput }) =>
+      shouldBootstrap(context.input.engine, params.output.sessionFileExisted ?? context.hadSessionFile),
     shouldAssemble: ({ context }) => shouldAssemble(context.input.engine),
     accordionDue: ({ context }) => shouldAssemble(context.input.engine) && isAccordionDue(context.input.accordion, context.lastUsage),
     compactedBeforeTurn: (_, params: { output: CompactBeforeTurnOutput }) => params.output.compacted,
@@ -526,7 +529,7 @@ export const turnMachine = setup({
         input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
         onDone: [
           {
-            guard: "shouldBootstrap",
+            guard: { type: "shouldBootstrap", params: ({ event }) => ({ output: event.output }) },
             target: "bootstrap",
             actions: [{ type: "storeSession", params: ({ event }) => ({ output: event.output }) }],
           },
@@ -949,7 +952,7 @@ export const turnMachine = setup({
         rereading: {
           invoke: {
             id: "rereadForFinalize",
-            src: "rereadHistory",
+            src: "rereadHistoryForFinalize",
             input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
             onDone: [
               {

@@ -35,6 +35,7 @@ export function bindTurnMachine(deps: TurnDeps) {
       recoverSession: fromPromise(() => recoverSession(deps)),
       readHistory: fromPromise(() => readHistory(deps)),
       rereadHistory: fromPromise(() => rereadHistory(deps)),
+      rereadHistoryForFinalize: fromPromise(() => rereadHistory(deps)),
       bootstrapEngine: fromPromise(({ signal }) => bootstrapEngine(deps, signal)),
       compactEngine: fromPromise(({ input, signal }) => compactEngine(deps, input, signal)),
       assembleContext: fromPromise(({ input, signal }) => assembleContext(deps, input, signal)),

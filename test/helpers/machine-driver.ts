@@ -14,28 +14,45 @@ import type {
 } from "../../machines/turn.contract.js";
 
 export type PromiseActor =
+  | "acquireSessionLock"
+  | "recoverSession"
   | "readHistory"
   | "bootstrapEngine"
+  | "compactEngine"
+  | "rereadHistory"
+  | "rereadHistoryForFinalize"
   | "assembleContext"
   | "projectContext"
   | "runPromptHooks"
+  | "resumeThread"
   | "startThread"
+  | "recordPendingFinalize"
   | "mirrorTranscript"
   | "finalizeEngine"
   | "maintainEngine";
 
-/** The lifecycle state each promise actor belongs to. */
-export const ACTOR_STATE: Record<PromiseActor, string> = {
-  readHistory: "loadHistory",
-  bootstrapEngine: "bootstrap",
-  assembleContext: "assemble",
-  projectContext: "project",
-  runPromptHooks: "hooks",
-  startThread: "threadStart",
-  mirrorTranscript: "mirror",
-  finalizeEngine: "finalize",
-  maintainEngine: "maintain",
+/** The top-level state each promise actor belongs to. */
+export const ACTOR_STATE: Record<PromiseActor, string[]> = {
+  acquireSessionLock: ["session"],
+  recoverSession: ["session"],
+  readHistory: ["loadHistory"],
+  bootstrapEngine: ["bootstrap"],
+  compactEngine: ["compactBeforeTurn"],
+  rereadHistory: ["reloadHistory"],
+  rereadHistoryForFinalize: ["finalize"],
+  assembleContext: ["assemble"],
+  projectContext: ["project"],
+  runPromptHooks: ["hooks"],
+  resumeThread: ["threadStart"],
+  startThread: ["threadStart"],
+  recordPendingFinalize: ["mirror"],
+  mirrorTranscript: ["mirror"],
+  finalizeEngine: ["finalize"],
+  maintainEngine: ["maintain"],
 };
+
+/** Actors a driver settles by itself unless a test asks to control them (the session steps and bookkeeping). */
+export const AUTO_ACTORS: ReadonlySet<PromiseActor> = new Set(["acquireSessionLock", "recoverSession", "recordPendingFinalize", "rereadHistoryForFinalize"]);
 
 export const CANONICAL = [
   "loadHistory",
@@ -72,6 +89,11 @@ export function machineInput(engine: EngineFacts = FULL_ENGINE, overrides: Parti
   return { sessionId: "s", sessionFile: "/nonexistent/s.jsonl", prompt: "p", engine, hadSessionFile: true, hasPromptHooks: true, ...overrides };
 }
 
+/** A `readHistory` output: the session as loaded (no binding unless given). */
+export function sessionLoad(messages: unknown[] = [], extra: Record<string, unknown> = {}): unknown {
+  return { history: { messages, origins: messages.map(() => null) }, ...extra };
+}
+
 export function fakeRecord(codexStatus: TurnRecord["codexStatus"], turnId = "turn-1"): TurnRecord {
   return {
     threadId: "thread-1",
@@ -87,8 +109,21 @@ export function fakeRecord(codexStatus: TurnRecord["codexStatus"], turnId = "tur
 /** A plausible successful output for each promise actor. */
 export function okOutput(actor: PromiseActor): unknown {
   switch (actor) {
+    case "acquireSessionLock":
+      return { waitedMs: 0 };
+    case "recoverSession":
+      return { pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 };
     case "readHistory":
+      return sessionLoad();
+    case "rereadHistory":
+    case "rereadHistoryForFinalize":
       return { messages: [], origins: [] };
+    case "compactEngine":
+      return { compacted: true, failed: false };
+    case "resumeThread":
+      return { threadId: "thread-1", resumed: true };
+    case "recordPendingFinalize":
+      return undefined;
     case "bootstrapEngine":
       return { messages: [], origins: [], bootstrapped: true };
     case "assembleContext":
@@ -124,13 +159,14 @@ export class MachineDriver {
   sendBack: ((e: RunTurnEmitted) => void) | undefined;
   turnRunning = false;
 
-  constructor(input: TurnMachineInput = machineInput()) {
+  constructor(input: TurnMachineInput = machineInput(), controlled: readonly PromiseActor[] = []) {
     const promiseActor = (name: PromiseActor) =>
       fromPromise(
         () =>
           new Promise((resolve, reject) => {
             this.started.push(name);
-            this.pending.set(name, { resolve, reject });
+            if (AUTO_ACTORS.has(name) && !controlled.includes(name)) resolve(okOutput(name));
+            else this.pending.set(name, { resolve, reject });
           }),
       );
     const machine = turnMachine.provide({
@@ -144,15 +180,7 @@ export class MachineDriver {
         },
       },
       actors: {
-        readHistory: promiseActor("readHistory"),
-        bootstrapEngine: promiseActor("bootstrapEngine"),
-        assembleContext: promiseActor("assembleContext"),
-        projectContext: promiseActor("projectContext"),
-        runPromptHooks: promiseActor("runPromptHooks"),
-        startThread: promiseActor("startThread"),
-        mirrorTranscript: promiseActor("mirrorTranscript"),
-        finalizeEngine: promiseActor("finalizeEngine"),
-        maintainEngine: promiseActor("maintainEngine"),
+        ...(Object.fromEntries(Object.keys(ACTOR_STATE).map((name) => [name, promiseActor(name as PromiseActor)])) as Record<PromiseActor, ReturnType<typeof promiseActor>>),
         runTurn: fromCallback<RunTurnReceived, unknown, RunTurnEmitted>(({ sendBack, receive }) => {
           this.started.push("runTurn");
           this.turnRunning = true;
@@ -191,7 +219,7 @@ export class MachineDriver {
 
   /** The promise actor of the current state awaiting settlement, if any (actors of states left are ignored). */
   get pendingActor(): PromiseActor | undefined {
-    return [...this.pending.keys()].find((a) => ACTOR_STATE[a] === this.state);
+    return [...this.pending.keys()].find((a) => ACTOR_STATE[a].includes(this.state));
   }
 
   async resolve(actor: PromiseActor, value: unknown = okOutput(actor)): Promise<void> {

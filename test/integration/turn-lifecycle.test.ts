@@ -266,27 +266,28 @@ describe("steer, abort and yield", () => {
 });
 
 describe("edges of the attempt", () => {
-  it("an already-aborted signal stops at loadHistory and writes no transcript", async () => {
+  it("an already-aborted signal stops before the lifecycle starts and writes no transcript", async () => {
     const file = sessions.file();
     const controller = new AbortController();
     controller.abort();
     const requestsBefore = env.fake.requests.length;
     const r = await runCodexTurn(turnParams(env, file, "never runs", { contextEngine: createRecordingEngine(), signal: controller.signal }));
     expect(r.status).toBe("aborted");
-    expect(r.trace).toEqual(["loadHistory", "aborted"]);
+    expect(r.trace).toEqual(["aborted"]);
+    expect(r.warnings).toContain("ended while waiting for the session lock; nothing ran");
     expect(existsSync(file)).toBe(false);
     expect(env.fake.requests.length).toBe(requestsBefore);
   });
 
-  it("a session file outside sessionRoot fails at loadHistory with a typed code and writes nothing", async () => {
+  it("a session file outside sessionRoot fails in the session step with a typed code and writes nothing", async () => {
     const outside = tempSessions("turn-outside-");
     try {
       // In a directory that does not exist yet: nothing (not even the lock's directory) may be created outside the root.
       const file = path.join(outside.dir, "not-yet", "s.jsonl");
       const r = await runCodexTurn(turnParams(env, file, "outside the root", { sessionRoot: sessions.dir }));
       expect(r.status).toBe("failed");
-      expect(r.trace).toEqual(["loadHistory", "failed"]);
-      expect(r.error).toMatchObject({ phase: "loadHistory", code: "SESSION_OUTSIDE_ROOT" });
+      expect(r.trace).toEqual(["failed"]);
+      expect(r.error).toMatchObject({ phase: "lock", code: "SESSION_OUTSIDE_ROOT" });
       expect(existsSync(file)).toBe(false);
       expect(existsSync(path.dirname(file))).toBe(false);
     } finally {
@@ -307,7 +308,7 @@ describe("edges of the attempt", () => {
     );
     expect(r.status).toBe("completed");
     expect(r.trace).toContain("hooks");
-    expect(r.warnings).toContain("beforePromptBuild hook failed; keeping the unmodified prompt");
+    expect(r.warnings.some((w) => /^beforePromptBuild hook failed \(.+\); keeping the unmodified prompt$/.test(w))).toBe(true);
     expect(r.assistantText).toBe("reply to: hooked prompt");
   });
 

@@ -4,7 +4,7 @@
  */
 import { SimulatedClock, createActor, fromCallback, fromPromise, type AnyActorRef, type InspectionEvent } from "xstate";
 import { turnMachine, type TurnMachine } from "../../machines/turn.machine.js";
-import { fullEngineFacts } from "../helpers/machine-driver.js";
+import { ACTOR_STATE, AUTO_ACTORS, fullEngineFacts, okOutput, type PromiseActor } from "../helpers/machine-driver.js";
 import type {
   EngineFacts,
   RunTurnEmitted,
@@ -14,16 +14,7 @@ import type {
   TurnRecord,
 } from "../../machines/turn.contract.js";
 
-export type PromiseActorName =
-  | "readHistory"
-  | "bootstrapEngine"
-  | "assembleContext"
-  | "projectContext"
-  | "runPromptHooks"
-  | "startThread"
-  | "mirrorTranscript"
-  | "finalizeEngine"
-  | "maintainEngine";
+export type PromiseActorName = PromiseActor;
 
 interface Deferred {
   resolve(value: unknown): void;
@@ -73,26 +64,24 @@ export class TurnHarness {
   sendBack: ((event: RunTurnEmitted) => void) | undefined;
   readonly actor: AnyActorRef;
 
-  constructor(input: TurnMachineInput, machine: TurnMachine = turnMachine, guards?: Record<string, () => boolean>) {
+  constructor(
+    input: TurnMachineInput,
+    machine: TurnMachine = turnMachine,
+    guards?: Record<string, () => boolean>,
+    controlled: readonly PromiseActorName[] = [],
+  ) {
     const promiseActor = (name: PromiseActorName) =>
       fromPromise(
         () =>
           new Promise((resolve, reject) => {
             this.calls.push(name);
-            this.pending.set(name, { resolve, reject });
+            if (AUTO_ACTORS.has(name) && !controlled.includes(name)) resolve(okOutput(name));
+            else this.pending.set(name, { resolve, reject });
           }),
       );
     const provided = machine.provide({
       actors: {
-        readHistory: promiseActor("readHistory"),
-        bootstrapEngine: promiseActor("bootstrapEngine"),
-        assembleContext: promiseActor("assembleContext"),
-        projectContext: promiseActor("projectContext"),
-        runPromptHooks: promiseActor("runPromptHooks"),
-        startThread: promiseActor("startThread"),
-        mirrorTranscript: promiseActor("mirrorTranscript"),
-        finalizeEngine: promiseActor("finalizeEngine"),
-        maintainEngine: promiseActor("maintainEngine"),
+        ...Object.fromEntries(Object.keys(ACTOR_STATE).map((name) => [name, promiseActor(name as PromiseActorName)])),
         runTurn: fromCallback<RunTurnReceived, unknown, RunTurnEmitted>(({ sendBack, receive }) => {
           this.calls.push("runTurn");
           this.sendBack = sendBack;
@@ -137,11 +126,27 @@ export class TurnHarness {
     d.resolve(value);
   }
 
-  reject(name: PromiseActorName, message = `${name} failed`): void {
+  reject(name: PromiseActorName, message = `${name} failed`, code?: string): void {
     const d = this.pending.get(name);
     if (!d) throw new Error(`actor ${name} is not pending (calls: ${this.calls.join(",")})`);
     this.pending.delete(name);
-    d.reject(new Error(message));
+    d.reject(code ? Object.assign(new Error(message), { code }) : new Error(message));
+  }
+
+  /** Reject with this exact error (a path's error event carries it). */
+  rejectWith(name: PromiseActorName, error: unknown): void {
+    const d = this.pending.get(name);
+    if (!d) throw new Error(`actor ${name} is not pending (calls: ${this.calls.join(",")})`);
+    this.pending.delete(name);
+    d.reject(error);
+  }
+
+  /** The input the machine handed finalize (the snapshot it chose). */
+  finalizeInput(): { source: string; messages: unknown[] } {
+    const ctx = (this.actor.getSnapshot() as { context: { finalizeSource?: string; finalizeHistory?: { messages: unknown[] }; history: { messages: unknown[] }; record?: { messagesSnapshot: unknown[] } } }).context;
+    const source = ctx.finalizeSource ?? "fallback";
+    const messages = source === "reread" && ctx.finalizeHistory ? ctx.finalizeHistory.messages : [...ctx.history.messages, ...(ctx.record?.messagesSnapshot ?? [])];
+    return { source, messages };
   }
 
   emit(event: RunTurnEmitted): void {
@@ -161,6 +166,11 @@ export class TurnHarness {
     if (sub === "starting") return "turnStarting";
     if (sub === "streaming") return "turnStreaming";
     if (sub === "interrupting") return "interrupting";
+    if (value["session"] === "acquiringLock") return "lock";
+    if (value["session"] === "recovering") return "recover";
+    if (value["threadStart"] === "resuming") return "threadResume";
+    // Steps inside these states are bookkeeping the model does not name (pending record, snapshot choice).
+    for (const state of ["threadStart", "mirror", "finalize"]) if (value[state] !== undefined) return state;
     return JSON.stringify(value);
   }
 }

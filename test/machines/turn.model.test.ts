@@ -13,8 +13,11 @@ import type { EngineFacts, TurnMachineInput } from "../../machines/turn.contract
 import { ENGINE_FULL, NO_ENGINE, TurnHarness, record, settle, transitionKey, type PromiseActorName } from "./turn-harness.js";
 
 type ModelEvent =
+  | { type: "LOCK_OK" | "LOCK_FAIL" | "RECOVER_OK" | "RECOVER_FAIL" }
   | { type: "HISTORY_OK" | "HISTORY_FAIL" | "BOOTSTRAP_OK" | "BOOTSTRAP_FAIL" | "ASSEMBLE_OK" | "ASSEMBLE_EMPTY" | "ASSEMBLE_FAIL" }
+  | { type: "COMPACT_OK" | "COMPACT_NONE" | "COMPACT_FAIL" | "RELOAD_OK" | "RELOAD_FAIL" }
   | { type: "PROJECT_OK" | "PROJECT_FAIL" | "HOOKS_OK" | "HOOKS_FAIL" | "THREAD_OK" | "THREAD_FAIL" }
+  | { type: "RESUME_OK" | "RESUME_REFUSED" | "RESUME_FAIL" }
   | { type: "TURN_ACCEPTED" | "TURN_START_FAIL" | "TURN_COMPLETED" | "TURN_FAILED" | "INTERRUPT_TIMEOUT" }
   | { type: "MIRROR_OK" | "MIRROR_FAIL" | "FINALIZE_OK" | "FINALIZE_FAIL" | "MAINTAIN_OK" | "MAINTAIN_FAIL" }
   | { type: "ABORT" | "YIELD" | "STEER" };
@@ -26,10 +29,19 @@ interface ModelContext {
   accepted: boolean;
   promptError: boolean;
   finalizeOk: boolean;
+  /** The bound thread could not be resumed once: the model projects again for a fresh thread. */
+  fellBack: boolean;
+  /** The last projection failed: the machine then always starts a fresh thread. */
+  projectFailed: boolean;
 }
 
 // --- The independent lifecycle model -------------------------------------------------------------------------
 const wantsBootstrap = (c: ModelContext) => c.cfg.engine.active && c.cfg.engine.hasBootstrap && c.cfg.hadSessionFile;
+// The spec's accordion: an engine that compacts, the cadence enabled, and the last usage past the threshold (the
+// configurations below that enable it always report usage past it).
+const accordionDue = (c: ModelContext) => c.cfg.engine.active && c.cfg.accordion?.enabled === true;
+// A configuration whose session has a compatible bound thread (marked by its session key) plans a resume.
+const resumePlanned = (c: ModelContext) => c.cfg.sessionKey === "resume" && !c.fellBack && !c.projectFailed;
 const maintenanceAllowed = (c: ModelContext) =>
   c.cfg.engine.active && c.cfg.engine.hasMaintain && !c.aborted && !c.yielded && !c.promptError && c.finalizeOk;
 
@@ -37,6 +49,9 @@ export const lifecycleModel = setup({
   types: { context: {} as ModelContext, events: {} as ModelEvent, input: {} as TurnMachineInput },
   guards: {
     wantsBootstrap: ({ context }) => wantsBootstrap(context),
+    accordionDue: ({ context }) => accordionDue(context),
+    resumePlanned: ({ context }) => resumePlanned(context),
+    mayFallBack: ({ context }) => !context.fellBack,
     engineActive: ({ context }) => context.cfg.engine.active,
     hooks: ({ context }) => context.cfg.hasPromptHooks,
     yielded: ({ context }) => context.yielded,
@@ -52,34 +67,80 @@ export const lifecycleModel = setup({
     accept: assign({ accepted: true }),
     turnFailed: assign({ promptError: true }),
     finalizeOk: assign({ finalizeOk: true }),
+    fallBack: assign({ fellBack: true }),
+    projectOk: assign({ projectFailed: false }),
+    projectFail: assign({ projectFailed: true }),
   },
 }).createMachine({
   id: "model",
-  context: ({ input }) => ({ cfg: input, aborted: false, yielded: false, accepted: false, promptError: false, finalizeOk: false }),
-  initial: "loadHistory",
+  context: ({ input }) => ({ cfg: input, aborted: false, yielded: false, accepted: false, promptError: false, finalizeOk: false, fellBack: false, projectFailed: false }),
+  initial: "lock",
   states: {
+    // One attempt at a time per session; a crashed attempt's turn is completed before this one starts.
+    lock: { on: { LOCK_OK: "recover", LOCK_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted", STEER: {} } },
+    recover: { on: { RECOVER_OK: "loadHistory", RECOVER_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted" } },
     loadHistory: {
       on: {
-        HISTORY_OK: [{ guard: "wantsBootstrap", target: "bootstrap" }, { guard: "engineActive", target: "assemble" }, { target: "project" }],
+        HISTORY_OK: [
+          { guard: "wantsBootstrap", target: "bootstrap" },
+          { guard: "accordionDue", target: "compactBeforeTurn" },
+          { guard: "engineActive", target: "assemble" },
+          { target: "project" },
+        ],
         HISTORY_FAIL: "failed",
         ABORT: "aborted",
         YIELD: "yieldAborted",
         STEER: {},
       },
     },
-    bootstrap: { on: { BOOTSTRAP_OK: "assemble", BOOTSTRAP_FAIL: "assemble", ABORT: "aborted", YIELD: "yieldAborted" } },
+    bootstrap: {
+      on: {
+        BOOTSTRAP_OK: [{ guard: "accordionDue", target: "compactBeforeTurn" }, { target: "assemble" }],
+        BOOTSTRAP_FAIL: [{ guard: "accordionDue", target: "compactBeforeTurn" }, { target: "assemble" }],
+        ABORT: "aborted",
+        YIELD: "yieldAborted",
+      },
+    },
+    // The engine compacts before the turn; a compacted view is re-read and goes to a fresh thread.
+    compactBeforeTurn: {
+      on: { COMPACT_OK: "reloadHistory", COMPACT_NONE: "assemble", COMPACT_FAIL: "assemble", ABORT: "aborted", YIELD: "yieldAborted" },
+    },
+    reloadHistory: { on: { RELOAD_OK: "assemble", RELOAD_FAIL: "assemble", ABORT: "aborted", YIELD: "yieldAborted" } },
     assemble: {
       on: { ASSEMBLE_OK: "project", ASSEMBLE_EMPTY: "project", ASSEMBLE_FAIL: "project", ABORT: "aborted", YIELD: "yieldAborted" },
     },
     project: {
       on: {
-        PROJECT_OK: [{ guard: "hooks", target: "hooks" }, { target: "threadStart" }],
-        PROJECT_FAIL: [{ guard: "hooks", target: "hooks" }, { target: "threadStart" }],
+        PROJECT_OK: [
+          { guard: "hooks", target: "hooks", actions: "projectOk" },
+          { guard: "resumePlanned", target: "threadResume", actions: "projectOk" },
+          { target: "threadStart", actions: "projectOk" },
+        ],
+        // A failed projection always starts a fresh thread.
+        PROJECT_FAIL: [{ guard: "hooks", target: "hooks", actions: "projectFail" }, { target: "threadStart", actions: "projectFail" }],
         ABORT: "aborted",
         YIELD: "yieldAborted",
       },
     },
-    hooks: { on: { HOOKS_OK: "threadStart", HOOKS_FAIL: "threadStart", ABORT: "aborted", YIELD: "yieldAborted" } },
+    hooks: {
+      on: {
+        HOOKS_OK: [{ guard: "resumePlanned", target: "threadResume" }, { target: "threadStart" }],
+        HOOKS_FAIL: [{ guard: "resumePlanned", target: "threadResume" }, { target: "threadStart" }],
+        ABORT: "aborted",
+        YIELD: "yieldAborted",
+      },
+    },
+    // The projection planned a resume of the bound thread, or a fresh thread.
+    threadResume: {
+      on: {
+        RESUME_OK: "turnStarting",
+        // Codex refuses the bound thread: project again, for a fresh thread (once).
+        RESUME_REFUSED: [{ guard: "mayFallBack", target: "project", actions: "fallBack" }, { target: "failed" }],
+        RESUME_FAIL: "failed",
+        ABORT: "aborted",
+        YIELD: "yieldAborted",
+      },
+    },
     threadStart: { on: { THREAD_OK: "turnStarting", THREAD_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted" } },
     turnStarting: {
       on: {
@@ -117,7 +178,8 @@ export const lifecycleModel = setup({
     mirror: {
       on: {
         MIRROR_OK: "finalize",
-        MIRROR_FAIL: "finalize",
+        // The turn is in no transcript: it is failed (whatever was asked), kept in the pending record, not finalized.
+        MIRROR_FAIL: "failed",
         ABORT: { guard: "notAbortedYet", actions: "abort" },
         YIELD: { guard: "notAbortedYet", actions: "yieldIt" },
       },
@@ -162,15 +224,38 @@ const projection = {
   bytes: 6,
 };
 
+const USAGE_OVER_THRESHOLD = { totalTokens: 95, modelContextWindow: 100 };
+const refused = (h: TurnHarness) => h.reject("resumeThread", "no rollout found", "THREAD_RESUME_FAILED");
+const ctxOf = (h: TurnHarness) => (h.actor.getSnapshot() as { context: { input: TurnMachineInput; resumeFellBack: boolean } }).context;
+
 const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
-  HISTORY_OK: ok("readHistory", history),
+  LOCK_OK: ok("acquireSessionLock", { waitedMs: 0 }),
+  LOCK_FAIL: fail("acquireSessionLock"),
+  RECOVER_OK: ok("recoverSession", { pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 }),
+  RECOVER_FAIL: fail("recoverSession"),
+  HISTORY_OK: (h) => {
+    const input = ctxOf(h).input;
+    h.resolve("readHistory", { history, sessionFileExisted: input.hadSessionFile, ...(input.accordion ? { lastUsage: USAGE_OVER_THRESHOLD } : {}) });
+  },
+  COMPACT_OK: ok("compactEngine", { compacted: true, failed: false }),
+  COMPACT_NONE: ok("compactEngine", { compacted: false, failed: false, reason: "notCompacted" }),
+  COMPACT_FAIL: fail("compactEngine"),
+  RELOAD_OK: ok("rereadHistory", history),
+  RELOAD_FAIL: fail("rereadHistory"),
+  RESUME_OK: ok("resumeThread", { threadId: "thread-0", resumed: true }),
+  RESUME_REFUSED: refused,
+  RESUME_FAIL: fail("resumeThread"),
   HISTORY_FAIL: fail("readHistory"),
   BOOTSTRAP_OK: ok("bootstrapEngine", { ...history, bootstrapped: true }),
   BOOTSTRAP_FAIL: fail("bootstrapEngine"),
   ASSEMBLE_OK: ok("assembleContext", { messages: [{ role: "user", content: "earlier", timestamp: 1 }], estimatedTokens: 2 }),
   ASSEMBLE_EMPTY: ok("assembleContext", { messages: [], estimatedTokens: 0 }),
   ASSEMBLE_FAIL: fail("assembleContext"),
-  PROJECT_OK: ok("projectContext", projection),
+  PROJECT_OK: (h) => {
+    const c = ctxOf(h);
+    const resume = c.input.sessionKey === "resume" && !c.resumeFellBack;
+    h.resolve("projectContext", resume ? { ...projection, thread: { action: "resume", threadId: "thread-0", reason: "compatibleBinding" } } : projection);
+  },
   PROJECT_FAIL: fail("projectContext"),
   HOOKS_OK: ok("runPromptHooks", { promptText: "prompt" }),
   HOOKS_FAIL: fail("runPromptHooks"),
@@ -197,6 +282,10 @@ const configs: Array<{ name: string; input: TurnMachineInput }> = [
   { name: "full engine, existing session, prompt hooks", input: cfg(ENGINE_FULL, true, true) },
   { name: "engine without bootstrap/maintain", input: cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false) },
   { name: "background maintenance, new session", input: cfg({ ...ENGINE_FULL, turnMaintenanceMode: "background" }, false, false) },
+  {
+    name: "accordion due, a bound thread to resume",
+    input: { ...cfg({ ...ENGINE_FULL, ownsCompaction: true }, true, false), accordion: { enabled: true, contextThreshold: 0.9 }, sessionKey: "resume" },
+  },
 ];
 
 function cfg(engine: EngineFacts, hadSessionFile: boolean, hasPromptHooks: boolean): TurnMachineInput {
@@ -242,8 +331,11 @@ async function replay(
     const background = maintenanceAllowed(ctx) && input.engine.turnMaintenanceMode === "background";
     if (background !== harness.backgroundScheduled > 0) return `background maintenance: model ${background}, machine ${harness.backgroundScheduled}`;
     // Engine calls happen in lifecycle order.
-    const order = ["readHistory", "bootstrapEngine", "assembleContext", "projectContext", "runPromptHooks", "startThread", "runTurn", "mirrorTranscript", "finalizeEngine", "maintainEngine"];
-    const indexes = harness.calls.map((c) => order.indexOf(c));
+    const order = ["acquireSessionLock", "recoverSession", "readHistory", "bootstrapEngine", "compactEngine", "rereadHistory", "assembleContext", "projectContext", "runPromptHooks", "resumeThread", "startThread", "runTurn", "recordPendingFinalize", "mirrorTranscript", "rereadHistoryForFinalize", "finalizeEngine", "maintainEngine"];
+    // A refused resume goes back to project once: order is checked from the last projection on.
+    const calls = harness.calls.slice(Math.max(0, harness.calls.lastIndexOf("projectContext")));
+    const head = harness.calls.slice(0, Math.max(0, harness.calls.lastIndexOf("projectContext")));
+    const indexes = [...head.filter((c) => c !== "projectContext" && c !== "resumeThread" && c !== "runPromptHooks"), ...calls].map((c) => order.indexOf(c));
     if (indexes.some((v, i) => i > 0 && v < indexes[i - 1]!)) return `call order ${harness.calls.join(",")}`;
     if (harness.output.trace[harness.output.trace.length - 1] !== final) return `trace ends with ${harness.output.trace.at(-1)}`;
   }
@@ -258,7 +350,7 @@ async function runModel(input: TurnMachineInput, guards?: Record<string, () => b
   const failures: ReplayFailure[] = [];
   const harnesses: TurnHarness[] = [];
   for (const path of paths) {
-    const harness = new TurnHarness(input, turnMachine, guards);
+    const harness = new TurnHarness(input, turnMachine, guards, SESSION_ACTORS);
     harnesses.push(harness);
     const reason = await replay(input, path.steps, harness);
     if (reason) failures.push({ path: path.steps.map((s) => s.event.type).join(" > "), reason });
@@ -266,6 +358,9 @@ async function runModel(input: TurnMachineInput, guards?: Record<string, () => b
   }
   return { paths, failures, harnesses };
 }
+
+/** The model drives the session steps itself; the pending record and finalize's re-read settle on their own. */
+const SESSION_ACTORS: PromiseActorName[] = ["acquireSessionLock", "recoverSession"];
 
 const coverage = { paths: 0, steps: 0, states: new Set<string>(), transitions: new Set<unknown>() };
 
@@ -332,6 +427,55 @@ describe("turn machine against the independent lifecycle model", () => {
     track(h);
   });
 
+  // finalize's snapshot choice: the mirror provably the file's tail, else the re-read (when it holds the turn), else
+  // history + snapshot. Returns the source finalize was given.
+  const finalizeSource = async (opts: {
+    mirror: unknown;
+    reread?: { ok: unknown } | { fail: true };
+    pendingFails?: boolean;
+    guards?: Record<string, () => boolean>;
+  }): Promise<{ source: string; messages: number; h: TurnHarness }> => {
+    // An engine without bootstrap, so the loaded history (with its entry count) is what finalize builds on.
+    const h = new TurnHarness(configs[2]!.input, turnMachine, opts.guards, ["recordPendingFinalize", "rereadHistoryForFinalize"]);
+    await settle();
+    h.resolve("readHistory", { history: { messages: [{ role: "user", content: "old", timestamp: 1 }], origins: [null], entryCount: 3 }, sessionFileExisted: true });
+    await drive(h, ["ASSEMBLE_OK", "PROJECT_OK", "THREAD_OK", "TURN_ACCEPTED", "TURN_COMPLETED"]);
+    if (opts.pendingFails) h.reject("recordPendingFinalize");
+    else h.resolve("recordPendingFinalize", undefined);
+    await settle();
+    h.resolve("mirrorTranscript", opts.mirror);
+    await settle();
+    if (opts.reread && "ok" in opts.reread) h.resolve("rereadHistoryForFinalize", opts.reread.ok);
+    else if (opts.reread) h.reject("rereadHistoryForFinalize");
+    await settle();
+    const input = h.finalizeInput();
+    h.resolve("finalizeEngine", { mode: "afterTurn", usedFallback: false });
+    await settle();
+    track(h);
+    return { source: input.source, messages: input.messages.length, h };
+  };
+
+  it("finalize uses the mirror tail only when the mirror provably is the file's tail", async () => {
+    const tail = await finalizeSource({ mirror: { appended: 1, entryCount: 4 } });
+    expect(tail).toMatchObject({ source: "mirrorTail", messages: 2 });
+    expect(tail.h.calls).not.toContain("rereadHistoryForFinalize");
+    const holds = { ok: { messages: [1, 2, 3].map(() => ({ role: "user", content: "x", timestamp: 1 })), origins: [null, null, { threadId: "thread-1", turnId: "turn-1" }] } };
+    // Another writer appended in between (entry count off by one): re-read, which holds the turn.
+    expect(await finalizeSource({ mirror: { appended: 1, entryCount: 5 }, reread: holds })).toMatchObject({ source: "reread", messages: 3 });
+    // The re-read lacks the turn, or fails: history + this turn's snapshot.
+    expect(await finalizeSource({ mirror: { appended: 0, entryCount: 3 }, reread: { ok: { messages: [], origins: [] } } })).toMatchObject({ source: "fallback", messages: 2 });
+    expect(await finalizeSource({ mirror: { appended: 1 }, reread: { fail: true } })).toMatchObject({ source: "fallback" });
+    // Mutants of the two new guards change the choice (so the tests above can fail).
+    expect((await finalizeSource({ mirror: { appended: 1, entryCount: 4 }, reread: holds, guards: { mirrorIsTail: () => false } })).source).toBe("reread");
+    expect((await finalizeSource({ mirror: { appended: 1, entryCount: 5 }, reread: holds, guards: { rereadHoldsTurn: () => false } })).source).toBe("fallback");
+  });
+
+  it("a pending record that cannot be written is a warning; the mirror still runs", async () => {
+    const { h } = await finalizeSource({ mirror: { appended: 1, entryCount: 4 }, pendingFails: true });
+    expect(h.output?.status).toBe("completed");
+    expect(h.output?.warnings).toContain("pending-finalize record not written; a crash before finalize would not be recovered");
+  });
+
   it("covers every state node and every transition of the real machine", () => {
     const allStates: string[] = [];
     const allTransitions: unknown[] = [];
@@ -346,6 +490,7 @@ describe("turn machine against the independent lifecycle model", () => {
     const missingTransitions = allTransitions
       .map((t) => transitionKey(t as never))
       .filter((key) => !coverage.transitions.has(key));
+    if (missingTransitions.length > 0) console.log(missingTransitions);
     console.log(
       `[turn model-based] paths=${coverage.paths} steps=${coverage.steps} ` +
         `states=${allStates.length - missingStates.length}/${allStates.length} ` +
@@ -362,6 +507,10 @@ describe("guard mutants are caught by the model", () => {
     { guard: "shouldBootstrap", impl: () => false, config: 1 },
     { guard: "settlesAborted", impl: () => false, config: 1 },
     { guard: "isAborting", impl: () => false, config: 2 },
+    { guard: "accordionDue", impl: () => false, config: 4 },
+    { guard: "compactedBeforeTurn", impl: () => false, config: 4 },
+    { guard: "planResumes", impl: () => false, config: 4 },
+    { guard: "resumeFailedFallBackToFresh", impl: () => false, config: 4 },
   ];
   const results: string[] = [];
   for (const mutant of mutants) {

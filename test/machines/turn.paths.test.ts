@@ -10,37 +10,93 @@ import type { AnyEventObject } from "xstate";
 import { turnMachine, type TurnContext } from "../../machines/turn.machine.js";
 import type { TurnMachineInput } from "../../machines/turn.contract.js";
 import { ENGINE_FULL, NO_ENGINE, TurnHarness, record, settle, type PromiseActorName } from "./turn-harness.js";
+import { AUTO_ACTORS } from "../helpers/machine-driver.js";
 
 const history = { messages: [], origins: [] };
-const projection = { mode: "delta", reason: "t", promptText: "prompt", thread: { action: "start", reason: "t" }, entriesSent: 0, bytes: 6 };
-const outputs: Record<string, { src: PromiseActorName; output: unknown }> = {
-  loadHistory: { src: "readHistory", output: history },
-  bootstrap: { src: "bootstrapEngine", output: { ...history, bootstrapped: true } },
-  assemble: { src: "assembleContext", output: { messages: [{ role: "user", content: "c", timestamp: 1 }], estimatedTokens: 1 } },
-  project: { src: "projectContext", output: projection },
-  hooks: { src: "runPromptHooks", output: { promptText: "prompt" } },
-  threadStart: { src: "startThread", output: { threadId: "thread-1", resumed: false } },
-  mirror: { src: "mirrorTranscript", output: { appended: 2 } },
-  finalize: { src: "finalizeEngine", output: { mode: "afterTurn", usedFallback: false } },
-  maintain: { src: "maintainEngine", output: { changed: false } },
+const USAGE_OVER_THRESHOLD = { totalTokens: 95, modelContextWindow: 100 };
+const projectionWith = (thread: { action: "start" | "resume"; threadId?: string; reason: string }) => ({
+  mode: "delta",
+  reason: "t",
+  promptText: "prompt",
+  thread,
+  entriesSent: 0,
+  bytes: 6,
+});
+const RESUME_PLAN = { action: "resume" as const, threadId: "thread-0", reason: "compatibleBinding" };
+const START_PLAN = { action: "start" as const, reason: "t" };
+
+interface Invoke {
+  id: string;
+  src: PromiseActorName;
+  outputs: (context: TurnContext) => unknown[];
+  errors?: unknown[];
+}
+/** The invoke of each leaf state, with the outcomes the traversal tries (every `onDone` branch and `onError`). */
+const invokes: Record<string, Invoke> = {
+  "session.acquiringLock": { id: "acquireLock", src: "acquireSessionLock", outputs: () => [{ waitedMs: 0 }] },
+  "session.recovering": { id: "recover", src: "recoverSession", outputs: () => [{ pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 }] },
+  loadHistory: {
+    id: "loadHistory",
+    src: "readHistory",
+    outputs: (c) => [{ history, sessionFileExisted: c.input.hadSessionFile, ...(c.input.accordion ? { lastUsage: USAGE_OVER_THRESHOLD } : {}) }],
+  },
+  bootstrap: { id: "bootstrap", src: "bootstrapEngine", outputs: () => [{ ...history, bootstrapped: true }] },
+  compactBeforeTurn: { id: "compactBeforeTurn", src: "compactEngine", outputs: () => [{ compacted: true, failed: false }, { compacted: false, failed: true, reason: "compactFailed" }] },
+  reloadHistory: { id: "reloadHistory", src: "rereadHistory", outputs: () => [history] },
+  assemble: {
+    id: "assemble",
+    src: "assembleContext",
+    outputs: () => [{ messages: [{ role: "user", content: "c", timestamp: 1 }], estimatedTokens: 1 }, { messages: [], estimatedTokens: 0 }],
+  },
+  project: {
+    id: "project",
+    src: "projectContext",
+    // A configuration with a bound thread plans a resume until the resume failed once.
+    outputs: (c) => [projectionWith(c.input.sessionKey === "resume" && !c.resumeFellBack ? RESUME_PLAN : START_PLAN)],
+  },
+  hooks: { id: "hooks", src: "runPromptHooks", outputs: () => [{ promptText: "prompt" }] },
+  "threadStart.resuming": {
+    id: "resumeThread",
+    src: "resumeThread",
+    outputs: () => [{ threadId: "thread-0", resumed: true }],
+    errors: [Object.assign(new Error("no rollout found"), { code: "THREAD_RESUME_FAILED" }), new Error("app-server gone")],
+  },
+  "threadStart.starting": { id: "startThread", src: "startThread", outputs: () => [{ threadId: "thread-1", resumed: false }] },
+  "mirror.recordingPending": { id: "recordPending", src: "recordPendingFinalize", outputs: () => [undefined] },
+  "mirror.writing": { id: "mirror", src: "mirrorTranscript", outputs: () => [{ appended: 1, entryCount: 1 }, { appended: 2 }] },
+  "finalize.rereading": {
+    id: "rereadForFinalize",
+    src: "rereadHistoryForFinalize",
+    outputs: () => [{ messages: [], origins: [{ threadId: "thread-1", turnId: "turn-1" }] }, history],
+  },
+  "finalize.finalizing": { id: "finalize", src: "finalizeEngine", outputs: () => [{ mode: "afterTurn", usedFallback: false }] },
+  maintain: { id: "maintain", src: "maintainEngine", outputs: () => [{ changed: false }] },
 };
 const GRACE_EVENT = "xstate.after.interruptGrace.turn.turnRunning.interrupting";
 
-function eventsFor(snapshot: { value: unknown; context: TurnContext; status: string }): AnyEventObject[] {
+/** "loadHistory", or "threadStart.resuming" for a compound state (one level deep everywhere). */
+function leafKey(value: unknown): string {
+  if (typeof value === "string") return value;
+  const [k, v] = Object.entries(value as Record<string, string>)[0]!;
+  return `${k}.${v}`;
+}
+const topState = (value: unknown) => leafKey(value).split(".")[0]!;
+
+function eventsFor(snapshot: { value: unknown; context: TurnContext; status: string }, firstOutcomeOnly = false): AnyEventObject[] {
   if (snapshot.status !== "active") return [];
-  const value = snapshot.value;
+  const key = leafKey(snapshot.value);
   const events: AnyEventObject[] = [];
-  if (typeof value === "string") {
-    const o = outputs[value];
-    if (o) {
-      events.push({ type: `xstate.done.actor.${value}`, output: o.output, actorId: value });
-      events.push({ type: `xstate.error.actor.${value}`, error: new Error(`${value} failed`), actorId: value });
-    }
-    if (value === "assemble") events.push({ type: "xstate.done.actor.assemble", output: { messages: [], estimatedTokens: 0 }, actorId: "assemble" });
-    if (value !== "mirror" && value !== "finalize" || !snapshot.context.aborted) events.push({ type: "ABORT" }, { type: "YIELD" });
+  const inv = invokes[key];
+  if (inv) {
+    const outputs = inv.outputs(snapshot.context);
+    for (const output of firstOutcomeOnly ? outputs.slice(0, 1) : outputs) events.push({ type: `xstate.done.actor.${inv.id}`, output, actorId: inv.id });
+    const errors = inv.errors ?? [new Error(`${inv.id} failed`)];
+    for (const error of firstOutcomeOnly ? errors.slice(0, 1) : errors) events.push({ type: `xstate.error.actor.${inv.id}`, error, actorId: inv.id });
+    const top = topState(snapshot.value);
+    if ((top !== "mirror" && top !== "finalize") || !snapshot.context.aborted) events.push({ type: "ABORT" }, { type: "YIELD" });
     return events;
   }
-  const sub = (value as Record<string, string>)["turnRunning"];
+  const sub = (snapshot.value as Record<string, string>)["turnRunning"];
   if (sub === "starting") events.push({ type: "TURN.ACCEPTED", turnId: "turn-1" }, { type: "TURN.START_FAILED", error: { phase: "turnRunning", message: "rejected" } });
   if (sub === "streaming") events.push({ type: "TURN.ENDED", record: record("completed") }, { type: "TURN.ENDED", record: record("failed") });
   if (sub === "interrupting") {
@@ -51,23 +107,31 @@ function eventsFor(snapshot: { value: unknown; context: TurnContext; status: str
   return events;
 }
 
+const srcOfInvoke = (id: string): PromiseActorName => Object.values(invokes).find((i) => i.id === id)!.src;
+
 function apply(h: TurnHarness, event: AnyEventObject): void {
   const done = /^xstate\.done\.actor\.(.+)$/.exec(event.type);
   const error = /^xstate\.error\.actor\.(.+)$/.exec(event.type);
-  if (done) return h.resolve(outputs[done[1]!]!.src, event["output"]);
-  if (error) return h.reject(outputs[error[1]!]!.src);
+  if (done) return h.resolve(srcOfInvoke(done[1]!), event["output"]);
+  if (error) return h.rejectWith(srcOfInvoke(error[1]!), event["error"]);
   if (event.type === GRACE_EVENT) return void h.clock.increment(10_000);
   if (event.type.startsWith("TURN.")) return h.emit(event as never);
   h.send(event as never);
 }
 
-const input = (engine = ENGINE_FULL, hooks = true): TurnMachineInput => ({
+const input = (engine = ENGINE_FULL, hooks = true, extra: Partial<TurnMachineInput> = {}): TurnMachineInput => ({
   sessionId: "s",
   sessionFile: "/s.jsonl",
   prompt: "prompt",
   engine,
   hadSessionFile: true,
   hasPromptHooks: hooks,
+  ...extra,
+});
+/** An engine that owns compaction, an accordion that is due, and a bound thread to resume. */
+const ACCORDION_AND_RESUME = input({ ...ENGINE_FULL, ownsCompaction: true }, false, {
+  accordion: { enabled: true, contextThreshold: 0.9 },
+  sessionKey: "resume",
 });
 
 type GraphPath = { steps: Array<{ event: AnyEventObject; state: { value: unknown; context: TurnContext } }> };
@@ -75,8 +139,16 @@ type GraphPath = { steps: Array<{ event: AnyEventObject; state: { value: unknown
 function traverse(kind: "shortest" | "simple", cfg: TurnMachineInput): GraphPath[] {
   const options = {
     input: cfg,
-    events: eventsFor as never,
-    serializeState: (s: { value: unknown; context: unknown }) => JSON.stringify({ v: s.value, c: { ...(s.context as TurnContext), trace: undefined } }),
+    // Simple paths enumerate every loop-free route: one outcome per invoke keeps them to a few hundred.
+    events: (kind === "simple" ? (snap: never) => eventsFor(snap, true) : eventsFor) as never,
+    // Only what decides later transitions: labels, warnings and payloads would multiply states without new routes.
+    serializeState: (s: { value: unknown; context: TurnContext }) => {
+      const c = s.context;
+      return JSON.stringify({
+        v: s.value,
+        f: [c.aborted, c.yieldAborted, c.turnAccepted, c.record?.codexStatus, c.mirrorOk, c.mirrorFailed, c.finalizeOk, c.resumeFellBack, c.rotateThread, c.failedBeforeTurn, c.mirror?.entryCount, c.projection?.thread.action],
+      });
+    },
   } as never;
   return (kind === "shortest" ? getShortestPaths(turnMachine, options) : getSimplePaths(turnMachine, options)) as unknown as GraphPath[];
 }
@@ -85,7 +157,7 @@ function traverse(kind: "shortest" | "simple", cfg: TurnMachineInput): GraphPath
 async function replay(paths: GraphPath[], cfg: TurnMachineInput): Promise<number> {
   let steps = 0;
   for (const path of paths) {
-    const h = new TurnHarness(cfg);
+    const h = new TurnHarness(cfg, turnMachine, undefined, [...AUTO_ACTORS]);
     await settle();
     for (const step of path.steps.slice(1)) {
       apply(h, step.event);
@@ -94,8 +166,11 @@ async function replay(paths: GraphPath[], cfg: TurnMachineInput): Promise<number
       const live = h.actor.getSnapshot() as { value: unknown; context: TurnContext };
       expect(live.value, path.steps.map((s) => s.event.type).join(" > ")).toEqual(step.state.value);
       // Per-state invariants.
-      if (live.value === "mirror" || live.value === "finalize") expect(live.context.turnAccepted).toBe(true);
-      if (live.value === "maintain") {
+      const top = topState(live.value);
+      if (top === "mirror" || top === "finalize") expect(live.context.turnAccepted).toBe(true);
+      if (top === "finalize") expect(live.context.mirrorOk).toBe(true);
+      if (top === "project" && live.context.resumeFellBack) expect(live.context.binding).toBeUndefined();
+      if (top === "maintain") {
         expect(live.context.aborted || live.context.yieldAborted).toBe(false);
         expect(live.context.finalizeOk).toBe(true);
       }
@@ -103,6 +178,7 @@ async function replay(paths: GraphPath[], cfg: TurnMachineInput): Promise<number
     if (h.output) {
       if (h.output.status !== "completed") expect(h.output.engine.maintenance).not.toBe("ran");
       if (!h.calls.includes("runTurn")) expect(h.calls).not.toContain("mirrorTranscript");
+      if (h.output.error?.phase === "mirror") expect(h.output.status).toBe("failed");
       expect(h.output.trace.at(-1)).toBe(h.output.status);
     }
     h.actor.stop();
@@ -115,6 +191,7 @@ describe("paths of the real turn machine", () => {
     ["full engine with hooks", input()],
     ["no engine", input(NO_ENGINE, false)],
     ["background maintenance", input({ ...ENGINE_FULL, turnMaintenanceMode: "background" }, false)],
+    ["accordion due and a bound thread to resume", ACCORDION_AND_RESUME],
   ] as const) {
     it(`replays every shortest path with per-state invariants: ${name}`, async () => {
       const paths = traverse("shortest", cfg);
