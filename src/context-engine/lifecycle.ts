@@ -12,6 +12,7 @@ import type {
   ContextEngine,
   ContextEngineRuntimeContext,
   ContextEngineRuntimeSettings,
+  MemoryCitationsMode,
   PromptCacheInfo,
 } from "./types.js";
 import {
@@ -276,7 +277,7 @@ export async function assembleHarnessContextEngine(p: {
   messages: AgentMessage[];
   tokenBudget?: number;
   availableTools?: Set<string>;
-  citationsMode?: string;
+  citationsMode?: MemoryCitationsMode;
   model?: string;
   prompt?: string;
   runtimeContext?: ContextEngineRuntimeContext;

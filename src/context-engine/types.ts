@@ -155,16 +155,39 @@ export interface PromptCacheInfo {
   lastCallUsage?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number; total?: number };
 }
 
-/** `runtimeContext.llm` (OpenClaw's): a model completion the engine may use, e.g. to summarize. */
+/** One message of an `llm.complete` request (OpenClaw's `LlmCompleteMessage`). */
+export interface LlmCompleteMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+/** An `llm.complete` request (OpenClaw's `LlmCompleteParams`, direct form; advisory fields a host may ignore). */
+export interface LlmCompleteRequest {
+  messages: LlmCompleteMessage[];
+  systemPrompt?: string;
+  /** A model ref (`"provider/model"` or `"model"`); absent means the host's configured model. */
+  model?: string;
+  maxTokens?: number;
+  temperature?: number;
+  purpose?: string;
+  signal?: AbortSignal;
+  [key: string]: unknown;
+}
+
+/** An `llm.complete` answer (OpenClaw's `LlmCompleteResult`). */
+export interface LlmCompleteResponse {
+  text: string;
+  provider: string;
+  model: string;
+  agentId: string;
+  usage: { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number; totalTokens?: number };
+  execution: { mode: "direct-provider"; owner: { kind: "provider"; id: string } };
+  audit: { caller: { kind: "plugin" | "context-engine" | "host" | "unknown"; id?: string }; purpose?: string };
+}
+
+/** `runtimeContext.llm` and a plugin's `runtime.llm` (OpenClaw's): a model completion, e.g. to summarize. */
 export interface ContextEngineLlm {
-  complete(params: {
-    messages: Array<{ role: "system" | "user" | "assistant"; content: string }>;
-    systemPrompt?: string;
-    model?: string;
-    maxTokens?: number;
-    purpose?: string;
-    signal?: AbortSignal;
-  }): Promise<{ text: string; provider?: string; model?: string; [key: string]: unknown }>;
+  complete(params: LlmCompleteRequest): Promise<LlmCompleteResponse>;
 }
 
 /**
@@ -194,8 +217,20 @@ export interface ContextEngineRuntimeSettings {
   contextEngineSelection: { selectedId: string | null; source: "configured" | "default" | "unknown" };
   executionHost: { id: string | null; label: string | null };
   limits: { promptTokenBudget: number | null; maxOutputTokens: number | null };
-  diagnostics: { fallbackReason: string | null; degradedReason: string | null };
+  diagnostics: { fallbackReason: ContextEngineRuntimeReasonCode | null; degradedReason: ContextEngineRuntimeReasonCode | null };
 }
+
+/** OpenClaw's `ContextEngineRuntimeReasonCode`. */
+export type ContextEngineRuntimeReasonCode =
+  | "provider_timeout"
+  | "provider_unavailable"
+  | "rate_limited"
+  | "context_overflow"
+  | "runtime_unavailable"
+  | "unknown";
+
+/** OpenClaw's memory citation mode, passed to `assemble` as `citationsMode`. */
+export type MemoryCitationsMode = "auto" | "on" | "off";
 
 export interface ContextProjectionRequest {
   mode: "per_turn" | "thread_bootstrap";
@@ -311,7 +346,7 @@ export interface ContextEngine {
     messages: AgentMessage[];
     tokenBudget?: number;
     availableTools?: Set<string>;
-    citationsMode?: string;
+    citationsMode?: MemoryCitationsMode;
     model?: string;
     prompt?: string;
     runtimeSettings?: ContextEngineRuntimeSettings;

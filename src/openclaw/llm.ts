@@ -5,43 +5,13 @@
  */
 import type { Logger } from "pino";
 import type { CodexAppServer } from "../codex/app-server.js";
+import type { ContextEngineLlm, LlmCompleteMessage, LlmCompleteRequest } from "../context-engine/types.js";
 import { silentLogger } from "../log/logger.js";
 
-/** One message of an `llm.complete` request (OpenClaw's `LlmCompleteMessage`). */
-export interface LlmCompleteMessage {
-  role: "system" | "user" | "assistant";
-  content: string;
-}
-
-/** The request (OpenClaw's `LlmCompleteParams`, direct form; advisory fields this host cannot honour are ignored). */
-export interface LlmCompleteRequest {
-  messages: LlmCompleteMessage[];
-  systemPrompt?: string;
-  /** A model ref (`"provider/model"` or `"model"`); `"default"` or absent means Codex's configured model. */
-  model?: string;
-  /** Advisory; Codex has no per-turn output limit, so it is ignored. */
-  maxTokens?: number;
-  temperature?: number;
-  purpose?: string;
-  signal?: AbortSignal;
-  [key: string]: unknown;
-}
-
-/** The answer (OpenClaw's `LlmCompleteResult`). */
-export interface LlmCompleteResponse {
-  text: string;
-  provider: string;
-  model: string;
-  agentId: string;
-  usage: { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; totalTokens?: number };
-  execution: { mode: "direct-provider"; owner: { kind: "provider"; id: string } };
-  audit: { caller: { kind: "plugin" | "context-engine" | "host" | "unknown"; id?: string }; purpose?: string };
-}
+export type { LlmCompleteMessage, LlmCompleteRequest, LlmCompleteResponse } from "../context-engine/types.js";
 
 /** `runtime.llm` as plugins see it. */
-export interface CodexLlm {
-  complete(request: LlmCompleteRequest): Promise<LlmCompleteResponse>;
-}
+export type CodexLlm = ContextEngineLlm;
 
 /** The provider id plugins see in the runtime context and in results. */
 export const CODEX_LLM_PROVIDER = "codex";
