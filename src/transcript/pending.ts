@@ -111,14 +111,14 @@ async function readPendingFile(file: string, sessionFile: string): Promise<Pendi
   try {
     json = JSON.parse(text);
   } catch (err) {
-    throw new SessionFileError("SESSION_PENDING_INVALID", file, `pending-finalize record ${file} is not valid JSON; it was left in place`, { cause: err });
+    throw new SessionFileError("SESSION_PENDING_INVALID", file, `pending-finalize record ${file} is not valid JSON (a turn moves it aside to .corrupt-<n>; a read-only listing leaves it)`, { cause: err });
   }
   const r = FileSchema.safeParse(json);
   if (!r.success) {
     throw new SessionFileError(
       "SESSION_PENDING_INVALID",
       file,
-      `pending-finalize record ${file} has an unexpected shape (${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}); it was left in place`,
+      `pending-finalize record ${file} has an unexpected shape (${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}) (a turn moves it aside to .corrupt-<n>; a read-only listing leaves it)`,
     );
   }
   return r.data;
@@ -296,6 +296,8 @@ export async function markPendingIngested(
 
 /**
  * Turns still waiting for their finalize, oldest first. No lock needed: the sidecar is only ever replaced whole.
+ * Never writes: an unreadable sidecar throws `SESSION_PENDING_INVALID` and stays as it is. A turn then moves it aside
+ * ({@link movePendingFinalizeAside}; the session store's `listPending()` does both), inspection only reports it.
  *
  * @example
  * ```ts
