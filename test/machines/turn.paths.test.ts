@@ -93,6 +93,8 @@ function eventsFor(snapshot: { value: unknown; context: TurnContext; status: str
     const errors = inv.errors ?? [new Error(`${inv.id} failed`)];
     for (const error of firstOutcomeOnly ? errors.slice(0, 1) : errors) events.push({ type: `xstate.error.actor.${inv.id}`, error, actorId: inv.id });
     const top = topState(snapshot.value);
+    // Simple paths leave abort/yield to the running turn (shortest paths try them in every state).
+    if (firstOutcomeOnly) return events;
     if ((top !== "mirror" && top !== "finalize") || !snapshot.context.aborted) events.push({ type: "ABORT" }, { type: "YIELD" });
     return events;
   }
