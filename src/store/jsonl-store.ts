@@ -194,7 +194,7 @@ async function listPending(sessionFile: string, logger: Logger, readOnly: boolea
     // Unreadable record set: keep it for inspection, but never let it wedge every later turn on the session.
     const aside = await movePendingFinalizeAside(sessionFile);
     logger.warn(
-      { event: "transcript.pending.moved_aside", movedTo: aside ? path.basename(aside) : undefined },
+      { event: "pending record corrupt", movedTo: aside ? path.basename(aside) : undefined },
       "unreadable pending-finalize record moved aside; its turns are not finalized again",
     );
     return [];

@@ -210,7 +210,7 @@ describe("sidecars", () => {
     expect(await s2.listPending()).toEqual([]);
     await expect(fsp.stat(pending)).rejects.toMatchObject({ code: "ENOENT" });
     expect(await fsp.readFile(`${pending}.corrupt-1`, "utf8")).toBe("{not json");
-    expect(log.events()).toContain("transcript.pending.moved_aside");
+    expect(log.records.find((r) => r.event === "pending record corrupt")).toMatchObject({ movedTo: "s.jsonl.codex-pending.json.corrupt-1" });
   });
 
   it("readBinding readOnly leaves a corrupt binding in place", async () => {
