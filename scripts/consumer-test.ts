@@ -39,7 +39,7 @@ interface Run {
 /** Run a command; never throws (the caller decides what a non-zero exit means). */
 function exec(command: string, args: string[], options: ExecFileOptions = {}): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(command, args, { maxBuffer: 64 * 1024 * 1024, timeout: 300_000, ...options, encoding: "utf8" }, (err, stdout, stderr) => {
+    execFile(command, args, { maxBuffer: 64 * 1024 * 1024, timeout: 600_000, ...options, encoding: "utf8" }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : 1) : 0;
       resolve({ code, stdout: String(stdout), stderr: String(stderr) });
     });
@@ -83,8 +83,13 @@ async function pack(dir: string): Promise<string> {
   return file;
 }
 
-/** What the tarball holds: only shipped folders, and no `.js` that is only `export {};` (type-only stub). */
-async function checkTarballContents(tarball: string, scratch: string): Promise<void> {
+type Manifest = LockEntry & { name: string; version: string };
+
+/**
+ * What the tarball holds: only shipped folders, and no `.js` that is only `export {};` (type-only stub). Returns the
+ * fields of its package.json that npm records in a lockfile.
+ */
+async function checkTarballContents(tarball: string, scratch: string): Promise<Manifest> {
   const dir = path.join(scratch, "unpacked");
   await mkdir(dir, { recursive: true });
   mustSucceed("tar", await exec("tar", ["xzf", tarball, "-C", dir]));
@@ -99,21 +104,18 @@ async function checkTarballContents(tarball: string, scratch: string): Promise<v
   }
   check(stubs.length === 0, `tarball holds ${stubs.length} type-only .js stubs, e.g. ${stubs.slice(0, 3).join(", ")}`);
   check(files.includes("dist/src/index.d.ts") && files.includes("dist/src/codex/protocol/ClientRequest.d.ts"), "tarball misses declarations");
+  process.stdout.write(`consumer: tarball holds ${files.length} files\n`);
+  const pkg = JSON.parse(await readFile(path.join(root, "package.json"), "utf8")) as Record<string, unknown>;
   await rm(dir, { recursive: true, force: true });
-}
-
-/** The manifest fields npm records in a lockfile for an installed package. */
-async function tarballManifest(): Promise<LockEntry & { name: string; version: string }> {
-  const pkg = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as Record<string, unknown>;
   const keep = ["name", "version", "license", "dependencies", "peerDependencies", "peerDependenciesMeta", "bin", "engines"];
-  return Object.fromEntries(keep.filter((k) => pkg[k] !== undefined).map((k) => [k, pkg[k]])) as LockEntry & { name: string; version: string };
+  return Object.fromEntries(keep.filter((k) => pkg[k] !== undefined).map((k) => [k, pkg[k]])) as Manifest;
 }
 
 /** Write package.json + package-lock.json for `deps` (and the tarball) and `npm ci --offline` there. */
-async function installOffline(dir: string, source: LockPackages, deps: string[], tarball?: string): Promise<void> {
+async function installOffline(dir: string, source: LockPackages, deps: string[], tarball?: { file: string; manifest: Manifest }): Promise<void> {
   await mkdir(dir, { recursive: true });
   const tarballDep = tarball
-    ? { spec: `file:${path.relative(dir, tarball).split(path.sep).join("/")}`, manifest: await tarballManifest(), integrity: fileIntegrity(tarball) }
+    ? { spec: `file:${path.relative(dir, tarball.file).split(path.sep).join("/")}`, manifest: tarball.manifest, integrity: fileIntegrity(tarball.file) }
     : undefined;
   const { packageJson, lockfile } = consumerLockfile({ name: path.basename(dir), source, deps, ...(tarballDep ? { tarball: tarballDep } : {}) });
   await writeFile(path.join(dir, "package.json"), `${JSON.stringify(packageJson, null, 2)}\n`);
@@ -122,7 +124,7 @@ async function installOffline(dir: string, source: LockPackages, deps: string[],
 }
 
 /** Step 3: the installed package, with nothing else installed, runs the demo and reports missing optional peers. */
-async function checkInstalledCli(app: string, scratch: string): Promise<void> {
+async function checkInstalledCli(app: string, scratch: string, manifest: Manifest): Promise<void> {
   const installed = await readdir(path.join(app, "node_modules"));
   const extra = ["tsx", "typescript", "mermaid", "@statelyai", "vitest"].filter((name) => installed.includes(name));
   check(extra.length === 0, `the consumer project has more than the package's own dependencies: ${extra.join(", ")}`);
@@ -130,7 +132,6 @@ async function checkInstalledCli(app: string, scratch: string): Promise<void> {
   const demo = mustSucceed("npx codex-turn demo", await npx(["demo", "--json", "--out", path.join(scratch, "demo")]));
   const summary = JSON.parse(demo.stdout.trim().split("\n").at(-1)!) as { statuses?: string[]; turns?: number };
   check(summary.turns === 5 && summary.statuses?.every((s) => s === "completed") === true, `demo summary: ${demo.stdout.trim().split("\n").at(-1)}`);
-  const manifest = await tarballManifest();
   const codexVersion = mustSucceed("npx codex --version", await exec(NPM, ["exec", "--offline", "--", "codex", "--version"], { cwd: app }));
   const pinned = (manifest.dependencies ?? {})["@openai/codex"];
   check(pinned !== undefined && codexVersion.stdout.includes(pinned), `npx codex --version: ${codexVersion.stdout.trim()} (pinned ${pinned})`);
@@ -175,12 +176,12 @@ async function main(): Promise<number> {
   const bin = (name: string): string => path.join(repoRoot, "node_modules", ".bin", name);
   try {
     const tarball = given ?? (await step("npm pack", () => pack(path.join(scratch, "pack"))));
-    await step("tarball contents", () => checkTarballContents(tarball, scratch));
+    const manifest = await step("tarball contents", () => checkTarballContents(tarball, scratch));
     await step("attw", async () => void mustSucceed("attw", await exec(bin("attw"), [tarball, "--profile", "esm-only"])));
     await step("publint", async () => void mustSucceed("publint", await exec(bin("publint"), ["run", tarball, "--strict"])));
     const app = path.join(scratch, "app");
-    await step("install the tarball offline", () => installOffline(app, source, [], tarball));
-    await step("installed CLI: demo, missing optional peer, CommonJS", () => checkInstalledCli(app, scratch));
+    await step("install the tarball offline", () => installOffline(app, source, [], { file: tarball, manifest }));
+    await step("installed CLI: demo, missing optional peer, CommonJS", () => checkInstalledCli(app, scratch, manifest));
     const tools = path.join(scratch, "tools");
     await step("install typescript and @types/node offline", () => installOffline(tools, source, ["typescript", "@types/node"]));
     await step("type-check under nodenext and run one offline turn", () => checkTypesAndTurn(app, tools, scratch));
