@@ -60,6 +60,8 @@ interface ModelFacts {
   failedBeforeTurn: boolean;
   endStatus?: TurnRecord["codexStatus"];
   finalizeRejected: boolean;
+  /** The transcript write failed: the turn is failed whatever else happened, and never finalized. */
+  mirrorRejected: boolean;
   steersForwarded: number;
   followUps: number;
   mirrorsStarted: number;
@@ -79,6 +81,7 @@ async function apply(d: MachineDriver, cmd: Cmd, m: ModelFacts): Promise<void> {
       if (!pending) return;
       if (pending === "readHistory" || pending === "startThread") m.failedBeforeTurn = true;
       if (pending === "finalizeEngine") m.finalizeRejected = true;
+      if (pending === "mirrorTranscript") m.mirrorRejected = true;
       await d.reject(pending);
       return;
     case "ABORT":
@@ -130,11 +133,13 @@ async function finish(
   m: ModelFacts,
   hangsAfterInterrupt: boolean,
   lateInterrupt: "ABORT" | "YIELD" | undefined,
+  mirrorFails = false,
 ): Promise<TurnMachineOutput> {
   let interruptSent = false;
   for (let i = 0; i < 40 && !d.done; i++) {
     const pending = d.pendingActor;
-    if (pending) await d.resolve(pending);
+    if (pending === "mirrorTranscript" && mirrorFails) await apply(d, { t: "fail" }, m);
+    else if (pending) await d.resolve(pending);
     else if (lateInterrupt && !interruptSent && d.state === "turnRunning" && d.substate === "streaming") {
       // An abort/yield arriving while the accepted turn streams.
       interruptSent = true;
@@ -161,17 +166,21 @@ function checkInvariants(out: TurnMachineOutput, d: MachineDriver, m: ModelFacts
   const idx = body.map((s) => (CANONICAL as readonly string[]).indexOf(s));
   expect(idx.every((i) => i >= 0)).toBe(true);
   for (let i = 1; i < idx.length; i++) expect(idx[i]!).toBeGreaterThan(idx[i - 1]!);
-  expect(body[0]).toBe("loadHistory");
+  // Empty when the attempt ended in the session step (lock, recovery), before the lifecycle started.
+  if (body.length > 0) expect(body[0]).toBe("loadHistory");
 
   // Mirror iff Codex accepted the turn; finalize follows the mirror; each at most once.
   const mirrored = out.trace.includes("mirror");
   expect(mirrored).toBe(m.accepted);
-  expect(out.trace.includes("finalize")).toBe(mirrored);
+  expect(out.trace.includes("finalize")).toBe(mirrored && !m.mirrorRejected);
   expect(d.started.filter((s) => s === "mirrorTranscript").length).toBe(mirrored ? 1 : 0);
-  expect(d.started.filter((s) => s === "finalizeEngine").length).toBe(mirrored ? 1 : 0);
+  expect(d.started.filter((s) => s === "finalizeEngine").length).toBe(mirrored && !m.mirrorRejected ? 1 : 0);
 
   // The final status.
-  if (!m.sawAbort && !m.sawYield) {
+  if (m.mirrorRejected) {
+    expect(out.status).toBe("failed");
+    expect(out.error?.phase).toBe("mirror");
+  } else if (!m.sawAbort && !m.sawYield) {
     const promptError = m.failedBeforeTurn || (m.accepted && m.endStatus !== "completed");
     expect(out.status).toBe(promptError ? "failed" : "completed");
   } else if (m.firstInterrupt === "YIELD" || !m.sawAbort) {
@@ -224,7 +233,8 @@ describe("turn machine under random event sequences", () => {
         fc.array(cmdArb, { minLength: 0, maxLength: 30 }),
         fc.boolean(),
         fc.constantFrom<"ABORT" | "YIELD" | undefined>(undefined, undefined, "ABORT", "YIELD"),
-        async (engine, hadSessionFile, hasPromptHooks, cmds, hangsAfterInterrupt, lateInterrupt) => {
+        fc.integer({ min: 0, max: 9 }),
+        async (engine, hadSessionFile, hasPromptHooks, cmds, hangsAfterInterrupt, lateInterrupt, dice) => {
           const d = new MachineDriver(machineInput(engine, { hadSessionFile, hasPromptHooks }));
           const m: ModelFacts = {
             accepted: false,
@@ -232,25 +242,27 @@ describe("turn machine under random event sequences", () => {
             sawYield: false,
             failedBeforeTurn: false,
             finalizeRejected: false,
+            mirrorRejected: false,
             steersForwarded: 0,
             followUps: 0,
             mirrorsStarted: 0,
           };
           for (const cmd of cmds) await apply(d, cmd, m);
-          const out = await finish(d, m, hangsAfterInterrupt, lateInterrupt);
+          const out = await finish(d, m, hangsAfterInterrupt, lateInterrupt, dice === 0);
           checkInvariants(out, d, m, engine);
           count(out.status);
           if (out.trace.includes("maintain")) count("maintain");
           if (out.record?.codexStatus === "timedOut") count("timedOut");
           if (out.backgroundMaintenance) count("background");
           if (m.sawAbort && out.trace.includes("mirror")) count("abortAfterAccept");
+          if (m.mirrorRejected) count("mirrorFailed");
           d.actor.stop();
         },
       ),
       { numRuns: RUNS, seed: 20261122 },
     );
     // The generator reached every outcome and the interesting paths (else the property proves little).
-    for (const k of ["completed", "failed", "aborted", "yieldAborted", "maintain", "timedOut", "background", "abortAfterAccept"]) {
+    for (const k of ["completed", "failed", "aborted", "yieldAborted", "maintain", "timedOut", "background", "abortAfterAccept", "mirrorFailed"]) {
       expect(seen.get(k) ?? 0, `runs reaching ${k}`).toBeGreaterThan(0);
     }
   }, 60_000);
