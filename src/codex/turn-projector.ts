@@ -28,7 +28,8 @@
  * host, so an assistant message whose only tools are web searches keeps `stopReason: "stop"`.
  *
  * Each plan update (`turn/plan/updated`, the model's `update_plan` tool; or a Plan-mode `plan` item) becomes one
- * custom message after the assistant message of the response that made it:
+ * custom message after the assistant message (and tool results) of the response that made it, or, when it came before
+ * any item of its response, before that response's assistant message:
  *
  * ```ts
  * { role: "custom", customType: "codex.plan", content: "Plan: <explanation>\n- [x] done\n- [>] doing\n- [ ] next",
