@@ -1,6 +1,6 @@
 /**
  * Engine loading for `run`, `chat` and `compact`: `--engine <path | package | package#engine-id>` through the plugin
- * host's loader (src/openclaw), bounded by `--engine-timeout` so a factory that never resolves cannot make the CLI
+ * host's loader (src/openclaw; it loads bare engine modules too), bounded by `--engine-timeout` so a factory that never resolves cannot make the CLI
  * hang or exit silently. Without `--engine`, the built-in window engine.
  */
 import { readFile } from "node:fs/promises";
@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import type { CodexAppServer } from "../codex/app-server.js";
 import { assertContextEngine } from "../context-engine/contract.js";
 import { createWindowEngine } from "../context-engine/engines/index.js";
+import { loadContextEngine } from "../openclaw/index.js";
 import type { ContextEngine } from "../context-engine/types.js";
 import type { CodexTurnParams } from "../params.js";
 import { CliError, envError } from "./errors.js";
@@ -37,32 +38,17 @@ export interface LoadCliEngineOptions {
   tokenBudget?: number;
   model?: string;
   logger?: Logger;
+  /** Passed to plugin tool factories (OpenClaw binds plugin tools to a session). */
+  sessionId?: string;
+  sessionKey?: string;
   /** Bound on loading, ms. */
   timeoutMs: number;
 }
 
-type PluginHostLoader = (
-  spec: string,
-  options: { cwd: string; pluginConfig?: Record<string, unknown>; appServer: CodexAppServer; logger?: Logger; model?: string; tokenBudget?: number },
-) => Promise<LoadedEngine>;
-
-// A variable specifier: the plugin host (src/openclaw, another engineer's) may not exist yet in every checkout.
-const PLUGIN_HOST_MODULE = "../openclaw/index.js";
-
-async function pluginHostLoader(): Promise<PluginHostLoader | undefined> {
-  try {
-    const mod = (await import(PLUGIN_HOST_MODULE)) as { loadContextEngine?: PluginHostLoader };
-    return typeof mod.loadContextEngine === "function" ? mod.loadContextEngine : undefined;
-  } catch (err) {
-    const code = (err as { code?: unknown } | null)?.code;
-    if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND") return undefined;
-    throw err;
-  }
-}
-
 /**
  * Load a bare engine module: its `createContextEngine()` when it exports one, else its default export (an engine,
- * or a function returning one); checked with `assertContextEngine`. Used when the plugin host is not available.
+ * or a function returning one); checked with `assertContextEngine`. Kept for library callers; the CLI loads
+ * through the plugin host.
  *
  * @example
  * ```ts
@@ -88,24 +74,32 @@ export async function loadEngineModule(spec: string): Promise<ContextEngine> {
   return engine as ContextEngine;
 }
 
-async function loadSpec(spec: string, options: LoadCliEngineOptions): Promise<LoadedEngine> {
-  const host = await pluginHostLoader();
-  if (!host) {
-    const engine = await loadEngineModule(spec);
-    return { engine, close: async () => engine.dispose?.() };
-  }
+async function loadSpec(spec: string, options: LoadCliEngineOptions, signal: AbortSignal): Promise<LoadedEngine> {
   try {
-    return await host(spec, {
+    const loaded = await loadContextEngine(spec, {
       cwd: process.cwd(),
       appServer: options.appServer,
+      signal,
       ...(options.pluginConfig ? { pluginConfig: options.pluginConfig } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.model ? { model: options.model } : {}),
       ...(options.tokenBudget !== undefined ? { tokenBudget: options.tokenBudget } : {}),
+      ...(options.sessionId !== undefined ? { sessionId: options.sessionId } : {}),
+      ...(options.sessionKey !== undefined ? { sessionKey: options.sessionKey } : {}),
     });
+    return {
+      engine: loaded.engine,
+      dynamicTools: loaded.dynamicTools as CodexTurnParams["dynamicTools"],
+      hooks: loaded.hooks,
+      runtimeContext: loaded.runtimeContext,
+      commands: [...loaded.commands],
+      close: () => loaded.close(),
+    };
   } catch (err) {
     if (err instanceof CliError) throw err;
-    throw envError(`--engine ${spec}: ${(err as Error)?.message ?? String(err)}`, "ENGINE_LOAD_FAILED");
+    const code = (err as { code?: unknown } | null)?.code;
+    const where = typeof code === "string" ? ` (${code})` : "";
+    throw envError(`--engine ${spec}${where}: ${(err as Error)?.message ?? String(err)}`, "ENGINE_LOAD_FAILED");
   }
 }
 
@@ -125,14 +119,15 @@ export async function loadCliEngine(options: LoadCliEngineOptions): Promise<Load
     return { engine, close: async () => undefined };
   }
   let timer: NodeJS.Timeout | undefined;
+  const ac = new AbortController();
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(
-      () => reject(envError(`--engine ${spec}: the engine did not load within ${options.timeoutMs} ms (--engine-timeout)`, "ENGINE_TIMEOUT")),
-      options.timeoutMs,
-    );
+    timer = setTimeout(() => {
+      ac.abort();
+      reject(envError(`--engine ${spec}: the engine did not load within ${options.timeoutMs} ms (--engine-timeout)`, "ENGINE_TIMEOUT"));
+    }, options.timeoutMs);
   });
   try {
-    return await Promise.race([loadSpec(spec, options), timeout]);
+    return await Promise.race([loadSpec(spec, options, ac.signal), timeout]);
   } finally {
     clearTimeout(timer);
   }

@@ -61,6 +61,8 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out): Prom
       ...(pluginConfig ? { pluginConfig } : {}),
       ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}),
       ...(opts.model ? { model: opts.model } : {}),
+      sessionId: sessionIdOf(path.resolve(opts.session)),
+      ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
     });
     cleanups.push(() => loaded.close());
     const trajectory =

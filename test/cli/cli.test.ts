@@ -16,7 +16,7 @@ const bin = path.join(root, "bin", "codex-turn.js");
 function cli(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const env = { ...process.env, CODEX_TURN_FROM_SOURCE: "1" };
-    const child = execFile(process.execPath, [bin, ...args], { cwd: root, env, timeout: 45_000 }, (err, stdout, stderr) => {
+    const child = execFile(process.execPath, [bin, ...args], { cwd: root, env, timeout: 120_000 }, (err, stdout, stderr) => {
       const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : -1) : 0;
       resolve({ code, stdout, stderr });
     });
@@ -42,7 +42,7 @@ describe("codex-turn CLI", () => {
       expect(r.code, cmd).toBe(0);
       expect(r.stdout, cmd).toContain(`codex-turn ${cmd}`);
     }
-  }, 30_000);
+  }, 120_000);
 
   it("usage errors exit 2 with a message", async () => {
     const unknown = await cli(["bogus"]);
@@ -53,7 +53,7 @@ describe("codex-turn CLI", () => {
     expect(missing.stderr).toContain("--session");
     const badFlag = await cli(["viz", "--nope"]);
     expect(badFlag.code).toBe(2);
-  }, 20_000);
+  }, 60_000);
 
   it("demo --json runs the scripted session; inspect-session, viz and compact work on its output", async () => {
     const out = path.join(dir, "demo");
@@ -97,7 +97,7 @@ describe("codex-turn CLI", () => {
     const compact = await cli(["compact", "--session", summary.transcript, "--offline", "--json"]);
     expect(compact.code).toBe(0);
     expect(JSON.parse(compact.stdout)).toMatchObject({ ok: true });
-  }, 60_000);
+  }, 180_000);
 
   it("run --offline runs one turn and reports it as JSON", async () => {
     const session = path.join(dir, "run.jsonl");
@@ -109,7 +109,7 @@ describe("codex-turn CLI", () => {
     expect(out.trace.at(-1)).toBe("completed");
     // The fields a script needs besides the reply.
     for (const key of ["warnings", "projection", "usage", "engine", "followUps"]) expect(out, key).toHaveProperty(key);
-  }, 30_000);
+  }, 90_000);
 
   it("--engine with a module that is not a context engine exits 3 with a clear message", async () => {
     const bad = path.join(dir, "bad-engine.mjs");
@@ -119,8 +119,8 @@ describe("codex-turn CLI", () => {
     expect(r.stderr).toContain("not a context engine");
     const missing = await cli(["run", "hi", "--session", path.join(dir, "bad.jsonl"), "--offline", "--engine", path.join(dir, "missing.mjs")]);
     expect(missing.code).toBe(3);
-    expect(missing.stderr).toContain("cannot load module");
-  }, 30_000);
+    expect(missing.stderr).toContain("PLUGIN_NOT_FOUND");
+  }, 90_000);
 });
 
 describe("codex-turn chat and trajectories", () => {
@@ -130,7 +130,7 @@ describe("codex-turn chat and trajectories", () => {
     expect(r.stdout.match(/offline reply/g)?.length).toBe(2);
     const inspect = await cli(["inspect-session", path.join(dir, "chat.jsonl"), "--json"]);
     expect((JSON.parse(inspect.stdout) as { byRole: Record<string, number> }).byRole.user).toBe(2);
-  }, 30_000);
+  }, 90_000);
 
   it("run --trajectory writes notifications and the turn request with content redacted", async () => {
     const traj = path.join(dir, "traj.jsonl");
@@ -142,5 +142,5 @@ describe("codex-turn chat and trajectories", () => {
     expect(methods).toContain("turn/completed");
     expect(text).not.toContain("ZEBRA-PROMPT-77");
     expect(text).not.toContain("offline reply");
-  }, 30_000);
+  }, 90_000);
 });

@@ -50,6 +50,8 @@ async function compactAction(opts: CompactOptions): Promise<number> {
       ...(pluginConfig ? { pluginConfig } : {}),
       ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}),
       ...(opts.model ? { model: opts.model } : {}),
+      sessionId: sessionIdOf(sessionFile),
+      ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
     });
     try {
       const r = await compactCodexSession({
