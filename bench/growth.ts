@@ -12,9 +12,27 @@ import type { ContextEngine } from "../src/context-engine/types.js";
 import type { ProjectionConfig } from "../src/params.js";
 import { startFakeResponsesServer, startOfflineCodex, type RecordedRequest } from "../src/testing/index.js";
 import { OFFLINE_BASE_INSTRUCTIONS } from "../src/codex/config.js";
-import { bounded, inputBytesOf, median, modelReply, prefixReuse, ratio, round, table, tempDir, userPrompt } from "./lib.js";
+import { readThreadBinding } from "../src/transcript/binding.js";
+import { DEFAULT_CACHED_PRICE_RATIO } from "../src/projection/rotation.js";
+import { bounded, effectiveInputCost, inputBytesOf, median, modelReply, prefixReuse, ratio, requestsCarryingTwice, round, table, tempDir, userPrompt } from "./lib.js";
+import { createRebuildingEngine, createRecallEngine, createSummarizingEngine, recalledNote } from "./engines/index.js";
 
 export type GrowthMode = "floor" | "anchor" | "delta" | "threadBootstrap";
+
+/** Realistic engine shapes (bench/engines/) run next to the window engine. */
+export type EngineShape = "rebuilding" | "summarizing" | "recall";
+
+export const SHAPE_LABELS: Record<EngineShape, string> = {
+  rebuilding: "rebuilding engine (lossless-claw-like: rebuilt messages, no timestamps)",
+  summarizing: "summarizing engine (keep 6, fold the rest every 8 turns)",
+  recall: "recall engine (per-turn recalled note in systemPromptAddition)",
+};
+
+function createShape(shape: EngineShape): ContextEngine {
+  if (shape === "rebuilding") return createRebuildingEngine();
+  if (shape === "summarizing") return createSummarizingEngine();
+  return createRecallEngine();
+}
 
 export const MODE_LABELS: Record<GrowthMode, string> = {
   floor: "floor: plain Codex turns, no engine",
@@ -25,6 +43,8 @@ export const MODE_LABELS: Record<GrowthMode, string> = {
 
 export interface GrowthRun {
   mode: GrowthMode;
+  /** The engine shape, when not the window engine (or no engine, for the floor). */
+  shape?: EngineShape;
   budgetTokens: number | null;
   turns: number;
   /** Input bytes of each turn request, in order (one per turn here: the fake never calls tools). */
@@ -52,6 +72,19 @@ export interface GrowthRun {
   largestContentComposition: RequestComposition;
   projectionModes: Record<string, number>;
   projectionReasons: Record<string, number>;
+  /** Thread rotations: turn requests on a thread other than the previous request's. */
+  rotations: number;
+  /** Effective input cost in bytes: uncached + cachedPriceRatio x cached (prefix shared with the previous request). */
+  effectiveCost: number;
+  /** Turn requests that carry some earlier prompt or reply text in two items. */
+  requestsCarryingTwice: number;
+  /** Stale tokens of each accepted turn (the binding's `staleTokens`; 0 when not reported). */
+  staleTokens: number[];
+  staleMax: number;
+  /** Developer items in the last turn request that hold a superseded recalled note (recall engine). */
+  lastRequestStaleNotes: number;
+  /** Bytes of every turn's recalled note (recall engine; 0 otherwise). */
+  noteBytes: number;
   wallMs: number;
 }
 
@@ -92,7 +125,13 @@ export interface RequestComposition {
   contentBytes: number;
 }
 
+/**
+ * The text of one request item: its content parts' text, or a tool output's text (Codex injects `untrusted`
+ * additionalContext entries as `function_call_output` items, so injected context is text too).
+ */
 function itemText(item: unknown): string {
+  const output = (item as { output?: unknown }).output;
+  if (typeof output === "string") return output;
   const content = (item as { content?: unknown }).content;
   if (!Array.isArray(content)) return "";
   return content.map((c: { text?: unknown }) => (typeof c.text === "string" ? c.text : "")).join("");
@@ -197,7 +236,7 @@ function threadOf(r: RecordedRequest): string {
   return typeof t === "string" ? t : (r.headers["thread-id"] ?? "");
 }
 
-async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptions, cwd: string): Promise<GrowthRun> {
+async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptions, cwd: string, shape?: EngineShape): Promise<GrowthRun> {
   const fake = await startFakeResponsesServer();
   let replies = 0;
   fake.setDefault(() => ({ text: modelReply(replies++) }));
@@ -208,7 +247,10 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
     const sessionFile = path.join(sessions.dir, "session.jsonl");
     let engine: ContextEngine | undefined;
     let projection: ProjectionConfig | undefined;
-    if (mode === "anchor") {
+    if (shape && mode !== "floor") {
+      engine = createShape(shape);
+      projection = { mode: mode === "anchor" ? "prompt" : mode };
+    } else if (mode === "anchor") {
       engine = createWindowEngine({ tokenBudget: budget! });
       projection = { mode: "prompt" };
     } else if (mode === "delta") {
@@ -220,7 +262,10 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
     }
     const modes: Record<string, number> = {};
     const reasons: Record<string, number> = {};
+    const staleTokens: number[] = [];
+    let noteBytes = 0;
     for (let i = 0; i < opts.turns; i++) {
+      if (shape === "recall") noteBytes += Buffer.byteLength(recalledNote(userPrompt(i)));
       const result = await bounded(
         `${mode} turn ${i + 1}`,
         120_000,
@@ -241,6 +286,7 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
       modes[pm] = (modes[pm] ?? 0) + 1;
       const reason = result.projection?.reason ?? "none";
       reasons[reason] = (reasons[reason] ?? 0) + 1;
+      staleTokens.push((await readThreadBinding(sessionFile))?.staleTokens ?? 0);
     }
     const turnReqs = fake.requests.filter((r) => r.requestKind === "turn");
     const compactions = fake.requests.filter((r) => r.requestKind === "compaction");
@@ -263,8 +309,23 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
     const comps = turnReqs.map((r) => composition(r.body));
     const contents = comps.map((c) => c.contentBytes);
     const largestContentAt = contents.indexOf(Math.max(...contents));
+    const inputs = turnReqs.map((r) => inputBytesOf(r.body));
+    const threadIds = turnReqs.map(threadOf);
+    const lastInput = (turnReqs[turnReqs.length - 1]?.body?.input ?? []) as unknown[];
+    const notesInLast = lastInput.filter((item) => (item as { role?: unknown }).role === "developer" && itemText(item).includes("Recalled from memory:")).length;
     return {
       mode,
+      ...(shape ? { shape } : {}),
+      rotations: threadIds.filter((t, i) => i > 0 && t !== threadIds[i - 1]).length,
+      effectiveCost: Math.round(effectiveInputCost(inputs, DEFAULT_CACHED_PRICE_RATIO)),
+      requestsCarryingTwice: requestsCarryingTwice(
+        turnReqs.map((r) => ((r.body?.input ?? []) as unknown[]).map(itemText)),
+        (k) => [...Array.from({ length: k }, (_, i) => userPrompt(i)), ...Array.from({ length: k }, (_, n) => modelReply(n))],
+      ),
+      staleTokens,
+      staleMax: Math.max(0, ...staleTokens),
+      lastRequestStaleNotes: Math.max(0, notesInLast - 1),
+      noteBytes,
       budgetTokens: budget,
       turns: opts.turns,
       turnInputBytes: bytes,
@@ -308,12 +369,75 @@ export interface GrowthScenario {
   checks: GrowthCheck[];
 }
 
+/** The realistic engine shapes, on the budget the conversation fits in, against the same floor. */
+export interface ShapeScenario {
+  budgetTokens: number;
+  floor: { cumulativeTotal: number; effectiveCost: number };
+  runs: GrowthRun[];
+  checks: GrowthCheck[];
+}
+
 export interface GrowthResults {
   turns: number;
   checkpoints: number[];
   setup: string;
   definitions: string[];
   scenarios: GrowthScenario[];
+  shapes?: ShapeScenario;
+}
+
+/** Projection modes each engine shape runs in (`delta` is what `auto` picks for them). */
+export const SHAPE_MODES = ["delta", "threadBootstrap"] as const;
+
+/**
+ * The issue 15 targets on the engine shapes, in the given runs (floor from the same run).
+ *
+ * @example
+ * ```ts
+ * const checks = shapeChecks(runs, floor);
+ * ```
+ */
+export function shapeChecks(runs: readonly GrowthRun[], floor: GrowthRun): GrowthCheck[] {
+  const checks: GrowthCheck[] = [];
+  const find = (shape: EngineShape, mode: GrowthMode) => runs.find((r) => r.shape === shape && r.mode === mode);
+  const rebuilding = find("rebuilding", "delta");
+  if (rebuilding) {
+    checks.push({
+      name: "rebuilding engine (delta): no request carries a message the thread holds",
+      pass: rebuilding.requestsCarryingTwice === 0,
+      detail: `${rebuilding.requestsCarryingTwice} of ${rebuilding.turns} requests carry an earlier message twice`,
+    });
+    const r = ratio(rebuilding.cumulativeTotal, floor.cumulativeTotal);
+    checks.push({ name: "rebuilding engine (delta): cumulative input <= 1.01x the floor", pass: r <= 1.01, detail: `${fmt(rebuilding.cumulativeTotal)} B = ${r}x floor` });
+  }
+  const summarizing = find("summarizing", "delta");
+  if (summarizing) {
+    const r = ratio(summarizing.effectiveCost, floor.effectiveCost);
+    checks.push({
+      name: "summarizing engine (delta): effective input cost <= 0.8x the floor's",
+      pass: r <= 0.8,
+      detail: `${fmt(summarizing.effectiveCost)} B = ${r}x floor (${fmt(floor.effectiveCost)} B); ${summarizing.rotations} rotations; max stale per request ${fmt(summarizing.staleMax)} tokens`,
+    });
+  }
+  const recall = find("recall", "delta");
+  if (recall) {
+    const ideal = floor.effectiveCost + recall.noteBytes;
+    const r = ratio(recall.effectiveCost, ideal);
+    checks.push({
+      name: "recall engine (delta): effective input cost <= 1.05x its ideal (floor + each turn's note uncached)",
+      pass: r <= 1.05,
+      detail: `${fmt(recall.effectiveCost)} B = ${r}x ideal (${fmt(ideal)} B = floor ${fmt(floor.effectiveCost)} + notes ${fmt(recall.noteBytes)}); ${recall.rotations} rotations; last request carries ${recall.lastRequestStaleNotes} stale note copies (${fmt(recall.staleTokens[recall.staleTokens.length - 1] ?? 0)} stale tokens)`,
+    });
+  }
+  for (const run of runs.filter((x) => x.mode !== "delta")) {
+    checks.push({
+      name: `(info) ${run.shape} engine (${run.mode})`,
+      pass: true,
+      info: true,
+      detail: `cumulative ${ratio(run.cumulativeTotal, floor.cumulativeTotal)}x floor, effective ${ratio(run.effectiveCost, floor.effectiveCost)}x floor, ${run.rotations} rotations, max stale ${fmt(run.staleMax)} tokens, ${run.requestsCarryingTwice} requests carrying a message twice`,
+    });
+  }
+  return checks;
 }
 
 /** "Far past": the anchor's cumulative input at the last turn is at least this many times the mode's. */
@@ -376,7 +500,23 @@ export async function runGrowth(opts: GrowthOptions): Promise<GrowthResults> {
       const limits = { contentBytes: outgrowLimit(budget, oneTurnContentBytes), rawBytes: outgrowLimit(budget, oneTurnBytes) };
       scenarios.push({ name, budgetTokens: budget, runs, oneTurnBytes, oneTurnContentBytes, framingBytes, limits, checks });
     }
+    const shapeRuns: GrowthRun[] = [];
+    for (const shape of ["rebuilding", "summarizing", "recall"] as const) {
+      for (const mode of SHAPE_MODES) {
+        opts.log(`growth: ${shape} engine, ${mode}, budget ${opts.fitBudget} tokens, ${opts.turns} turns`);
+        shapeRuns.push(await runOne(mode, opts.fitBudget, opts, cwd.dir, shape));
+      }
+    }
+    const shapes: ShapeScenario = {
+      budgetTokens: opts.fitBudget,
+      floor: { cumulativeTotal: floor.cumulativeTotal, effectiveCost: floor.effectiveCost },
+      runs: shapeRuns,
+      checks: shapeChecks(shapeRuns, floor),
+    };
+    // bench/run.ts reports the scenarios' checks as targets; the shapes run on the "fits" budget.
+    scenarios.find((x) => x.name === "fits")?.checks.push(...shapes.checks);
     return {
+      shapes,
       turns: opts.turns,
       checkpoints: opts.checkpoints,
       setup:
@@ -400,6 +540,10 @@ export async function runGrowth(opts: GrowthOptions): Promise<GrowthResults> {
         "retained = the same prefix / (previous request size): 1.0 means the whole previous request is a cacheable prefix of the next",
         "cache breaks = turn requests whose retained share is below 0.5 (a thread rotation: new thread, new item ids)",
         "composition of a request: Codex framing items (base instructions, skills block, environment context) | conversation text (text of every other item) | JSON envelopes of those items",
+        `effective input cost = sum over turn requests of uncached bytes + ${DEFAULT_CACHED_PRICE_RATIO} x cached bytes, cached = the prefix shared byte for byte with the previous turn request (the projection's default cachedPriceRatio)`,
+        "rotations = turn requests on another thread than the previous one; stale tokens = the binding's staleTokens after each accepted turn",
+        "carrying a message twice = some earlier prompt or reply text occurs in two items of one request",
+        "recall ideal = the floor's effective cost + each turn's note bytes, uncached",
       ],
       scenarios,
     };
@@ -418,7 +562,7 @@ export function formatGrowth(g: GrowthResults): string {
     lines.push(
       `\n## 1. Model input growth — ${s.name === "fits" ? "conversation fits" : "conversation outgrows"} the budget (${s.budgetTokens.toLocaleString("en-US")} tokens), ${g.turns} turns`,
     );
-    const header = ["mode", ...g.checkpoints.map((c) => `cum@${c} B`), "largest B", `x floor@${last}`, `x anchor@${last}`, "threads", "compactions", "reuse", "retained", "cache breaks"];
+    const header = ["mode", ...g.checkpoints.map((c) => `cum@${c} B`), "largest B", `x floor@${last}`, `x anchor@${last}`, "threads", "compactions", "reuse", "retained", "cache breaks", "effective B", "max stale tok"];
     const rows: Array<Array<string | number>> = [header];
     for (const r of s.runs) {
       rows.push([
@@ -432,6 +576,8 @@ export function formatGrowth(g: GrowthResults): string {
         r.reuseMedian,
         r.retainedMedian,
         r.cacheBreaks,
+        r.effectiveCost,
+        r.staleMax,
       ]);
     }
     lines.push(table(rows));
@@ -456,6 +602,30 @@ export function formatGrowth(g: GrowthResults): string {
       lines.push(`  ${r.mode}: projection reasons ${JSON.stringify(r.projectionReasons)}`);
     }
     for (const c of s.checks) lines.push(`${c.info ? "INFO" : c.pass ? "PASS" : "FAIL"}  ${c.name}: ${c.detail}`);
+  }
+  if (g.shapes) {
+    const sh = g.shapes;
+    lines.push(`\n## 1b. Realistic engine shapes, ${g.turns} turns, budget ${sh.budgetTokens.toLocaleString("en-US")} tokens (floor: ${fmt(sh.floor.cumulativeTotal)} B cumulative, ${fmt(sh.floor.effectiveCost)} B effective)`);
+    const rows: Array<Array<string | number>> = [["engine", "mode", "cumulative B", "x floor", "largest B", "effective B", "eff x floor", "rotations", "reuse", "max stale tok", "last stale tok", "carry twice"]];
+    for (const r of sh.runs) {
+      rows.push([
+        r.shape ?? "window",
+        r.mode,
+        r.cumulativeTotal,
+        ratio(r.cumulativeTotal, sh.floor.cumulativeTotal),
+        r.largestRequest,
+        r.effectiveCost,
+        ratio(r.effectiveCost, sh.floor.effectiveCost),
+        r.rotations,
+        r.reuseMedian,
+        r.staleMax,
+        r.staleTokens[r.staleTokens.length - 1] ?? 0,
+        r.requestsCarryingTwice,
+      ]);
+    }
+    lines.push(table(rows));
+    for (const r of sh.runs) lines.push(`  ${r.shape} ${r.mode}: projection reasons ${JSON.stringify(r.projectionReasons)}`);
+    for (const c of sh.checks) lines.push(`${c.info ? "INFO" : c.pass ? "PASS" : "FAIL"}  ${c.name}: ${c.detail}`);
   }
   lines.push("\nDefinitions:");
   for (const d of g.definitions) lines.push(`  - ${d}`);

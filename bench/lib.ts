@@ -185,3 +185,42 @@ export async function startFakeModelProcess(reply: string): Promise<{ baseUrl: s
     },
   };
 }
+
+/**
+ * Effective input cost of a sequence of requests, in bytes: each request's prefix shared byte for byte with the
+ * previous request counts as cached (`ratio` of the price), the rest as uncached. A prompt cache keyed on the
+ * request prefix bills roughly like this.
+ *
+ * @example
+ * ```ts
+ * effectiveInputCost([Buffer.from("abc"), Buffer.from("abcd")], 0.1); // 3 + (1 + 0.1 x 3) = 4.3
+ * ```
+ */
+export function effectiveInputCost(inputs: readonly Buffer[], ratio: number): number {
+  let total = 0;
+  let prev: Buffer | undefined;
+  for (const cur of inputs) {
+    const cached = prev ? Math.round(prefixReuse(prev, cur) * cur.length) : 0;
+    total += cur.length - cached + ratio * cached;
+    prev = cur;
+  }
+  return total;
+}
+
+/**
+ * How many requests carry some earlier conversation text in two items. `itemTexts[k]` are the texts of request k's
+ * input items; `known(k)` the texts of the conversation before request k (earlier prompts and replies).
+ *
+ * @example
+ * ```ts
+ * requestsCarryingTwice([["hi"], ["hi", "ctx: hi"]], (k) => (k === 0 ? [] : ["hi"])); // 1
+ * ```
+ */
+export function requestsCarryingTwice(itemTexts: ReadonlyArray<readonly string[]>, known: (k: number) => readonly string[]): number {
+  let count = 0;
+  itemTexts.forEach((texts, k) => {
+    const twice = known(k).some((text) => texts.filter((t) => t.includes(text)).length > 1);
+    if (twice) count++;
+  });
+  return count;
+}

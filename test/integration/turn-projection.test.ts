@@ -49,12 +49,29 @@ function memoryEngine(inner: ContextEngine & { windowStart(id: string): number }
   }) as never;
 }
 
-const OPENING_TAG = /<openclaw\.context\.[0-9]{3}\.[0-9a-f]+>/g;
-
-/** Opening `<openclaw.context…>` tags in a request's developer messages. */
-function contextTags(req: RecordedRequest): string[] {
-  return inputMessageTexts(req.body, "developer").flatMap((t) => t.match(OPENING_TAG) ?? []);
+/**
+ * Context entries are `untrusted`: Codex 0.169.0 injects each as a `function_call_output` item (namespace "agent")
+ * named after the key without its dots (`openclaw.context.000.<hash>` -> `openclawcontext000<hash>`), never as a
+ * developer message.
+ */
+interface ContextItem {
+  name: string;
+  output: string;
 }
+function contextItems(req: RecordedRequest): ContextItem[] {
+  const input = Array.isArray(req.body?.input) ? (req.body!.input as Array<Record<string, unknown>>) : [];
+  return input
+    .filter((item) => item.type === "function_call_output" && typeof item.name === "string" && item.name.startsWith("openclawcontext"))
+    .map((item) => ({ name: item.name as string, output: typeof item.output === "string" ? item.output : JSON.stringify(item.output) }));
+}
+
+/** Names of the request's context items (one per additionalContext entry the thread received). */
+function contextTags(req: RecordedRequest): string[] {
+  return contextItems(req).map((c) => c.name);
+}
+
+/** Text of the request's context items. */
+const contextText = (req: RecordedRequest): string => contextItems(req).map((c) => c.output).join("\n");
 
 const promptOf = (i: number): string => `question-${String(i).padStart(2, "0")}-zq ${"lorem ipsum dolor sit amet ".repeat(6)}`;
 const markerOf = (i: number): string => `question-${String(i).padStart(2, "0")}-zq`;
@@ -110,15 +127,16 @@ describe("projection over 20-turn sessions", () => {
       const changed = i % 5 === 0;
       expect(added, `turn ${i} new context entries`).toBe(changed ? 1 : 0);
       expect(o.result.projection?.entriesSent).toBe(changed ? 1 : 0);
-      const developer = inputMessageTexts(o.request.body, "developer").join("\n");
-      expect(developer).toContain(`ENGINE-MEMORY-v${Math.floor(i / 5)}`);
+      // The engine-recalled note is quoted reference data (user role), never developer text.
+      expect(contextText(o.request)).toContain(`ENGINE-MEMORY-v${Math.floor(i / 5)}`);
+      expect(inputMessageTexts(o.request.body, "developer").join("\n")).not.toContain("ENGINE-MEMORY");
     });
     // Nothing held is re-sent: no history text inside injected context.
     const last = obs[TURNS - 1]!.request;
-    for (const tag of contextTags(last)) expect(tag.startsWith("<openclaw.context.000.")).toBe(true);
+    for (const tag of contextTags(last)) expect(tag.startsWith("openclawcontext000")).toBe(true);
   });
 
-  it("delta with a small budget: the window steps, divergence rotates to a new thread that gets the view again", async () => {
+  it("delta with a small budget: the window steps, the rotation policy moves to a new thread that gets the view again", async () => {
     const inner = createWindowEngine({ tokenBudget: 600 });
     const engine = memoryEngine(inner);
     const obs = await runSession(sessions.file(), engine, { projection: { mode: "delta" }, contextTokenBudget: 600 });
@@ -127,17 +145,19 @@ describe("projection over 20-turn sessions", () => {
     expect(new Set(threads).size).toBeGreaterThan(1);
     obs.forEach((o, i) => {
       const rotated = i > 0 && threads[i] !== threads[i - 1];
+      const rotation = ["divergence", "staleCost"];
       if (rotated) {
-        expect(o.result.projection?.reason, `turn ${i}`).toBe("divergence");
+        expect(rotation, `turn ${i}`).toContain(o.result.projection?.reason);
         expect(o.request.turnMetadata?.history_initialization).toBe("new");
-        // A fresh thread holds nothing: the engine's whole view is injected, including earlier turns' text.
+        // A fresh thread holds nothing: the engine's whole view is injected, including earlier turns' text, quoted.
         expect(contextTags(o.request).length).toBeGreaterThan(0);
-        expect(inputMessageTexts(o.request.body, "developer").join("\n")).toContain(markerOf(i - 1));
+        expect(contextText(o.request)).toContain(markerOf(i - 1));
+        expect(inputMessageTexts(o.request.body, "developer").join("\n")).not.toContain(markerOf(i - 1));
       } else if (i > 0) {
-        expect(o.result.projection?.reason, `turn ${i}`).not.toBe("divergence");
+        expect(rotation, `turn ${i}`).not.toContain(o.result.projection?.reason);
       }
     });
-    expect(obs.filter((o) => o.result.projection?.reason === "divergence").length).toBe(new Set(threads).size - 1);
+    expect(obs.filter((o) => ["divergence", "staleCost"].includes(o.result.projection?.reason ?? "")).length).toBe(new Set(threads).size - 1);
   });
 
   it("threadBootstrap: context entries appear once per epoch, each epoch on its own thread", async () => {
@@ -189,3 +209,90 @@ describe("projection over 20-turn sessions", () => {
     expect(history.messages.filter((m) => m.role === "user").map((m) => m.content)).toEqual(obs.map((_, i) => promptOf(i)));
   });
 });
+
+describe("trust split and developer instructions", () => {
+  const TOOL_OUTPUT = "TOOL-OUTPUT-SENTINEL-7731";
+  const lookup = {
+    name: "lookup_fact",
+    description: "Look a fact up",
+    inputSchema: { type: "object", properties: { q: { type: "string" } } },
+    handler: () => TOOL_OUTPUT,
+  };
+
+  /**
+   * Four turns; turn 0 calls a dynamic tool, turn 2 changes a projection option (a fresh thread that receives the
+   * whole view, earlier prompts and tool output included). No developer-role item of any request may contain an
+   * earlier prompt or the tool output.
+   */
+  it.each([
+    ["auto (delta)", { mode: "auto" }, true],
+    ["delta", { mode: "delta" }, true],
+    ["threadBootstrap", { mode: "threadBootstrap" }, true],
+    ["prompt", { mode: "prompt" }, true],
+    ["no engine", { mode: "auto" }, false],
+  ] as const)("%s: no earlier user prompt or tool output in a developer-role item", async (_label, projection, withEngine) => {
+    const file = sessions.file();
+    const requests: RecordedRequest[] = [];
+    for (let i = 0; i < 4; i++) {
+      if (i === 0) env.fake.enqueue([{ functionCall: { name: "lookup_fact", arguments: { q: "x" } } }, { text: "ack" }]);
+      const before = env.fake.requests.length;
+      const result = await runCodexTurn(
+        turnParams(env, file, promptOf(i), {
+          ...(withEngine ? { contextEngine: createWindowEngine({ tokenBudget: 100_000 }), contextTokenBudget: 100_000 } : {}),
+          projection: { ...projection, ...(i >= 2 ? { partCapChars: 5_000 } : {}) },
+          dynamicTools: [lookup],
+          developerInstructions: "HOST-INSTRUCTIONS",
+        }),
+      );
+      expect(result.status, JSON.stringify(result.error)).toBe("completed");
+      requests.push(...env.fake.requests.slice(before).filter((r) => r.requestKind === "turn"));
+    }
+    let sawToolOutput = false;
+    let sawEarlierPromptAsContext = false;
+    for (const req of requests) {
+      const developer = inputMessageTexts(req.body, "developer").join("\n");
+      expect(developer).toContain("HOST-INSTRUCTIONS");
+      expect(developer).not.toContain(TOOL_OUTPUT);
+      for (let i = 0; i < 4; i++) expect(developer, `prompt ${i} in a developer item`).not.toContain(markerOf(i));
+      sawToolOutput ||= JSON.stringify(req.body).includes(TOOL_OUTPUT);
+      sawEarlierPromptAsContext ||= contextText(req).includes(markerOf(0)) || (projection.mode === "prompt" && inputMessageTexts(req.body, "user").some((t) => t.includes(PROMPT_HEADER) && t.includes(markerOf(0))));
+    }
+    // The checks above looked at real content: the tool output reached the model, and (with an engine) earlier
+    // prompts travelled as quoted context on the fresh thread.
+    expect(sawToolOutput).toBe(true);
+    if (withEngine) expect(sawEarlierPromptAsContext).toBe(true);
+  });
+
+  it("a beforePromptBuild hook's developer instructions reach the model on every turn of one resumed thread (changes at turns 2 and 5)", async () => {
+    const file = sessions.file();
+    const hookText = (turn: number) => (turn < 2 ? "HOOK-DEV-A" : turn < 5 ? "HOOK-DEV-B" : "HOOK-DEV-C");
+    const obs: Array<{ request: RecordedRequest; threadId: string }> = [];
+    for (let turn = 1; turn <= 6; turn++) {
+      const before = env.fake.requests.length;
+      const result = await runCodexTurn(
+        turnParams(env, file, promptOf(turn), {
+          contextEngine: createWindowEngine({ tokenBudget: 100_000 }),
+          contextTokenBudget: 100_000,
+          developerInstructions: "BASE-DEV",
+          hooks: { beforePromptBuild: () => ({ developerInstructions: hookText(turn) }) },
+        }),
+      );
+      expect(result.status, JSON.stringify(result.error)).toBe("completed");
+      const request = env.fake.requests.slice(before).find((r) => r.requestKind === "turn")!;
+      obs.push({ request, threadId: requestThreadId(request) });
+    }
+    expect(new Set(obs.map((o) => o.threadId)).size).toBe(1);
+    obs.forEach((o, index) => {
+      const turn = index + 1;
+      const developer = inputMessageTexts(o.request.body, "developer");
+      // The latest developer text the model sees carries this turn's instructions.
+      const latest = [...developer].reverse().find((t) => t.includes("HOOK-DEV-"));
+      expect(latest, `turn ${turn}`).toContain(hookText(turn));
+      expect(developer.join("\n"), `turn ${turn}`).not.toContain("BASE-DEV");
+    });
+    // Exactly one update per change: turn 2 and turn 5 each add one developer item.
+    const updates = (o: (typeof obs)[number]) => inputMessageTexts(o.request.body, "developer").filter((t) => t.includes("<openclaw.developer.")).length;
+    expect(obs.map(updates)).toEqual([0, 1, 1, 1, 2, 2]);
+  });
+});
+
