@@ -14,13 +14,10 @@ import path from "node:path";
 import { pino, type Logger } from "pino";
 import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
 import { resolveCodexCommand, type CodexCommand } from "./binary.js";
-import { buildChildEnv } from "./child-env.js";
 import { createTempCodexHome, removeTempCodexHome, resolveCodexHome } from "./codex-home.js";
-import { checkCodexVersion } from "./codex-version.js";
 import { CompactionRunner, type CompactThreadResult } from "./compaction.js";
-import { OFFLINE_KEY_ENV, OFFLINE_PROVIDER_ID, codexConfigArgs } from "./config.js";
+import { OFFLINE_KEY_ENV, OFFLINE_PROVIDER_ID } from "./config.js";
 import { CodexAppServerError, invalidArgument } from "./errors.js";
-import { DEFAULT_OPT_OUT_NOTIFICATIONS } from "./known-methods.js";
 import {
   spawnOptionsSchema,
   startTurnSchema,
@@ -30,12 +27,12 @@ import {
   type StartThreadOptions,
   type StartTurnOptions,
 } from "./options.js";
-import { AppServerProcess, type ExitInfo } from "./process.js";
+import type { AppServerProcess } from "./process.js";
 import type { ClientRequest } from "./protocol/ClientRequest.js";
-import type { InitializeParams } from "./protocol/InitializeParams.js";
 import type { RpcStats } from "./rpc.js";
-import { initializeResultSchema, type IncomingNotification } from "./schemas.js";
+import type { IncomingNotification } from "./schemas.js";
 import { answerServerRequest } from "./server-requests.js";
+import { ProcessSupervisor, type ProcessEnd } from "./supervisor.js";
 import { turnSandboxPolicy } from "./thread-params.js";
 import { ThreadRegistry, type ThreadInfo } from "./threads.js";
 import { TurnRun } from "./turn-run.js";
@@ -117,40 +114,36 @@ async function prepareCodexHome(o: ResolvedSpawnOptions): Promise<{ home: string
 export class CodexAppServer {
   private readonly opts: ResolvedSpawnOptions;
   private readonly logger: Logger;
-  private readonly command: CodexCommand;
   private readonly ownsHome: boolean;
   /** CODEX_HOME of the process (kept across restarts so threads can be resumed). */
   readonly codexHome: string;
-  /** Version of the running codex binary (from its `initialize` answer), when it could be read. */
-  codexVersion: string | undefined;
-  private proc: AppServerProcess | undefined;
-  private starting: Promise<AppServerProcess> | undefined;
-  private generation = 0;
-  private readonly restartTimes: number[] = [];
-  private restarts = 0;
+  private readonly supervisor: ProcessSupervisor;
   private closedPromise: Promise<void> | undefined;
   private readonly threads: ThreadRegistry;
   private readonly turns: TurnRunner;
   private readonly compactions: CompactionRunner;
   private readonly listeners = new Set<(n: { method: string; params: unknown; emittedAtMs?: number }) => void>();
-  private readonly retiredStats: RpcStats[] = [];
-  private readonly counters = { toolCalls: 0, approvalsDeclined: 0, unsupportedServerRequests: 0, stderrBytes: 0 };
-  /** Milliseconds from spawn to the `initialize` response of the current process. */
-  startupMs = 0;
+  private readonly counters = { toolCalls: 0, approvalsDeclined: 0, unsupportedServerRequests: 0 };
 
   private constructor(opts: ResolvedSpawnOptions, command: CodexCommand, codexHome: string, ownsHome: boolean) {
     this.opts = opts;
     this.logger = opts.logger ?? pino({ level: "silent" });
-    this.command = command;
     this.codexHome = codexHome;
     this.ownsHome = ownsHome;
-    const rpcRequest = (method: ClientMethod, params: unknown, timeoutMs?: number) => this.rpcRequest(method, params, timeoutMs);
+    this.supervisor = new ProcessSupervisor(opts, command, codexHome, this.logger, {
+      notification: (proc, n) => this.route(proc, n),
+      serverRequest: (proc, r) => void answerServerRequest(this.serverRequestDeps(), proc.rpc, r),
+      unknownNotification: (method, params) => this.emitRaw({ method, params }),
+      exited: (proc, end) => this.onExit(proc, end),
+    });
+    const rpcRequest = (method: ClientMethod, params: unknown, timeoutMs?: number) => this.supervisor.rpcRequest(method, params, timeoutMs);
     const defaultCwd = () => this.opts.cwd ?? process.cwd();
-    this.threads = new ThreadRegistry({ logger: this.logger, rpcRequest, ensureAlive: () => this.ensureAlive(), generation: () => this.generation, defaultCwd });
+    const generation = () => this.supervisor.generation;
+    this.threads = new ThreadRegistry({ logger: this.logger, rpcRequest, ensureAlive: () => this.ensureAlive(), generation, defaultCwd });
     this.turns = new TurnRunner({
       logger: this.logger,
       rpcRequest,
-      liveGeneration: () => (this.proc?.alive ? this.proc.generation : undefined),
+      liveGeneration: () => this.supervisor.liveGeneration(),
       requestTimeoutMs: opts.requestTimeoutMs,
       idleInterruptGraceMs: opts.idleInterruptGraceMs,
     });
@@ -188,7 +181,7 @@ export class CodexAppServer {
         await writeFile(catalogPath, `${JSON.stringify(opts.modelCatalog, null, 2)}\n`);
         server.opts.config = { ...(opts.config ?? {}), model_catalog_json: catalogPath };
       }
-      await server.startProcess();
+      await server.supervisor.start();
     } catch (err) {
       if (owned) await removeTempCodexHome(home);
       throw err;
@@ -198,12 +191,13 @@ export class CodexAppServer {
 
   /** PID of the current process (undefined when none is running). */
   get pid(): number | undefined {
-    return this.proc?.alive ? this.proc.pid : undefined;
+    const proc = this.supervisor.proc;
+    return proc?.alive ? proc.pid : undefined;
   }
 
   /** A live process is running. */
   get alive(): boolean {
-    return this.proc?.alive === true;
+    return this.supervisor.proc?.alive === true;
   }
 
   get closed(): boolean {
@@ -212,32 +206,27 @@ export class CodexAppServer {
 
   /** Last part of the current (or last) process's stderr. */
   get stderrTail(): string {
-    return this.proc?.stderrTail ?? "";
+    return this.supervisor.proc?.stderrTail ?? "";
+  }
+
+  /** Milliseconds from spawn to the `initialize` response of the current process. */
+  get startupMs(): number {
+    return this.supervisor.startupMs;
+  }
+
+  /** Version of the running codex binary (from its `initialize` answer), when it could be read. */
+  get codexVersion(): string | undefined {
+    return this.supervisor.codexVersion;
   }
 
   /** Counters (never content). */
   stats(): CodexAppServerStats {
-    const all = [...this.retiredStats, ...(this.proc ? [this.proc.rpc.stats()] : [])];
-    const sum: RpcStats = {
-      linesReceived: 0,
-      notifications: 0,
-      serverRequests: 0,
-      responses: 0,
-      malformedLines: 0,
-      oversizedLines: 0,
-      unknownNotifications: 0,
-      invalidNotifications: 0,
-      unknownResponses: 0,
-      lateResponses: 0,
-      sanitizedMessages: 0,
-    };
-    for (const s of all) for (const k of Object.keys(sum) as Array<keyof RpcStats>) sum[k] += s[k];
     return {
-      ...sum,
-      processes: this.generation,
-      restarts: this.restarts,
+      ...this.supervisor.rpcStats(),
+      processes: this.supervisor.generation,
+      restarts: this.supervisor.restarts,
       activeTurns: this.turns.activeCount(),
-      stderrBytes: this.counters.stderrBytes + (this.proc?.stderrBytes ?? 0),
+      stderrBytes: this.supervisor.stderrBytes(),
       toolCalls: this.counters.toolCalls,
       approvalsDeclined: this.counters.approvalsDeclined,
       unsupportedServerRequests: this.counters.unsupportedServerRequests,
@@ -252,166 +241,53 @@ export class CodexAppServer {
 
   // -- process lifecycle -----------------------------------------------------------------------------------------
 
-  private startProcess(): Promise<AppServerProcess> {
-    if (this.starting) return this.starting;
-    this.starting = this.launch().finally(() => {
-      this.starting = undefined;
-    });
-    return this.starting;
-  }
-
-  /** Spawn a process and run the `initialize` handshake; a failure closes it and throws SPAWN_FAILED / INITIALIZE_FAILED. */
-  private async launch(): Promise<AppServerProcess> {
-    const generation = ++this.generation;
-    const t0 = performance.now();
-    const proc: AppServerProcess = new AppServerProcess(
-      {
-        command: this.command,
-        args: ["app-server", ...codexConfigArgs(this.opts.config ?? {})],
-        env: buildChildEnv({ parent: process.env, passEnv: this.opts.passEnv ?? [], extra: this.opts.env ?? {}, codexHome: this.codexHome }),
-        cwd: this.opts.cwd ?? process.cwd(),
-        generation,
-        maxLineBytes: this.opts.maxLineBytes,
-        requestTimeoutMs: this.opts.requestTimeoutMs,
-        logger: this.logger,
-      },
-      {
-        onNotification: (n) => this.route(proc, n),
-        onServerRequest: (r) => void answerServerRequest(this.serverRequestDeps(), proc.rpc, r),
-        onUnknownNotification: (method, params) => this.emitRaw({ method, params }),
-      },
-    );
-    this.proc = proc;
-    void proc.exited.then((info) => this.onExit(proc, info));
-    try {
-      await this.initialize(proc);
-    } catch (err) {
-      await proc.close(1_000).catch(() => undefined);
-      if (err instanceof CodexAppServerError && (err.code === "SPAWN_FAILED" || err.code === "INITIALIZE_FAILED")) throw err;
-      const why = proc.spawnError ? proc.spawnError.message : err instanceof Error ? err.message : String(err);
-      throw new CodexAppServerError(proc.spawnError ? "SPAWN_FAILED" : "INITIALIZE_FAILED", `codex app-server failed to start: ${why}`, {
-        stderrTail: proc.stderrTail,
-        cause: err,
-      });
-    }
-    this.startupMs = performance.now() - t0;
-    this.logger.info(
-      { event: "codex.spawned", pid: proc.pid, generation, startupMs: Math.round(this.startupMs), source: this.command.source, codexVersion: this.codexVersion },
-      "codex app-server ready",
-    );
-    return proc;
-  }
-
-  private async initialize(proc: AppServerProcess): Promise<void> {
-    const initParams: InitializeParams = {
-      clientInfo: {
-        name: this.opts.clientInfo?.name ?? "codex-turn-machine",
-        title: this.opts.clientInfo?.title ?? null,
-        version: this.opts.clientInfo?.version ?? "0.1.0",
-      },
-      capabilities: {
-        experimentalApi: true,
-        requestAttestation: false,
-        optOutNotificationMethods: this.opts.optOutNotificationMethods ?? [...DEFAULT_OPT_OUT_NOTIFICATIONS],
-      },
-    };
-    const raw = await Promise.race([
-      proc.rpc.request("initialize", initParams, { timeoutMs: this.opts.initializeTimeoutMs }),
-      proc.exited.then(() => {
-        throw this.exitError(proc, "initialize");
-      }),
-    ]);
-    const res = initializeResultSchema.safeParse(raw);
-    if (!res.success) throw new CodexAppServerError("INVALID_RESPONSE", "initialize returned an unexpected shape");
-    proc.rpc.notify("initialized");
-    const version = checkCodexVersion(res.data.userAgent);
-    this.codexVersion = version.actual;
-    if (!version.ok) {
-      this.logger.warn(
-        { event: "codex.versionMismatch", codexVersion: version.actual, protocolVersion: version.expected },
-        "codex binary version differs from the protocol types' version",
-      );
-    }
-  }
-
-  private exitError(proc: AppServerProcess, during: string): CodexAppServerError {
-    if (proc.spawnError) {
-      return new CodexAppServerError("SPAWN_FAILED", `could not start codex: ${proc.spawnError.message}`, { stderrTail: proc.stderrTail });
-    }
-    const info = proc.exitInfo;
-    return new CodexAppServerError(
-      "INITIALIZE_FAILED",
-      `codex app-server exited during ${during} (code ${info?.code ?? "?"}, signal ${info?.signal ?? "none"})`,
-      { stderrTail: proc.stderrTail, exitCode: info?.code ?? null, signal: info?.signal ?? null },
-    );
-  }
-
   /**
-   * The process ended: fail its pending requests, its running turns and waiting compactions. The code is the same
-   * everywhere: `PROCESS_EXITED` (or `CLOSED` after close()), on the thrown errors and on the turn record's `error.code`.
+   * The process ended: its running turns and waiting compactions end with the same code as its pending requests
+   * (`PROCESS_EXITED`, or `CLOSED` after close()), on the turn record's `error.code` too.
    */
-  private onExit(proc: AppServerProcess, info: ExitInfo): void {
-    const intentional = proc.closing;
-    const code = intentional ? "CLOSED" : "PROCESS_EXITED";
-    const message = intentional
-      ? "codex app-server was closed"
-      : `codex app-server exited unexpectedly (code ${info.code ?? "none"}, signal ${info.signal ?? "none"})`;
-    proc.rpc.failAll(new CodexAppServerError(code, message, { stderrTail: proc.stderrTail, exitCode: info.code, signal: info.signal }));
-    (intentional ? this.logger.info : this.logger.warn).call(
-      this.logger,
-      { event: "codex.exited", pid: proc.pid, generation: proc.generation, exitCode: info.code, signal: info.signal, intentional },
-      "codex app-server exited",
-    );
-    this.turns.finishAll({ codexStatus: "failed", error: { message, code } }, proc.generation);
-    this.compactions.failAll(message);
+  private onExit(proc: AppServerProcess, end: ProcessEnd): void {
+    this.turns.finishAll({ codexStatus: "failed", error: { message: end.message, code: end.code } }, proc.generation);
+    this.compactions.failAll(end.message);
   }
 
   /**
    * Make sure a live process is running: respawns after a crash (same CODEX_HOME) unless closed, autoRestart is off,
    * or the crash-loop guard tripped (CRASH_LOOP).
+   *
+   * @example
+   * ```ts
+   * await server.ensureAlive();
+   * ```
    */
   async ensureAlive(): Promise<void> {
     if (this.closedPromise) throw new CodexAppServerError("CLOSED", "codex app-server client is closed");
-    if (this.starting) {
-      await this.starting;
-      return;
-    }
-    if (this.proc?.alive) return;
-    if (!this.opts.autoRestart) {
-      throw new CodexAppServerError("PROCESS_EXITED", "codex app-server is not running (autoRestart is off)", { stderrTail: this.stderrTail });
-    }
-    await this.restart();
+    await this.supervisor.ensureAlive();
   }
 
-  /** Replace the process with a fresh one (same CODEX_HOME). Subject to the crash-loop guard. */
+  /**
+   * Replace the process with a fresh one (same CODEX_HOME). Subject to the crash-loop guard.
+   *
+   * @example
+   * ```ts
+   * await server.restart();
+   * ```
+   */
   async restart(): Promise<void> {
     if (this.closedPromise) throw new CodexAppServerError("CLOSED", "codex app-server client is closed");
-    const now = Date.now();
-    while (this.restartTimes.length > 0 && now - this.restartTimes[0]! > this.opts.restartWindowMs) this.restartTimes.shift();
-    if (this.restartTimes.length >= this.opts.maxRestarts) {
-      throw new CodexAppServerError(
-        "CRASH_LOOP",
-        `codex app-server restarted ${this.restartTimes.length} times within ${this.opts.restartWindowMs} ms; giving up`,
-        { stderrTail: this.stderrTail },
-      );
-    }
-    this.restartTimes.push(now);
-    this.restarts++;
-    const old = this.proc;
-    if (old) {
-      await old.close(this.opts.closeTimeoutMs);
-      this.counters.stderrBytes += old.stderrBytes;
-      this.retiredStats.push(old.rpc.stats());
-    }
-    this.logger.warn({ event: "codex.restart", restarts: this.restarts }, "restarting codex app-server");
-    await this.startProcess();
+    await this.supervisor.restart();
   }
 
-  /** Close stdin, wait for exit (kill after a bound), and remove the temp CODEX_HOME if we created it. Idempotent. */
+  /**
+   * Close stdin, wait for exit (kill after a bound), and remove the temp CODEX_HOME if we created it. Idempotent.
+   *
+   * @example
+   * ```ts
+   * await server.close();
+   * ```
+   */
   close(): Promise<void> {
     this.closedPromise ??= (async () => {
-      if (this.starting) await this.starting.catch(() => undefined);
-      if (this.proc) await this.proc.close(this.opts.closeTimeoutMs);
+      await this.supervisor.close();
       this.turns.finishAll({ codexStatus: "failed", error: { message: "codex app-server was closed", code: "CLOSED" } });
       if (this.ownsHome) await removeTempCodexHome(this.codexHome);
     })();
@@ -430,13 +306,7 @@ export class CodexAppServer {
    */
   async request<M extends ClientMethod>(method: M, params: ParamsOf<M>, options: { timeoutMs?: number } = {}): Promise<unknown> {
     await this.ensureAlive();
-    return this.proc!.rpc.request(method, params, options);
-  }
-
-  private rpcRequest(method: ClientMethod, params: unknown, timeoutMs?: number): Promise<unknown> {
-    const proc = this.proc;
-    if (!proc) return Promise.reject(new CodexAppServerError("PROCESS_EXITED", "codex app-server is not running"));
-    return proc.rpc.request(method, params, timeoutMs === undefined ? {} : { timeoutMs });
+    return this.supervisor.rpcRequest(method, params, options.timeoutMs);
   }
 
   // -- threads -----------------------------------------------------------------------------------------------------
@@ -508,7 +378,7 @@ export class CodexAppServer {
     const thread = this.threads.get(o.threadId);
     const run = new TurnRun({
       threadId: o.threadId,
-      generation: this.generation,
+      generation: this.supervisor.generation,
       originalPrompt: o.originalPrompt ?? o.text,
       idleTimeoutMs: o.idleTimeoutMs ?? this.opts.turnIdleTimeoutMs,
       model: o.model ?? thread?.model,
@@ -554,7 +424,7 @@ export class CodexAppServer {
 
   /** A notification of `proc`: to raw listeners, then to the thread's turn and compaction. */
   private route(proc: AppServerProcess, n: IncomingNotification): void {
-    if (proc !== this.proc) return;
+    if (proc !== this.supervisor.proc) return;
     this.emitRaw(n);
     if (!n.consumed) return;
     const threadId = (n.params as { threadId?: string }).threadId;
