@@ -16,6 +16,14 @@ describe("docs/lifecycle.md", () => {
     }
     expect(diagram).toContain("[shouldBootstrap]");
     expect(diagram).toContain("[canMaintainForeground]");
+    // The decisions the host used to make in closures: lock + recovery, the accordion, the resume fallback, the
+    // pending record and finalize's snapshot choice.
+    for (const state of ["session", "acquiringLock", "recovering", "compactBeforeTurn", "reloadHistory", "resuming", "recordingPending", "choosingSnapshot", "rereading"]) {
+      expect(diagram).toMatch(new RegExp(`\\b${state}\\b`));
+    }
+    for (const guard of ["accordionDue", "compactedBeforeTurn", "planResumes", "resumeFailedFallBackToFresh", "mirrorIsTail", "rereadHoldsTurn"]) {
+      expect(diagram).toContain(`[${guard}]`);
+    }
     expect(diagram).toContain('state "turnRunning · invoke runTurn" as turnRunning {');
   });
 });
