@@ -61,6 +61,41 @@ type SyncRegisterHooks = (hooks: {
   resolve: (specifier: string, context: unknown, next: (specifier: string, context: unknown) => ResolveResult) => ResolveResult;
 }) => unknown;
 
+/** The parts of `node:module` the resolver uses (injectable for tests of either Node line). */
+export interface ModuleHookApi {
+  registerHooks?: SyncRegisterHooks;
+  register?: (specifier: string, options: { data: unknown }) => void;
+}
+
+/** Resolve an implemented SDK specifier to its served module; anything else goes on down the chain. */
+export function resolveSdkSpecifier(urls: Readonly<Record<string, string>>) {
+  return (specifier: string, context: unknown, next: (specifier: string, context: unknown) => ResolveResult): ResolveResult => {
+    const url = Object.prototype.hasOwnProperty.call(urls, specifier) ? urls[specifier] : undefined;
+    return url ? { url, format: "module", shortCircuit: true } : next(specifier, context);
+  };
+}
+
+/**
+ * Install the resolve hook with whichever API this Node has: synchronous `registerHooks` (Node >= 22.15, 24) or
+ * asynchronous `register` (Node 20.6+). Returns which one.
+ *
+ * @example
+ * ```ts
+ * installSdkHooks(nodeModule, sdkModuleUrls()); // "registerHooks" on Node 24
+ * ```
+ */
+export function installSdkHooks(api: ModuleHookApi, urls: Readonly<Record<string, string>>): "registerHooks" | "register" {
+  if (typeof api.registerHooks === "function") {
+    api.registerHooks({ resolve: resolveSdkSpecifier(urls) });
+    return "registerHooks";
+  }
+  if (typeof api.register === "function") {
+    api.register(`data:text/javascript,${encodeURIComponent(ASYNC_HOOKS_SOURCE)}`, { data: { urls } });
+    return "register";
+  }
+  throw new Error(`Node ${process.version} has no module loader hooks (needs Node >= 20.6)`);
+}
+
 let installed: "registerHooks" | "register" | undefined;
 
 /**
@@ -75,23 +110,7 @@ let installed: "registerHooks" | "register" | undefined;
  */
 export function installOpenClawSdkResolver(): "registerHooks" | "register" {
   (globalThis as Record<symbol, unknown>)[Symbol.for(SDK_GLOBAL_KEY)] = SDK_MODULES;
-  if (installed) return installed;
-  const urls = sdkModuleUrls();
-  const registerHooks = (nodeModule as unknown as { registerHooks?: SyncRegisterHooks }).registerHooks;
-  if (typeof registerHooks === "function") {
-    registerHooks({
-      resolve: (specifier, context, next) => {
-        const url = Object.prototype.hasOwnProperty.call(urls, specifier) ? urls[specifier] : undefined;
-        return url ? { url, format: "module", shortCircuit: true } : next(specifier, context);
-      },
-    });
-    installed = "registerHooks";
-  } else if (typeof nodeModule.register === "function") {
-    nodeModule.register(`data:text/javascript,${encodeURIComponent(ASYNC_HOOKS_SOURCE)}`, { data: { urls } });
-    installed = "register";
-  } else {
-    throw new Error(`Node ${process.version} has no module loader hooks (needs Node >= 20.6)`);
-  }
+  installed ??= installSdkHooks(nodeModule as unknown as ModuleHookApi, sdkModuleUrls());
   return installed;
 }
 

@@ -1,0 +1,84 @@
+import { describe, expect, it } from "vitest";
+import { createPluginApi } from "../../src/openclaw/api.js";
+import { createPluginTurnHooks } from "../../src/openclaw/hook-bridge.js";
+import { createCodexLlm } from "../../src/openclaw/llm.js";
+import { createPluginRegistry } from "../../src/openclaw/registry.js";
+import { silentLogger } from "../../src/log/logger.js";
+
+function pluginWith(register: (api: ReturnType<typeof createPluginApi>) => void) {
+  const registry = createPluginRegistry();
+  const api = createPluginApi({
+    id: "p",
+    name: "P",
+    source: "/plugins/p/index.js",
+    rootDir: "/plugins/p",
+    config: { plugins: { entries: { p: { enabled: true } } } },
+    llm: createCodexLlm({}),
+    logger: silentLogger,
+    registry,
+  });
+  register(api);
+  return createPluginTurnHooks(registry, "p", () => ({ modelProviderId: "codex", modelId: "gpt-test", workspaceDir: "/work" }));
+}
+
+const base = { sessionId: "s1", threadId: "th", turnId: "tu" };
+
+describe("plugin hooks as turn hooks", () => {
+  it("folds before_prompt_build results into prompt and developer instructions, in priority order", async () => {
+    const hooks = pluginWith((api) => {
+      api.on("before_prompt_build", () => ({ appendSystemContext: "second" }));
+      api.on("before_prompt_build", () => ({ prependSystemContext: "first", prependContext: "ctx" }), { priority: 10 });
+    });
+    const out = await hooks.beforePromptBuild!({ sessionId: "s1", prompt: "question", developerInstructions: "base", messages: [] });
+    expect(out).toEqual({ prompt: "ctx\n\nquestion", developerInstructions: "first\n\nbase\n\nsecond" });
+    const none = pluginWith((api) => api.on("before_prompt_build", () => undefined));
+    expect(await none.beforePromptBuild!({ sessionId: "s1", prompt: "q", messages: [] })).toBeUndefined();
+  });
+
+  it("maps our events to OpenClaw's shapes", async () => {
+    const seen: Array<[string, unknown, unknown]> = [];
+    const hooks = pluginWith((api) => {
+      for (const name of ["llm_input", "llm_output", "agent_end", "after_tool_call", "before_compaction", "after_compaction"]) {
+        api.on(name, ((event: unknown, ctx: unknown) => void seen.push([name, event, ctx])) as never);
+      }
+    });
+    await hooks.llmInput!({ sessionId: "s1", threadId: "th", prompt: "p", developerInstructions: "d", contextEntries: 0 });
+    await hooks.llmOutput!({ ...base, assistantText: "a", codexStatus: "completed", usage: { inputTokens: 9, cachedInputTokens: 1, outputTokens: 2, reasoningOutputTokens: 0, totalTokens: 11, lastCallInputTokens: 5 } });
+    await hooks.agentEnd!({ ...base, status: "failed", error: { phase: "turn", message: "boom" }, messages: [] });
+    await hooks.afterToolCall!({ ...base, callId: "c", toolName: "t", native: false, params: { a: 1 }, result: "r", durationMs: 3 });
+    await hooks.beforeCompaction!({ sessionId: "s1", backend: "context-engine", trigger: "accordion", ownsCompaction: true });
+    await hooks.afterCompaction!({ sessionId: "s1", backend: "codex-app-server", trigger: "native", ownsCompaction: false, compacted: true });
+    expect(seen.map(([n, e]) => [n, e])).toEqual([
+      ["llm_input", { runId: "th", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: [], imagesCount: 0 }],
+      ["llm_output", { runId: "tu", sessionId: "s1", provider: "codex", model: "gpt-test", assistantTexts: ["a"], usage: { input: 5, output: 2, cacheRead: 1, total: 11 } }],
+      ["agent_end", { runId: "tu", messages: [], success: false, error: "boom" }],
+      ["after_tool_call", { toolName: "t", params: { a: 1 }, runId: "tu", toolCallId: "c", result: "r", durationMs: 3 }],
+      ["before_compaction", { messageCount: 0, backend: "context-engine", trigger: "accordion" }],
+      ["after_compaction", { messageCount: 0, compactedCount: 1, backend: "codex-app-server", trigger: "native" }],
+    ]);
+    expect(seen[0]![2]).toMatchObject({ sessionId: "s1", modelProviderId: "codex", modelId: "gpt-test", workspaceDir: "/work" });
+  });
+
+  it("before_tool_call can block or rewrite a call", async () => {
+    const block = pluginWith((api) => api.on("before_tool_call", (() => ({ block: true, blockReason: "not here" })) as never));
+    expect(await block.beforeToolCall!({ ...base, callId: "c", toolName: "rm", native: false, params: {} })).toEqual({ block: true, blockReason: "not here" });
+    const rewrite = pluginWith((api) => api.on("before_tool_call", (() => ({ params: { safe: true } })) as never));
+    expect(await rewrite.beforeToolCall!({ ...base, callId: "c", toolName: "t", native: false, params: {} })).toEqual({ params: { safe: true } });
+  });
+
+  it("a throwing handler does not stop the others; the hook rejects with the plugin's own text", async () => {
+    const ran: string[] = [];
+    const hooks = pluginWith((api) => {
+      api.on("agent_end", () => {
+        throw new Error("database is locked");
+      });
+      api.on("agent_end", () => void ran.push("second"));
+    });
+    await expect(hooks.agentEnd!({ ...base, status: "completed", messages: [] })).rejects.toThrow("plugin p agent_end hook failed: database is locked");
+    expect(ran).toEqual(["second"]);
+  });
+
+  it("defines only the hooks the plugin listens to", () => {
+    expect(pluginWith(() => undefined)).toEqual({});
+  });
+});
