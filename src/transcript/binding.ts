@@ -102,11 +102,13 @@ export type ThreadBindingInspection =
 /**
  * Read the binding; a missing file is `undefined`, a corrupt one (not JSON, or not this schema) is moved aside
  * (`.corrupt-<n>`, the first free n) with a warning and also `undefined`, so the next turn starts a fresh thread
- * instead of failing.
+ * instead of failing. With `{ readOnly: true }` nothing is written: a corrupt binding is reported with a warning and
+ * left in place (use {@link inspectThreadBinding} to get the reason).
  *
  * @example
  * ```ts
  * const binding = await readThreadBinding("/data/s1.jsonl", logger); // undefined => fresh thread
+ * await readThreadBinding("/data/s1.jsonl", logger, { readOnly: true }); // inspect-session: never moves anything
  * ```
  */
 export async function readThreadBinding(
