@@ -41,7 +41,7 @@ async function introspect(server: CodexAppServer): Promise<{ envKeys: string[] }
 
 /** Start the worker, read its home, end it as `mode` says; resolves with the home once the worker is gone. */
 async function workerHome(mode: "wait" | "exit", signal?: NodeJS.Signals): Promise<string> {
-  const child = spawn(process.execPath, ["--import", "tsx", WORKER, mode], { stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", WORKER, mode], { stdio: ["pipe", "pipe", "inherit"] });
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
   const first = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout }).once("line", resolve);
@@ -50,6 +50,7 @@ async function workerHome(mode: "wait" | "exit", signal?: NodeJS.Signals): Promi
   const { home } = JSON.parse(first) as { home: string };
   expect(existsSync(home)).toBe(true);
   if (signal) child.kill(signal);
+  else child.stdin.write("exit\n");
   await exited;
   return home;
 }
