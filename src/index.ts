@@ -2,6 +2,11 @@
  * codex-turn-machine: run one OpenAI Codex app-server turn as an explicit XState statechart, with a pluggable
  * OpenClaw context engine controlling what the model sees.
  *
+ * The package root exports the public API only: running, recovering, compacting and resetting sessions; the Codex
+ * app-server client and its options; context engines, their contract and the OpenClaw plugin host; the session store
+ * seam; the statecharts (for inspectors); types, errors and the logger. Internals stay importable by path in this
+ * repository's tests, never from here.
+ *
  * @example
  * ```ts
  * import { CodexAppServer, runCodexTurn, createWindowEngine } from "codex-turn-machine";
@@ -19,57 +24,63 @@
  * await appServer.close();
  * ```
  */
-export {
-  runCodexTurn,
-  startCodexTurn,
-  drainBackgroundWork,
-  type CodexTurnHandle,
-} from "./turn.js";
-export { recoverCodexSession, type RecoverCodexSessionParams, type SessionRecovery } from "./recovery.js";
+// Running turns.
+export { runCodexTurn, startCodexTurn, drainBackgroundWork, type CodexTurnHandle } from "./turn/index.js";
 export {
   CodexTurnParamsError,
-  parseCodexTurnParams,
   type CodexTurnParams,
   type CodexTurnResult,
   type TurnStreamEvent,
   type ProjectionConfig,
 } from "./params.js";
-export { turnMachine, type TurnMachine, type TurnContext } from "../machines/turn.machine.js";
-export * as turnRules from "../machines/rules.js";
 export type * from "../machines/turn.contract.js";
-export { compactionMachine } from "../machines/compaction.machine.js";
-export { compactCodexSession, createBindingStore, type CompactCodexSessionParams } from "./compaction/compact-session.js";
-export { CompactionError, type CompactionErrorCode } from "./compaction/errors.js";
+
+// Sessions: recovery, compaction, reset, reading, storage.
+export { recoverCodexSession, RecoveryMirrorError, type RecoverCodexSessionParams, type SessionRecovery } from "./recovery.js";
 export { compactSession } from "./compaction/session.js";
-export { parseAccordionConfig, evaluateAccordion, runAccordionCompaction, type AccordionConfig } from "./compaction/accordion.js";
+export { CompactionError, type CompactionErrorCode } from "./compaction/errors.js";
+export type { CompactionOutput, CompactionTrigger } from "./compaction/compact-session.js";
 export { resetCodexSession, type ResetCodexSessionParams, type ResetCodexSessionResult } from "./transcript/reset.js";
-export { readSessionHistory, readSessionTranscript } from "./transcript/session-file.js";
-export { mirrorTurnToTranscript } from "./transcript/mirror.js";
-export { withSessionLock } from "./transcript/lock.js";
-export { listPendingFinalize, movePendingFinalizeAside, type PendingFinalizeRecord } from "./transcript/pending.js";
-export { createTrajectoryWriter, TrajectoryError, type TrajectoryWriter, type TrajectoryRecord } from "./trajectory/index.js";
-export { sessionSidecarPaths } from "./transcript/paths.js";
-export { SessionFileError } from "./transcript/errors.js";
-export * from "./codex/index.js";
+export { readSessionHistory } from "./transcript/session-file.js";
+export { sessionSidecarPaths, type SessionSidecarPaths } from "./transcript/paths.js";
+export { SessionFileError, type SessionFileErrorCode } from "./transcript/errors.js";
+export * from "./store/index.js";
+
+// The Codex app-server client.
+export {
+  CodexAppServer,
+  resolveCodexHome,
+  type ApprovalCallback,
+  type CodexApprovalDecision,
+  type CodexApprovalRequest,
+  type CodexAppServerOptions,
+  type CodexAppServerStats,
+  type CodexTurn,
+  type CodexUserInputRequest,
+  type CompactThreadResult,
+  type DynamicToolSpec,
+  type ResumeThreadOptions,
+  type StartThreadOptions,
+  type StartTurnOptions,
+  type ThreadInfo,
+  type UserInputAnswers,
+  type UserInputCallback,
+} from "./codex/app-server.js";
+export { CodexAppServerError, type CodexAppServerErrorCode } from "./codex/errors.js";
+
+// Context engines, their contract, and the OpenClaw plugin host.
 export type * from "./context-engine/types.js";
-export type { CodexTurnHooks, BeforePromptBuildContext, BeforePromptBuildResult, CompactionHookEvent } from "./hooks/types.js";
-export { createLogger, silentLogger, REDACTED_LOG_PATHS } from "./log/logger.js";
 export { legacyEngine, createWindowEngine, createRecordingEngine, type WindowEngineOptions, type RecordedEngineCall } from "./context-engine/engines/index.js";
 export { assertContextEngine, engineFacts, isLegacyEngine, ContextEngineContractError, EngineResultInvalidError } from "./context-engine/contract.js";
-export {
-  bootstrapHarnessContextEngine,
-  assembleHarnessContextEngine,
-  finalizeHarnessContextEngineTurn,
-  buildHarnessContextEngineRuntimeContext,
-  runHarnessContextEngineMaintenance,
-  EngineCallTimeoutError,
-} from "./context-engine/lifecycle.js";
-export {
-  projectAssembledContext,
-  renderPromptProjection,
-  fingerprintDynamicTools,
-  fingerprintPolicy,
-  type ProjectionMode,
-} from "./projection/index.js";
-export { readThreadBinding, writeThreadBinding, clearThreadBinding, type ThreadBinding, type WriteThreadBindingOptions } from "./transcript/binding.js";
-export { machineToMermaid } from "./inspect/mermaid.js";
+export { EngineCallTimeoutError } from "./context-engine/lifecycle.js";
+export { loadContextEngine, PluginLoadError, type LoadContextEngineOptions, type LoadedContextEngine, type PluginLoadErrorCode } from "./openclaw/index.js";
+export type * from "./hooks/types.js";
+
+// The statecharts (for inspectors and diagrams).
+export { turnMachine, type TurnMachine, type TurnContext } from "../machines/turn.machine.js";
+export * as turnRules from "../machines/rules.js";
+export { compactionMachine } from "../machines/compaction.machine.js";
+
+// Logs and trajectories.
+export { createLogger, silentLogger, REDACTED_LOG_PATHS } from "./log/logger.js";
+export { createTrajectoryWriter, TrajectoryError, type TrajectoryWriter, type TrajectoryRecord } from "./trajectory/index.js";
