@@ -120,3 +120,34 @@ describe("outgrowsCheck", () => {
     expect(outgrowsCheck("delta", contents, composition(null), floorTurn, 1_500).pass).toBe(false);
   });
 });
+
+describe("engine-shape measures (issue 15)", () => {
+  it("effective input cost: the prefix shared with the previous request is cached at the ratio", async () => {
+    const { effectiveInputCost } = await import("../../bench/lib.js");
+    expect(effectiveInputCost([Buffer.from("abc"), Buffer.from("abcd")], 0.1)).toBeCloseTo(3 + 1 + 0.3);
+    // A rotation shares no prefix: everything is uncached.
+    expect(effectiveInputCost([Buffer.from("abc"), Buffer.from("xbcd")], 0.1)).toBeCloseTo(3 + 4);
+    expect(effectiveInputCost([Buffer.from("abc"), Buffer.from("abcd")], 1)).toBeCloseTo(7);
+  });
+
+  it("counts requests that carry an earlier text in two items, and only those", async () => {
+    const { requestsCarryingTwice } = await import("../../bench/lib.js");
+    const known = (k: number) => ["hello there", "reply one"].slice(0, k);
+    expect(requestsCarryingTwice([["hello there"], ["hello there", "reply one", "new"]], known)).toBe(0);
+    expect(requestsCarryingTwice([["hello there"], ["hello there", "ctx: [user]\nhello there", "new"]], known)).toBe(1);
+  });
+
+  it("the shape targets pass and fail on the figures", async () => {
+    const { shapeChecks } = await import("../../bench/growth.js");
+    const run = (over: Record<string, unknown>) =>
+      ({ mode: "delta", turns: 40, cumulativeTotal: 1_000, effectiveCost: 100, requestsCarryingTwice: 0, rotations: 0, staleMax: 0, staleTokens: [0], lastRequestStaleNotes: 0, noteBytes: 0, ...over }) as never;
+    const floor = run({ mode: "floor" });
+    const pass = shapeChecks([run({ shape: "rebuilding", cumulativeTotal: 1_010 }), run({ shape: "summarizing", effectiveCost: 80 }), run({ shape: "recall", effectiveCost: 110, noteBytes: 5 })], floor);
+    expect(pass.filter((c) => !c.info).map((c) => c.pass)).toEqual([true, true, true, true]);
+    const fail = shapeChecks(
+      [run({ shape: "rebuilding", cumulativeTotal: 1_011, requestsCarryingTwice: 1 }), run({ shape: "summarizing", effectiveCost: 81 }), run({ shape: "recall", effectiveCost: 111, noteBytes: 5 })],
+      floor,
+    );
+    expect(fail.filter((c) => !c.info).map((c) => c.pass)).toEqual([false, false, false, false]);
+  });
+});
