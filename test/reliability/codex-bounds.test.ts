@@ -153,4 +153,24 @@ describe("a turn that only retries ends (real app-server)", () => {
       await fake.close();
     }
   });
+
+  it("without a reachable model (connection refused, Codex's default retries) ends with retryWithoutProgress", async () => {
+    // A loopback port nothing listens on: start a fake to get a free port, then close it.
+    const gone = await startFakeResponsesServer();
+    const baseUrl = gone.baseUrl;
+    await gone.close();
+    const settings = offlineCodexConfig({ baseUrl, lean: true });
+    const provider = (settings.config.model_providers as Record<string, Record<string, unknown>>).fakeresp!;
+    delete provider.request_max_retries;
+    delete provider.stream_max_retries;
+    const codex = await CodexAppServer.spawn({ config: settings.config, env: settings.env, modelCatalog: settings.modelCatalog! });
+    try {
+      const { threadId } = await codex.startThread();
+      const record = await (await codex.startTurn({ threadId, text: "hello", retryWithoutProgressMs: 3_000 })).completion;
+      expect(record.codexStatus).toBe("timedOut");
+      expect(record.error).toMatchObject({ code: "retryWithoutProgress" });
+    } finally {
+      await codex.close();
+    }
+  });
 });
