@@ -36,7 +36,7 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
-describe("viz page in Chromium", () => {
+describe("viz page in Chromium", { timeout: 240_000 }, () => {
   it("renders both charts and highlights a compaction state at a replay step", async () => {
     expect(existsSync("/usr/bin/chromium"), "install Debian chromium: apt-get install -y chromium").toBe(true);
     const trace: TraceStep[] = [
@@ -61,10 +61,10 @@ describe("viz page in Chromium", () => {
     const png = path.join(dir, "viz.png");
     await screenshotHtml(html, png, { ...VIEW, hash: "step=2" });
     expect((await stat(png)).size).toBeGreaterThan(10_000);
-  }, 120_000);
+  });
 });
 
-describe("live inspector offline fallback in Chromium", () => {
+describe("live inspector offline fallback in Chromium", { timeout: 240_000 }, () => {
   it("switches to the live view when the hosted UI cannot load, and the view follows the actor", async () => {
     const toy = createMachine({ id: "toy", initial: "idle", states: { idle: { on: { GO: "working" } }, working: { on: { DONE: "finished" } }, finished: {} } });
     const live = await createLiveInspector({
@@ -96,5 +96,5 @@ describe("live inspector offline fallback in Chromium", () => {
     } finally {
       await live.close();
     }
-  }, 120_000);
+  });
 });
