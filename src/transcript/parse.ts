@@ -2,7 +2,7 @@
  * Line-level parsing of a session file: JSON lines, the header, entry shapes, pi's in-memory migrations, and the small
  * file helpers the reader and the writer share.
  */
-import { promises as fsp, type Stats } from "node:fs";
+import fs, { promises as fsp, type Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import { z } from "zod";
 import { SessionFileError } from "./errors.js";
@@ -78,20 +78,37 @@ export function migrateInMemory(header: SessionHeader, objects: Record<string, u
   }
 }
 
+/** The session file's stat, null when missing; a directory or a non-file is a typed error. */
 export async function statOrMissing(real: string, reported: string): Promise<Stats | null> {
   try {
-    const st = await fsp.stat(real);
-    if (st.isDirectory()) {
-      throw new SessionFileError("SESSION_PATH_IS_DIRECTORY", reported, `session path ${reported} is a directory, not a session file`);
-    }
-    if (!st.isFile()) {
-      throw new SessionFileError("SESSION_UNREADABLE", reported, `session path ${reported} is not a regular file`);
-    }
-    return st;
+    return checkRegularFile(await fsp.stat(real), reported);
   } catch (err) {
     if (errCode(err) === "ENOENT") return null;
     throw sessionIoError(err, reported, "read");
   }
+}
+
+/**
+ * {@link statOrMissing} without the thread-pool round trip: the per-turn history read stats the file once per turn,
+ * and a synchronous stat costs microseconds where an asynchronous one waits for a busy event loop.
+ */
+export function statOrMissingSync(real: string, reported: string): Stats | null {
+  try {
+    return checkRegularFile(fs.statSync(real), reported);
+  } catch (err) {
+    if (errCode(err) === "ENOENT") return null;
+    throw sessionIoError(err, reported, "read");
+  }
+}
+
+function checkRegularFile(st: Stats, reported: string): Stats {
+  if (st.isDirectory()) {
+    throw new SessionFileError("SESSION_PATH_IS_DIRECTORY", reported, `session path ${reported} is a directory, not a session file`);
+  }
+  if (!st.isFile()) {
+    throw new SessionFileError("SESSION_UNREADABLE", reported, `session path ${reported} is not a regular file`);
+  }
+  return st;
 }
 
 export async function readRange(fh: FileHandle, start: number, length: number): Promise<Buffer> {

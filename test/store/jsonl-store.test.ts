@@ -98,6 +98,15 @@ describe("readHistory and appendTurn", () => {
     expect(b.messages).toEqual(SessionManager.open(file, dir).buildSessionContext().messages);
   });
 
+  it("a file rewritten in place and grown (same inode, different earlier bytes) is parsed again from the start", async () => {
+    await writeFile([msgEntry("aaaaaaaa", null, "one"), msgEntry("bbbbbbbb", "aaaaaaaa", "two")]);
+    const ino = (await fsp.stat(file)).ino;
+    expect((await store.readHistory()).messages).toMatchObject([{ content: "one" }, { content: "two" }]);
+    await writeFile([msgEntry("aaaaaaaa", null, "uno"), msgEntry("bbbbbbbb", "aaaaaaaa", "dos"), msgEntry("cccccccc", "bbbbbbbb", "tres")]);
+    expect((await fsp.stat(file)).ino).toBe(ino);
+    expect((await store.readHistory()).messages).toMatchObject([{ content: "uno" }, { content: "dos" }, { content: "tres" }]);
+  });
+
   it("a file replaced by another of the same size is parsed again, not served from the cache", async () => {
     await writeFile([msgEntry("aaaaaaaa", null, "one")]);
     expect((await store.readHistory()).messages).toMatchObject([{ content: "one" }]);
