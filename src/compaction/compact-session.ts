@@ -7,6 +7,7 @@
  * helpers can be wired in by the caller.
  */
 import { z } from "zod";
+import type { CodexTurnHooks, CompactionHookEvent } from "../hooks/types.js";
 import { callEngine } from "../context-engine/lifecycle.js";
 import type { Logger } from "pino";
 import { createActor, fromPromise, toPromise } from "xstate";
@@ -89,6 +90,15 @@ export const compactCodexSessionParamsSchema = z
     /** Bound on the engine's `compact()` (an engine summarizing with a model may need minutes). */
     engineTimeoutMs: z.number().int().positive().default(300_000),
     runMaintenance: z.custom<CompactionMaintenanceRunner>(isFunction, "runMaintenance must be a function").optional(),
+    /** `beforeCompaction` / `afterCompaction` fire around the run (bounded, never failing it). */
+    hooks: z.custom<Pick<CodexTurnHooks, "beforeCompaction" | "afterCompaction">>(isObject, "hooks must be an object").optional(),
+    /**
+     * Writes the engine's result into the transcript as a pi `compaction` entry (summary, first kept entry, tokens
+     * before), so the next history read and pi's SessionManager see the compacted session. Called under the lock.
+     */
+    appendCompactionEntry: z
+      .custom<(entry: { summary: string; firstKeptEntryId: string; tokensBefore: number }) => Promise<unknown>>(isFunction, "appendCompactionEntry must be a function")
+      .optional(),
     /** Runs the whole compaction under the session lock when given (e.g. `fn => withSessionLock(file, fn)`). */
     withLock: z
       .custom<<T>(fn: () => Promise<T>) => Promise<T>>(isFunction, "withLock must be a function")
@@ -267,6 +277,13 @@ async function runCompaction(p: z.output<typeof compactCodexSessionParamsSchema>
     { ...ids, event: "compaction started", ownsCompaction: facts.ownsCompaction, hasMaintain: facts.hasMaintain },
     "codex compaction: compaction started",
   );
+  const hookEvent = {
+    sessionId: p.sessionId,
+    backend: facts.ownsCompaction ? ("context-engine" as const) : ("codex-app-server" as const),
+    trigger: p.trigger,
+    ownsCompaction: facts.ownsCompaction,
+  };
+  await observeCompactionHook(p, "beforeCompaction", hookEvent, logger);
   const actor = createActor(machine, { input });
   // Attach the result before start so an actor error rejects this promise instead of crashing the process.
   const done = toPromise(actor);
@@ -276,6 +293,8 @@ async function runCompaction(p: z.output<typeof compactCodexSessionParamsSchema>
     actor.start();
     if (p.signal?.aborted) onAbort();
     const output = await done;
+    await writeCompactionEntry(p, output, logger);
+    await observeCompactionHook(p, "afterCompaction", { ...hookEvent, compacted: output.compacted }, logger);
     logger.info(
       {
         ...ids,
@@ -297,6 +316,35 @@ async function runCompaction(p: z.output<typeof compactCodexSessionParamsSchema>
   } finally {
     p.signal?.removeEventListener("abort", onAbort);
     actor.stop();
+  }
+}
+
+/** Fire a compaction hook, bounded by the engine timeout; a failure is logged, never the compaction's. */
+async function observeCompactionHook(
+  p: z.output<typeof compactCodexSessionParamsSchema>,
+  name: "beforeCompaction" | "afterCompaction",
+  event: CompactionHookEvent,
+  logger: Logger,
+): Promise<void> {
+  const hook = p.hooks?.[name];
+  if (typeof hook !== "function") return;
+  try {
+    await callEngine(`${name} hook`, async () => hook.call(p.hooks, event), { timeoutMs: p.engineTimeoutMs });
+  } catch (error) {
+    logger.warn({ sessionId: p.sessionId, event: "hook failed", hook: name, err: errorLabel(error) }, "compaction hook failed");
+  }
+}
+
+/** The engine's compaction, as a pi `compaction` entry in the transcript (when it reported a summary and a kept entry). */
+async function writeCompactionEntry(p: z.output<typeof compactCodexSessionParamsSchema>, output: CompactionOutput, logger: Logger): Promise<void> {
+  const r = output.result;
+  if (!p.appendCompactionEntry || !output.compacted || output.primary !== "engine" || !r?.summary || !r.firstKeptEntryId) return;
+  try {
+    await p.appendCompactionEntry({ summary: r.summary, firstKeptEntryId: r.firstKeptEntryId, tokensBefore: r.tokensBefore });
+    logger.info({ sessionId: p.sessionId, event: "compaction entry written", tokensBefore: r.tokensBefore }, "codex compaction: compaction entry written");
+  } catch (error) {
+    output.warnings.push(`compaction entry not written to the transcript (${error instanceof Error ? error.message : String(error)})`);
+    logger.warn({ sessionId: p.sessionId, event: "compaction entry failed", err: errorLabel(error) }, "codex compaction: compaction entry not written");
   }
 }
 

@@ -8,6 +8,7 @@ import { runHarnessContextEngineMaintenance } from "../context-engine/lifecycle.
 import { silentLogger } from "../log/logger.js";
 import { readThreadBinding, writeThreadBinding, type ThreadBinding } from "../transcript/binding.js";
 import { withSessionLock } from "../transcript/lock.js";
+import { createJsonlSessionStore } from "../store/jsonl-store.js";
 import { settleCompaction } from "../../machines/compaction.rules.js";
 import {
   compactCodexSessionParamsSchema,
@@ -27,7 +28,7 @@ export const DEFAULT_COMPACTION_MAINTENANCE_TIMEOUT_MS = 60_000;
  * (`bindingStore`, `runMaintenance`, `withLock`), plus optional bounds on the lock wait and on maintenance.
  */
 export const compactSessionParamsSchema = compactCodexSessionParamsSchema
-  .omit({ bindingStore: true, runMaintenance: true, withLock: true })
+  .omit({ bindingStore: true, runMaintenance: true, withLock: true, appendCompactionEntry: true })
   .extend({
     /** Give up waiting for the session lock after this long (default: the lock's own default, 10 minutes). */
     lockTimeoutMs: z.number().int().positive().optional(),
@@ -116,6 +117,9 @@ export async function compactSession(params: CompactSessionParams): Promise<Comp
       nativeTimeoutMs: p.nativeTimeoutMs,
       engineTimeoutMs: p.engineTimeoutMs,
       runMaintenance,
+      ...(p.hooks ? { hooks: p.hooks } : {}),
+      appendCompactionEntry: (entry) =>
+        createJsonlSessionStore({ sessionFile: p.sessionFile, sessionId: p.sessionId, logger }).appendCompaction(entry),
       withLock: (fn) => withSessionLock(p.sessionFile, () => fn(), lockOptions),
     });
   } catch (error) {

@@ -4,18 +4,10 @@
  */
 import type { RunTurnEmitted, RunTurnInput, RunTurnReceived, TurnRecord } from "../../../machines/turn.contract.js";
 import type { CodexTurn } from "../../codex/app-server.js";
-import type { CodexTurnEvent } from "../../codex/turn-projector.js";
+import { toolCallView, type CodexTurnEvent } from "../../codex/turn-projector.js";
 import type { ToolCallHookEvent } from "../../hooks/types.js";
 import { errorCode } from "../../log/error-label.js";
 import type { TurnDeps } from "../deps.js";
-
-/** Native Codex items reported to the tool-call hooks as observations (Codex owns them; they cannot be blocked here). */
-const NATIVE_TOOL_KINDS: Record<string, (item: Record<string, unknown>) => string> = {
-  commandExecution: () => "shell",
-  fileChange: () => "apply_patch",
-  mcpToolCall: (item) => `mcp:${String(item.server ?? "?")}/${String(item.tool ?? "?")}`,
-  webSearch: () => "web_search",
-};
 
 interface Channel {
   sendBack(event: RunTurnEmitted): void;
@@ -200,21 +192,28 @@ function observeItem(
     if (item.kind === "userMessage") state.userMessageStarted = true;
     if (item.kind === "dynamicToolCall") deps.emit({ type: "toolCall", tool: String(item.tool) });
   }
-  const nativeName = NATIVE_TOOL_KINDS[item.kind];
-  if (!nativeName) return;
+  // Native tools (commands, file changes, MCP, web search) are Codex's: the hooks observe them, they cannot block them.
+  const view = item.kind === "dynamicToolCall" ? undefined : toolCallView(event.item);
+  if (!view) return;
   const hookEvent: ToolCallHookEvent = {
     sessionId: deps.params.sessionId,
     threadId: input.threadId,
     turnId: event.turnId,
-    callId: item.id,
-    toolName: nativeName(item),
+    callId: view.toolCallId,
+    toolName: view.toolName,
     native: true,
-    params: item,
+    params: view.arguments,
   };
   if (event.type === "itemStarted") {
-    deps.emit({ type: "toolCall", tool: hookEvent.toolName });
+    deps.emit({ type: "toolCall", tool: view.toolName });
     void deps.hooks.beforeToolCall(hookEvent);
-  } else {
-    void deps.hooks.observe("afterToolCall", hookEvent);
+    return;
   }
+  const durationMs = (event.item as { durationMs?: number | null }).durationMs;
+  void deps.hooks.observe("afterToolCall", {
+    ...hookEvent,
+    ...(view.resultText != null ? { result: view.resultText } : {}),
+    ...(view.isError ? { error: view.resultText ?? "failed" } : {}),
+    ...(typeof durationMs === "number" ? { durationMs } : {}),
+  });
 }
