@@ -48,7 +48,7 @@ export interface ProjectAssembledContextParams {
   binding?: ThreadBinding;
   fingerprints: ProjectionFingerprints;
   tokenBudget?: number;
-  /** Tolerance of the rotation policy: stale + view may exceed `tokenBudget` by this much (see `rotation.ts`). */
+  /** Stale tokens the rotation policy tolerates whatever their cost (default 25% of `tokenBudget`, else 8,000). */
   divergenceTokens?: number;
   partCapChars?: number;
   totalCapChars?: number;
@@ -122,7 +122,7 @@ function resumeOrStart(binding: ThreadBinding | undefined, fp: ProjectionFingerp
 }
 
 /**
- * Default tolerance of the rotation policy: 25% of the token budget, or 8,000 tokens without a budget.
+ * Default stale-token tolerance of the rotation policy: 25% of the token budget, or 8,000 tokens without a budget.
  *
  * @example
  * ```ts
@@ -227,7 +227,7 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
  * - `prompt`: the first-port text around the prompt, on the compatible bound thread (the anchor).
  * - `delta`: resume and send, as `untrusted` entries, only blocks the thread neither holds (by content) nor received
  *   before; rotate to a fresh thread (the whole view) when the rotation policy says so (`rotation.ts`: rent-or-buy on
- *   stale tokens, reason `staleCost`; stale + view over the budget plus `divergenceTokens`, reason `divergence`).
+ *   stale tokens, reason `staleCost`; stale + view over the budget, or stale over `divergenceTokens`, reason `divergence`).
  * - `threadBootstrap`: same epoch on a compatible binding resumes (normally sending nothing but the prompt; after a
  *   native compaction cleared the ledger it restores the view on the same thread); a new epoch rotates to a fresh
  *   thread bootstrapped with the whole view; the rotation policy applies to a resumed thread too.

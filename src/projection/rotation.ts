@@ -7,8 +7,8 @@
  * Rotating to a fresh thread is "buy": the engine's whole view is sent once, uncached, and the stale copies are gone.
  * The classic rent-or-buy rule (rent until the rent paid equals the purchase price, then buy) costs at most twice what
  * an oracle that knew the future would pay, whatever the engine does next. Independently of cost, a thread whose
- * stale + view tokens would exceed the budget by more than the tolerance rotates at once: the engine's budget is a
- * promise about what the model sees.
+ * stale + view tokens would exceed the budget rotates at once: the engine's budget is a
+ * promise about what the model sees; so does a thread carrying more stale tokens than the tolerance.
  */
 
 /** Default cached/uncached input price ratio (cached input of current OpenAI models costs a tenth). */
@@ -26,7 +26,7 @@ export interface RotationInput {
   cachedPriceRatio?: number;
   /** The engine's token budget, when known. */
   tokenBudget?: number;
-  /** How far stale + view may exceed the budget (without a budget: how many stale tokens are tolerated). */
+  /** Stale tokens tolerated whatever their cost (`divergenceTokens`; default 25% of the budget, else 8,000). */
   toleranceTokens: number;
 }
 
@@ -37,8 +37,8 @@ export type RotationDecision =
 
 /**
  * Rent-or-buy: rotate when the stale cost accrued on the thread, including this turn's rent, reaches the price of a
- * rotation (the view, uncached); rotate regardless when stale + view exceed the budget plus the tolerance (reason
- * `divergence`; without a budget, when stale tokens exceed the tolerance). No stale tokens never rotate.
+ * rotation (the view, uncached); rotate regardless (reason `divergence`) when stale + view exceed the budget, or when
+ * the stale tokens exceed the tolerance. No stale tokens never rotate.
  *
  * @example
  * ```ts
@@ -51,9 +51,8 @@ export function decideRotation(input: RotationInput): RotationDecision {
   if (!(ratio > 0 && ratio <= 1)) throw new RangeError(`cachedPriceRatio must be within (0, 1], got ${ratio}`);
   if (input.staleTokens <= 0) return { rotate: false, accruedStaleCost: input.accruedStaleCost };
   const overBudget =
-    input.tokenBudget !== undefined
-      ? input.staleTokens + input.viewTokens > input.tokenBudget + input.toleranceTokens
-      : input.staleTokens > input.toleranceTokens;
+    input.staleTokens > input.toleranceTokens ||
+    (input.tokenBudget !== undefined && input.staleTokens + input.viewTokens > input.tokenBudget);
   if (overBudget) return { rotate: true, reason: "divergence", accruedStaleCost: 0 };
   const accrued = input.accruedStaleCost + ratio * input.staleTokens;
   if (accrued >= input.viewTokens) return { rotate: true, reason: "staleCost", accruedStaleCost: 0 };

@@ -268,18 +268,20 @@ describe("mode delta", () => {
       expect(values(rotated)).toEqual([held.slice(8).map((m) => renderMessageBlock(m)).join("\n\n")]);
     });
 
-    it("with a budget, rotates once stale + view exceed the budget plus the tolerance (default 25% of the budget, else 8,000)", () => {
+    it("with a budget, rotates once stale + view exceed it (the tolerance defaults to 25% of the budget, else 8,000)", () => {
       expect(defaultDivergenceTokens(undefined)).toBe(8_000);
       expect(defaultDivergenceTokens(1_000)).toBe(250);
       const droppedTokens = heldTokens(0, 8);
       const viewTokens = heldTokens(8, 10);
       const withBudget = (tokenBudget: number) =>
-        projectAssembledContext(params({ history: held, origins: onThread(10), binding: binding(), tokenBudget, assembled: assembledOf(held.slice(8)) }));
-      // The smallest budget whose budget + 25% still holds stale + view.
-      let budget = 1;
-      while (budget + defaultDivergenceTokens(budget) < droppedTokens + viewTokens) budget++;
-      expect(withBudget(budget)).toMatchObject({ reason: "threadHoldsContext", staleTokens: droppedTokens });
-      expect(withBudget(budget - 1)).toMatchObject({ reason: "divergence", staleTokens: 0, thread: { action: "start" } });
+        projectAssembledContext(
+          params({ history: held, origins: onThread(10), binding: binding(), tokenBudget, divergenceTokens: 100_000, assembled: assembledOf(held.slice(8)) }),
+        );
+      expect(withBudget(droppedTokens + viewTokens)).toMatchObject({ reason: "threadHoldsContext", staleTokens: droppedTokens });
+      expect(withBudget(droppedTokens + viewTokens - 1)).toMatchObject({ reason: "divergence", staleTokens: 0, thread: { action: "start" } });
+      // The default tolerance (25% of the budget) rotates a thread whose stale tokens exceed it.
+      const budget = droppedTokens * 4 - 4;
+      expect(projectAssembledContext(params({ history: held, origins: onThread(10), binding: binding(), tokenBudget: budget, assembled: assembledOf(held.slice(8)) })).reason).toBe("divergence");
       expect(projectAssembledContext(params({ history: held, origins: onThread(10), binding: binding(), assembled: assembledOf(held.slice(8)) })).reason).toBe(
         "threadHoldsContext",
       );

@@ -29,12 +29,13 @@ describe("decideRotation", () => {
     expect(() => decideRotation({ ...base, staleTokens: 1, accruedStaleCost: 0, cachedPriceRatio: 0 })).toThrow(/cachedPriceRatio/);
   });
 
-  it("rotates at once when stale + view exceed the budget plus the tolerance (or stale exceeds it without a budget)", () => {
-    expect(decideRotation({ viewTokens: 900, staleTokens: 351, accruedStaleCost: 0, tokenBudget: 1_000, toleranceTokens: 250 })).toMatchObject({
+  it("rotates at once when stale + view exceed the budget, or stale exceeds the tolerance", () => {
+    expect(decideRotation({ viewTokens: 900, staleTokens: 101, accruedStaleCost: 0, tokenBudget: 1_000, toleranceTokens: 250 })).toMatchObject({
       rotate: true,
       reason: "divergence",
     });
-    expect(decideRotation({ viewTokens: 900, staleTokens: 350, accruedStaleCost: 0, tokenBudget: 1_000, toleranceTokens: 250 }).rotate).toBe(false);
+    expect(decideRotation({ viewTokens: 900, staleTokens: 100, accruedStaleCost: 0, tokenBudget: 1_000, toleranceTokens: 250 }).rotate).toBe(false);
+    expect(decideRotation({ viewTokens: 100, staleTokens: 251, accruedStaleCost: 0, tokenBudget: 1_000, toleranceTokens: 250 })).toMatchObject({ reason: "divergence" });
     expect(decideRotation({ viewTokens: 10_000, staleTokens: 301, accruedStaleCost: 0, toleranceTokens: 300 })).toMatchObject({ reason: "divergence" });
   });
 });
