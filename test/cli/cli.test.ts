@@ -37,12 +37,13 @@ describe("codex-turn CLI", () => {
     const main = await cli(["--help"]);
     expect(main.code).toBe(0);
     expect(main.stdout).toContain("Exit codes");
-    for (const cmd of ["demo", "run", "chat", "compact", "inspect-session", "viz"]) {
-      const r = await cli([cmd, "--help"]);
-      expect(r.code, cmd).toBe(0);
-      expect(r.stdout, cmd).toContain(`codex-turn ${cmd}`);
+    const cmds = ["demo", "run", "chat", "compact", "inspect-session", "viz"];
+    const results = await Promise.all(cmds.map((cmd) => cli([cmd, "--help"])));
+    for (const [i, r] of results.entries()) {
+      expect(r.code, cmds[i]).toBe(0);
+      expect(r.stdout, cmds[i]).toContain(`codex-turn ${cmds[i]}`);
     }
-  }, 120_000);
+  }, 240_000);
 
   it("usage errors exit 2 with a message", async () => {
     const unknown = await cli(["bogus"]);
