@@ -16,6 +16,7 @@
  */
 import fs, { promises as fsp, type Stats } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
+import path from "node:path";
 import type { Logger } from "pino";
 import type { SessionHistory } from "../store/session-store.js";
 import { silentLogger } from "../log/logger.js";
@@ -110,11 +111,19 @@ export async function readCachedHistory(real: string, reported: string, opts: Ca
     touch(real, hit);
     return hit.history;
   }
+  const skippedBefore = hit?.skippedLines.length ?? 0;
   const { state, added, tailEntry, tornBytes, base } = await parseNewBytes(real, reported, hit, st);
   checkIdentity(state.header, reported, opts.sessionId);
   const history = buildHistory(state, added, base, tailEntry, tornBytes);
   state.history = tailEntry ? undefined : history;
   touch(real, state);
+  const newlySkipped = state.skippedLines.length - (base ? skippedBefore : 0);
+  if (tornBytes > 0 || newlySkipped > 0) {
+    logger.warn(
+      { event: "transcript.damage", sessionFile: path.basename(reported), corruptLines: history.skippedEntries, firstCorruptLines: state.skippedLines.slice(0, MAX_LINES_NAMED), tornTailBytes: tornBytes },
+      "transcript damage skipped while reading",
+    );
+  }
   logger.debug(
     { event: "transcript.history_read", entries: history.entryCount, parsedEntries: added.length, incremental: base !== undefined, skipped: history.skippedEntries },
     "session history read",

@@ -140,13 +140,16 @@ describe("concurrent attempts on one session", () => {
     env.fake.enqueue({ text: Array.from({ length: 20 }, (_, i) => `q${i} `), delayMs: 15 });
     const first = startCodexTurn(turnParams(env, file, "holds the lock"));
     const queued = startCodexTurn(turnParams(env, file, "queued then aborted"));
-    await until(() => first.actor !== undefined, 5_000, "the first attempt to hold the lock");
-    expect(queued.actor).toBeUndefined();
+    await until(() => first.actor !== undefined, 5_000, "the first attempt to start");
+    // The first attempt holds the lock once it is past the session state; the second waits in it.
+    await until(() => !first.actor!.getSnapshot().matches("session"), 10_000, "the first attempt to hold the lock");
     queued.abort();
     // It ends at once, without waiting for the lock holder to finish.
     const b = await queued.result;
     expect(b.status).toBe("aborted");
-    expect(b.trace).toEqual([]);
+    // Nothing after the lock ran: no history read, no turn.
+    expect(b.trace).not.toContain("loadHistory");
+    expect(b.turnId).toBeUndefined();
     expect(b.warnings).toEqual(["ended while waiting for the session lock; nothing ran"]);
     expect(first.actor!.getSnapshot().status).toBe("active");
     const a = await first.result;
