@@ -7,12 +7,15 @@ import type {
   FinalizeOutput,
   HistoryOutput,
   HooksOutput,
+  LockOutput,
   MaintainOutput,
   MirrorOutput,
   ProjectionOutput,
+  RecoveryOutput,
   RunTurnEmitted,
   RunTurnInput,
   RunTurnReceived,
+  SessionLoadOutput,
   ThreadStartOutput,
   TurnRecord,
 } from "../../machines/turn.contract.js";
@@ -49,7 +52,12 @@ async function recordTurn(): Promise<TraceStep[]> {
   };
   const machine = turnMachine.provide({
     actors: {
-      readHistory: resolves<HistoryOutput>(() => history),
+      // The session steps (lock, recovery, pending record) as the shared machine driver settles them.
+      acquireSessionLock: resolves<LockOutput>(() => ({ waitedMs: 0 })),
+      recoverSession: resolves<RecoveryOutput>(() => ({ pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 })),
+      recordPendingFinalize: resolves<void>(() => undefined),
+      rereadHistoryForFinalize: resolves<HistoryOutput>(() => history),
+      readHistory: resolves<SessionLoadOutput>(() => ({ history })),
       bootstrapEngine: resolves<BootstrapOutput>(() => ({ ...history, bootstrapped: true })),
       assembleContext: resolves<AssembleOutput>(() => ({ messages: [], estimatedTokens: 5, systemPromptAddition: SECRET })),
       projectContext: resolves<ProjectionOutput>(() => ({
@@ -155,19 +163,25 @@ describe("the real machines in the diagram", () => {
     expect(unmatchedTraceStates(diagrams, trace)).toEqual([]);
 
     const rootSteps = trace.filter((s) => s.machineId === turnMachine.id);
-    expect(rootSteps.map((s) => s.state[0])).toEqual([
+    // Top-level states in order (sub-states of session, threadStart, mirror and finalize are the machine's detail).
+    const top = rootSteps.map((s) => s.state[0]?.split(".")[0]).filter((t, i, all) => i === 0 || t !== all[i - 1]);
+    expect(top).toEqual([
+      "session",
       "loadHistory",
       "bootstrap",
       "assemble",
       "project",
       "hooks",
       "threadStart",
-      "turnRunning.starting",
-      "turnRunning.streaming",
+      "turnRunning",
       "mirror",
       "finalize",
       "maintain",
       "completed",
+    ]);
+    expect(rootSteps.map((s) => s.state[0]).filter((s) => s?.startsWith("turnRunning."))).toEqual([
+      "turnRunning.starting",
+      "turnRunning.streaming",
     ]);
 
     const frames = computeHighlightFrames(diagrams, trace);
