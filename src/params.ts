@@ -87,8 +87,10 @@ export const timeoutsSchema = z
     turnIdleMs: timeoutMs().optional(),
     /** Each dynamic tool handler call; past it Codex gets a "timed out" tool result and the turn goes on. */
     toolCallMs: timeoutMs().optional(),
-    /** Each host approval decision (`onApproval`); past it the request is denied. */
+    /** Each host decision (`onApproval`, `onUserInput`); past it the request is denied / declined. */
     approvalMs: timeoutMs().optional(),
+    /** A turn whose only notifications are Codex's retries for this long is interrupted (`retryWithoutProgress`). */
+    retryWithoutProgressMs: timeoutMs().optional(),
   })
   .strict();
 
@@ -130,11 +132,11 @@ export const codexTurnParamsSchema = z
     /** Codex sandbox for the thread (re-sent on every resume). */
     sandbox: z.enum(["read-only", "workspace-write", "danger-full-access"]).optional(),
     /** Extra writable roots for `workspace-write`. */
-    writableRoots: z.array(z.string().min(1)).optional(),
+    writableRoots: z.array(z.string().min(1).refine((p) => p.startsWith("/"), "writable roots must be absolute paths")).optional(),
     /** Network access inside `workspace-write`. */
     networkAccess: z.boolean().optional(),
     /** Codex approval policy: when Codex asks before running commands. */
-    approvalPolicy: z.enum(["untrusted", "on-failure", "on-request", "never"]).optional(),
+    approvalPolicy: z.enum(["untrusted", "on-request", "never"]).optional(),
     reasoningEffort: z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]).optional(),
     reasoningSummary: z.enum(["auto", "concise", "detailed", "none"]).optional(),
     serviceTier: z.string().min(1).optional(),

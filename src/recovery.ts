@@ -123,8 +123,9 @@ async function finalizeOne(input: RecoveryInput, turn: PendingFinalizeRecord, lo
         ...buildHarnessContextEngineRuntimeContext({ tokenBudget: params.contextTokenBudget }),
       } as ContextEngineRuntimeContext,
       turnId: turn.turnId,
+      threadId: turn.threadId,
       timeoutMs: params.timeouts?.engineCallMs,
-      alreadyIngested: new Set((turn as { ingestedKeys?: string[] }).ingestedKeys ?? []),
+      alreadyIngested: new Set(turn.ingestedKeys ?? []),
       onIngested: (key: string) => input.store.markPendingIngested(turn.turnId, [key]),
     } as Parameters<typeof finalizeHarnessContextEngineTurn>[0]);
     logger.info({ event: "pending finalize completed", sessionId: params.sessionId, turnId: turn.turnId, mode }, "pending finalize completed");

@@ -426,7 +426,12 @@ export class CodexAppServer {
   private route(proc: AppServerProcess, n: IncomingNotification): void {
     if (proc !== this.supervisor.proc) return;
     this.emitRaw(n);
-    if (!n.consumed) return;
+    if (!n.consumed) {
+      // Plan updates are not validated notifications, but the turn's projector records them (codex.plan messages).
+      const planThread = (n.params as { threadId?: unknown } | undefined)?.threadId;
+      if (n.method === "turn/plan/updated" && typeof planThread === "string") this.turns.onNotification(planThread, proc.generation, n);
+      return;
+    }
     const threadId = (n.params as { threadId?: string }).threadId;
     if (threadId === undefined) return;
     if (n.method === "thread/closed") {

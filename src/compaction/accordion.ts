@@ -9,7 +9,7 @@ import { z } from "zod";
 import { accordionReason } from "../../machines/rules.js";
 import type { Logger } from "pino";
 import { CompactResultInvalidError, validateCompactResult } from "../context-engine/contract.js";
-import type { CompactResult, ContextEngine, InterceptCompactionResult } from "../context-engine/types.js";
+import type { ContextEngineRuntimeSettings, CompactResult, ContextEngine, InterceptCompactionResult } from "../context-engine/types.js";
 import { callEngine } from "../context-engine/lifecycle.js";
 import { silentLogger } from "../log/logger.js";
 
@@ -165,6 +165,10 @@ export interface RunAccordionParams {
   firstKeptEntryId?: string;
   /** Validated with {@link parseAccordionConfig} (a parsed config passes unchanged). */
   config: AccordionConfigInput | AccordionConfig;
+  /** Extra runtime context for `compact()` (the host's `llm`, provider, model); budget and token count are added. */
+  runtimeContext?: Record<string, unknown>;
+  /** OpenClaw's `runtimeSettings`, passed through to `compact()`. */
+  runtimeSettings?: ContextEngineRuntimeSettings;
   /** Bound on each engine call (`interceptCompaction`, `compact`); default 300 s. A timeout counts as a failure. */
   timeoutMs?: number;
   signal?: AbortSignal;
@@ -309,9 +313,11 @@ export async function runAccordionCompaction(params: RunAccordionParams): Promis
       compactionTarget: "threshold",
       compactionTargetFraction: config.compactionTargetFraction,
       runtimeContext: {
+        ...(params.runtimeContext ?? {}),
         ...(tokenBudget !== undefined ? { tokenBudget } : {}),
         ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
       },
+      ...(params.runtimeSettings ? { runtimeSettings: params.runtimeSettings } : {}),
       ...(signal ? { abortSignal: signal } : {}),
     }), { timeoutMs, ...(signal ? { signal } : {}) });
     // Third-party output: validate before reading it (a malformed result is a failure, never half-read).

@@ -1,6 +1,7 @@
 /** Builds the one dependencies object of a turn attempt (see `deps.ts`). */
 import type { CodexAppServer } from "../codex/app-server.js";
 import { engineFacts, isLegacyEngine } from "../context-engine/contract.js";
+import { buildHarnessContextEngineRuntimeSettings } from "../context-engine/lifecycle.js";
 import { silentLogger } from "../log/logger.js";
 import type { ParsedTurnParams } from "../params.js";
 import { fingerprintDynamicTools, fingerprintPolicy } from "../projection/index.js";
@@ -51,6 +52,13 @@ export function createTurnDeps(params: ParsedTurnParams, events: TurnEventStream
     logger,
     ids,
     engineCallMs,
+    runtimeSettings: buildHarnessContextEngineRuntimeSettings({
+      engineId: facts.id,
+      ...(params.model !== undefined ? { model: params.model } : {}),
+      provider: "codex",
+      ...(params.contextTokenBudget !== undefined ? { tokenBudget: params.contextTokenBudget } : {}),
+      selection: params.contextEngine ? "configured" : "default",
+    }),
     emit: (event) => {
       events.push(event);
       try {

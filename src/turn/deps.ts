@@ -5,7 +5,7 @@
  */
 import type { Logger } from "pino";
 import type { CodexAppServer } from "../codex/app-server.js";
-import type { ContextEngine } from "../context-engine/types.js";
+import type { ContextEngine, ContextEngineRuntimeSettings } from "../context-engine/types.js";
 import type { EngineFacts } from "../../machines/turn.contract.js";
 import type { SessionStore } from "../store/session-store.js";
 import type { SessionLockHandle } from "../transcript/lock.js";
@@ -25,12 +25,14 @@ export interface TurnDeps {
   /** ids for every log line (never content). */
   ids: { sessionId: string; engineId: string };
   engineCallMs: number;
+  /** OpenClaw's `runtimeSettings` for this host and turn (the engine sees who frames the prompt, the model, the budget). */
+  runtimeSettings: ContextEngineRuntimeSettings;
   /** Display stream: never throws into the turn. */
   emit(event: TurnStreamEvent): void;
   hooks: HookRunner;
   binding: BindingKeeper;
   /** The session lock once the `session.acquiringLock` state took it; released by the host when the machine is done. */
-  lock: { handle?: SessionLockHandle };
+  lock: { handle?: SessionLockHandle; onLost?: () => void };
   /** Fingerprints of what decides thread compatibility (computed once per attempt). */
   fingerprints: { dynamicTools: string; engineId: string; policy: string };
   /** Host warnings that happen outside a machine transition (observer failures); appended to the result. */

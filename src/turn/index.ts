@@ -55,6 +55,12 @@ export function startCodexTurn(params: CodexTurnParams): CodexTurnHandle {
   const deps = createTurnDeps(parsed, events);
   const actor = createActor(bindTurnMachine(deps), { input: machineInput(deps), inspect: safeInspect(deps, parsed.inspect) });
   followTrace(actor, deps);
+  // Every later durable write asserts the lock; this also stops the turn itself (its mirror then fails, typed).
+  deps.lock.onLost = () => {
+    deps.hostWarnings.push("the session lock was lost (another process took the session); the attempt was aborted and writes nothing more");
+    deps.logger.warn({ ...deps.ids, event: "session lock lost" }, "session lock lost");
+    actor.send({ type: "ABORT", reason: "lockCompromised" });
+  };
   const onAbortSignal = () => actor.send({ type: "ABORT", reason: "signal" });
   const result = settle(actor, deps, events).finally(() => parsed.signal?.removeEventListener("abort", onAbortSignal));
   actor.start();

@@ -110,7 +110,7 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     expect(tools[1]!.text).toContain("WROTE-OUT\n");
     expect(tools[3]!.text).toContain(`A ${path.join(ws, "added.txt")}\nM ${path.join(ws, "out.txt")}`);
     expect(tools[3]!.text).toContain("@@ -1 +1 @@\n-hello\n+hello patched\n");
-    expect(record.messagesSnapshot.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]);
+    expect(record.messagesSnapshot.map((m) => m.role)).toEqual(["user", "custom", "assistant", "toolResult", "assistant", "toolResult", "assistant"]);
     expect(record.assistantText).toBe("all done");
     const commandItem = record.items.find((i) => i.kind === "commandExecution");
     expect(commandItem).toMatchObject({ status: "completed", exitCode: 0, cwd: ws });
@@ -124,8 +124,8 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     const ws = workspace();
     scriptWork(ws, { updateOutTxt: false });
     const record = await runTurn(ws, "never");
-    // The app-server does not yet forward turn/plan/updated to the turn's projector (it passes only consumed methods):
-    // project the same turn from the raw notification stream to check what the projector makes of the real one.
+    // The app-server forwards turn/plan/updated to the turn's projector: the record holds the plan message, exactly as
+    // projecting the raw notification stream gives it.
     const p = new TurnProjector({ threadId: record.threadId, turnId: record.turnId, originalPrompt: "do the work", model: "fake-model", provider: "fakeresp" });
     for (const n of raw) {
       const checked = validateNotification(n);
@@ -139,10 +139,8 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
       display: true,
       timestamp: expect.any(Number),
     });
-    // Everything else is what the turn record holds (which gains the plan message once the app-server forwards it).
-    const withoutPlans = (ms: AgentMessage[]) => ms.slice(1).filter((m) => m.role !== "custom");
-    expect(withoutPlans(snapshot)).toEqual(withoutPlans(record.messagesSnapshot));
-    expect(withoutPlans(snapshot).map((m) => m.role)).toEqual(["assistant", "toolResult", "assistant", "toolResult", "assistant"]);
+    expect(record.messagesSnapshot.slice(1)).toEqual(snapshot.slice(1));
+    expect(record.messagesSnapshot.map((m) => m.role)).toEqual(["user", "custom", "assistant", "toolResult", "assistant", "toolResult", "assistant"]);
 
     // The mirror of these messages reads back in pi's SessionManager as the same messages (plan as custom_message).
     const sessionFile = path.join(workspace(), "session.jsonl");

@@ -44,6 +44,7 @@ const sessionIds = (deps: TurnDeps) => ({
   sessionId: deps.params.sessionId,
   ...(deps.params.sessionKey !== undefined ? { sessionKey: deps.params.sessionKey } : {}),
   sessionFile: deps.params.sessionFile,
+  runtimeSettings: deps.runtimeSettings,
 });
 
 /** Bootstrap the engine, then re-read the history (bootstrap may rewrite the transcript). */
@@ -73,6 +74,7 @@ export async function compactEngine(deps: TurnDeps, input: { lastUsage?: LastUsa
     ...(deps.params.contextTokenBudget !== undefined ? { tokenBudget: deps.params.contextTokenBudget } : {}),
     ...(input.lastUsage?.inputTokens !== undefined ? { currentTokenCount: input.lastUsage.inputTokens } : {}),
     config: deps.params.compaction ?? {},
+    runtimeContext: runtimeContextFor(deps),
     timeoutMs: deps.params.timeouts?.compactionMs,
     signal,
     logger: deps.logger,
@@ -100,6 +102,7 @@ export async function assembleContext(deps: TurnDeps, input: { history: HistoryO
     signal,
     timeoutMs: deps.engineCallMs,
     runtimeContext: runtimeContextFor(deps),
+    runtimeSettings: deps.runtimeSettings,
   } as Parameters<typeof assembleHarnessContextEngine>[0]) as Promise<AssembleOutput>;
 }
 
@@ -126,6 +129,7 @@ export async function finalizeEngine(deps: TurnDeps, input: FinalizeInput): Prom
     tokenBudget: deps.params.contextTokenBudget,
     runtimeContext: runtimeContextFor(deps, record.usage),
     turnId: record.turnId,
+    threadId: record.threadId,
     timeoutMs: deps.engineCallMs,
     ...ingestProgress(deps, record),
   } as Parameters<typeof finalizeHarnessContextEngineTurn>[0]);

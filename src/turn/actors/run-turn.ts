@@ -92,7 +92,11 @@ async function startCodexTurn(
       steerQuietWindowMs: p.steerQuietWindowMs,
       idleTimeoutMs: p.timeouts?.turnIdleMs,
       ...(p.timeouts?.toolCallMs !== undefined ? { toolCallTimeoutMs: p.timeouts.toolCallMs } : {}),
-      ...(p.timeouts?.approvalMs !== undefined ? { approvalTimeoutMs: p.timeouts.approvalMs } : {}),
+      ...(p.timeouts?.approvalMs !== undefined ? { approvalTimeoutMs: p.timeouts.approvalMs, userInputTimeoutMs: p.timeouts.approvalMs } : {}),
+      ...(p.timeouts?.retryWithoutProgressMs !== undefined ? { retryWithoutProgressMs: p.timeouts.retryWithoutProgressMs } : {}),
+      toolInterceptorTimeoutMs: deps.engineCallMs,
+      // Codex-side warnings (a tool handler that timed out or returned a non-string): ids and names only.
+      onWarning: (w: { message?: string; code?: string }) => deps.hostWarnings.push(w.message ?? String(w.code)),
       ...(p.onApproval ? { onApproval: p.onApproval } : {}),
       ...(p.onUserInput ? { onUserInput: p.onUserInput } : {}),
       ...(deps.hooks.has("beforeToolCall")

@@ -12,7 +12,10 @@ export async function acquireSessionLock(deps: TurnDeps, signal: AbortSignal): P
   const { params } = deps;
   if (params.sessionRoot !== undefined) await resolveSessionPath(params.sessionFile, params.sessionRoot);
   const started = performance.now();
-  deps.lock.handle = await deps.store.acquireLock({ signal, logger: deps.logger });
+  const handle = await deps.store.acquireLock({ signal, logger: deps.logger });
+  deps.lock.handle = handle;
+  // Another process took the session (this process stalled past the stale time): stop, and write nothing more.
+  handle.signal.addEventListener("abort", () => deps.lock.onLost?.(), { once: true });
   return { waitedMs: Math.round(performance.now() - started) };
 }
 

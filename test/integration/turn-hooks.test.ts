@@ -1,0 +1,168 @@
+/**
+ * The hook surface end to end (issue 16), real app-server and fake model: one turn with an accordion compaction, a
+ * dynamic tool call and a native command, with every hook recording when it ran; hooks that throw or hang leave the
+ * turn completed with warnings; `handle.events` yields the turn's stream and ends when it settles; a blocked dynamic
+ * tool call never reaches its handler.
+ */
+import { mkdtempSync, rmSync, existsSync, readFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCodexTurn, startCodexTurn } from "../../src/turn.js";
+import { createWindowEngine } from "../../src/context-engine/engines/index.js";
+import type { ContextEngine } from "../../src/context-engine/types.js";
+import type { CodexTurnHooks } from "../../src/hooks/types.js";
+import type { TurnStreamEvent } from "../../src/params.js";
+import { readThreadBinding, writeThreadBinding } from "../../src/transcript/binding.js";
+import { readSessionTranscript } from "../../src/transcript/session-file.js";
+import { execCommandCall, startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
+import { disposeChecked, tempSessions, turnParams } from "../helpers/turn-env.js";
+
+let env: OfflineCodex;
+const sessions = tempSessions("turn-hooks-");
+const workspaces: string[] = [];
+
+beforeAll(async () => {
+  // A HOME of its own keeps the machine's shell startup files out of the sandboxed command.
+  const home = mkdtempSync(path.join(os.tmpdir(), "turn-hooks-home-"));
+  workspaces.push(home);
+  env = await startOfflineCodex({ codex: { env: { HOME: home } } });
+});
+afterAll(async () => {
+  await disposeChecked(env);
+  sessions.cleanup();
+  for (const w of workspaces) rmSync(w, { recursive: true, force: true });
+});
+
+/** A window engine that owns compaction and, when compacted, reports a summary keeping the last entry. */
+function compactingEngine(sessionFile: string): ContextEngine {
+  const inner = createWindowEngine({ ownsCompaction: true });
+  return {
+    ...inner,
+    info: { ...inner.info, id: "compacting", ownsCompaction: true },
+    async compact() {
+      const t = await readSessionTranscript(sessionFile);
+      const last = t.entries.at(-1)!;
+      return { ok: true, compacted: true, result: { summary: "summary of the earlier turns", firstKeptEntryId: last.id, tokensBefore: 95 } };
+    },
+  };
+}
+
+const tool = (calls: unknown[]) => ({
+  name: "lookup",
+  description: "look something up",
+  inputSchema: { type: "object", properties: { q: { type: "string" } } },
+  handler: (args: unknown) => {
+    calls.push(args);
+    return "looked up";
+  },
+});
+
+describe("the hook surface", () => {
+  it("fires every hook in the spec's order on a turn with an accordion compaction, a dynamic tool call and a native command", async () => {
+    const file = sessions.file();
+    const ws = mkdtempSync(path.join(os.tmpdir(), "turn-hooks-ws-"));
+    workspaces.push(ws);
+    const engine = compactingEngine(file);
+    expect((await runCodexTurn(turnParams(env, file, "first", { contextEngine: engine, cwd: ws }))).status).toBe("completed");
+    // The bound thread reported usage past the accordion threshold (90% of its window).
+    const binding = (await readThreadBinding(file))!;
+    await writeThreadBinding(file, { ...binding, lastUsage: { inputTokens: 90, totalTokens: 95, modelContextWindow: 100 } });
+
+    const order: string[] = [];
+    const record = (name: string) => (e: { native?: boolean; backend?: string; toolName?: string }) => {
+      order.push(e.backend ? `${name}(${e.backend})` : e.toolName ? `${name}(${e.toolName})` : name);
+    };
+    const hooks: CodexTurnHooks = {
+      beforePromptBuild: () => void order.push("beforePromptBuild"),
+      llmInput: record("llmInput"),
+      beforeToolCall: record("beforeToolCall"),
+      afterToolCall: record("afterToolCall"),
+      beforeCompaction: record("beforeCompaction"),
+      afterCompaction: record("afterCompaction"),
+      llmOutput: record("llmOutput"),
+      beforeAgentFinalize: record("beforeAgentFinalize"),
+      agentEnd: record("agentEnd"),
+    };
+    const handlerCalls: unknown[] = [];
+    env.fake.enqueue([
+      { functionCall: { name: "lookup", arguments: { q: "x" } } },
+      { functionCall: execCommandCall("echo ran > ran.txt", { workdir: ws }) },
+      { text: "done" },
+    ]);
+    const r = await runCodexTurn(
+      turnParams(env, file, "second", { contextEngine: engine, cwd: ws, hooks, dynamicTools: [tool(handlerCalls)], sandbox: "danger-full-access" }),
+    );
+    expect(r.status).toBe("completed");
+    expect(r.trace).toContain("compactBeforeTurn");
+    expect(readFileSync(path.join(ws, "ran.txt"), "utf8")).toBe("ran\n");
+    expect(handlerCalls).toEqual([{ q: "x" }]);
+    expect(order).toEqual([
+      "beforeCompaction(context-engine)",
+      "afterCompaction(context-engine)",
+      "beforePromptBuild",
+      "llmInput",
+      "beforeToolCall(lookup)",
+      "afterToolCall(lookup)",
+      "beforeToolCall(shell)",
+      "afterToolCall(shell)",
+      "llmOutput",
+      "beforeAgentFinalize",
+      "agentEnd",
+    ]);
+    // The engine's compaction is in the transcript as a pi compaction entry.
+    const entries = (await readSessionTranscript(file)).entries;
+    expect(entries.some((e) => e.type === "compaction")).toBe(true);
+  });
+
+  it("a throwing hook and a hanging hook leave the turn completed, with warnings", async () => {
+    const file = sessions.file();
+    const hooks: CodexTurnHooks = {
+      llmInput: () => {
+        throw new Error("observer broke");
+      },
+      agentEnd: () => new Promise<void>(() => undefined),
+      onState: () => {
+        throw new Error("state observer broke");
+      },
+    };
+    const started = Date.now();
+    const r = await runCodexTurn(turnParams(env, file, "observe me", { hooks, timeouts: { engineCallMs: 300 } }));
+    expect(r.status).toBe("completed");
+    expect(r.assistantText).toBe("reply to: observe me");
+    expect(r.warnings).toEqual(
+      expect.arrayContaining([expect.stringMatching(/^llmInput hook failed \(observer broke\)/), expect.stringMatching(/^agentEnd hook failed \(.*300.*\)/), expect.stringMatching(/^onState hook failed/)]),
+    );
+    expect(Date.now() - started).toBeLessThan(20_000);
+  });
+
+  it("beforeToolCall may block a dynamic tool call: the handler never runs, Codex gets the reason", async () => {
+    const file = sessions.file();
+    const handlerCalls: unknown[] = [];
+    env.fake.enqueue([{ functionCall: { name: "lookup", arguments: { q: "secret" } } }, { text: "understood" }]);
+    const r = await runCodexTurn(
+      turnParams(env, file, "try the tool", {
+        dynamicTools: [tool(handlerCalls)],
+        hooks: { beforeToolCall: (c) => (c.toolName === "lookup" ? { block: true, blockReason: "lookups are off today" } : undefined) },
+      }),
+    );
+    expect(r.status).toBe("completed");
+    expect(handlerCalls).toEqual([]);
+    expect(JSON.stringify(env.fake.requests.at(-1)!.body)).toContain("lookups are off today");
+  });
+
+  it("handle.events yields the turn's stream events and ends when the turn settles", async () => {
+    const file = sessions.file();
+    env.fake.enqueue({ text: ["one ", "two ", "three"], delayMs: 5 });
+    const handle = startCodexTurn(turnParams(env, file, "stream it"));
+    const seen: TurnStreamEvent[] = [];
+    for await (const event of handle.events) seen.push(event);
+    const result = await handle.result;
+    expect(result.status).toBe("completed");
+    const states = seen.filter((e) => e.type === "state").map((e) => (e as { state: string }).state);
+    expect(states).toEqual(result.trace);
+    const text = seen.filter((e) => e.type === "agentMessageDelta").map((e) => (e as { delta: string }).delta).join("");
+    expect(text).toBe(result.assistantText);
+    expect(existsSync(`${file}.lock`)).toBe(false);
+  });
+});
