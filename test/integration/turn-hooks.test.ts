@@ -70,7 +70,8 @@ describe("the hook surface", () => {
     await writeThreadBinding(file, { ...binding, lastUsage: { inputTokens: 90, totalTokens: 95, modelContextWindow: 100 } });
 
     const order: string[] = [];
-    const record = (name: string) => (e: { native?: boolean; backend?: string; toolName?: string }) => {
+    const record = (name: string) => (event: object) => {
+      const e = event as { backend?: string; toolName?: string };
       order.push(e.backend ? `${name}(${e.backend})` : e.toolName ? `${name}(${e.toolName})` : name);
     };
     const hooks: CodexTurnHooks = {
