@@ -200,6 +200,8 @@ export interface ProjectionOutput {
 export interface HooksOutput {
   promptText: string;
   developerInstructions?: string;
+  /** The projection redone for the hook's developer instructions (their delivery to a resumed thread), when they changed. */
+  projection?: ProjectionOutput;
 }
 
 export interface ThreadStartOutput {
@@ -323,7 +325,7 @@ export interface TurnMachineOutput {
   warnings: string[];
   /** Steer texts Codex did not take (or that arrived when no turn was running): run them after this turn. */
   followUps: string[];
-  projection?: Pick<ProjectionOutput, "mode" | "reason" | "entriesSent" | "bytes">;
+  projection?: Pick<ProjectionOutput, "mode" | "reason" | "entriesSent" | "bytes" | "staleTokens">;
   /** Background maintenance was scheduled (tracked by the host) rather than run in the machine. */
   backgroundMaintenance: boolean;
   error?: TurnError;

@@ -153,8 +153,8 @@ function buildOutput(context: TurnContext): TurnMachineOutput {
   if (context.record) output.record = context.record;
   if (context.error) output.error = context.error;
   if (context.projection) {
-    const { mode, reason, entriesSent, bytes } = context.projection;
-    output.projection = { mode, reason, entriesSent, bytes };
+    const { mode, reason, entriesSent, bytes, staleTokens } = context.projection;
+    output.projection = { mode, reason, entriesSent, bytes, ...(staleTokens !== undefined ? { staleTokens } : {}) };
   }
   return output;
 }
@@ -194,9 +194,10 @@ export const turnMachine = setup({
       ProjectionOutput,
       { prompt: string; history: HistoryOutput; assembled?: AssembleOutput; binding?: unknown; freshThreadReason?: string }
     >(notProvided("projectContext")),
-    runPromptHooks: fromPromise<HooksOutput, { promptText: string; developerInstructions?: string; history: HistoryOutput }>(
-      notProvided("runPromptHooks"),
-    ),
+    runPromptHooks: fromPromise<
+      HooksOutput,
+      { promptText: string; developerInstructions?: string; history: HistoryOutput; projection?: ProjectionOutput; binding?: unknown }
+    >(notProvided("runPromptHooks")),
     resumeThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("resumeThread")),
     startThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("startThread")),
     runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(notProvided("runTurn")),
@@ -330,9 +331,10 @@ export const turnMachine = setup({
         warnings: [...context.warnings, "projection failed; sending the original prompt on a fresh thread"],
       };
     }),
-    storeHooks: assign((_, params: { output: HooksOutput }) => ({
+    storeHooks: assign(({ context }, params: { output: HooksOutput }) => ({
       promptText: params.output.promptText,
       developerInstructions: params.output.developerInstructions,
+      projection: params.output.projection ?? context.projection,
     })),
     warnHooksFailed: assign(({ context }, params: { message: string }) => ({
       warnings: [...context.warnings, `beforePromptBuild hook failed (${params.message}); keeping the unmodified prompt`],
@@ -715,6 +717,8 @@ export const turnMachine = setup({
           promptText: context.promptText,
           developerInstructions: context.developerInstructions,
           history: context.history,
+          projection: context.projection,
+          binding: context.rotateThread || context.resumeFellBack ? undefined : context.binding,
         }),
         onDone: {
           target: "threadStart",

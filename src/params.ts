@@ -249,7 +249,8 @@ export interface CodexTurnResult {
   /** Steer texts Codex did not take: run them as follow-up prompts. */
   followUps: string[];
   warnings: string[];
-  projection?: { mode: string; reason: string; entriesSent: number; bytes: number };
+  /** What projection sent (counts, never content); `staleTokens`: what the thread holds that the engine dropped. */
+  projection?: { mode: string; reason: string; entriesSent: number; bytes: number; staleTokens?: number };
   error?: TurnError;
   /** Settles when background maintenance (turnMaintenanceMode "background") finished; resolved at once otherwise. */
   backgroundMaintenance: Promise<void>;
