@@ -85,7 +85,8 @@ export function createBindingKeeper(deps: {
       void persist(true);
     },
     nativeCompaction(compaction, preTurn) {
-      if (!binding || binding.threadId !== compaction.threadId) return;
+      // Only a completed compaction dropped anything (the started notification comes first).
+      if (!compaction.completed || !binding || binding.threadId !== compaction.threadId) return;
       binding = markNativeCompaction(binding, compaction.threadId);
       if (preTurn) {
         const update = lastProjection?.bindingUpdate as { ledgerAdd?: string[] } | undefined;

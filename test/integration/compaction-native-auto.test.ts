@@ -28,9 +28,14 @@ afterAll(async () => {
 });
 
 const small = { input_tokens: 500, output_tokens: 10, total_tokens: 510 };
-/** Our injected context arrives as developer messages tagged with the entry key. */
+/**
+ * Our injected context is `untrusted`: Codex 0.169.0 brings each entry as a `function_call_output` item named after
+ * the key without its dots (`openclawcontext<NNN><hash>`), never as a developer message.
+ */
 const contextEntries = (body: Record<string, unknown> | null) =>
-  inputMessageTexts(body, "developer").filter((t) => t.startsWith("<openclaw.context."));
+  (Array.isArray(body?.input) ? (body!.input as Array<Record<string, unknown>>) : [])
+    .filter((item) => item.type === "function_call_output" && typeof item.name === "string" && item.name.startsWith("openclawcontext"))
+    .map((item) => (typeof item.output === "string" ? item.output : JSON.stringify(item.output)));
 
 describe("in-turn native auto-compaction through runCodexTurn", () => {
   it("reports Codex's compaction as native, fires the hooks, and the next turn re-sends the dropped context", async () => {
