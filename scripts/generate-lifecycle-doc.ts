@@ -25,7 +25,7 @@ tests call directly. Every lifecycle decision is a state, a transition or a name
 ## Turn statechart
 
 \`\`\`mermaid
-${machineToMermaid(turnMachine).trimEnd()}
+${machineToMermaid(turnMachine, { mergeParallelEdges: true }).trimEnd()}
 \`\`\`
 
 \`compactionCheck\`, \`threadStart.choosing\`, \`finalize.choosingSnapshot\`, \`decideMaintenance\` and \`settling\` are
@@ -86,7 +86,7 @@ record and finalize's snapshot choice are visible here and in the inspector, not
 ## Compaction statechart
 
 \`\`\`mermaid
-${machineToMermaid(compactionMachine).trimEnd()}
+${machineToMermaid(compactionMachine, { mergeParallelEdges: true }).trimEnd()}
 \`\`\`
 `;
 }

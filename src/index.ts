@@ -37,7 +37,7 @@ export type * from "../machines/turn.contract.js";
 
 // Sessions: recovery, compaction, reset, reading, storage.
 export { recoverCodexSession, RecoveryMirrorError, type RecoverCodexSessionParams, type SessionRecovery } from "./recovery.js";
-export { compactSession } from "./compaction/session.js";
+export { compactCodexSession, type CompactCodexSessionParams } from "./compaction/session.js";
 export { CompactionError, type CompactionErrorCode } from "./compaction/errors.js";
 export type { CompactionOutput, CompactionTrigger } from "./compaction/compact-session.js";
 export { resetCodexSession, type ResetCodexSessionParams, type ResetCodexSessionResult } from "./transcript/reset.js";

@@ -243,64 +243,90 @@ export async function runAccordionCompaction(params: RunAccordionParams): Promis
     const { field, message } = firstIssue(parsed.error.issues, "(params)");
     throw new CompactionError("INVALID_COMPACTION_PARAMS", field, `invalid accordion parameter \`${field}\`: ${message}`);
   }
-  const config = parseAccordionConfig(params.config);
-  const { engine, sessionId, sessionKey, sessionFile, tokenBudget, currentTokenCount, signal } = params;
-  const logger = params.logger ?? silentLogger;
-  const timeoutMs = params.timeoutMs ?? DEFAULT_ACCORDION_TIMEOUT_MS;
-  const ids = { sessionId, engineId: engine.info?.id };
-  const tokensBefore = currentTokenCount ?? 0;
-
+  const run: AccordionRun = {
+    params,
+    config: parseAccordionConfig(params.config),
+    logger: params.logger ?? silentLogger,
+    timeoutMs: params.timeoutMs ?? DEFAULT_ACCORDION_TIMEOUT_MS,
+    ids: { sessionId: params.sessionId, engineId: params.engine.info?.id },
+    tokensBefore: params.currentTokenCount ?? 0,
+  };
+  const { engine, signal } = params;
   if (signal?.aborted) {
-    logger.info({ ...ids, event: "accordion compaction aborted" }, "accordion compaction aborted");
-    return { compacted: false, tokensBefore, via: "none", reason: "aborted" };
+    run.logger.info({ ...run.ids, event: "accordion compaction aborted" }, "accordion compaction aborted");
+    return { compacted: false, tokensBefore: run.tokensBefore, via: "none", reason: "aborted" };
   }
-
   if (typeof engine.interceptCompaction === "function" && !usesInterceptCompaction(engine)) {
-    logger.info(
-      { ...ids, event: "accordion intercept skipped", reason: "interceptsCompaction false" },
+    run.logger.info(
+      { ...run.ids, event: "accordion intercept skipped", reason: "interceptsCompaction false" },
       "engine opted out of interceptCompaction (info.interceptsCompaction: false); using compact()",
     );
   }
   if (usesInterceptCompaction(engine)) {
-    let intercepted: InterceptCompactionResult;
-    try {
-      intercepted = await callEngine("interceptCompaction", () => engine.interceptCompaction!({
-        sessionId,
-        ...(sessionKey !== undefined ? { sessionKey } : {}),
-        sessionFile,
-        ...(tokenBudget !== undefined ? { tokenBudget } : {}),
-        ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
-        firstKeptEntryId: params.firstKeptEntryId ?? "",
-        tokensBefore,
-        trigger: "in-attempt-auto",
-        ...(signal ? { signal } : {}),
-      }), { timeoutMs, ...(signal ? { signal } : {}) });
-    } catch (error) {
-      // The contract says interceptCompaction never throws; if it does, treat it as declined (lossless-claw#665).
-      intercepted = { handled: false, reason: `threw: ${errorLabel(error)}` };
-    }
-    if (intercepted && intercepted.handled === true) {
-      const result: AccordionRunResult = {
-        compacted: true,
-        tokensBefore: intercepted.tokensBefore ?? tokensBefore,
-        via: "intercept",
-        ...(intercepted.summary ? { summary: intercepted.summary } : {}),
-        ...(intercepted.firstKeptEntryId ? { firstKeptEntryId: intercepted.firstKeptEntryId } : {}),
-      };
-      if (intercepted.tokensAfter !== undefined) result.tokensAfter = intercepted.tokensAfter;
-      logger.info(
-        { ...ids, event: "accordion intercept handled", tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter },
-        "accordion compaction handled by interceptCompaction",
-      );
-      return result;
-    }
-    logger.info(
-      { ...ids, event: "accordion intercept declined", interceptReason: capReason(intercepted?.reason) },
-      "interceptCompaction declined; falling back to compact()",
-    );
-    if (signal?.aborted) return { compacted: false, tokensBefore, via: "none", reason: "aborted" };
+    const intercepted = await interceptPhase(run);
+    if (intercepted) return intercepted;
+    if (signal?.aborted) return { compacted: false, tokensBefore: run.tokensBefore, via: "none", reason: "aborted" };
   }
+  return compactPhase(run);
+}
 
+/** What the phases of one accordion run share. */
+interface AccordionRun {
+  params: RunAccordionParams;
+  config: AccordionConfig;
+  logger: Logger;
+  timeoutMs: number;
+  ids: { sessionId: string; engineId: string | undefined };
+  tokensBefore: number;
+}
+
+/** `interceptCompaction` first: the result when the engine handled it, undefined when it declined (or threw). */
+async function interceptPhase(run: AccordionRun): Promise<AccordionRunResult | undefined> {
+  const { engine, sessionId, sessionKey, sessionFile, tokenBudget, currentTokenCount, signal } = run.params;
+  const { logger, ids, tokensBefore } = run;
+  let intercepted: InterceptCompactionResult;
+  try {
+    intercepted = await callEngine("interceptCompaction", () => engine.interceptCompaction!({
+      sessionId,
+      ...(sessionKey !== undefined ? { sessionKey } : {}),
+      sessionFile,
+      ...(tokenBudget !== undefined ? { tokenBudget } : {}),
+      ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
+      firstKeptEntryId: run.params.firstKeptEntryId ?? "",
+      tokensBefore,
+      trigger: "in-attempt-auto",
+      ...(signal ? { signal } : {}),
+    }), { timeoutMs: run.timeoutMs, ...(signal ? { signal } : {}) });
+  } catch (error) {
+    // The contract says interceptCompaction never throws; if it does, treat it as declined (lossless-claw#665).
+    intercepted = { handled: false, reason: `threw: ${errorLabel(error)}` };
+  }
+  if (intercepted && intercepted.handled === true) {
+    const result: AccordionRunResult = {
+      compacted: true,
+      tokensBefore: intercepted.tokensBefore ?? tokensBefore,
+      via: "intercept",
+      ...(intercepted.summary ? { summary: intercepted.summary } : {}),
+      ...(intercepted.firstKeptEntryId ? { firstKeptEntryId: intercepted.firstKeptEntryId } : {}),
+    };
+    if (intercepted.tokensAfter !== undefined) result.tokensAfter = intercepted.tokensAfter;
+    logger.info(
+      { ...ids, event: "accordion intercept handled", tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter },
+      "accordion compaction handled by interceptCompaction",
+    );
+    return result;
+  }
+  logger.info(
+    { ...ids, event: "accordion intercept declined", interceptReason: capReason(intercepted?.reason) },
+    "interceptCompaction declined; falling back to compact()",
+  );
+  return undefined;
+}
+
+/** `compact()`: validated before it is read (a malformed result is a failure, never half-read). */
+async function compactPhase(run: AccordionRun): Promise<AccordionRunResult> {
+  const { engine, sessionId, sessionKey, sessionFile, tokenBudget, currentTokenCount, signal } = run.params;
+  const { logger, ids, tokensBefore, config } = run;
   let res: CompactResult;
   try {
     const raw: unknown = await callEngine("compact", () => engine.compact({
@@ -313,46 +339,21 @@ export async function runAccordionCompaction(params: RunAccordionParams): Promis
       compactionTarget: "threshold",
       compactionTargetFraction: config.compactionTargetFraction,
       runtimeContext: {
-        ...(params.runtimeContext ?? {}),
+        ...(run.params.runtimeContext ?? {}),
         ...(tokenBudget !== undefined ? { tokenBudget } : {}),
         ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
       },
-      ...(params.runtimeSettings ? { runtimeSettings: params.runtimeSettings } : {}),
+      ...(run.params.runtimeSettings ? { runtimeSettings: run.params.runtimeSettings } : {}),
       ...(signal ? { abortSignal: signal } : {}),
-    }), { timeoutMs, ...(signal ? { signal } : {}) });
-    // Third-party output: validate before reading it (a malformed result is a failure, never half-read).
+    }), { timeoutMs: run.timeoutMs, ...(signal ? { signal } : {}) });
     res = validateCompactResult(raw);
   } catch (error) {
-    const aborted = signal?.aborted === true;
-    const invalid = error instanceof CompactResultInvalidError;
-    logger.warn(
-      {
-        ...ids,
-        event: aborted ? "accordion compaction aborted" : "accordion compaction failed",
-        err: errorLabel(error),
-        // The field path and the schema's complaint only (no values), so no content reaches the log.
-        ...(invalid ? { detail: error.detail } : {}),
-      },
-      invalid ? "accordion compaction failed: compact() returned an invalid result" : "accordion compaction failed",
-    );
-    const failed: AccordionRunResult = {
-      compacted: false,
-      tokensBefore,
-      via: "compact",
-      reason: aborted ? "aborted" : invalid ? "compactResultInvalid" : "compactFailed",
-    };
-    // Our own message (method, field path, schema complaint): safe to report, unlike whatever an engine threw.
-    if (invalid && !aborted) failed.error = { code: error.code, message: error.message };
-    return failed;
+    return compactFailed(run, error);
   }
   // `compacted: true` means compacted, whatever `ok` says: lossless-claw answers `{ ok: false, compacted: true }` for
   // "compacted, but still over target", and the thread must still rotate onto the compacted view.
   const compacted = res.compacted;
-  const result: AccordionRunResult = {
-    compacted,
-    tokensBefore: res.result?.tokensBefore ?? tokensBefore,
-    via: "compact",
-  };
+  const result: AccordionRunResult = { compacted, tokensBefore: res.result?.tokensBefore ?? tokensBefore, via: "compact" };
   if (res.result?.tokensAfter !== undefined) result.tokensAfter = res.result.tokensAfter;
   if (res.result?.summary) result.summary = res.result.summary;
   if (res.result?.firstKeptEntryId) result.firstKeptEntryId = res.result.firstKeptEntryId;
@@ -363,15 +364,33 @@ export async function runAccordionCompaction(params: RunAccordionParams): Promis
   }
   if (!compacted) result.reason = capReason(res.reason) ?? (res.ok ? "notCompacted" : "compactRejected");
   logger.info(
-    {
-      ...ids,
-      event: "accordion compaction completed",
-      compacted,
-      tokensBefore: result.tokensBefore,
-      tokensAfter: result.tokensAfter,
-      compactionTargetFraction: config.compactionTargetFraction,
-    },
+    { ...ids, event: "accordion compaction completed", compacted, tokensBefore: result.tokensBefore, tokensAfter: result.tokensAfter, compactionTargetFraction: config.compactionTargetFraction },
     "accordion compaction completed",
   );
   return result;
+}
+
+/** A `compact()` that threw, timed out, was aborted or returned a malformed result. */
+function compactFailed(run: AccordionRun, error: unknown): AccordionRunResult {
+  const aborted = run.params.signal?.aborted === true;
+  const invalid = error instanceof CompactResultInvalidError;
+  run.logger.warn(
+    {
+      ...run.ids,
+      event: aborted ? "accordion compaction aborted" : "accordion compaction failed",
+      err: errorLabel(error),
+      // The field path and the schema's complaint only (no values), so no content reaches the log.
+      ...(invalid ? { detail: error.detail } : {}),
+    },
+    invalid ? "accordion compaction failed: compact() returned an invalid result" : "accordion compaction failed",
+  );
+  const failed: AccordionRunResult = {
+    compacted: false,
+    tokensBefore: run.tokensBefore,
+    via: "compact",
+    reason: aborted ? "aborted" : invalid ? "compactResultInvalid" : "compactFailed",
+  };
+  // Our own message (method, field path, schema complaint): safe to report, unlike whatever an engine threw.
+  if (invalid && !aborted) failed.error = { code: error.code, message: error.message };
+  return failed;
 }

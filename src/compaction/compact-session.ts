@@ -7,6 +7,7 @@
  * helpers can be wired in by the caller.
  */
 import { z } from "zod";
+import type { InspectionEvent } from "xstate";
 import type { CodexTurnHooks, CompactionHookEvent } from "../hooks/types.js";
 import { callEngine } from "../context-engine/lifecycle.js";
 import type { Logger } from "pino";
@@ -60,8 +61,8 @@ export type CompactionMaintenanceRunner = (p: {
 const isFunction = (v: unknown): boolean => typeof v === "function";
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === "object" && v !== null;
 
-/** Parameters of {@link compactCodexSession}, validated with zod (a bad value throws {@link CompactionError}). */
-export const compactCodexSessionParamsSchema = z
+/** Parameters of {@link runCodexCompaction}, validated with zod (a bad value throws {@link CompactionError}). */
+export const runCodexCompactionParamsSchema = z
   .object({
     appServer: z.custom<NativeCompactor>(
       (v) => isObject(v) && isFunction(v.compactThread),
@@ -90,6 +91,8 @@ export const compactCodexSessionParamsSchema = z
     /** Bound on the engine's `compact()` (an engine summarizing with a model may need minutes). */
     engineTimeoutMs: z.number().int().positive().default(300_000),
     runMaintenance: z.custom<CompactionMaintenanceRunner>(isFunction, "runMaintenance must be a function").optional(),
+    /** XState inspection observer for the compaction actor (live inspector, trace recorder); a throw is ignored. */
+    inspect: z.custom<(event: InspectionEvent) => void>(isFunction, "inspect must be a function").optional(),
     /** `beforeCompaction` / `afterCompaction` fire around the run (bounded, never failing it). */
     hooks: z.custom<Pick<CodexTurnHooks, "beforeCompaction" | "afterCompaction">>(isObject, "hooks must be an object").optional(),
     /**
@@ -106,12 +109,12 @@ export const compactCodexSessionParamsSchema = z
   })
   .strict();
 
-/** Parameters of {@link compactCodexSession}. */
-export type CompactCodexSessionParams = z.input<typeof compactCodexSessionParamsSchema>;
+/** Parameters of {@link runCodexCompaction}. */
+export type RunCodexCompactionParams = z.input<typeof runCodexCompactionParamsSchema>;
 
 /** Parse the parameters; throws {@link CompactionError} (`INVALID_COMPACTION_PARAMS`) naming the first bad field. */
-export function parseCompactCodexSessionParams(params: unknown): z.output<typeof compactCodexSessionParamsSchema> {
-  const parsed = compactCodexSessionParamsSchema.safeParse(params);
+export function parseRunCodexCompactionParams(params: unknown): z.output<typeof runCodexCompactionParamsSchema> {
+  const parsed = runCodexCompactionParamsSchema.safeParse(params);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     if (issue?.code === "unrecognized_keys") {
@@ -164,7 +167,7 @@ function errorLabel(error: unknown): string {
  *
  * @example
  * ```ts
- * const out = await compactCodexSession({
+ * const out = await runCodexCompaction({
  *   appServer,                                   // anything with compactThread({ threadId, timeoutMs })
  *   bindingStore,                                // read + markNativeCompaction
  *   sessionId: "s1",
@@ -176,13 +179,13 @@ function errorLabel(error: unknown): string {
  * if (!out.ok) console.warn(out.reason, out.result?.details);
  * ```
  */
-export async function compactCodexSession(params: CompactCodexSessionParams): Promise<CompactionOutput> {
-  const p = parseCompactCodexSessionParams(params);
+export async function runCodexCompaction(params: RunCodexCompactionParams): Promise<CompactionOutput> {
+  const p = parseRunCodexCompactionParams(params);
   const run = () => runCompaction(p);
   return p.withLock ? p.withLock(run) : run();
 }
 
-async function runCompaction(p: z.output<typeof compactCodexSessionParamsSchema>): Promise<CompactionOutput> {
+async function runCompaction(p: z.output<typeof runCodexCompactionParamsSchema>): Promise<CompactionOutput> {
   const logger = p.logger ?? silentLogger;
   const engine = p.contextEngine;
   const facts = compactionEngineFacts(engine);
@@ -284,7 +287,21 @@ async function runCompaction(p: z.output<typeof compactCodexSessionParamsSchema>
     ownsCompaction: facts.ownsCompaction,
   };
   await observeCompactionHook(p, "beforeCompaction", hookEvent, logger);
-  const actor = createActor(machine, { input });
+  const inspect = p.inspect;
+  const actor = createActor(machine, {
+    input,
+    ...(inspect
+      ? {
+          inspect: (event: InspectionEvent) => {
+            try {
+              inspect(event);
+            } catch {
+              // An observer never breaks the compaction.
+            }
+          },
+        }
+      : {}),
+  });
   // Attach the result before start so an actor error rejects this promise instead of crashing the process.
   const done = toPromise(actor);
   const onAbort = () => actor.send({ type: "ABORT" });
@@ -321,7 +338,7 @@ async function runCompaction(p: z.output<typeof compactCodexSessionParamsSchema>
 
 /** Fire a compaction hook, bounded by the engine timeout; a failure is logged, never the compaction's. */
 async function observeCompactionHook(
-  p: z.output<typeof compactCodexSessionParamsSchema>,
+  p: z.output<typeof runCodexCompactionParamsSchema>,
   name: "beforeCompaction" | "afterCompaction",
   event: CompactionHookEvent,
   logger: Logger,
@@ -336,7 +353,7 @@ async function observeCompactionHook(
 }
 
 /** The engine's compaction, as a pi `compaction` entry in the transcript (when it reported a summary and a kept entry). */
-async function writeCompactionEntry(p: z.output<typeof compactCodexSessionParamsSchema>, output: CompactionOutput, logger: Logger): Promise<void> {
+async function writeCompactionEntry(p: z.output<typeof runCodexCompactionParamsSchema>, output: CompactionOutput, logger: Logger): Promise<void> {
   const r = output.result;
   if (!p.appendCompactionEntry || !output.compacted || output.primary !== "engine" || !r?.summary || !r.firstKeptEntryId) return;
   try {

@@ -1,6 +1,6 @@
 /** Codes of {@link CompactionError}; callers branch on these, never on messages. */
 export type CompactionErrorCode =
-  /** `compactCodexSession` / `runAccordionCompaction` options failed validation. */
+  /** `runCodexCompaction` / `runAccordionCompaction` options failed validation. */
   | "INVALID_COMPACTION_PARAMS"
   /** The accordion configuration failed validation. */
   | "INVALID_ACCORDION_CONFIG";

@@ -1,5 +1,5 @@
 /**
- * Host-bound explicit compaction: {@link compactCodexSession} wired to the real thread-binding sidecar, the real
+ * Host-bound explicit compaction: {@link runCodexCompaction} wired to the real thread-binding sidecar, the real
  * engine-maintenance lifecycle helper and the session lock, for users and the CLI (`/compact`).
  */
 import { z } from "zod";
@@ -11,8 +11,8 @@ import { withSessionLock } from "../transcript/lock.js";
 import { createJsonlSessionStore } from "../store/jsonl-store.js";
 import { settleCompaction } from "../../machines/compaction.rules.js";
 import {
-  compactCodexSessionParamsSchema,
-  compactCodexSession,
+  runCodexCompactionParamsSchema,
+  runCodexCompaction,
   compactionEngineFacts,
   createBindingStore,
   type CompactionMaintenanceRunner,
@@ -24,10 +24,10 @@ import { CompactionError, firstIssue } from "./errors.js";
 export const DEFAULT_COMPACTION_MAINTENANCE_TIMEOUT_MS = 60_000;
 
 /**
- * Parameters of {@link compactSession}: those of `compactCodexSession` minus the host wiring it supplies itself
+ * Parameters of {@link compactCodexSession}: those of `runCodexCompaction` minus the host wiring it supplies itself
  * (`bindingStore`, `runMaintenance`, `withLock`), plus optional bounds on the lock wait and on maintenance.
  */
-export const compactSessionParamsSchema = compactCodexSessionParamsSchema
+export const compactCodexSessionParamsSchema = runCodexCompactionParamsSchema
   .omit({ bindingStore: true, runMaintenance: true, withLock: true, appendCompactionEntry: true })
   .extend({
     /** Give up waiting for the session lock after this long (default: the lock's own default, 10 minutes). */
@@ -37,11 +37,11 @@ export const compactSessionParamsSchema = compactCodexSessionParamsSchema
   })
   .strict();
 
-/** Parameters of {@link compactSession}. */
-export type CompactSessionParams = z.input<typeof compactSessionParamsSchema>;
+/** Parameters of {@link compactCodexSession}. */
+export type CompactCodexSessionParams = z.input<typeof compactCodexSessionParamsSchema>;
 
-function parseCompactSessionParams(params: unknown): z.output<typeof compactSessionParamsSchema> {
-  const parsed = compactSessionParamsSchema.safeParse(params);
+function parseCompactSessionParams(params: unknown): z.output<typeof compactCodexSessionParamsSchema> {
+  const parsed = compactCodexSessionParamsSchema.safeParse(params);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   if (issue?.code === "unrecognized_keys") {
@@ -68,7 +68,7 @@ function parseCompactSessionParams(params: unknown): z.output<typeof compactSess
  * @example
  * ```ts
  * const appServer = await CodexAppServer.spawn();
- * const out = await compactSession({
+ * const out = await compactCodexSession({
  *   appServer,
  *   sessionId: "s1",
  *   sessionFile: "/data/s1.jsonl",
@@ -79,7 +79,7 @@ function parseCompactSessionParams(params: unknown): z.output<typeof compactSess
  * console.log(out.ok, out.primary, out.result?.details.codexNativeCompaction);
  * ```
  */
-export async function compactSession(params: CompactSessionParams): Promise<CompactionOutput> {
+export async function compactCodexSession(params: CompactCodexSessionParams): Promise<CompactionOutput> {
   const p = parseCompactSessionParams(params);
   const logger: Logger = p.logger ?? silentLogger;
   const bindingStore = createBindingStore<ThreadBinding>({ read: readThreadBinding, write: writeThreadBinding, logger });
@@ -102,7 +102,7 @@ export async function compactSession(params: CompactSessionParams): Promise<Comp
     ...(p.lockTimeoutMs !== undefined ? { timeoutMs: p.lockTimeoutMs } : {}),
   };
   try {
-    return await compactCodexSession({
+    return await runCodexCompaction({
       appServer: p.appServer,
       bindingStore,
       sessionId: p.sessionId,
@@ -133,7 +133,7 @@ export async function compactSession(params: CompactSessionParams): Promise<Comp
 }
 
 /** The result of an abort that came before the lock was held: nothing ran, nothing changed. */
-function abortedBeforeLock(p: z.output<typeof compactSessionParamsSchema>): CompactionOutput {
+function abortedBeforeLock(p: z.output<typeof compactCodexSessionParamsSchema>): CompactionOutput {
   return settleCompaction({
     input: {
       sessionId: p.sessionId,

@@ -8,7 +8,7 @@ import path from "node:path";
 import { Writable } from "node:stream";
 import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { compactCodexSession, createBindingStore } from "../../src/compaction/index.js";
+import { runCodexCompaction, createBindingStore } from "../../src/compaction/index.js";
 import { createWindowEngine } from "../../src/context-engine/engines/index.js";
 import { startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
 import { readThreadBinding, writeThreadBinding } from "../../src/transcript/binding.js";
@@ -68,7 +68,7 @@ describe("log content", () => {
       await r.backgroundMaintenance;
     }
     env.fake.enqueue({ compaction: true }, { kind: "compaction" });
-    const c = await compactCodexSession({
+    const c = await runCodexCompaction({
       appServer: env.codex,
       bindingStore: createBindingStore({ read: readThreadBinding, write: writeThreadBinding, logger }),
       sessionId: "logs",

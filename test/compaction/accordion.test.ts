@@ -157,7 +157,8 @@ describe("runAccordionCompaction", () => {
     });
     const signal = new AbortController().signal;
     const out = await runAccordionCompaction({ ...runBase, engine, signal });
-    expect(out).toEqual({ compacted: true, tokensBefore: 181_000, tokensAfter: 60_000, via: "intercept" });
+    // The summary and first kept entry travel on, for the transcript's compaction entry.
+    expect(out).toEqual({ compacted: true, tokensBefore: 181_000, tokensAfter: 60_000, via: "intercept", summary: "S", firstKeptEntryId: "e1" });
     expect(compact).not.toHaveBeenCalled();
     expect(interceptCompaction).toHaveBeenCalledWith({
       sessionId: "s1",

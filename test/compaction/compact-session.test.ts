@@ -4,10 +4,10 @@ import path from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { pino } from "pino";
 import {
-  compactCodexSession,
+  runCodexCompaction,
   createBindingStore,
   type BindingStore,
-  type CompactCodexSessionParams,
+  type RunCodexCompactionParams,
   type NativeCompactor,
 } from "../../src/compaction/compact-session.js";
 import { CompactionError } from "../../src/compaction/errors.js";
@@ -91,7 +91,7 @@ function fakeStore(order: string[], binding: Awaited<ReturnType<BindingStore["re
 
 const BOUND = { threadId: THREAD, lastUsage: { inputTokens: 120_000, totalTokens: 121_000, modelContextWindow: 190_000 } };
 
-function baseParams(extra: Partial<CompactCodexSessionParams> & Pick<CompactCodexSessionParams, "appServer" | "bindingStore">) {
+function baseParams(extra: Partial<RunCodexCompactionParams> & Pick<RunCodexCompactionParams, "appServer" | "bindingStore">) {
   return {
     sessionId: "s1",
     sessionKey: "agent:main",
@@ -99,10 +99,10 @@ function baseParams(extra: Partial<CompactCodexSessionParams> & Pick<CompactCode
     contextTokenBudget: 200_000,
     trigger: "manual" as const,
     ...extra,
-  } satisfies CompactCodexSessionParams;
+  } satisfies RunCodexCompactionParams;
 }
 
-describe("compactCodexSession with an engine that owns compaction", () => {
+describe("runCodexCompaction with an engine that owns compaction", () => {
   it("engine compact() first, then maintenance, then native; the engine result is primary", async () => {
     const order: string[] = [];
     const { engine, compact, maintain, interceptCompaction } = fakeEngine(order);
@@ -110,7 +110,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
     const { store, markNativeCompaction } = fakeStore(order, BOUND);
     const log = captureLogger();
 
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({
         appServer,
         bindingStore: store,
@@ -177,7 +177,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
   it("a budget trigger asks for compactionTarget 'budget' without forcing", async () => {
     const order: string[] = [];
     const { engine, compact } = fakeEngine(order);
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({
         appServer: fakeNative(order).appServer,
         bindingStore: fakeStore(order, BOUND).store,
@@ -208,7 +208,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
       const { appServer, compactThread } = fakeNative(order, c.impl);
       const { store, markNativeCompaction } = fakeStore(order, BOUND);
       const log = captureLogger();
-      const out = await compactCodexSession(
+      const out = await runCodexCompaction(
         baseParams({ appServer, bindingStore: store, contextEngine: engine, nativeTimeoutMs: 25, logger: log.logger }),
       );
       expect(out.ok).toBe(true);
@@ -232,7 +232,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
     });
     const { appServer, compactThread } = fakeNative(order);
     const { store, markNativeCompaction } = fakeStore(order, BOUND);
-    const out = await compactCodexSession(baseParams({ appServer, bindingStore: store, contextEngine: engine }));
+    const out = await runCodexCompaction(baseParams({ appServer, bindingStore: store, contextEngine: engine }));
     expect(out.ok).toBe(false);
     expect(out.compacted).toBe(false);
     expect(out.reason).toBe("engineCompactionFailed: db locked");
@@ -256,7 +256,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
     const { engine, maintain } = fakeEngine(order, { compact: (async () => bad) as unknown as ContextEngine["compact"] });
     const { appServer, compactThread } = fakeNative(order);
     const log = captureLogger();
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({ appServer, bindingStore: fakeStore(order, BOUND).store, contextEngine: engine, logger: log.logger }),
     );
     expect(out).toMatchObject({ ok: false, compacted: false, primary: "engine" });
@@ -272,7 +272,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
     const order: string[] = [];
     const { engine } = fakeEngine(order, { compact: () => new Promise<never>(() => undefined) });
     const { appServer, compactThread } = fakeNative(order);
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({ appServer, bindingStore: fakeStore(order, BOUND).store, contextEngine: engine, engineTimeoutMs: 50 }),
     );
     expect(out).toMatchObject({ ok: false, compacted: false });
@@ -287,7 +287,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
       compact: async () => ({ ok: false, compacted: false, reason: "conversation busy" }),
     });
     const { appServer, compactThread } = fakeNative(order);
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({ appServer, bindingStore: fakeStore(order, BOUND).store, contextEngine: engine }),
     );
     expect(out).toMatchObject({ ok: false, compacted: false, reason: "conversation busy" });
@@ -300,7 +300,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
     const order: string[] = [];
     const { engine } = fakeEngine(order);
     const { appServer, compactThread } = fakeNative(order);
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({ appServer, bindingStore: fakeStore(order, null).store, contextEngine: engine }),
     );
     expect(out.ok).toBe(true);
@@ -320,7 +320,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
       },
       markNativeCompaction: async () => {},
     };
-    const out = await compactCodexSession(baseParams({ appServer, bindingStore: store, contextEngine: engine }));
+    const out = await runCodexCompaction(baseParams({ appServer, bindingStore: store, contextEngine: engine }));
     expect(out.ok).toBe(true);
     expect(out.warnings).toContain("thread binding unreadable; treating the session as unbound");
     expect(compactThread).not.toHaveBeenCalled();
@@ -330,7 +330,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
     const order: string[] = [];
     const { engine, maintain } = fakeEngine(order);
     const runMaintenance = vi.fn(async () => ({ changed: false }));
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({
         appServer: fakeNative(order).appServer,
         bindingStore: fakeStore(order, BOUND).store,
@@ -359,7 +359,7 @@ describe("compactCodexSession with an engine that owns compaction", () => {
         throw new Error("ENOSPC");
       },
     };
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({ appServer: fakeNative(order).appServer, bindingStore: store, contextEngine: engine }),
     );
     expect(out.ok).toBe(true);
@@ -368,14 +368,14 @@ describe("compactCodexSession with an engine that owns compaction", () => {
   });
 });
 
-describe("compactCodexSession without an owning engine", () => {
+describe("runCodexCompaction without an owning engine", () => {
   it("native compaction only, then engine maintenance", async () => {
     const order: string[] = [];
     const { engine, compact, maintain } = fakeEngine(order, { owns: false, id: "plain" });
     const { appServer } = fakeNative(order);
     const { store, markNativeCompaction } = fakeStore(order, BOUND);
     const log = captureLogger();
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({ appServer, bindingStore: store, contextEngine: engine, logger: log.logger }),
     );
     expect(order).toEqual(["native.compact", "binding.mark", "engine.maintain"]);
@@ -396,7 +396,7 @@ describe("compactCodexSession without an owning engine", () => {
     const order: string[] = [];
     const { engine, maintain } = fakeEngine(order, { owns: false });
     const { appServer, compactThread } = fakeNative(order);
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({ appServer, bindingStore: fakeStore(order, undefined).store, contextEngine: engine }),
     );
     expect(out).toMatchObject({ ok: false, compacted: false, reason: "noThreadBinding" });
@@ -410,7 +410,7 @@ describe("compactCodexSession without an owning engine", () => {
     const { appServer, compactThread } = fakeNative(order, async () => {
       throw Object.assign(new Error("rpc"), { code: "RPC_ERROR" });
     });
-    const out = await compactCodexSession(baseParams({ appServer, bindingStore: fakeStore(order, BOUND).store }));
+    const out = await runCodexCompaction(baseParams({ appServer, bindingStore: fakeStore(order, BOUND).store }));
     expect(out).toMatchObject({ ok: false, compacted: false, reason: "nativeError: RPC_ERROR" });
     expect(compactThread).toHaveBeenCalledTimes(1);
     expect(out.outcomes.engineCompact).toBe("skipped:noEngine");
@@ -419,7 +419,7 @@ describe("compactCodexSession without an owning engine", () => {
   it("a legacy engine counts as no engine", async () => {
     const order: string[] = [];
     const { engine, compact, maintain } = fakeEngine(order, { id: "legacy" });
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({ appServer: fakeNative(order).appServer, bindingStore: fakeStore(order, BOUND).store, contextEngine: engine }),
     );
     expect(out.primary).toBe("native");
@@ -428,7 +428,7 @@ describe("compactCodexSession without an owning engine", () => {
   });
 });
 
-describe("compactCodexSession abort", () => {
+describe("runCodexCompaction abort", () => {
   it("abort during engine compaction stops at once and reaches the engine's abortSignal", async () => {
     const order: string[] = [];
     const controller = new AbortController();
@@ -441,7 +441,7 @@ describe("compactCodexSession abort", () => {
       },
     });
     const { appServer, compactThread } = fakeNative(order);
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({ appServer, bindingStore: fakeStore(order, BOUND).store, contextEngine: engine, signal: controller.signal }),
     );
     expect(out).toMatchObject({ ok: false, compacted: false, reason: "aborted" });
@@ -455,7 +455,7 @@ describe("compactCodexSession abort", () => {
     const order: string[] = [];
     const { engine, compact } = fakeEngine(order);
     const { appServer, compactThread } = fakeNative(order);
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({
         appServer,
         bindingStore: fakeStore(order, BOUND).store,
@@ -477,7 +477,7 @@ describe("compactCodexSession abort", () => {
       return new Promise(() => {});
     });
     const { store, markNativeCompaction } = fakeStore(order, BOUND);
-    const out = await compactCodexSession(
+    const out = await runCodexCompaction(
       baseParams({ appServer, bindingStore: store, contextEngine: engine, signal: controller.signal }),
     );
     expect(out).toMatchObject({ ok: false, compacted: false, reason: "aborted" });
@@ -485,7 +485,7 @@ describe("compactCodexSession abort", () => {
   });
 });
 
-describe("compactCodexSession parameter validation", () => {
+describe("runCodexCompaction parameter validation", () => {
   const order: string[] = [];
   const ok = () => baseParams({ appServer: fakeNative(order).appServer, bindingStore: fakeStore(order, BOUND).store });
 
@@ -501,7 +501,7 @@ describe("compactCodexSession parameter validation", () => {
     ["signal", { signal: "nope" }],
     ["bogusOption", { bogusOption: true }],
   ])("rejects a bad %s with a typed error naming it", async (field, bad) => {
-    const attempt = compactCodexSession({ ...ok(), ...bad } as unknown as CompactCodexSessionParams);
+    const attempt = runCodexCompaction({ ...ok(), ...bad } as unknown as RunCodexCompactionParams);
     await expect(attempt).rejects.toBeInstanceOf(CompactionError);
     await expect(attempt).rejects.toMatchObject({ code: "INVALID_COMPACTION_PARAMS", field });
     await expect(attempt).rejects.toThrow(`\`${field}\``);
@@ -513,7 +513,7 @@ describe("compactCodexSession parameter validation", () => {
       locked++;
       return fn();
     };
-    const out = await compactCodexSession({ ...ok(), withLock });
+    const out = await runCodexCompaction({ ...ok(), withLock });
     expect(locked).toBe(1);
     expect(out.primary).toBe("native");
   });

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pino } from "pino";
-import { compactSession } from "../../src/compaction/session.js";
+import { compactCodexSession } from "../../src/compaction/session.js";
 import { CompactionError } from "../../src/compaction/errors.js";
 import type { NativeCompactor } from "../../src/compaction/compact-session.js";
 import type { CompactResult, ContextEngine } from "../../src/context-engine/types.js";
@@ -72,12 +72,12 @@ function deferred<T = void>() {
   return { promise, resolve };
 }
 
-describe("compactSession (host-bound compaction)", () => {
+describe("compactCodexSession (host-bound compaction)", () => {
   it("engine-owned: engine result primary, native reported in details, binding ledger cleared on disk", async () => {
     await writeThreadBinding(sessionFile, binding());
     const { engine: e, compact, maintain } = engine();
     const { appServer, compactThread } = native();
-    const out = await compactSession({
+    const out = await compactCodexSession({
       appServer,
       sessionId: "s1",
       sessionKey: "agent:main",
@@ -123,7 +123,7 @@ describe("compactSession (host-bound compaction)", () => {
     await writeThreadBinding(sessionFile, binding());
     const { engine: e } = engine();
     const { appServer } = native(async ({ threadId }) => ({ ok: false, threadId, reason: "http 500" }));
-    const out = await compactSession({ appServer, sessionId: "s1", sessionFile, contextEngine: e, trigger: "manual" });
+    const out = await compactCodexSession({ appServer, sessionId: "s1", sessionFile, contextEngine: e, trigger: "manual" });
     expect(out.ok).toBe(true);
     expect(out.primary).toBe("engine");
     expect(out.result?.details.codexNativeCompaction).toMatchObject({ ok: false, reason: "http 500" });
@@ -134,7 +134,7 @@ describe("compactSession (host-bound compaction)", () => {
     await writeThreadBinding(sessionFile, binding());
     const { engine: e, compact, maintain } = engine({ owns: false });
     const { appServer, compactThread } = native();
-    const out = await compactSession({ appServer, sessionId: "s1", sessionFile, contextEngine: e, trigger: "budget" });
+    const out = await compactCodexSession({ appServer, sessionId: "s1", sessionFile, contextEngine: e, trigger: "budget" });
     expect(out).toMatchObject({ ok: true, compacted: true, primary: "native", native: { ok: true, itemId: "i-c" } });
     expect(compact).not.toHaveBeenCalled();
     expect(compactThread).toHaveBeenCalledTimes(1);
@@ -144,7 +144,7 @@ describe("compactSession (host-bound compaction)", () => {
 
   it("without a thread binding there is nothing for Codex to compact", async () => {
     const { appServer, compactThread } = native();
-    const out = await compactSession({ appServer, sessionId: "s1", sessionFile, trigger: "manual" });
+    const out = await compactCodexSession({ appServer, sessionId: "s1", sessionFile, trigger: "manual" });
     expect(out).toMatchObject({ ok: false, primary: "native", reason: "noThreadBinding" });
     expect(compactThread).not.toHaveBeenCalled();
   });
@@ -161,7 +161,7 @@ describe("compactSession (host-bound compaction)", () => {
       order.push("native:end");
       return { ok: true, threadId, turnId: "t", itemId: "i" };
     });
-    const running = compactSession({ appServer, sessionId: "s1", sessionFile, trigger: "manual" });
+    const running = compactCodexSession({ appServer, sessionId: "s1", sessionFile, trigger: "manual" });
     await entered.promise;
     const other = withSessionLock(sessionFile, async () => {
       order.push("other");
@@ -178,7 +178,7 @@ describe("compactSession (host-bound compaction)", () => {
   it("is not re-entrant: calling it inside the session's own lock throws SESSION_LOCK_REENTRANT", async () => {
     const { appServer, compactThread } = native();
     await expect(
-      withSessionLock(sessionFile, () => compactSession({ appServer, sessionId: "s1", sessionFile, trigger: "manual" })),
+      withSessionLock(sessionFile, () => compactCodexSession({ appServer, sessionId: "s1", sessionFile, trigger: "manual" })),
     ).rejects.toMatchObject({ code: "SESSION_LOCK_REENTRANT" });
     expect(compactThread).not.toHaveBeenCalled();
   });
@@ -195,7 +195,7 @@ describe("compactSession (host-bound compaction)", () => {
     });
     await holding.promise;
     const controller = new AbortController();
-    const pending = compactSession({ appServer, sessionId: "s1", sessionFile, contextEngine: e, trigger: "manual", signal: controller.signal });
+    const pending = compactCodexSession({ appServer, sessionId: "s1", sessionFile, contextEngine: e, trigger: "manual", signal: controller.signal });
     controller.abort();
     const out = await pending;
     release.resolve();
@@ -216,7 +216,7 @@ describe("compactSession (host-bound compaction)", () => {
     await writeThreadBinding(sessionFile, binding());
     const { engine: e } = engine({ maintain: () => new Promise(() => undefined) });
     const { appServer } = native();
-    const out = await compactSession({ appServer, sessionId: "s1", sessionFile, contextEngine: e, trigger: "manual", maintenanceTimeoutMs: 20 });
+    const out = await compactCodexSession({ appServer, sessionId: "s1", sessionFile, contextEngine: e, trigger: "manual", maintenanceTimeoutMs: 20 });
     expect(out.ok).toBe(true);
     expect(out.outcomes.maintenance).toBe("failed");
     expect(out.native.ok).toBe(true);
@@ -225,7 +225,7 @@ describe("compactSession (host-bound compaction)", () => {
   it("rejects invalid parameters with a CompactionError naming the field, including host-wired options", async () => {
     const { appServer } = native();
     const bad = (params: Record<string, unknown>) =>
-      compactSession({ appServer, sessionId: "s1", sessionFile, trigger: "manual", ...params } as never);
+      compactCodexSession({ appServer, sessionId: "s1", sessionFile, trigger: "manual", ...params } as never);
     await expect(bad({ trigger: "auto" })).rejects.toMatchObject({ name: "CompactionError", code: "INVALID_COMPACTION_PARAMS", field: "trigger" });
     await expect(bad({ maintenanceTimeoutMs: 0 })).rejects.toMatchObject({ field: "maintenanceTimeoutMs" });
     await expect(bad({ bindingStore: {} })).rejects.toThrow(/`bindingStore`: unknown option/);
@@ -238,7 +238,7 @@ describe("compactSession (host-bound compaction)", () => {
     const logger = pino({ level: "info" }, { write: (chunk: string) => void raw.push(chunk) });
     const { engine: e } = engine();
     const { appServer } = native();
-    await compactSession({ appServer, sessionId: "s1", sessionFile, contextEngine: e, trigger: "manual", customInstructions: "SECRET-INSTR", logger });
+    await compactCodexSession({ appServer, sessionId: "s1", sessionFile, contextEngine: e, trigger: "manual", customInstructions: "SECRET-INSTR", logger });
     const events = raw.map((l) => (JSON.parse(l) as { event?: string }).event);
     expect(events).toContain("compaction started");
     expect(events).toContain("compaction finished");

@@ -95,7 +95,7 @@ describe("in-turn native auto-compaction through runCodexTurn", () => {
       itemId: expect.any(String),
       completed: true,
     });
-    // Never an engine compaction: the accordion did not run and compactSession was not involved.
+    // Never an engine compaction: the accordion did not run and compactCodexSession was not involved.
     expect(compact).not.toHaveBeenCalled();
     expect(streamed).toEqual(["started", "completed"]);
     expect(before).toHaveLength(1);

@@ -1,12 +1,12 @@
 /**
- * Explicit compaction (`compactSession`) against the real codex app-server and the fake Responses API: a prior turn
+ * Explicit compaction (`compactCodexSession`) against the real codex app-server and the fake Responses API: a prior turn
  * (runCodexTurn) creates the thread binding, then the compaction runs the engine and/or Codex's native round.
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { compactSession } from "../../src/compaction/session.js";
+import { compactCodexSession } from "../../src/compaction/session.js";
 import { createWindowEngine } from "../../src/context-engine/engines/index.js";
 import type { ContextEngine } from "../../src/context-engine/types.js";
 import { readThreadBinding } from "../../src/transcript/binding.js";
@@ -68,7 +68,7 @@ function spyCompact<E extends ContextEngine>(engine: E) {
   return compact;
 }
 
-describe("compactSession against the real codex app-server", () => {
+describe("compactCodexSession against the real codex app-server", () => {
   it("engine-owned with native success: engine result primary, native round in details, ledger and held turns cleared", async () => {
     const engine = createWindowEngine({ ownsCompaction: true, threadBootstrap: true });
     const compact = spyCompact(engine);
@@ -78,7 +78,7 @@ describe("compactSession against the real codex app-server", () => {
     expect(binding.heldTurnIds.length).toBeGreaterThan(0);
 
     const before = env.fake.requests.length;
-    const out = await compactSession({
+    const out = await compactCodexSession({
       appServer: env.codex,
       sessionId,
       sessionFile,
@@ -106,7 +106,7 @@ describe("compactSession against the real codex app-server", () => {
     const engine = createWindowEngine({ ownsCompaction: true, threadBootstrap: true });
     const { sessionId, sessionFile, binding } = await boundSession(engine);
     env.fake.enqueue({ httpStatus: 500 }, { kind: "compaction" });
-    const out = await compactSession({
+    const out = await compactCodexSession({
       appServer: env.codex,
       sessionId,
       sessionFile,
@@ -130,7 +130,7 @@ describe("compactSession against the real codex app-server", () => {
     const compact = spyCompact(engine);
     const { sessionId, sessionFile, binding } = await boundSession(engine);
     const before = env.fake.requests.length;
-    const out = await compactSession({
+    const out = await compactCodexSession({
       appServer: env.codex,
       sessionId,
       sessionFile,

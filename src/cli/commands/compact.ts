@@ -2,7 +2,7 @@
  * `codex-turn compact --session FILE`: explicit compaction of an existing session, reporting the engine's own result.
  */
 import { Command } from "commander";
-import { compactCodexSession, createBindingStore, type CompactionOutput } from "../../compaction/index.js";
+import { runCodexCompaction, createBindingStore, type CompactionOutput } from "../../compaction/index.js";
 import { readThreadBinding, writeThreadBinding } from "../../transcript/binding.js";
 import { withSessionLock } from "../../transcript/lock.js";
 import { loadCliEngine, readPluginConfig } from "../engine.js";
@@ -54,7 +54,7 @@ async function compactAction(opts: CompactOptions): Promise<number> {
       ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
     });
     try {
-      const r = await compactCodexSession({
+      const r = await runCodexCompaction({
         appServer: server.codex,
         bindingStore: createBindingStore({ read: readThreadBinding, write: writeThreadBinding }),
         sessionId: sessionIdOf(sessionFile),

@@ -8,7 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { Command } from "commander";
 import type { InspectionEvent } from "xstate";
-import { compactCodexSession, compactCodexSessionParamsSchema, createBindingStore } from "../../compaction/index.js";
+import { runCodexCompaction, runCodexCompactionParamsSchema, createBindingStore } from "../../compaction/index.js";
 import { createRecordingEngine, createWindowEngine } from "../../context-engine/engines/index.js";
 import type { FakeReply } from "../../testing/fake-responses-server.js";
 import { startOfflineCodex, type OfflineCodex } from "../../testing/offline-codex.js";
@@ -102,9 +102,9 @@ async function demoTurn(ctx: DemoContext, n: number, step: DemoStep): Promise<Co
 
 async function demoCompaction(ctx: DemoContext) {
   ctx.env.fake.enqueue({ compaction: true }, { kind: "compaction" });
-  // Recorded into the trace when compactCodexSession accepts an inspection observer (feature-detected).
-  const inspect = "inspect" in compactCodexSessionParamsSchema.shape ? { inspect: ctx.inspect } : {};
-  const r = await compactCodexSession({
+  // Recorded into the trace when runCodexCompaction accepts an inspection observer (feature-detected).
+  const inspect = "inspect" in runCodexCompactionParamsSchema.shape ? { inspect: ctx.inspect } : {};
+  const r = await runCodexCompaction({
     appServer: ctx.env.codex,
     bindingStore: createBindingStore({ read: readThreadBinding, write: writeThreadBinding }),
     sessionId: "demo",

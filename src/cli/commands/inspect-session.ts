@@ -23,7 +23,8 @@ export async function summarizeSession(file: string, showContent = false) {
   const { messages } = await readSessionHistory(file);
   const byRole: Record<string, number> = {};
   for (const m of messages) byRole[m.role] = (byRole[m.role] ?? 0) + 1;
-  const b = await readThreadBinding(file);
+  // An inspection never writes: a corrupt binding is reported, not moved aside.
+  const b = await readThreadBinding(file, undefined, { readOnly: true });
   const pending = await listPendingFinalize(file);
   return {
     file,
