@@ -14,8 +14,11 @@ import type { CodexAppServer } from "../../src/codex/app-server.js";
 const dir = mkdtempSync(path.join(os.tmpdir(), "ctm-params-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-// Validation never calls the app-server; any object passes the `appServer` check.
-const appServer = {} as CodexAppServer;
+// Validation never calls the app-server; it checks the methods a turn calls.
+const noop = () => undefined;
+const appServer = { startThread: noop, resumeThread: noop, startTurn: noop } as unknown as CodexAppServer;
+const engine = { info: { id: "e", name: "e" }, ingest: noop, assemble: noop, compact: noop };
+const tool = (name: string) => ({ name, description: "", inputSchema: {}, handler: () => "" });
 const base = () => ({ appServer, sessionId: "s1", sessionFile: path.join(dir, "s1.jsonl"), prompt: "hello" });
 
 describe("parseCodexTurnParams", () => {
@@ -36,6 +39,17 @@ describe("parseCodexTurnParams", () => {
     [{ compaction: { threshold: 0.8 } }, "compaction", "threshold"],
     [{ signal: "stop" }, "signal", "AbortSignal"],
     [{ unknownOption: true }, "(params)", "unknownOption"],
+    // Node fires timers above 2^31-1 ms at once: rejected, naming the timeout.
+    [{ timeouts: { engineCallMs: 2 ** 31 } }, "timeouts.engineCallMs", "2147483647"],
+    [{ timeouts: { toolCallMs: 2 ** 40 } }, "timeouts.toolCallMs", "Node's timer limit"],
+    [{ dynamicTools: [tool("lookup"), tool("lookup")] }, "dynamicTools", "unique"],
+    [{ contextEngine: { foo: 1 } }, "contextEngine", "info.id, ingest(), assemble() and compact()"],
+    [{ contextEngine: { ...engine, info: undefined } }, "contextEngine", "context engine"],
+    [{ appServer: {} }, "appServer", "CodexAppServer.spawn()"],
+    [{ sandbox: "everything" }, "sandbox", ""],
+    [{ approvalPolicy: "on-failure" }, "approvalPolicy", ""],
+    [{ writableRoots: ["relative/dir"] }, "writableRoots.0", "absolute"],
+    [{ onApproval: "yes" }, "onApproval", "function"],
   ])("rejects %j naming `%s`", (extra, field, text) => {
     let error: unknown;
     try {
@@ -47,6 +61,27 @@ describe("parseCodexTurnParams", () => {
     expect(error).toMatchObject({ code: "INVALID_TURN_PARAMS", field });
     expect((error as Error).message).toContain(`\`${field}\``);
     expect((error as Error).message).toContain(text);
+  });
+
+  it("a getter that throws is a typed error naming the field, not a raw TypeError", () => {
+    const params = { ...base() } as Record<string, unknown>;
+    Object.defineProperty(params, "contextEngine", { enumerable: true, get: () => { throw new TypeError("boom"); } });
+    expect(() => parseCodexTurnParams(params)).toThrow(expect.objectContaining({ name: "CodexTurnParamsError", field: "contextEngine" }));
+    const engineWithGetter = { ...engine } as Record<string, unknown>;
+    Object.defineProperty(engineWithGetter, "assemble", { enumerable: true, get: () => { throw new Error("no"); } });
+    expect(() => parseCodexTurnParams({ ...base(), contextEngine: engineWithGetter })).toThrow(expect.objectContaining({ field: "contextEngine" }));
+  });
+
+  it("accepts an engine shaped like OpenClaw's (turnMaintenanceMode as any string) and the Codex options", () => {
+    const parsed = parseCodexTurnParams({
+      ...base(),
+      contextEngine: { ...engine, info: { id: "lossless", name: "l", turnMaintenanceMode: "inline-ish" } },
+      sandbox: "workspace-write",
+      writableRoots: ["/tmp/x"],
+      approvalPolicy: "on-request",
+      timeouts: { engineCallMs: 2_147_483_647 },
+    });
+    expect(parsed.sandbox).toBe("workspace-write");
   });
 
   it("startCodexTurn throws synchronously on bad params and writes nothing", () => {
