@@ -25,18 +25,19 @@ afterAll(async () => {
 interface Expectation {
   label: keyof Awaited<ReturnType<typeof runCodexTurn>>["engine"];
   value: string;
-  warning?: string;
+  /** The warning, with the engine's own error text between the parentheses. */
+  warning?: RegExp;
   logEvent: string;
   maintenance: string;
 }
 
 const EXPECT: Record<EngineMethod, Expectation> = {
-  bootstrap: { label: "bootstrap", value: "failed", warning: "bootstrap failed; continuing without it", logEvent: "bootstrap failed", maintenance: "ran" },
-  assemble: { label: "assemble", value: "failed", warning: "assemble failed; using the unassembled prompt", logEvent: "assemble failed", maintenance: "ran" },
-  afterTurn: { label: "finalize", value: "failed", warning: "context-engine finalize failed", logEvent: "finalize failed", maintenance: "skipped:finalizeFailed" },
-  ingestBatch: { label: "finalize", value: "failed", warning: "context-engine finalize failed", logEvent: "finalize failed", maintenance: "skipped:finalizeFailed" },
-  ingest: { label: "finalize", value: "failed", warning: "context-engine finalize failed", logEvent: "finalize failed", maintenance: "skipped:finalizeFailed" },
-  maintain: { label: "maintenance", value: "failed", warning: "maintenance failed", logEvent: "maintenance failed", maintenance: "failed" },
+  bootstrap: { label: "bootstrap", value: "failed", warning: /^bootstrap failed \((.+)\); continuing without it$/, logEvent: "bootstrap failed", maintenance: "ran" },
+  assemble: { label: "assemble", value: "failed", warning: /^assemble failed \((.+)\); using the unassembled prompt$/, logEvent: "assemble failed", maintenance: "ran" },
+  afterTurn: { label: "finalize", value: "failed", warning: /^context-engine finalize failed \((.+)\)$/, logEvent: "finalize failed", maintenance: "skipped:finalizeFailed" },
+  ingestBatch: { label: "finalize", value: "failed", warning: /^context-engine finalize failed \((.+)\)$/, logEvent: "finalize failed", maintenance: "skipped:finalizeFailed" },
+  ingest: { label: "finalize", value: "failed", warning: /^context-engine finalize failed \((.+)\)$/, logEvent: "finalize failed", maintenance: "skipped:finalizeFailed" },
+  maintain: { label: "maintenance", value: "failed", warning: /^maintenance failed \((.+)\)$/, logEvent: "maintenance failed", maintenance: "failed" },
 };
 
 const OMIT: Record<EngineMethod, Array<"afterTurn" | "ingestBatch">> = {
@@ -80,7 +81,13 @@ describe("engine method faults", () => {
     expect(r.status).toBe("completed");
     expect(r.engine[want.label]).toBe(want.value);
     expect(r.engine.maintenance).toBe(want.maintenance);
-    if (want.warning) expect(r.warnings).toContain(want.warning);
+    if (want.warning) {
+      const reason = r.warnings.map((w) => want.warning!.exec(w)?.[1]).find((x) => x !== undefined);
+      expect(reason, r.warnings.join(" | ")).toBeDefined();
+      // The engine's own text reaches the warning (a throw's message; a timeout or a malformed result says so).
+      if (kind === "throw") expect(reason).toContain(`injected ${method} failure`);
+      if (kind === "hang") expect(reason).toMatch(/timed out|200/);
+    }
     expect(engine.calls.map((c) => c.method)).toContain(`${method}:${kind === "throw" ? "threw" : kind === "hang" ? "hung" : "malformed"}`);
     expect(log.events.some((e) => e.event === want.logEvent)).toBe(true);
     expect(log.events.find((e) => e.event === "turn settled")).toMatchObject({ status: "completed" });
