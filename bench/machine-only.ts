@@ -93,7 +93,8 @@ const RECORD: TurnRecord = {
   ] as TurnRecord["messagesSnapshot"],
   compactions: [],
 };
-const MIRROR: MirrorOutput = { appended: 2 };
+// The mirror appended the whole turn at the file's tail: finalize uses history + turn without a re-read.
+const MIRROR: MirrorOutput = { appended: 2, entryCount: 5 };
 const FINALIZE: FinalizeOutput = { mode: "afterTurn", usedFallback: false };
 const MAINTAIN: MaintainOutput = { changed: false };
 
@@ -119,7 +120,14 @@ export function instantTurnMachine(logger: Logger) {
       scheduleBackgroundMaintenance: () => {},
     },
     actors: {
-      readHistory: instant(HISTORY),
+      acquireSessionLock: instant({ waitedMs: 0 }),
+      recoverSession: instant({ pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 }),
+      readHistory: instant({ history: { ...HISTORY, entryCount: 3 }, sessionFileExisted: true }),
+      rereadHistory: instant(HISTORY),
+      rereadHistoryForFinalize: instant(HISTORY),
+      compactEngine: instant({ compacted: false, failed: false }),
+      resumeThread: instant(THREAD),
+      recordPendingFinalize: instant(undefined),
       bootstrapEngine: instant(BOOTSTRAP),
       assembleContext: instant(ASSEMBLED),
       projectContext: instant(PROJECTION),
