@@ -137,11 +137,14 @@ export async function finalizeEngine(deps: TurnDeps, input: FinalizeInput): Prom
   return { mode, usedFallback };
 }
 
-/** Per-message ingest keys already taken (none on a first attempt) and how to record each new one. */
+/**
+ * How to record each message the engine took. Only per-message `ingest` needs it (a replay then skips what was taken);
+ * `afterTurn` and `ingestBatch` take the turn in one call, after which the pending record is cleared anyway, so
+ * recording their keys would only cost durable sidecar rewrites.
+ */
 function ingestProgress(deps: TurnDeps, record: TurnRecord) {
-  return {
-    onIngested: (key: string) => deps.store.markPendingIngested(record.turnId, [key]),
-  };
+  if (deps.engine?.afterTurn || deps.engine?.ingestBatch) return {};
+  return { onIngested: (key: string) => deps.store.markPendingIngested(record.turnId, [key]) };
 }
 
 /** Foreground maintenance after a successful turn. */
