@@ -10,6 +10,9 @@ import { compactCodexSession } from "../../src/compaction/session.js";
 import { createWindowEngine } from "../../src/context-engine/engines/index.js";
 import type { ContextEngine } from "../../src/context-engine/types.js";
 import { readThreadBinding } from "../../src/transcript/binding.js";
+import { readSessionHistory, readSessionTranscript } from "../../src/transcript/session-file.js";
+import { SessionManager } from "@mariozechner/pi-coding-agent";
+import type { CompactionHookEvent } from "../../src/hooks/types.js";
 import { mirrorTurnToTranscript } from "../../src/transcript/mirror.js";
 import { runCodexTurn } from "../../src/turn.js";
 import { inputMessageTexts, startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
@@ -159,5 +162,37 @@ describe("compactCodexSession against the real codex app-server", () => {
     expect(r.threadId).toBe(binding.threadId);
     const last = env.fake.requests[env.fake.requests.length - 1]!;
     expect(inputMessageTexts(last.body, "user").some((t) => t.includes("FAKE-SUMMARY"))).toBe(true);
+  });
+
+  it("an engine's compaction is written to the transcript: readSessionHistory and pi's SessionManager see the compacted session", async () => {
+    const inner = createWindowEngine({ ownsCompaction: true });
+    let keepFrom = "";
+    const engine: ContextEngine = {
+      ...inner,
+      info: { ...inner.info, id: "summarizing", ownsCompaction: true },
+      async compact() {
+        return { ok: true, compacted: true, result: { summary: "SUMMARY-OF-EARLIER-TURNS", firstKeptEntryId: keepFrom, tokensBefore: 900, tokensAfter: 200 } };
+      },
+    };
+    const { sessionId, sessionFile } = await boundSession(engine, 2);
+    const entries = (await readSessionTranscript(sessionFile)).entries;
+    // Keep the last turn (its prompt and answer); the earlier ones are summarized.
+    keepFrom = entries[entries.length - 2]!.id;
+    const events: CompactionHookEvent[] = [];
+    const hooks = { beforeCompaction: (e: CompactionHookEvent) => void events.push(e), afterCompaction: (e: CompactionHookEvent) => void events.push(e) };
+    const out = await compactCodexSession({ appServer: env.codex, sessionId, sessionFile, contextEngine: engine, contextTokenBudget: 16_000, trigger: "manual", hooks });
+    expect(out).toMatchObject({ ok: true, compacted: true, primary: "engine" });
+    expect(events.map((e) => [e.backend, e.trigger, e.compacted])).toEqual([
+      ["context-engine", "manual", undefined],
+      ["context-engine", "manual", true],
+    ]);
+    const history = await readSessionHistory(sessionFile);
+    const roles = history.messages.map((m) => m.role);
+    expect(roles).toEqual(["compactionSummary", "user", "assistant"]);
+    expect(JSON.stringify(history.messages[0])).toContain("SUMMARY-OF-EARLIER-TURNS");
+    expect(JSON.stringify(history.messages)).not.toContain(`earlier question of ${sessionId}`);
+    // pi's own reader agrees with ours.
+    const pi = SessionManager.open(sessionFile, dir);
+    expect(pi.buildSessionContext().messages.map((m) => m.role)).toEqual(roles);
   });
 });
