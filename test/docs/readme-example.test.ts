@@ -16,13 +16,15 @@ function embeddingExample(): DocExample {
 }
 
 describe("README.md embedding example", () => {
-  it("sits under the `Embed it` heading, imports the package by name and is about 20 lines", () => {
+  it("sits under the `Embed it` heading, imports the package by name, streams a live turn, and stays short", () => {
     const example = embeddingExample();
     expect(example.heading).toBe("Embed it");
     expect(example.code).toMatch(/from "codex-turn-machine"/);
     const lines = example.code.trim().split("\n").length;
     expect(lines).toBeGreaterThanOrEqual(10);
-    expect(lines).toBeLessThanOrEqual(30);
+    // One run and one live turn whose stream is read with `for await` (the official SDK's runStreamed() shape).
+    expect(example.code).toMatch(/for await \(const event of handle\.events\)/);
+    expect(lines).toBeLessThanOrEqual(40);
   });
 
   it("type-checks against the package's public exports, and the check fails for a non-existent export", () => {
