@@ -16,6 +16,7 @@ import { setTranscriptFaultHook } from "../../src/transcript/fault.js";
 import { mirrorKeysForTurn } from "../../src/transcript/mirror.js";
 import { invalidateSessionIndex, readSessionTranscript } from "../../src/transcript/session-file.js";
 import { tempDir } from "../transcript/helpers.js";
+import { fillDisk } from "../helpers/full-disk.js";
 import { turnMessages } from "../transcript/fixtures/turn-messages.js";
 
 let dir: string;
@@ -40,27 +41,6 @@ function errnoError(code: string): NodeJS.ErrnoException {
   return Object.assign(new Error(`${code}: injected`), { code });
 }
 
-/** Fill the file system under `dir` to the last byte; returns the filler's path. */
-async function fillDisk(): Promise<string> {
-  const filler = path.join(dir, "filler.bin");
-  const fh = await fsp.open(filler, "w");
-  try {
-    for (const size of [16_384, 512, 1]) {
-      for (;;) {
-        try {
-          await fh.write(Buffer.alloc(size, 0x61));
-        } catch (err) {
-          if ((err as NodeJS.ErrnoException).code === "ENOSPC") break;
-          throw err;
-        }
-      }
-    }
-  } finally {
-    await fh.close();
-  }
-  return filler;
-}
-
 async function failingAppend(store: SessionStore, turnId: string): Promise<SessionFileError> {
   const err = await store.appendTurn({ threadId: "thr", turnId, messages: turnMessages("thr", turnId) }).then(
     () => undefined,
@@ -81,7 +61,7 @@ describe("a mirror write that fails", () => {
     const before = await fsp.readFile(file);
 
     let filler: string | undefined;
-    if (mounted) filler = await fillDisk();
+    if (mounted) filler = await fillDisk(dir);
     else setTranscriptFaultHook((p) => {
       if (p === "transcript:mid-write") throw errnoError("ENOSPC");
     });

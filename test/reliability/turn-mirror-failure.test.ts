@@ -6,7 +6,6 @@
  */
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
-import { promises as fsp } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -16,6 +15,7 @@ import { listPendingFinalize } from "../../src/transcript/pending.js";
 import { readSessionHistory } from "../../src/transcript/session-file.js";
 import { startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
 import { disposeChecked, messageText, tempSessions, turnParams } from "../helpers/turn-env.js";
+import { fillDisk } from "../helpers/full-disk.js";
 
 let env: OfflineCodex;
 const sessions = tempSessions("turn-mirror-failure-");
@@ -59,28 +59,6 @@ describe("a full disk while mirroring", () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function fillDisk(keepBytes: number): Promise<string> {
-    const filler = path.join(dir, "filler.bin");
-    const fh = await fsp.open(filler, "w");
-    try {
-      for (const size of [16_384, 512, 1]) {
-        for (;;) {
-          try {
-            await fh.write(Buffer.alloc(size, 0x61));
-          } catch (err) {
-            if ((err as NodeJS.ErrnoException).code === "ENOSPC") break;
-            throw err;
-          }
-        }
-      }
-    } finally {
-      await fh.close();
-    }
-    // Leave room for the small sidecars (pending record, binding) but not for the transcript append.
-    await fsp.truncate(filler, (await fsp.stat(filler)).size - keepBytes);
-    return filler;
-  }
-
   it("the turn fails with phase mirror, stays in the pending record, and the next attempt completes it first", async () => {
     const file = path.join(dir, "s.jsonl");
     const engine = createRecordingEngine();
@@ -89,7 +67,7 @@ describe("a full disk while mirroring", () => {
     // A big reply and prompt that cannot fit; the pending record (written first, with the snapshot) goes to the same
     // file system, so leave just enough for it and not for the transcript append.
     const big = "x".repeat(6_000);
-    const filler = await fillDisk(52_000);
+    const filler = await fillDisk(dir, 52_000);
     env.fake.enqueue({ text: `big reply ${big}${big}${big}` });
     const calls = engine.calls.length;
     const second = await runCodexTurn(turnParams(env, file, `second turn ${big}`, { contextEngine: engine }));
