@@ -99,21 +99,51 @@ export function messageContentKey(message: AgentMessage): string {
  * ```
  */
 export class ContentSet {
-  private readonly objects: Set<AgentMessage>;
+  private objects: Set<AgentMessage> | undefined;
+  private signatures: Set<string> | undefined;
   private keys: Set<string> | undefined;
+  private readonly members: readonly AgentMessage[];
 
   constructor(
     messages: Iterable<AgentMessage>,
     private readonly keyOf: (message: AgentMessage) => string = cachedContentKey(),
   ) {
-    this.objects = new Set(messages);
+    this.members = Array.isArray(messages) ? (messages as AgentMessage[]) : [...messages];
   }
 
   has(message: AgentMessage): boolean {
-    if (this.objects.has(message)) return true;
-    this.keys ??= new Set([...this.objects].map(this.keyOf));
+    if ((this.objects ??= new Set(this.members)).has(message)) return true;
+    return this.hasContent(message);
+  }
+
+  /** Membership by content alone (for a caller that already knows the reference is not a member). */
+  hasContent(message: AgentMessage): boolean {
+    // A cheap signature first: no member with the same signature means no member with the same content, without
+    // building every member's full key (a long session's held messages the view dropped would otherwise key the view).
+    this.signatures ??= new Set(this.members.map(contentSignature));
+    if (!this.signatures.has(contentSignature(message))) return false;
+    this.keys ??= new Set(this.members.map(this.keyOf));
     return this.keys.has(this.keyOf(message));
   }
+}
+
+/**
+ * A necessary condition for equal {@link messageContentKey}s, cheap to compute: role, part count, and the first part's
+ * kind and main text length (the key starts with exactly these).
+ */
+export function contentSignature(message: AgentMessage): string {
+  const m = message as Record<string, unknown>;
+  const content = m["content"];
+  const parts = typeof content === "string" ? [content] : Array.isArray(content) ? content : undefined;
+  const first = parts?.[0];
+  let head = "";
+  if (typeof first === "string") head = `t${first.length}`;
+  else if (first && typeof first === "object") {
+    const p = first as Record<string, unknown>;
+    const text = p["type"] === "text" ? p["text"] : p["type"] === "thinking" ? p["thinking"] : undefined;
+    head = p["type"] === "text" ? `t${typeof text === "string" ? text.length : -1}` : p["type"] === "thinking" ? `k${typeof text === "string" ? text.length : -1}` : "o";
+  }
+  return `${String(m["role"])}|${parts ? parts.length : content === undefined || content === null ? "-" : "x"}|${head}`;
 }
 
 /**

@@ -143,12 +143,39 @@ export function defaultDivergenceTokens(tokenBudget: number | undefined): number
  */
 export function heldMessageIndexes(origins: HistoryOutput["origins"], binding: ThreadBinding | undefined): Set<number> {
   const held = new Set<number>();
-  if (!binding) return held;
-  const turns = new Set(binding.heldTurnIds);
-  origins.forEach((origin, index) => {
-    if (origin && origin.threadId === binding.threadId && turns.has(origin.turnId)) held.add(index);
-  });
+  heldMessageFlags(origins, binding).forEach((flag, index) => flag && held.add(index));
   return held;
+}
+
+/** {@link heldMessageIndexes} as one flag per history message (1: the bound thread holds it). */
+function heldMessageFlags(origins: HistoryOutput["origins"], binding: ThreadBinding | undefined): Uint8Array {
+  const flags = new Uint8Array(origins.length);
+  if (!binding) return flags;
+  const turns = new Set(binding.heldTurnIds);
+  // Consecutive messages come from the same turn: look its id up once per run.
+  let lastTurn: string | undefined;
+  let lastHeld = false;
+  for (let index = 0; index < origins.length; index++) {
+    const origin = origins[index];
+    if (!origin || origin.threadId !== binding.threadId) continue;
+    if (origin.turnId !== lastTurn) {
+      lastTurn = origin.turnId;
+      lastHeld = turns.has(origin.turnId);
+    }
+    if (lastHeld) flags[index] = 1;
+  }
+  return flags;
+}
+
+/**
+ * Where `view` starts in `history` when it is exactly a tail of the history's own objects (a pass-through or window
+ * engine), else undefined. Checked from the end, so a mismatch is found early.
+ */
+function historyTailOffset(history: readonly AgentMessage[], view: readonly AgentMessage[]): number | undefined {
+  const offset = history.length - view.length;
+  if (offset < 0) return undefined;
+  for (let j = view.length - 1; j >= 0; j--) if (view[j] !== history[offset + j]) return undefined;
+  return offset;
 }
 
 
@@ -189,21 +216,37 @@ interface ThreadAssessment {
  */
 function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, context: readonly AgentMessage[]): ThreadAssessment {
   const keyOf = cachedContentKey();
+  const heldFlags = heldMessageFlags(p.origins, binding);
   const heldMessages: AgentMessage[] = [];
-  for (const index of heldMessageIndexes(p.origins, binding)) {
-    const message = p.history[index];
+  for (let index = 0; index < heldFlags.length; index++) {
+    const message = heldFlags[index] ? p.history[index] : undefined;
     if (message) heldMessages.push(message);
   }
-  const held = new ContentSet(heldMessages, keyOf);
-  const view = new ContentSet(context, keyOf);
+  // Engines that hand the history through return a tail of the history's own objects: then references decide for
+  // every message in that tail by index, without building sets of 10,000 objects (a Set insert costs ~0.2 us here).
+  const offset = historyTailOffset(p.history, context);
+  let heldSet: ContentSet | undefined;
+  let viewSet: ContentSet | undefined;
+  // With the tail aligned, a reference is a member exactly when the index says so; only content is left to check.
+  const isHeld = (m: AgentMessage, j: number) => {
+    const set = (heldSet ??= new ContentSet(heldMessages, keyOf));
+    if (offset === undefined) return set.has(m);
+    return heldFlags[offset + j] === 1 || set.hasContent(m);
+  };
+  const inView = (m: AgentMessage, index: number) => {
+    const set = (viewSet ??= new ContentSet(context, keyOf));
+    if (offset === undefined) return set.has(m);
+    return index >= offset || set.hasContent(m);
+  };
   // Held messages the view no longer shows, each distinct content counted once.
   const dropped = new Map<string, AgentMessage>();
-  for (const message of heldMessages) {
-    if (!view.has(message)) dropped.set(keyOf(message), message);
+  for (let index = 0; index < heldFlags.length; index++) {
+    const message = heldFlags[index] ? p.history[index] : undefined;
+    if (message && !inView(message, index)) dropped.set(keyOf(message), message);
   }
   let staleContextTokens = 0;
   for (const message of dropped.values()) staleContextTokens += estimateTokens(renderMessageBlock(message, p.partCapChars) ?? "");
-  const missing = context.filter((m) => !held.has(m));
+  const missing = context.filter((m, j) => !isHeld(m, j));
   let viewUnits: ReturnType<typeof renderUnits> | undefined;
   const renderView = () => (viewUnits ??= renderUnits(context, p.partCapChars));
   // The view's ledger units matter only against a ledger.
