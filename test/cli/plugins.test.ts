@@ -1,0 +1,63 @@
+/**
+ * OpenClaw plugins through the CLI (issue 17): `run --offline --engine` with a plugin directory that exports the full
+ * plugin object, with an installed package (by name, resolved from the working directory) that exports `register`
+ * alone, and plugins that cannot be loaded (a bad manifest, an unmet host requirement): exit 3 with one line.
+ */
+import { execFile } from "node:child_process";
+import { cp, mkdir, mkdtemp, rm } from "node:fs/promises";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
+const bin = path.join(root, "bin", "codex-turn.js");
+const fixture = (name: string) => path.join(root, "test", "fixtures", "openclaw-plugins", name);
+
+function cli(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const env = { ...process.env, CODEX_TURN_FROM_SOURCE: "1" };
+    execFile(process.execPath, [bin, ...args], { cwd, env, timeout: 180_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : -1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), "ctm-cli-plugins-"));
+  // An installed plugin package, found by name from this working directory.
+  await mkdir(path.join(dir, "node_modules"), { recursive: true });
+  await cp(fixture("register-only"), path.join(dir, "node_modules", "ctm-register-only-plugin"), { recursive: true });
+});
+afterAll(async () => {
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe("codex-turn with OpenClaw plugins", () => {
+  it("runs a turn with a plugin directory (full plugin object) and with an installed package by name (register alone)", async () => {
+    const [byPath, byName] = await Promise.all([
+      cli(["run", "hello plugin", "--session", path.join(dir, "a.jsonl"), "--offline", "--engine", fixture("summarizer"), "--budget", "1200", "--json"], dir),
+      cli(["run", "hello package", "--session", path.join(dir, "b.jsonl"), "--offline", "--engine", "ctm-register-only-plugin", "--json"], dir),
+    ]);
+    for (const r of [byPath, byName]) {
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout.trim().split("\n").at(-1)!)).toMatchObject({ status: "completed" });
+    }
+  }, 240_000);
+
+  it("a bad manifest and an unmet host requirement exit 3 with a one-line error", async () => {
+    const results = await Promise.all(
+      ["bad-manifest", "unmet-requirement"].map((name) =>
+        cli(["run", "never runs", "--session", path.join(dir, `${name}.jsonl`), "--offline", "--engine", fixture(name)], dir),
+      ),
+    );
+    for (const r of results) {
+      expect(r.code).toBe(3);
+      const lines = r.stderr.trim().split("\n").filter((l) => l.trim().length > 0);
+      expect(lines, r.stderr).toHaveLength(1);
+      expect(lines[0]).not.toMatch(/^\s+at /);
+    }
+  }, 240_000);
+});
