@@ -1,3 +1,4 @@
+import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { CodexAppServer } from "../../src/codex/app-server.js";
@@ -30,11 +31,14 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
+/** A working directory only sent on the wire (the scripted app-server never touches it). */
+const WORKSPACE = path.join(os.tmpdir(), "ctm-thread-options-space");
+
 describe("thread options on the wire (scripted fake app-server)", () => {
   it("maps sandbox, writable roots, network, approvals, reasoning and service tier; personality is off", async () => {
     const server = await quietFake();
     const settings = {
-      cwd: "/work/space",
+      cwd: WORKSPACE,
       sandbox: "workspace-write" as const,
       writableRoots: ["/data/out"],
       networkAccess: true,
@@ -47,7 +51,7 @@ describe("thread options on the wire (scripted fake app-server)", () => {
     const { threadId } = await server.startThread(settings);
     const start = (await lastParams(server))["thread/start"]!;
     expect(start).toMatchObject({
-      cwd: "/work/space",
+      cwd: WORKSPACE,
       sandbox: "workspace-write",
       approvalPolicy: "on-request",
       serviceTier: "flex",

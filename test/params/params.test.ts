@@ -77,7 +77,7 @@ describe("parseCodexTurnParams", () => {
       ...base(),
       contextEngine: { ...engine, info: { id: "lossless", name: "l", turnMaintenanceMode: "inline-ish" } },
       sandbox: "workspace-write",
-      writableRoots: ["/tmp/x"],
+      writableRoots: [path.join(os.tmpdir(), "x")],
       approvalPolicy: "on-request",
       timeouts: { engineCallMs: 2_147_483_647 },
     });
