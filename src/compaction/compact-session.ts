@@ -185,23 +185,16 @@ export async function runCodexCompaction(params: RunCodexCompactionParams): Prom
   return p.withLock ? p.withLock(run) : run();
 }
 
-async function runCompaction(p: z.output<typeof runCodexCompactionParamsSchema>): Promise<CompactionOutput> {
-  const logger = p.logger ?? silentLogger;
+/** The compaction machine with this run's effects bound (the engine, the binding store, Codex's native round). */
+function bindCompactionMachine(p: z.output<typeof runCodexCompactionParamsSchema>, logger: Logger, ids: Record<string, unknown>) {
   const engine = p.contextEngine;
-  const facts = compactionEngineFacts(engine);
-  const ids = {
-    sessionId: p.sessionId,
-    ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
-    engineId: facts.id,
-    trigger: p.trigger,
-  };
   const runtimeContext = (currentTokenCount?: number): ContextEngineRuntimeContext => ({
     ...(p.contextTokenBudget !== undefined ? { tokenBudget: p.contextTokenBudget } : {}),
     ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
   });
+  // The bound thread's last input tokens, read by readBinding, for maintenance's runtime context.
   let lastInputTokens: number | undefined;
-
-  const machine = compactionMachine.provide({
+  return compactionMachine.provide({
     actions: {
       logStep: (_, params) => {
         const { event, level, ...counts } = params as { event: string; level?: "info" | "warn"; [k: string]: unknown };
@@ -266,6 +259,18 @@ async function runCompaction(p: z.output<typeof runCodexCompactionParamsSchema>)
       }),
     },
   });
+}
+
+async function runCompaction(p: z.output<typeof runCodexCompactionParamsSchema>): Promise<CompactionOutput> {
+  const logger = p.logger ?? silentLogger;
+  const facts = compactionEngineFacts(p.contextEngine);
+  const ids = {
+    sessionId: p.sessionId,
+    ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
+    engineId: facts.id,
+    trigger: p.trigger,
+  };
+  const machine = bindCompactionMachine(p, logger, ids);
 
   const input: CompactionMachineInput = {
     sessionId: p.sessionId,
