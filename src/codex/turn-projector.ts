@@ -153,7 +153,7 @@ export interface PlanUpdate {
   plan: PlanStep[];
 }
 
-/** The error of a turn: Codex's message and `codexErrorInfo`, or our own `code` (e.g. "processExited", "idleTimeout"). */
+/** The error of a turn: Codex's message and `codexErrorInfo`, or our own `code` (e.g. "PROCESS_EXITED", "idleTimeout"). */
 export interface TurnRecordError {
   message: string;
   codexErrorInfo?: string;
