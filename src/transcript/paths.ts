@@ -9,7 +9,7 @@ export interface SessionSidecarPaths {
   binding: string;
   /** Durable record of turns mirrored but not yet finalized (exactly-once finalize across crashes). */
   pendingFinalize: string;
-  /** Cross-process per-session lock (a directory created by proper-lockfile). */
+  /** Cross-process per-session lock (a directory created with mkdir, heartbeat in its owner.json: src/transcript/lock.ts). */
   lock: string;
 }
 
