@@ -13,6 +13,7 @@ import { readCachedHistory } from "../transcript/history-cache.js";
 import { acquireSessionLock, type SessionLockHandle } from "../transcript/lock.js";
 import { mirrorTurnToTranscript } from "../transcript/mirror.js";
 import {
+  commitPendingFinalize,
   completePendingFinalize,
   listPendingFinalize,
   markPendingIngested,
@@ -88,6 +89,13 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
   const { sessionFile, sessionId, sessionRoot } = opts;
   const logger = opts.logger ?? silentLogger;
   let lock: SessionLockHandle | undefined;
+  /** A pending record written but not yet fsynced: the next append commits it beside the transcript. */
+  let pendingUncommitted = false;
+  const takePendingCommit = (): (() => Promise<void>) | undefined => {
+    if (!pendingUncommitted) return undefined;
+    pendingUncommitted = false;
+    return () => commitPendingFinalize(sessionFile);
+  };
   /** Before a durable write: the lock this store took must still be ours. */
   const guard = (): void => lock?.assertHeld();
 
@@ -96,7 +104,7 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
     readHistory: async () => readCachedHistory(await resolveSessionPath(sessionFile, sessionRoot), sessionFile, { sessionId, logger }),
     appendTurn: async (turn) => {
       guard();
-      return appendTurn(opts, logger, turn);
+      return appendTurn(opts, logger, turn, takePendingCommit());
     },
     appendCompaction: async (entry) => {
       guard();
@@ -109,7 +117,8 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
     },
     recordPending: async (record: PendingFinalizeInput) => {
       guard();
-      await recordPendingFinalize(sessionFile, record, { logger });
+      await recordPendingFinalize(sessionFile, record, { logger, deferCommit: true });
+      pendingUncommitted = true;
     },
     markPendingIngested: async (turnId, keys) => {
       guard();
@@ -132,9 +141,15 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
   } satisfies SessionStore;
 }
 
-async function appendTurn(opts: JsonlSessionStoreOptions, logger: Logger, turn: AppendTurnInput): Promise<AppendTurnResult> {
+async function appendTurn(
+  opts: JsonlSessionStoreOptions,
+  logger: Logger,
+  turn: AppendTurnInput,
+  syncAlongside: (() => Promise<void>) | undefined,
+): Promise<AppendTurnResult> {
   const cwd = turn.cwd ?? opts.cwd;
   if (turn.messages.length === 0) {
+    await syncAlongside?.();
     // Nothing to write; report the transcript as it is (never creates it).
     const h = await readCachedHistory(await resolveSessionPath(opts.sessionFile, opts.sessionRoot), opts.sessionFile, { sessionId: opts.sessionId, logger });
     return { appended: 0, skipped: 0, entryIds: [], entryCount: h.entryCount, ...(h.lastEntryId !== undefined ? { lastEntryId: h.lastEntryId } : {}) };
@@ -150,6 +165,7 @@ async function appendTurn(opts: JsonlSessionStoreOptions, logger: Logger, turn: 
     logger,
     locked: true,
     onSessionIdMismatch: "throw",
+    ...(syncAlongside ? { syncAlongside } : {}),
   });
   return {
     appended: out.appended,

@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { sessionSidecarPaths } from "./paths.js";
 import { silentLogger } from "../log/logger.js";
 import { fsyncDirectory } from "./fsync-dir.js";
+import { readSmallFile, replaceSmallFile } from "./small-file.js";
 
 /** Turn ids kept in `heldTurnIds`; older turns fall out (their messages are then treated as not held). */
 export const MAX_HELD_TURNS = 2_000;
@@ -147,13 +148,8 @@ export async function readThreadBinding(
  * ```
  */
 export async function inspectThreadBinding(sessionFile: string): Promise<ThreadBindingInspection> {
-  let text: string;
-  try {
-    text = await fs.readFile(sessionSidecarPaths(sessionFile).binding, "utf8");
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT") return { status: "missing" };
-    throw error;
-  }
+  const text = readSmallFile(sessionSidecarPaths(sessionFile).binding);
+  if (text === undefined) return { status: "missing" };
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -196,19 +192,7 @@ export async function writeThreadBinding(sessionFile: string, binding: ThreadBin
   const valid = threadBindingSchema.parse(binding);
   // Unique per process and per call: two writes racing in one process must not share a temp file.
   const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
-  const handle = await fs.open(tmp, "w");
-  try {
-    await handle.writeFile(`${JSON.stringify(valid, null, 2)}\n`, "utf8");
-    if (durable) await handle.sync();
-  } finally {
-    await handle.close();
-  }
-  try {
-    await fs.rename(tmp, file);
-  } catch (error) {
-    await fs.unlink(tmp).catch(() => undefined);
-    throw error;
-  }
+  await replaceSmallFile(file, tmp, `${JSON.stringify(valid, null, 2)}\n`, { durable });
   if (durable) await fsyncDirectory(path.dirname(file));
 }
 

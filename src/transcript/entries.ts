@@ -145,7 +145,17 @@ export interface SessionFileWriter {
   /** Whether an entry with this id is in the file. */
   hasEntryId(id: string): boolean;
   /** Append entries as a chain after the current leaf: one O_APPEND write of all lines, then fsync. */
-  append(entries: NewSessionEntry[]): Promise<SessionEntry[]>;
+  append(entries: NewSessionEntry[], opts?: AppendOptions): Promise<SessionEntry[]>;
+}
+
+/** Options of {@link SessionFileWriter.append}. */
+export interface AppendOptions {
+  /**
+   * Another durable write of the same step, fsynced at the same moment as the append (one journal commit instead of
+   * two in a row); the append rejects if it fails, after the transcript itself is safe. Runs even when nothing is
+   * appended.
+   */
+  syncAlongside?: () => Promise<void>;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 /** The one directory-fsync helper of the transcript sidecars (transcript, binding, pending record, reset). */
-import { promises as fsp } from "node:fs";
-import type { FileHandle } from "node:fs/promises";
+import fs from "node:fs";
+import { fsyncFd } from "./small-file.js";
 
 /**
  * Best-effort fsync of a directory, so a file created, renamed or removed in it survives an OS crash. Some
  * filesystems refuse fsync on a directory; the rename or write itself is still atomic, so failures are ignored.
+ * The open and close are synchronous (microseconds); the fsync runs on the thread pool.
  *
  * @example
  * ```ts
@@ -13,13 +14,13 @@ import type { FileHandle } from "node:fs/promises";
  * ```
  */
 export async function fsyncDirectory(dir: string): Promise<void> {
-  let fh: FileHandle | undefined;
+  let fd: number | undefined;
   try {
-    fh = await fsp.open(dir, "r");
-    await fh.sync();
+    fd = fs.openSync(dir, "r");
+    await fsyncFd(fd);
   } catch {
     // Not supported everywhere (see above).
   } finally {
-    await fh?.close().catch(() => undefined);
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }

@@ -279,13 +279,17 @@ async function underGuard<T>(lockPath: string, waitMs: number, fn: () => Promise
 
 /** unlink owner.json + rmdir (two syscalls); anything else found inside falls back to a recursive rm. */
 async function removeLockDir(lockPath: string): Promise<void> {
-  await fsp.unlink(path.join(lockPath, OWNER_FILE)).catch(() => undefined);
   try {
-    await fsp.rmdir(lockPath);
+    fs.unlinkSync(path.join(lockPath, OWNER_FILE));
+  } catch {
+    // Gone already, or not a plain file: the rmdir below decides.
+  }
+  try {
+    fs.rmdirSync(lockPath);
   } catch (err) {
     const code = errCode(err);
     if (code === "ENOENT") return;
-    if (code === "ENOTEMPTY" || code === "EEXIST" || code === "ENOTDIR") await fsp.rm(lockPath, { recursive: true, force: true });
+    if (code === "ENOTEMPTY" || code === "EEXIST" || code === "ENOTDIR") fs.rmSync(lockPath, { recursive: true, force: true });
     else throw err;
   }
 }
@@ -438,7 +442,12 @@ class FileLease {
   }
 
   private async removeIfOurs(): Promise<void> {
-    const text = await fsp.readFile(this.ownerPath, "utf8").catch(() => null);
+    let text: string | null = null;
+    try {
+      text = fs.readFileSync(this.ownerPath, "utf8");
+    } catch {
+      // Gone: not ours any more (reported below).
+    }
     if (parseOwner(text)?.token !== this.owner.token) {
       this.site.logger.error({ event: "transcript.lock.compromised", sessionFile: this.site.sessionFile, why: "lost before release" }, "session lock was not ours at release");
       return;
@@ -468,8 +477,9 @@ function ensureExitCleanup(): void {
 
 /** mkdir the lock and write our owner record; null when the lock exists. */
 async function tryCreateLease(site: LockSite, staleMs: number): Promise<FileLease | null> {
+  // Synchronous: a few microseconds each, against a thread-pool round trip apiece (see small-file.ts).
   try {
-    await fsp.mkdir(site.lockPath);
+    fs.mkdirSync(site.lockPath);
   } catch (err) {
     if (errCode(err) === "EEXIST") return null;
     throw new SessionFileError("SESSION_WRITE_FAILED", site.sessionFile, `cannot create the lock ${site.lockPath} for session ${site.sessionFile}: ${String(err)}`, { cause: err });
@@ -482,15 +492,10 @@ async function tryCreateLease(site: LockSite, staleMs: number): Promise<FileLeas
     acquiredAt: new Date().toISOString(),
   };
   try {
-    const fh = await fsp.open(path.join(site.lockPath, OWNER_FILE), "wx");
-    try {
-      await fh.writeFile(JSON.stringify(owner));
-      return new FileLease(site, owner, staleMs);
-    } finally {
-      await fh.close();
-    }
+    fs.writeFileSync(path.join(site.lockPath, OWNER_FILE), JSON.stringify(owner), { flag: "wx" });
+    return new FileLease(site, owner, staleMs);
   } catch (err) {
-    await fsp.rm(site.lockPath, { recursive: true, force: true }).catch(() => undefined);
+    fs.rmSync(site.lockPath, { recursive: true, force: true });
     throw new SessionFileError("SESSION_WRITE_FAILED", site.sessionFile, `cannot write the owner record of the lock ${site.lockPath}: ${String(err)}`, { cause: err });
   }
 }
@@ -534,7 +539,7 @@ async function acquireFileLease(site: LockSite, limits: WaitLimits): Promise<Fil
 async function lockTarget(sessionFile: string): Promise<string> {
   const abs = path.resolve(sessionFile);
   try {
-    return await fsp.realpath(abs);
+    return fs.realpathSync.native(abs);
   } catch {
     // The file may not exist yet; its directory must (the lock lives next to it).
     const dir = path.dirname(abs);

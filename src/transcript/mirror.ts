@@ -46,6 +46,8 @@ export interface MirrorTurnParams {
   lock?: Omit<SessionLockOptions, "logger">;
   /** An existing header naming another session id: "warn" (default) or "throw" `SESSION_ID_MISMATCH`, nothing appended. */
   onSessionIdMismatch?: "warn" | "throw";
+  /** Fsynced at the same moment as the append (see `AppendOptions.syncAlongside`); runs even when nothing is new. */
+  syncAlongside?: () => Promise<void>;
 }
 
 /** What {@link mirrorTurnToTranscript} did. */
@@ -78,6 +80,7 @@ const ParamsSchema = z.object({
   locked: z.boolean().optional(),
   lock: z.any().optional(),
   onSessionIdMismatch: z.enum(["warn", "throw"]).optional(),
+  syncAlongside: z.any().optional(),
 });
 
 function partsOf(m: AgentMessage): Array<Record<string, unknown>> {
@@ -194,10 +197,10 @@ export async function mirrorTurnToTranscript(params: MirrorTurnParams): Promise<
     keys.forEach((k, i) => {
       if (!writer.hasKey(k)) fresh.push(i);
     });
-    const written =
-      fresh.length === 0
-        ? []
-        : await writer.append(fresh.map((i) => mirrorEntryFor(messages[i]!, keys[i]!)));
+    const written = await writer.append(
+      fresh.map((i) => mirrorEntryFor(messages[i]!, keys[i]!)),
+      params.syncAlongside ? { syncAlongside: params.syncAlongside } : {},
+    );
     const entryIds = keys.map((k) => writer.entryIdForKey(k) ?? "");
     const result: MirrorTurnResult = {
       appended: written.length,

@@ -20,7 +20,7 @@
  * that: a record whose turn never reached the transcript is found at recovery (no origin with its turnId) and can be
  * cleared without calling the engine.
  */
-import { promises as fsp } from "node:fs";
+import fs, { promises as fsp } from "node:fs";
 import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
@@ -34,6 +34,7 @@ import { sessionSidecarPaths } from "./paths.js";
 import { nextFreePath } from "./binding.js";
 import { errCode } from "./resolve.js";
 import { fsyncDirectory } from "./fsync-dir.js";
+import { fsyncFd, readSmallFile, replaceSmallFile } from "./small-file.js";
 
 /** Codex's status of the turn, or the machine's status of the attempt. */
 export type PendingFinalizeStatus = TurnRecord["codexStatus"] | TurnStatus;
@@ -72,6 +73,12 @@ export interface PendingFinalizeOptions {
    * are always serialized by an in-process queue.
    */
   takeLock?: boolean | Omit<SessionLockOptions, "logger">;
+  /**
+   * Write the record without fsync (visible to every process and safe from a process crash at once); the caller makes
+   * it durable with {@link commitPendingFinalize} before, or together with, the transcript append it guards.
+   * Default false (fsynced here).
+   */
+  deferCommit?: boolean;
 }
 
 const STATUSES = ["completed", "failed", "interrupted", "timedOut", "aborted", "yieldAborted"] as const;
@@ -98,15 +105,15 @@ function pendingPath(sessionFile: string): string {
 }
 
 async function readPendingFile(file: string, sessionFile: string): Promise<PendingFile> {
-  let text: string;
+  let text: string | undefined;
   try {
-    text = await fsp.readFile(file, "utf8");
+    text = readSmallFile(file);
   } catch (err) {
-    if (errCode(err) === "ENOENT") return { version: 1, records: [] };
     throw new SessionFileError("SESSION_UNREADABLE", file, `cannot read pending-finalize record ${file} of session ${sessionFile} (${errCode(err) ?? String(err)})`, {
       cause: err,
     });
   }
+  if (text === undefined) return { version: 1, records: [] };
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -124,36 +131,24 @@ async function readPendingFile(file: string, sessionFile: string): Promise<Pendi
   return r.data;
 }
 
-/** Replace the sidecar atomically; an empty record set removes it. */
-async function writePendingFile(file: string, data: PendingFile): Promise<void> {
+/**
+ * Replace the sidecar atomically; an empty record set removes it. `durable: false` skips the fsyncs: the caller
+ * commits the record with {@link commitPendingFinalize} (the turn host does it beside the transcript's own fsync).
+ * A removal is never fsynced: if an OS crash brings a cleared record back, recovery finalizes that turn again, which
+ * is the at-least-once window described at the top of this module (a process crash cannot bring it back).
+ */
+async function writePendingFile(file: string, data: PendingFile, opts: { durable: boolean } = { durable: true }): Promise<void> {
   const dir = path.dirname(file);
   try {
     if (data.records.length === 0) {
-      await fsp.unlink(file).catch((err: unknown) => {
-        if (errCode(err) !== "ENOENT") throw err;
-      });
-      await fsyncDirectory(dir);
+      fs.rmSync(file, { force: true });
       return;
     }
     // A fixed temp name is safe because updates run under the session lock, and a crash leaves no litter behind
     // (the next update overwrites it).
-    const tmp = `${file}.tmp`;
-    const fh = await fsp.open(tmp, "w");
-    try {
-      await fh.writeFile(`${JSON.stringify(data)}\n`);
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    faultPoint("pending:before-rename");
-    try {
-      await fsp.rename(tmp, file);
-    } catch (err) {
-      await fsp.rm(tmp, { force: true }).catch(() => undefined);
-      throw err;
-    }
+    await replaceSmallFile(file, `${file}.tmp`, `${JSON.stringify(data)}\n`, { durable: opts.durable, beforeRename: () => faultPoint("pending:before-rename") });
     faultPoint("pending:after-rename");
-    await fsyncDirectory(dir);
+    if (opts.durable) await fsyncDirectory(dir);
   } catch (err) {
     if (err instanceof SessionFileError) throw err;
     throw new SessionFileError("SESSION_WRITE_FAILED", file, `cannot write pending-finalize record ${file} (${errCode(err) ?? String(err)})`, {
@@ -221,13 +216,41 @@ export async function recordPendingFinalize(
     const at = data.records.findIndex((x) => x.turnId === next.turnId);
     if (at >= 0) data.records[at] = next;
     else data.records.push(next);
-    await writePendingFile(file, data);
+    await writePendingFile(file, data, { durable: opts.deferCommit !== true });
     logger.info(
       { event: "transcript.pending.recorded", threadId: next.threadId, turnId: next.turnId, pending: data.records.length, replaced: at >= 0 },
       "pending finalize recorded",
     );
     return next;
   });
+}
+
+/**
+ * Make a record written with `deferCommit` durable: fsync the sidecar and its directory (together). Nothing to do
+ * when no record exists.
+ *
+ * @example
+ * ```ts
+ * await recordPendingFinalize(sessionFile, record, { deferCommit: true });
+ * await Promise.all([appendAndFsyncTranscript(), commitPendingFinalize(sessionFile)]);
+ * ```
+ */
+export async function commitPendingFinalize(sessionFile: string): Promise<void> {
+  const file = pendingPath(sessionFile);
+  let fd: number;
+  try {
+    fd = fs.openSync(file, "r");
+  } catch (err) {
+    if (errCode(err) === "ENOENT") return;
+    throw new SessionFileError("SESSION_WRITE_FAILED", file, `cannot commit pending-finalize record ${file} (${errCode(err) ?? String(err)})`, { cause: err });
+  }
+  try {
+    await Promise.all([fsyncFd(fd), fsyncDirectory(path.dirname(file))]);
+  } catch (err) {
+    throw new SessionFileError("SESSION_WRITE_FAILED", file, `cannot commit pending-finalize record ${file} (${errCode(err) ?? String(err)})`, { cause: err });
+  } finally {
+    fs.closeSync(fd);
+  }
 }
 
 /**

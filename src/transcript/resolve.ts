@@ -2,12 +2,20 @@
  * Path resolution shared by the transcript reader, writer and lock: symlinks and `..` are resolved before the
  * `sessionRoot` check so a link cannot smuggle a write outside the root.
  */
-import { promises as fsp } from "node:fs";
+import fs from "node:fs";
 import path from "node:path";
 import { SessionFileError } from "./errors.js";
 
 function errCode(err: unknown): string | undefined {
   return typeof err === "object" && err !== null && "code" in err ? String((err as { code: unknown }).code) : undefined;
+}
+
+function isSymlink(p: string): boolean {
+  try {
+    return fs.lstatSync(p).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 /** Realpath of `p`, or of its nearest existing ancestor with the missing tail re-appended. */
@@ -17,13 +25,13 @@ async function realpathOrAncestor(p: string, reported: string): Promise<string> 
   let cur = abs;
   for (;;) {
     try {
-      const real = await fsp.realpath(cur);
+      const real = fs.realpathSync.native(cur); // synchronous: see small-file.ts
       return missing.length === 0 ? real : path.join(real, ...missing.reverse());
     } catch (err) {
       const code = errCode(err);
       if (code === "ENOENT") {
         // A dangling symlink is not "missing": following it would create a file wherever it points.
-        const isLink = await fsp.lstat(cur).then((s) => s.isSymbolicLink(), () => false);
+        const isLink = isSymlink(cur);
         if (isLink) {
           throw new SessionFileError("SESSION_UNREADABLE", reported, `session path ${reported} is a dangling symlink (${cur})`, {
             cause: err,

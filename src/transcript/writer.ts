@@ -13,6 +13,7 @@ import {
   deriveEntryId,
   randomEntryId,
   SESSION_FORMAT_VERSION,
+  type AppendOptions,
   type NewSessionEntry,
   type OpenSessionOptions,
   type SessionEntry,
@@ -63,14 +64,17 @@ export async function openSessionFile(sessionFile: string, opts: OpenSessionOpti
   let index = await loadIndex(real, sessionFile, logger);
   checkSessionId(index, sessionFile, opts, logger);
 
-  const append = async (drafts: NewSessionEntry[]): Promise<SessionEntry[]> => {
-    if (drafts.length === 0) return [];
+  const append = async (drafts: NewSessionEntry[], appendOpts: AppendOptions = {}): Promise<SessionEntry[]> => {
+    if (drafts.length === 0) {
+      await appendOpts.syncAlongside?.();
+      return [];
+    }
     // Cheap (one stat) unless someone else changed the file since we indexed it.
     index = await loadIndex(real, sessionFile, logger);
     checkSessionId(index, sessionFile, opts, logger);
     const batch = encodeBatch(index, drafts, sessionFile, opts);
     const created = index.size === 0 && (await statOrMissing(real, sessionFile)) === null;
-    const st = await writeBatch(real, sessionFile, batch.data, index.size, created);
+    const st = await writeBatch(real, sessionFile, batch.data, index.size, created, appendOpts.syncAlongside);
     commitToIndex(index, batch, st);
     logger.debug(
       { event: "transcript.appended", sessionFile, entries: batch.written.length, bytes: batch.data.length, createdFile: created },
@@ -193,6 +197,7 @@ async function writeBatch(
   data: Buffer,
   sizeBefore: number,
   created: boolean,
+  syncAlongside?: () => Promise<void>,
 ): Promise<Stats> {
   if (created) {
     try {
@@ -208,6 +213,7 @@ async function writeBatch(
     throw sessionIoError(err, reported, "open for append");
   }
   let st: Stats;
+  let alongside: Promise<unknown> | undefined;
   try {
     faultPoint("transcript:before-write");
     let off = 0;
@@ -220,6 +226,9 @@ async function writeBatch(
       if (off === firstChunk && off < data.length) faultPoint("transcript:mid-write");
     }
     faultPoint("transcript:after-write");
+    // The other durable write of this step (the pending-finalize record) is fsynced at the same moment, so both ride
+    // one journal commit instead of two in a row. Its failure is reported after the transcript is safe (below).
+    alongside = syncAlongside?.().then(() => undefined, (err: unknown) => err ?? new Error("sync failed"));
     await fh.sync();
     faultPoint("transcript:after-fsync");
     st = await fh.stat();
@@ -231,6 +240,8 @@ async function writeBatch(
   }
   await fh.close();
   if (created) await fsyncDirectory(path.dirname(real));
+  const alongsideError = await alongside;
+  if (alongsideError !== undefined) throw sessionIoError(alongsideError, reported, "commit the pending-finalize record beside");
   return st;
 }
 

@@ -1,8 +1,15 @@
 /**
  * Binds the turn actors (src/turn/actors) to the pure statechart with `turnMachine.provide()`. Each actor is a
  * function of its input and the attempt's dependencies; nothing else is shared.
+ *
+ * The machine is provided ONCE per process (`provide()` rebuilds the whole state-node tree: about 1 ms of CPU per
+ * turn when it ran per attempt). An attempt's dependencies travel with its actor system instead: `createTurnActor`
+ * registers them for the system it creates, and every implementation below looks them up from the `system` XState
+ * hands it. A system belongs to exactly one attempt, so the lookup can never cross attempts, and the entry goes with
+ * the system (a WeakMap).
  */
-import { fromCallback, fromPromise } from "xstate";
+import { createActor, fromCallback, fromPromise, type ActorOptions, type ActorSystem } from "xstate";
+import type { TurnMachineInput } from "../../machines/turn.contract.js";
 import { turnMachine } from "../../machines/turn.machine.js";
 import type { RunTurnEmitted, RunTurnInput, RunTurnReceived } from "../../machines/turn.contract.js";
 import type { TurnDeps } from "./deps.js";
@@ -16,40 +23,66 @@ import { runTurn } from "./actors/run-turn.js";
 import { mirrorTranscript, recordPendingFinalize } from "./actors/persist.js";
 import { scheduleBackgroundMaintenance } from "./background.js";
 
-/** The turn machine with this attempt's effects bound. */
-export function bindTurnMachine(deps: TurnDeps) {
-  return turnMachine.provide({
-    delays: { interruptGrace: deps.params.timeouts?.interruptGraceMs ?? 10_000 },
-    actions: {
-      logLifecycle: ({ context }, params) => {
-        const { event, ...counts } = params as { event: string; [k: string]: unknown };
-        deps.logger.info({ ...deps.ids, threadId: context.threadId, turnId: context.turnId, event, ...counts }, `codex context engine ${event}`);
-      },
-      scheduleBackgroundMaintenance: ({ context }) => scheduleBackgroundMaintenance(deps, context.record),
-      persistAcceptedBinding: (_, params) => deps.binding.accept(params),
-      persistUsage: (_, params) => deps.binding.usage(params.record),
-      persistNativeCompaction: (_, params) => deps.binding.nativeCompaction(params.compaction, params.preTurn),
+/** Any system: the map is keyed by identity only. */
+type AnyActorSystem = ActorSystem<any>;
+
+const depsBySystem = new WeakMap<AnyActorSystem, TurnDeps>();
+
+/** The dependencies of the attempt that owns `system` (registered by {@link createTurnActor}). */
+function depsOf(system: AnyActorSystem): TurnDeps {
+  const deps = depsBySystem.get(system);
+  if (!deps) throw new Error("turn actor system has no dependencies: create it with createTurnActor()");
+  return deps;
+}
+
+/** The turn machine with the turn actors bound; each implementation finds its attempt's dependencies by system. */
+export const boundTurnMachine = turnMachine.provide({
+  delays: { interruptGrace: ({ system }) => depsOf(system).params.timeouts?.interruptGraceMs ?? 10_000 },
+  actions: {
+    logLifecycle: ({ context, system }, params) => {
+      const deps = depsOf(system);
+      const { event, ...counts } = params as { event: string; [k: string]: unknown };
+      deps.logger.info({ ...deps.ids, threadId: context.threadId, turnId: context.turnId, event, ...counts }, `codex context engine ${event}`);
     },
-    actors: {
-      acquireSessionLock: fromPromise(({ signal }) => acquireSessionLock(deps, signal)),
-      recoverSession: fromPromise(() => recoverSession(deps)),
-      readHistory: fromPromise(() => readHistory(deps)),
-      rereadHistory: fromPromise(() => rereadHistory(deps)),
-      rereadHistoryForFinalize: fromPromise(() => rereadHistory(deps)),
-      bootstrapEngine: fromPromise(({ signal }) => bootstrapEngine(deps, signal)),
-      compactEngine: fromPromise(({ input, signal }) => compactEngine(deps, input, signal)),
-      assembleContext: fromPromise(({ input, signal }) => assembleContext(deps, input, signal)),
-      projectContext: fromPromise(({ input }) => projectContext(deps, input)),
-      runPromptHooks: fromPromise(({ input, signal }) => runPromptHooks(deps, input, signal)),
-      resumeThread: fromPromise(({ input }) => resumeThread(deps, input)),
-      startThread: fromPromise(({ input }) => startThread(deps, input)),
-      runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(({ input, sendBack, receive }) =>
-        runTurn(deps, input, sendBack, receive),
-      ),
-      recordPendingFinalize: fromPromise(({ input }) => recordPendingFinalize(deps, input)),
-      mirrorTranscript: fromPromise(({ input }) => mirrorTranscript(deps, input)),
-      finalizeEngine: fromPromise(({ input }) => finalizeEngine(deps, input)),
-      maintainEngine: fromPromise(({ input, signal }) => maintainEngine(deps, input, signal)),
-    },
-  });
+    scheduleBackgroundMaintenance: ({ context, system }) => scheduleBackgroundMaintenance(depsOf(system), context.record),
+    persistAcceptedBinding: ({ system }, params) => depsOf(system).binding.accept(params),
+    persistUsage: ({ system }, params) => depsOf(system).binding.usage(params.record),
+    persistNativeCompaction: ({ system }, params) => depsOf(system).binding.nativeCompaction(params.compaction, params.preTurn),
+  },
+  actors: {
+    acquireSessionLock: fromPromise(({ system, signal }) => acquireSessionLock(depsOf(system), signal)),
+    recoverSession: fromPromise(({ system }) => recoverSession(depsOf(system))),
+    readHistory: fromPromise(({ system }) => readHistory(depsOf(system))),
+    rereadHistory: fromPromise(({ system }) => rereadHistory(depsOf(system))),
+    rereadHistoryForFinalize: fromPromise(({ system }) => rereadHistory(depsOf(system))),
+    bootstrapEngine: fromPromise(({ system, signal }) => bootstrapEngine(depsOf(system), signal)),
+    compactEngine: fromPromise(({ input, system, signal }) => compactEngine(depsOf(system), input, signal)),
+    assembleContext: fromPromise(({ input, system, signal }) => assembleContext(depsOf(system), input, signal)),
+    projectContext: fromPromise(({ input, system }) => projectContext(depsOf(system), input)),
+    runPromptHooks: fromPromise(({ input, system, signal }) => runPromptHooks(depsOf(system), input, signal)),
+    resumeThread: fromPromise(({ input, system }) => resumeThread(depsOf(system), input)),
+    startThread: fromPromise(({ input, system }) => startThread(depsOf(system), input)),
+    runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(({ input, system, sendBack, receive }) =>
+      runTurn(depsOf(system), input, sendBack, receive),
+    ),
+    recordPendingFinalize: fromPromise(({ input, system }) => recordPendingFinalize(depsOf(system), input)),
+    mirrorTranscript: fromPromise(({ input, system }) => mirrorTranscript(depsOf(system), input)),
+    finalizeEngine: fromPromise(({ input, system }) => finalizeEngine(depsOf(system), input)),
+    maintainEngine: fromPromise(({ input, system, signal }) => maintainEngine(depsOf(system), input, signal)),
+  },
+});
+
+/**
+ * Create (not start) the actor of one attempt: the shared bound machine, with `deps` registered for its system.
+ *
+ * @example
+ * ```ts
+ * const actor = createTurnActor(deps, { input: machineInput(deps) });
+ * actor.start();
+ * ```
+ */
+export function createTurnActor(deps: TurnDeps, options: Omit<ActorOptions<typeof boundTurnMachine>, "input"> & { input: TurnMachineInput }) {
+  const actor = createActor(boundTurnMachine, options);
+  depsBySystem.set(actor.system, deps);
+  return actor;
 }

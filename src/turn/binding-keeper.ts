@@ -3,6 +3,12 @@
  * WHEN the binding changes (the `persistAcceptedBinding`, `persistUsage` and `persistNativeCompaction` actions on its
  * transitions); this module only applies the change and serializes the writes, so a slower earlier write can never
  * land after (and undo) a later one.
+ *
+ * No binding write is fsynced. The binding describes the Codex thread, and what makes a turn durable is the transcript
+ * append (fsynced before the result is reported). Each write is atomic (temp file + rename) and survives a crash of
+ * this process at once; after an OS crash the binding can be one write behind, which the next turn treats like any
+ * binding that lags its thread (the projection re-sends what it cannot prove the thread holds). An fsync here cost a
+ * journal commit per turn on the critical path (issue 14's overhead budget).
  */
 import type { Logger } from "pino";
 import type { NativeCompactionRecord, ProjectionOutput, TurnRecord } from "../../machines/turn.contract.js";
@@ -19,19 +25,16 @@ import {
 export interface BindingKeeper {
   /** The binding as loaded at the start of the attempt. */
   load(binding: ThreadBinding | undefined): void;
-  /**
-   * Codex accepted the turn: the thread holds what was injected. Written without fsync (it runs during the Codex turn,
-   * where an fsync competes with Codex's own writes); the usage write or `settle()` makes it durable.
-   */
+  /** Codex accepted the turn: the thread holds what was injected (written while the Codex turn runs). */
   accept(p: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }): void;
-  /** The turn reported usage (durable write). */
+  /** The turn reported usage. */
   usage(record: TurnRecord): void;
   /**
    * Native compaction dropped injected context and earlier items: the next turn must re-send them. A compaction that
    * completed before this turn's user message started is Codex's pre-turn compaction: what this turn brings is held.
    */
   nativeCompaction(compaction: NativeCompactionRecord, preTurn: boolean): void;
-  /** Wait for queued writes and make the last one durable (before the result is reported). */
+  /** Wait for queued writes (before the result is reported). */
   settle(): Promise<void>;
 }
 
@@ -45,13 +48,11 @@ export function createBindingKeeper(deps: {
   let binding: ThreadBinding | undefined;
   let lastProjection: ProjectionOutput | undefined;
   let writes: Promise<void> = Promise.resolve();
-  let durable = true;
-  const persist = (wantDurable: boolean): Promise<void> => {
+  const persist = (): Promise<void> => {
     writes = writes.then(async () => {
       if (!binding) return;
       try {
-        await deps.store.writeBinding(binding, { durable: wantDurable });
-        durable = wantDurable;
+        await deps.store.writeBinding(binding, { durable: false });
       } catch (error) {
         deps.logger.warn({ ...deps.ids, event: "binding write failed", err: errorLabel(error) }, "thread binding write failed");
       }
@@ -73,7 +74,7 @@ export function createBindingKeeper(deps: {
         policyFingerprint: deps.fingerprints.policy,
         projectionMode: projection?.mode ?? "none",
       } as Parameters<typeof applyBindingUpdate>[1]);
-      void persist(false);
+      void persist();
     },
     usage(record) {
       if (!binding || !record.usage || binding.threadId !== record.threadId) return;
@@ -82,7 +83,7 @@ export function createBindingKeeper(deps: {
         totalTokens: record.usage.lastCallTotalTokens ?? record.usage.totalTokens,
         ...(record.usage.modelContextWindow ? { modelContextWindow: record.usage.modelContextWindow } : {}),
       });
-      void persist(true);
+      void persist();
     },
     nativeCompaction(compaction, preTurn) {
       // Only a completed compaction dropped anything (the started notification comes first).
@@ -92,12 +93,10 @@ export function createBindingKeeper(deps: {
         const update = lastProjection?.bindingUpdate as { ledgerAdd?: string[] } | undefined;
         binding = { ...binding, heldTurnIds: [compaction.turnId], ledger: [...(update?.ledgerAdd ?? [])] };
       }
-      void persist(true);
+      void persist();
     },
     async settle() {
       await writes;
-      // The turn ended without a durable write after the accept-time one (no usage reported, or it failed early).
-      if (!durable) await persist(true);
     },
   };
 }

@@ -4,10 +4,10 @@
  * lifecycle decision is in the statechart; this module only starts it and cleans up after it (the session lock is
  * released and the binding made durable when the machine reaches a final state, before the result is reported).
  */
-import { createActor, toPromise, type AnyActorRef, type InspectionEvent } from "xstate";
+import { toPromise, type AnyActorRef, type InspectionEvent } from "xstate";
 import type { TurnMachineInput, TurnMachineOutput } from "../../machines/turn.contract.js";
 import { parseCodexTurnParams, type CodexTurnParams, type CodexTurnResult, type TurnStreamEvent } from "../params.js";
-import { bindTurnMachine } from "./bind.js";
+import { createTurnActor } from "./bind.js";
 import { backgroundWorkOf } from "./background.js";
 import { createTurnDeps } from "./create-deps.js";
 import type { TurnDeps } from "./deps.js";
@@ -53,7 +53,8 @@ export function startCodexTurn(params: CodexTurnParams): CodexTurnHandle {
   const parsed = parseCodexTurnParams(params);
   const events = createTurnEventStream();
   const deps = createTurnDeps(parsed, events);
-  const actor = createActor(bindTurnMachine(deps), { input: machineInput(deps), inspect: safeInspect(deps, parsed.inspect) });
+  const inspect = safeInspect(deps, parsed.inspect);
+  const actor = createTurnActor(deps, { input: machineInput(deps), ...(inspect ? { inspect } : {}) });
   followTrace(actor, deps);
   // Every later durable write asserts the lock; this also stops the turn itself (its mirror then fails, typed).
   deps.lock.onLost = () => {

@@ -1,8 +1,8 @@
 /**
- * The thread binding is written without fsync when Codex accepts the turn (an fsync there holds up Codex's own writes
- * during the turn), so the turn must end with a durable binding write before its result is reported: the usage write,
- * or, when the turn reported no usage, a final write at settle. Tracked by recording, in order, every binding temp
- * file opened and every FileHandle.sync on it.
+ * The thread binding is a description of the Codex thread, not the record of the turn: no binding write of a turn is
+ * fsynced (each is atomic: temp file + rename, so a process crash never leaves a torn one), and the binding is current
+ * on disk when the result is reported, for a completed and for a failed turn. The transcript append is the turn's
+ * durable write (fsynced before the result). Tracked by recording every fsync the harness makes, by path.
  */
 import { promises as fsp } from "node:fs";
 import path from "node:path";
@@ -11,6 +11,7 @@ import { runCodexTurn } from "../../src/turn.js";
 import { readThreadBinding } from "../../src/transcript/binding.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
 import { startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
+import { trackFsyncs } from "../helpers/fsync-tracker.js";
 import { disposeChecked, tempSessions, turnParams } from "../helpers/turn-env.js";
 
 let env: OfflineCodex;
@@ -23,69 +24,42 @@ afterAll(async () => {
   sessions.cleanup();
 });
 
-type Op = { op: "open" | "sync"; file: string };
 let restore: (() => void) | undefined;
 afterEach(() => restore?.());
 
-/** Record opens and syncs of files whose name starts with `prefix` (the binding's temp files). */
-async function trackBindingWrites(prefix: string): Promise<Op[]> {
-  const ops: Op[] = [];
-  const probe = await fsp.open(path.join(sessions.dir, "probe"), "w");
-  const proto = Object.getPrototypeOf(probe) as { sync: (...a: unknown[]) => Promise<void> };
-  await probe.close();
-  const handles = new WeakMap<object, string>();
-  const originalOpen = fsp.open;
-  const originalSync = proto.sync;
-  fsp.open = (async (...args: Parameters<typeof fsp.open>) => {
-    const handle = await originalOpen(...args);
-    const file = String(args[0]);
-    if (file.startsWith(prefix)) {
-      handles.set(handle, file);
-      ops.push({ op: "open", file });
-    }
-    return handle;
-  }) as typeof fsp.open;
-  proto.sync = async function (this: object, ...a: unknown[]) {
-    const file = handles.get(this);
-    if (file) ops.push({ op: "sync", file });
-    return originalSync.apply(this, a);
-  };
-  restore = () => {
-    fsp.open = originalOpen;
-    proto.sync = originalSync;
-  };
-  return ops;
+async function track(file: string) {
+  const t = await trackFsyncs((f) => f.startsWith(file) || f === path.dirname(file), sessions.dir);
+  restore = t.restore;
+  return t.events;
 }
 
-/** Per binding write (temp file), in order: whether it was fsynced. */
-function writes(ops: Op[]): boolean[] {
-  const order: string[] = [];
-  for (const o of ops) if (o.op === "open" && !order.includes(o.file)) order.push(o.file);
-  return order.map((file) => ops.some((o) => o.op === "sync" && o.file === file));
-}
+const fsynced = (events: Array<{ kind: string; file: string }>, pred: (f: string) => boolean) => events.filter((e) => e.kind === "fsync-end" && pred(e.file)).length;
 
 describe("thread binding durability", () => {
-  it("writes the accept-time binding without fsync and ends with a durable write (completed turn, usage reported)", async () => {
+  it("never fsyncs a binding write; the transcript is fsynced; the binding is current when the result is reported", async () => {
     const file = sessions.file();
-    const ops = await trackBindingWrites(`${sessionSidecarPaths(file).binding}.tmp-`);
+    const events = await track(file);
     const r = await runCodexTurn(turnParams(env, file, "durable binding please"));
     expect(r.status).toBe("completed");
-    const w = writes(ops);
-    expect(w[0]).toBe(false);
-    expect(w.at(-1)).toBe(true);
-    expect((await readThreadBinding(file))?.threadId).toBe(r.threadId);
+    const binding = sessionSidecarPaths(file).binding;
+    expect(events.some((e) => e.kind === "open" && e.file.startsWith(`${binding}.tmp-`))).toBe(true);
+    expect(fsynced(events, (f) => f.startsWith(binding))).toBe(0);
+    expect(fsynced(events, (f) => f === file)).toBeGreaterThanOrEqual(1);
+    const onDisk = await readThreadBinding(file);
+    expect(onDisk?.threadId).toBe(r.threadId);
+    expect(onDisk?.heldTurnIds).toContain(r.turnId);
+    expect(onDisk?.lastUsage).toBeDefined();
+    const left = (await fsp.readdir(path.dirname(file))).filter((n) => n.includes(".tmp-"));
+    expect(left).toEqual([]);
   });
 
-  it("makes the binding durable at settle when the turn reported no usage", async () => {
+  it("a failed turn (no usage) also leaves the current binding, unfsynced", async () => {
     const file = sessions.file();
     env.fake.enqueue({ httpStatus: 400, body: JSON.stringify({ error: { message: "bad request", type: "invalid_request_error" } }) });
-    const ops = await trackBindingWrites(`${sessionSidecarPaths(file).binding}.tmp-`);
+    const events = await track(file);
     const r = await runCodexTurn(turnParams(env, file, "this turn fails"));
     expect(r.status).toBe("failed");
-    const w = writes(ops);
-    expect(w.length).toBeGreaterThanOrEqual(2);
-    expect(w[0]).toBe(false);
-    expect(w.at(-1)).toBe(true);
+    expect(fsynced(events, (f) => f.startsWith(sessionSidecarPaths(file).binding))).toBe(0);
     expect((await readThreadBinding(file))?.threadId).toBe(r.threadId);
   });
 });
