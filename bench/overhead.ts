@@ -8,13 +8,14 @@
  * /dev/null, in the same process and run, as a share of the warm direct turn. That is the issue's "per-turn overhead of
  * the machine"; the end-to-end figures above also include durable transcript I/O, the session lock and RPCs.
  */
-import { promises as fsp } from "node:fs";
+import fs, { promises as fsp } from "node:fs";
 import path from "node:path";
 import { runCodexTurn, type TurnStreamEvent } from "../src/turn.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
 import { CodexAppServer } from "../src/codex/app-server.js";
 import { offlineCodexConfig } from "../src/codex/config.js";
 import { fsyncDirectory } from "../src/transcript/fsync-dir.js";
+import { fsyncFd } from "../src/transcript/small-file.js";
 import { bounded, median, percentile, round, startFakeModelProcess, table, tempDir, userPrompt } from "./lib.js";
 import { measureMachineOnly, type MachineOnlyResults } from "./machine-only.js";
 
@@ -28,7 +29,7 @@ export interface OverheadDecomposition {
   machineMs: number;
   /** endToEndDiffMs - machineMs: durable I/O, the session lock, the thread/resume RPC and the rest of the host. */
   restMs: number;
-  /** of the rest: time in FileHandle.sync (file + directory fsyncs), median per turn. */
+  /** of the rest: time in FileHandle.sync and fs.fsync (file + directory fsyncs, concurrent ones each counted), median per turn. */
   fsyncMs: number;
   /** of the rest: the threadStart state (a thread this process holds is reused without a thread/resume RPC). */
   resumeMs: number;
@@ -46,14 +47,14 @@ export interface OverheadResults {
   diffMs: { noEngine: number; window: number };
   /**
    * The `directDurable` variant: the direct turn plus only the durable I/O of the crash protocol (lock directory,
-   * transcript read, pending record with snapshot, mirror append, record removal; 4 fsyncs). `ioMs` is that I/O's
+   * transcript read, pending record with snapshot, mirror append, record removal; 3 fsyncs in one commit). `ioMs` is that I/O's
    * median time, timed directly around the turn (compare with `outsideTurnMs`); `shareOfWarmTurn` is `ioMs` over the
    * warm direct turn.
    */
   durableFloor: { ioMs: number; shareOfWarmTurn: number };
   /** Median per turn of (runCodexTurn wall time - time in turnRunning): what the harness adds around the Codex turn. */
   outsideTurnMs: { noEngine: number; window: number };
-  /** Durable writes per machine turn: FileHandle.sync calls (file + directory fsyncs) and the time spent in them. */
+  /** Durable writes per machine turn: FileHandle.sync and fs.fsync calls (file + directory fsyncs) and the time spent in them. */
   fsync: { noEngine: { callsPerTurn: number; msPerTurn: number }; window: { callsPerTurn: number; msPerTurn: number } };
   /** Median ms spent in each lifecycle state (and before the first / after the last state event). */
   statesMs: { noEngine: Record<string, number>; window: Record<string, number> };
@@ -112,7 +113,7 @@ export async function runOverhead(opts: {
       noEngine: { calls: [], ms: [] },
       window: { calls: [], ms: [] },
     };
-    // Count every FileHandle.sync (the harness's only fsync path) to attribute time to durability.
+    // Count every FileHandle.sync and fs.fsync (the harness's fsync paths) to attribute time to durability.
     const probe = await fsp.open(path.join(dirs.dir, "probe"), "w");
     const proto = Object.getPrototypeOf(probe) as { sync: (...a: unknown[]) => Promise<void> };
     await probe.close();
@@ -127,8 +128,19 @@ export async function runOverhead(opts: {
         syncCounter.ms += performance.now() - t;
       }
     };
+    // The sidecars fsync through fs.fsync(fd) (src/transcript/small-file.ts): count those too.
+    const originalFsync = fs.fsync;
+    fs.fsync = ((fd: number, cb: (err: NodeJS.ErrnoException | null) => void) => {
+      const t = performance.now();
+      return originalFsync(fd, (err) => {
+        syncCounter.calls++;
+        syncCounter.ms += performance.now() - t;
+        cb(err);
+      });
+    }) as typeof fs.fsync;
     restoreSync = () => {
       proto.sync = originalSync;
+      fs.fsync = originalFsync;
     };
 
     const machineTurn = async (kind: "noEngine" | "window", i: number, record: boolean): Promise<number> => {
@@ -178,8 +190,9 @@ export async function runOverhead(opts: {
 
     /**
      * The direct turn plus the durable I/O the crash protocol needs, back to back with nothing else: a lock
-     * directory, one transcript read, the pending record with the turn's snapshot (temp file + fsync + rename + directory
-     * fsync), one O_APPEND + fsync mirror write, the record's removal + directory fsync, the lock's removal. No
+     * directory, one transcript read, the pending record with the turn's snapshot (temp file + rename, no fsync), one
+     * O_APPEND mirror write fsynced together with the record and its directory (one commit), the record's removal
+     * (no fsync), the lock's removal. No
      * machine, no validation, no binding, no logging: a floor for any host that keeps issue 5's guarantees this way.
      */
     const floorFile = path.join(dirs.dir, "floor.jsonl");
@@ -189,32 +202,32 @@ export async function runOverhead(opts: {
     const floorIo: number[] = [];
     const durableTurn = async (i: number, record_: boolean): Promise<number> => {
       const t0 = performance.now();
-      await fsp.mkdir(floorLock);
+      fs.mkdirSync(floorLock);
       await fsp.readFile(floorFile).catch(() => Buffer.alloc(0));
       const tTurn = performance.now();
       const turn = await env.codex.startTurn({ threadId: durableThreadId, text: userPrompt(i) });
       const record = await turn.completion;
       const tDone = performance.now();
+      // The protocol runCodexTurn keeps (small sidecars written synchronously, see src/transcript/small-file.ts): the
+      // pending record written without fsync, then the transcript append fsynced together with the record and its
+      // directory (one journal commit), the record removed without fsync.
       const tmp = `${floorPending}.tmp`;
-      const pending = await fsp.open(tmp, "w");
-      try {
-        await pending.writeFile(JSON.stringify({ version: 1, records: [{ turnId: record.turnId, messages: record.messagesSnapshot }] }));
-        await pending.sync();
-      } finally {
-        await pending.close();
-      }
-      await fsp.rename(tmp, floorPending);
-      await fsyncDirectory(dirs.dir);
+      fs.writeFileSync(tmp, JSON.stringify({ version: 1, records: [{ turnId: record.turnId, messages: record.messagesSnapshot }] }));
+      fs.renameSync(tmp, floorPending);
       const mirror = await fsp.open(floorFile, "a");
       try {
         await mirror.write(record.messagesSnapshot.map((m) => `${JSON.stringify({ type: "message", message: m })}\n`).join(""));
-        await mirror.sync();
+        const pendingFd = fs.openSync(floorPending, "r");
+        try {
+          await Promise.all([mirror.sync(), fsyncFd(pendingFd), fsyncDirectory(dirs.dir)]);
+        } finally {
+          fs.closeSync(pendingFd);
+        }
       } finally {
         await mirror.close();
       }
-      await fsp.unlink(floorPending);
-      await fsyncDirectory(dirs.dir);
-      await fsp.rmdir(floorLock);
+      fs.unlinkSync(floorPending);
+      fs.rmdirSync(floorLock);
       const t1 = performance.now();
       if (record_) floorIo.push(tTurn - t0 + (t1 - tDone));
       if (record.codexStatus !== "completed") throw new Error(`overhead durable direct turn ${i} ended ${record.codexStatus}`);
@@ -315,10 +328,10 @@ export async function runOverhead(opts: {
       note:
         "runCodexTurn per turn also: takes the session lock (a lock file), reads the transcript and binding, reuses the " +
         "thread this app-server holds (a real thread/resume RPC only after a restart or a settings change), writes the " +
-        "pending-finalize record (with the turn's snapshot), mirrors the turn (one O_APPEND write + fsync), writes the " +
-        "binding (on accept without fsync, overlapping the Codex turn; with usage, durably, overlapping the mirror) and " +
-        "clears the pending record: 6 fsyncs (binding file+dir once, pending record file+dir, its removal dir, " +
-        "transcript file). The direct client does none of it.",
+        "pending-finalize record (with the turn's snapshot, no fsync), mirrors the turn (one O_APPEND write, fsynced " +
+        "together with the record and its directory: 3 fsyncs in one commit), writes the binding twice without fsync " +
+        "(on accept, overlapping the Codex turn; with usage, at settle) and clears the pending record (no fsync). " +
+        "The direct client does none of it.",
     };
   } finally {
     restoreSync();
@@ -362,7 +375,7 @@ export function formatOverhead(o: OverheadResults): string {
   lines.push(
     `\nOutside the Codex turn (wall - turnRunning), median: no engine ${o.outsideTurnMs.noEngine} ms, window ${o.outsideTurnMs.window} ms. ` +
       `Durable writes per turn: no engine ${o.fsync.noEngine.callsPerTurn} fsyncs = ${o.fsync.noEngine.msPerTurn} ms, ` +
-      `window ${o.fsync.window.callsPerTurn} fsyncs = ${o.fsync.window.msPerTurn} ms (FileHandle.sync calls, files and directories).`,
+      `window ${o.fsync.window.callsPerTurn} fsyncs = ${o.fsync.window.msPerTurn} ms (FileHandle.sync and fs.fsync calls, files and directories; concurrent ones each counted).`,
   );
   lines.push("\nPer-state breakdown (time from entering the state to entering the next):");
   lines.push(table(rows));
@@ -384,7 +397,7 @@ export function formatOverhead(o: OverheadResults): string {
     const f = o.durableFloor;
     lines.push(
       `Durable floor: the crash protocol's I/O alone (lock dir, transcript read, pending record + snapshot, mirror append, ` +
-        `record removal; 4 fsyncs, no machine), timed around the turn: ${f.ioMs} ms = ${pct(f.shareOfWarmTurn)} of the warm ` +
+        `record removal; 3 fsyncs in one commit, no machine), timed around the turn: ${f.ioMs} ms = ${pct(f.shareOfWarmTurn)} of the warm ` +
         `direct turn. runCodexTurn outside the Codex turn: ${o.outsideTurnMs.noEngine} ms no engine, ${o.outsideTurnMs.window} ms window engine.`,
     );
     const t = overheadTarget(o);

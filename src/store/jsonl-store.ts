@@ -89,6 +89,11 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
   const { sessionFile, sessionId, sessionRoot } = opts;
   const logger = opts.logger ?? silentLogger;
   let lock: SessionLockHandle | undefined;
+  /**
+   * Turn ids in the pending sidecar, as this store last listed or wrote it while holding the lock (undefined: not
+   * known). Lets `completePending` remove the sidecar unread when it holds just that turn.
+   */
+  let knownPending: string[] | undefined;
   /** A pending record written but not yet fsynced: the next append commits it beside the transcript. */
   let pendingUncommitted = false;
   const takePendingCommit = (): (() => Promise<void>) | undefined => {
@@ -119,6 +124,7 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
       guard();
       await recordPendingFinalize(sessionFile, record, { logger, deferCommit: true });
       pendingUncommitted = true;
+      if (knownPending && !knownPending.includes(record.turnId)) knownPending = [...knownPending, record.turnId];
     },
     markPendingIngested: async (turnId, keys) => {
       guard();
@@ -126,9 +132,17 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
     },
     completePending: async (turnId) => {
       guard();
-      return completePendingFinalize(sessionFile, turnId, { logger });
+      const onlyRecord = knownPending?.length === 1 && knownPending[0] === turnId;
+      const removed = await completePendingFinalize(sessionFile, turnId, { logger, onlyRecord });
+      if (knownPending) knownPending = knownPending.filter((t) => t !== turnId);
+      return removed;
     },
-    listPending: (o) => listPending(sessionFile, logger, o?.readOnly === true),
+    listPending: async (o) => {
+      const records = await listPending(sessionFile, logger, o?.readOnly === true);
+      // Only a listing under our lock can be relied on until we release it.
+      knownPending = lock && !o?.readOnly ? records.map((r) => r.turnId) : undefined;
+      return records;
+    },
     acquireLock: async (o: AcquireLockOptions = {}) => {
       if (sessionRoot !== undefined) await resolveSessionPath(sessionFile, sessionRoot); // before the lock creates the directory
       lock = await acquireSessionLock(sessionFile, {

@@ -261,13 +261,28 @@ export async function commitPendingFinalize(sessionFile: string): Promise<void> 
  * await completePendingFinalize(sessionFile, turnId);
  * ```
  */
-export async function completePendingFinalize(sessionFile: string, turnId: string, opts: PendingFinalizeOptions = {}): Promise<boolean> {
+export async function completePendingFinalize(
+  sessionFile: string,
+  turnId: string,
+  opts: PendingFinalizeOptions & {
+    /** The caller holds the lock and knows the record set is exactly this turn's record: remove it unread. */
+    onlyRecord?: boolean;
+  } = {},
+): Promise<boolean> {
   if (typeof turnId !== "string" || turnId.length === 0) {
     throw new SessionFileError("SESSION_INVALID_ARGUMENT", sessionFile, `completePendingFinalize for session ${sessionFile} needs a non-empty turnId`);
   }
   const logger = opts.logger ?? silentLogger;
   const file = pendingPath(sessionFile);
   return runSerialized(sessionFile, file, opts, async () => {
+    if (opts.onlyRecord) {
+      // The caller (holding the lock since it listed and wrote the set) knows this turn's is the only record: the
+      // sidecar goes without being read back (it holds the turn's whole snapshot).
+      const removed = fs.existsSync(file);
+      fs.rmSync(file, { force: true });
+      if (removed) logger.info({ event: "transcript.pending.completed", turnId, pending: 0 }, "pending finalize cleared");
+      return removed;
+    }
     const data = await readPendingFile(file, sessionFile);
     const before = data.records.length;
     data.records = data.records.filter((x) => x.turnId !== turnId);

@@ -27,7 +27,10 @@ export interface BindingKeeper {
   load(binding: ThreadBinding | undefined): void;
   /** Codex accepted the turn: the thread holds what was injected (written while the Codex turn runs). */
   accept(p: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }): void;
-  /** The turn reported usage. */
+  /**
+   * The turn reported usage: kept in the binding and written by `settle()`, after the mirror (a write here would sit on
+   * the critical path between the end of the Codex turn and the transcript append; only the next turn reads it).
+   */
   usage(record: TurnRecord): void;
   /**
    * Native compaction dropped injected context and earlier items: the next turn must re-send them. A compaction that
@@ -48,7 +51,10 @@ export function createBindingKeeper(deps: {
   let binding: ThreadBinding | undefined;
   let lastProjection: ProjectionOutput | undefined;
   let writes: Promise<void> = Promise.resolve();
+  /** The binding changed since the last write was queued (the usage, written at settle). */
+  let dirty = false;
   const persist = (): Promise<void> => {
+    dirty = false;
     writes = writes.then(async () => {
       if (!binding) return;
       try {
@@ -83,7 +89,7 @@ export function createBindingKeeper(deps: {
         totalTokens: record.usage.lastCallTotalTokens ?? record.usage.totalTokens,
         ...(record.usage.modelContextWindow ? { modelContextWindow: record.usage.modelContextWindow } : {}),
       });
-      void persist();
+      dirty = true;
     },
     nativeCompaction(compaction, preTurn) {
       // Only a completed compaction dropped anything (the started notification comes first).
@@ -96,6 +102,7 @@ export function createBindingKeeper(deps: {
       void persist();
     },
     async settle() {
+      if (dirty) void persist();
       await writes;
     },
   };
