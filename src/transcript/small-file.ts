@@ -9,6 +9,7 @@
  * pool (`fsyncFd`), and so do the transcript's reads and appends, which can be large.
  */
 import fs from "node:fs";
+import path from "node:path";
 
 /** The file's text, or undefined when it does not exist (other errors throw). */
 export function readSmallFile(file: string): string | undefined {
@@ -43,5 +44,52 @@ export async function replaceSmallFile(file: string, tmp: string, text: string, 
   } catch (err) {
     fs.rmSync(tmp, { force: true });
     throw err;
+  }
+}
+
+/**
+ * Create `file` with `text` if it does not exist (O_EXCL), optionally fsynced with its directory. Returns false,
+ * writing nothing, when it exists. A failed write removes the half-created file and rethrows.
+ */
+export async function createSmallFile(file: string, text: string, opts: { durable: boolean }): Promise<boolean> {
+  let fd: number;
+  try {
+    fd = fs.openSync(file, "wx");
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "EEXIST") return false;
+    throw err;
+  }
+  try {
+    fs.writeSync(fd, text);
+    if (opts.durable) await Promise.all([fsyncFd(fd), fsyncDirectory(path.dirname(file))]);
+  } catch (err) {
+    fs.closeSync(fd);
+    fs.rmSync(file, { force: true });
+    throw err;
+  }
+  fs.closeSync(fd);
+  return true;
+}
+
+/**
+ * Best-effort fsync of a directory, so a file created, renamed or removed in it survives an OS crash. Some
+ * filesystems refuse fsync on a directory; the rename or write itself is still atomic, so failures are ignored.
+ * The open and close are synchronous (microseconds); the fsync runs on the thread pool.
+ *
+ * @example
+ * ```ts
+ * fs.renameSync(tmp, file);
+ * await fsyncDirectory(path.dirname(file));
+ * ```
+ */
+export async function fsyncDirectory(dir: string): Promise<void> {
+  let fd: number | undefined;
+  try {
+    fd = fs.openSync(dir, "r");
+    await fsyncFd(fd);
+  } catch {
+    // Not supported everywhere (see above).
+  } finally {
+    if (fd !== undefined) fs.closeSync(fd);
   }
 }

@@ -8,7 +8,7 @@ import type { FileHandle } from "node:fs/promises";
 import type { Logger } from "pino";
 import { SessionFileError } from "./errors.js";
 import { entryIdempotencyKey, SESSION_FORMAT_VERSION, type SessionEntry, type SessionHeader } from "./entries.js";
-import { checkHeader, HeaderSchema, isEntryShape, parseLine, readRange, statOrMissing, versionError } from "./parse.js";
+import { checkHeader, HeaderSchema, isEntryShape, parseLine, readRange, statOrMissingSync, versionError } from "./parse.js";
 import { invalidateHistoryCache } from "./history-cache.js";
 import { repairTornTail, terminateLastLine } from "./repair.js";
 import { sessionIoError } from "./resolve.js";
@@ -120,7 +120,7 @@ export function scanIntoIndex(index: FileIndex, chunk: Buffer, reported: string,
 
 /** Bring the cached index up to date with the file (incrementally when the file only grew), repairing a torn tail. */
 export async function loadIndex(real: string, reported: string, logger: Logger, attempt = 0): Promise<FileIndex> {
-  const st = await statOrMissing(real, reported);
+  const st = statOrMissingSync(real, reported);
   if (!st) {
     indexCache.delete(real);
     return emptyIndex(real);

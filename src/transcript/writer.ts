@@ -2,8 +2,7 @@
  * Append entries to a session file: one O_APPEND write of the whole batch, then fsync; on failure the file is cut back
  * to where it was, so a failed write (ENOSPC, EIO) leaves no torn line. Call it while holding the session lock.
  */
-import { promises as fsp, type Stats } from "node:fs";
-import type { FileHandle } from "node:fs/promises";
+import fs, { type Stats } from "node:fs";
 import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
@@ -22,7 +21,8 @@ import {
 } from "./entries.js";
 import { faultPoint, faultsEnabled } from "./fault.js";
 import { fsyncDirectory } from "./fsync-dir.js";
-import { invalidArgs, statOrMissing } from "./parse.js";
+import { fsyncFd } from "./small-file.js";
+import { invalidArgs, statOrMissingSync } from "./parse.js";
 import { resolveSessionPath, sessionIoError } from "./resolve.js";
 import { indexAddEntry, indexCache, loadIndex, TAIL_CHECK_BYTES, type FileIndex } from "./writer-index.js";
 
@@ -73,7 +73,7 @@ export async function openSessionFile(sessionFile: string, opts: OpenSessionOpti
     index = await loadIndex(real, sessionFile, logger);
     checkSessionId(index, sessionFile, opts, logger);
     const batch = encodeBatch(index, drafts, sessionFile, opts);
-    const created = index.size === 0 && (await statOrMissing(real, sessionFile)) === null;
+    const created = index.size === 0 && statOrMissingSync(real, sessionFile) === null;
     const st = await writeBatch(real, sessionFile, batch.data, index.size, created, appendOpts.syncAlongside);
     commitToIndex(index, batch, st);
     logger.debug(
@@ -201,14 +201,16 @@ async function writeBatch(
 ): Promise<Stats> {
   if (created) {
     try {
-      await fsp.mkdir(path.dirname(real), { recursive: true });
+      fs.mkdirSync(path.dirname(real), { recursive: true });
     } catch (err) {
       throw sessionIoError(err, reported, "create the directory of");
     }
   }
-  let fh: FileHandle;
+  // open/write/fstat/close are synchronous (page-cache work, microseconds; each async call was a thread-pool round
+  // trip on the turn's critical path, see small-file.ts); the fsync, which waits for the disk, runs on the thread pool.
+  let fd: number;
   try {
-    fh = await fsp.open(real, "a");
+    fd = fs.openSync(real, "a");
   } catch (err) {
     throw sessionIoError(err, reported, "open for append");
   }
@@ -221,24 +223,28 @@ async function writeBatch(
     const firstChunk = faultsEnabled() ? Math.max(1, Math.floor(data.length / 2)) : data.length;
     while (off < data.length) {
       const len = off === 0 ? firstChunk : data.length - off;
-      const { bytesWritten } = await fh.write(data, off, len);
-      off += bytesWritten;
+      off += fs.writeSync(fd, data, off, len);
       if (off === firstChunk && off < data.length) faultPoint("transcript:mid-write");
     }
     faultPoint("transcript:after-write");
     // The other durable write of this step (the pending-finalize record) is fsynced at the same moment, so both ride
     // one journal commit instead of two in a row. Its failure is reported after the transcript is safe (below).
     alongside = syncAlongside?.().then(() => undefined, (err: unknown) => err ?? new Error("sync failed"));
-    await fh.sync();
+    await fsyncFd(fd);
     faultPoint("transcript:after-fsync");
-    st = await fh.stat();
+    st = fs.fstatSync(fd);
   } catch (err) {
     // We hold the session lock, so nothing else appended after sizeBefore: cutting back leaves no torn line.
-    await fh.truncate(sizeBefore).catch(() => undefined);
-    await fh.close().catch(() => undefined);
+    try {
+      fs.ftruncateSync(fd, sizeBefore);
+    } catch {
+      // Reported below; the next open repairs a torn tail.
+    }
+    fs.closeSync(fd);
+    await alongside;
     throw sessionIoError(err, reported, "append to");
   }
-  await fh.close();
+  fs.closeSync(fd);
   if (created) await fsyncDirectory(path.dirname(real));
   const alongsideError = await alongside;
   if (alongsideError !== undefined) throw sessionIoError(alongsideError, reported, "commit the pending-finalize record beside");

@@ -28,8 +28,9 @@ export interface BindingKeeper {
   /** Codex accepted the turn: the thread holds what was injected (written while the Codex turn runs). */
   accept(p: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }): void;
   /**
-   * The turn reported usage: kept in the binding and written by `settle()`, after the mirror (a write here would sit on
-   * the critical path between the end of the Codex turn and the transcript append; only the next turn reads it).
+   * The turn reported usage: kept in the binding and written on the next macrotask, when the mirror is waiting for its
+   * fsync (a write right here would sit on the critical path between the end of the Codex turn and the transcript
+   * append; only the next turn reads it). `settle()` waits for it.
    */
   usage(record: TurnRecord): void;
   /**
@@ -90,6 +91,11 @@ export function createBindingKeeper(deps: {
         ...(record.usage.modelContextWindow ? { modelContextWindow: record.usage.modelContextWindow } : {}),
       });
       dirty = true;
+      // Written once the mirror has started its fsync (the next macrotask), so the write overlaps the wait for the
+      // disk instead of delaying the mirror; settle() waits for it.
+      setImmediate(() => {
+        if (dirty) void persist();
+      });
     },
     nativeCompaction(compaction, preTurn) {
       // Only a completed compaction dropped anything (the started notification comes first).
