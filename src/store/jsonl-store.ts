@@ -122,7 +122,7 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
     },
     recordPending: async (record: PendingFinalizeInput) => {
       guard();
-      await recordPendingFinalize(sessionFile, record, { logger, deferCommit: true });
+      await recordPendingFinalize(sessionFile, record, { logger, deferCommit: true, knownEmpty: knownPending?.length === 0 });
       pendingUncommitted = true;
       if (knownPending && !knownPending.includes(record.turnId)) knownPending = [...knownPending, record.turnId];
     },

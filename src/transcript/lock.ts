@@ -336,6 +336,8 @@ class FileLease {
   private lastBeat = Date.now();
   private timer: NodeJS.Timeout | undefined;
   private readonly ownerPath: string;
+  /** The owner record as this holder last verified it (token read back): its inode and change time. */
+  private verified: { ino: bigint; ctimeNs: bigint } | undefined;
 
   constructor(
     private readonly site: LockSite,
@@ -396,20 +398,38 @@ class FileLease {
     liveLeases.delete(this.owner.token);
   }
 
-  /** Synchronous: one small read of the owner record; refreshes the heartbeat too when the last beat is late. */
+  /**
+   * Synchronous. One `stat` of the owner record when it is the very file this holder last verified (same inode and
+   * change time: a takeover removes it and writes a new one, and only this holder's heartbeat changes it in place);
+   * otherwise a read of the record and a token check. Refreshes the heartbeat too when the last beat is late.
+   */
   assertHeld(): void {
     if (this.lost) throw this.lost;
     if (this.released) throw compromisedError(this.site, "it was released");
-    let text: string;
+    let st: fs.BigIntStats | undefined;
     try {
-      text = fs.readFileSync(this.ownerPath, "utf8");
+      st = fs.statSync(this.ownerPath, { bigint: true, throwIfNoEntry: false });
     } catch (err) {
-      this.markLost(`the owner record is gone (${errCode(err)})`);
+      this.markLost(`the owner record is unreadable (${errCode(err)})`);
       throw this.lost!;
     }
-    if (parseOwner(text)?.token !== this.owner.token) {
-      this.markLost("the owner record was replaced");
+    if (!st) {
+      this.markLost("the owner record is gone (ENOENT)");
       throw this.lost!;
+    }
+    if (!this.verified || st.ino !== this.verified.ino || st.ctimeNs !== this.verified.ctimeNs) {
+      let text: string;
+      try {
+        text = fs.readFileSync(this.ownerPath, "utf8");
+      } catch (err) {
+        this.markLost(`the owner record is gone (${errCode(err)})`);
+        throw this.lost!;
+      }
+      if (parseOwner(text)?.token !== this.owner.token) {
+        this.markLost("the owner record was replaced");
+        throw this.lost!;
+      }
+      this.verified = { ino: st.ino, ctimeNs: st.ctimeNs };
     }
     if (Date.now() - this.lastBeat > this.staleMs / 2) {
       // A stalled event loop delayed the beats: refresh now, before the caller's write (the timer retries on failure).

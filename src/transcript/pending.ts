@@ -79,6 +79,11 @@ export interface PendingFinalizeOptions {
    * Default false (fsynced here).
    */
   deferCommit?: boolean;
+  /**
+   * The caller holds the lock and listed the record set empty since taking it: write without reading it back.
+   * Default false.
+   */
+  knownEmpty?: boolean;
 }
 
 const STATUSES = ["completed", "failed", "interrupted", "timedOut", "aborted", "yieldAborted"] as const;
@@ -218,7 +223,7 @@ export async function recordPendingFinalize(
   const logger = opts.logger ?? silentLogger;
   const file = pendingPath(sessionFile);
   return runSerialized(sessionFile, file, opts, async () => {
-    const data = await readPendingFile(file, sessionFile);
+    const data = opts.knownEmpty ? { version: 1 as const, records: [] } : await readPendingFile(file, sessionFile);
     const next = { ...r.data, recordedAt: new Date().toISOString() } as PendingFinalizeRecord;
     const at = data.records.findIndex((x) => x.turnId === next.turnId);
     if (at >= 0) data.records[at] = next;

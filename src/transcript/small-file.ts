@@ -13,6 +13,8 @@ import path from "node:path";
 
 /** The file's text, or undefined when it does not exist (other errors throw). */
 export function readSmallFile(file: string): string | undefined {
+  // A missing file is the common case for the pending record: a stat is cheaper than a thrown ENOENT.
+  if (!fs.existsSync(file)) return undefined;
   try {
     return fs.readFileSync(file, "utf8");
   } catch (err) {

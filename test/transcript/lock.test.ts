@@ -276,6 +276,22 @@ describe("acquireSessionLock (handle)", () => {
     expect(await fsp.readFile(path.join(lock.lockPath, "owner.json"), "utf8")).toBe(theirs);
   });
 
+  for (const how of ["rewritten in place", "removed and re-created"] as const) {
+    it(`an owner record ${how} after assertHeld passed makes the next assertHeld throw (its fast path is one stat)`, async () => {
+      const lock = await acquireSessionLock(file, { staleMs: 60_000 });
+      const ownerPath = path.join(lock.lockPath, "owner.json");
+      lock.assertHeld();
+      lock.assertHeld(); // verified: the second call takes the one-stat path
+      const theirs = JSON.stringify({ pid: process.pid, hostname: os.hostname(), token: "someone-else" });
+      if (how === "removed and re-created") await fsp.rm(ownerPath);
+      await fsp.writeFile(ownerPath, theirs);
+      expect(() => lock.assertHeld()).toThrow(expect.objectContaining({ code: "SESSION_LOCK_COMPROMISED" }) as Error);
+      expect(lock.signal.aborted).toBe(true);
+      await lock.release();
+      expect(await fsp.readFile(ownerPath, "utf8")).toBe(theirs);
+    });
+  }
+
   it("a replaced owner record is noticed by the heartbeat", async () => {
     const lock = await acquireSessionLock(file, { staleMs: 2000 });
     const ownerPath = path.join(lock.lockPath, "owner.json");
