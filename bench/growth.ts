@@ -85,6 +85,10 @@ export interface GrowthRun {
   lastRequestStaleNotes: number;
   /** Bytes of every turn's recalled note (recall engine; 0 otherwise). */
   noteBytes: number;
+  /** Per turn: the bytes of that turn's recalled note (recall engine; empty otherwise). */
+  noteBytesPerTurn: number[];
+  /** Per turn request: bytes shared as a prefix with the previous request (what `effectiveCost` prices as cached). */
+  cachedBytes: number[];
   wallMs: number;
 }
 
@@ -264,8 +268,12 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
     const reasons: Record<string, number> = {};
     const staleTokens: number[] = [];
     let noteBytes = 0;
+    const noteBytesPerTurn: number[] = [];
     for (let i = 0; i < opts.turns; i++) {
-      if (shape === "recall") noteBytes += Buffer.byteLength(recalledNote(userPrompt(i)));
+      if (shape === "recall") {
+        noteBytesPerTurn.push(Buffer.byteLength(recalledNote(userPrompt(i))));
+        noteBytes += noteBytesPerTurn[i]!;
+      }
       const result = await bounded(
         `${mode} turn ${i + 1}`,
         120_000,
@@ -326,6 +334,8 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
       staleMax: Math.max(0, ...staleTokens),
       lastRequestStaleNotes: Math.max(0, notesInLast - 1),
       noteBytes,
+      noteBytesPerTurn,
+      cachedBytes: inputs.map((cur, k) => (k === 0 ? 0 : Math.round(prefixReuse(inputs[k - 1]!, cur) * cur.length))),
       budgetTokens: budget,
       turns: opts.turns,
       turnInputBytes: bytes,
@@ -390,6 +400,53 @@ export interface GrowthResults {
 export const SHAPE_MODES = ["delta", "threadBootstrap"] as const;
 
 /**
+ * The least effective input cost ANY rotation schedule can reach for a per-turn note on Codex threads, which keep
+ * every item they were given: the offline optimum over all rotation points (dynamic programming over segments),
+ * granted every advantage: notes cost only their own bytes (no envelope), and a rotation costs only re-sending
+ * uncached what the floor had cached at that request. On a thread started at request s, request k carries the notes
+ * of s..k; the new one is uncached, the older ones are cached prefix (`ratio` x bytes). Returns the cost, the ideal
+ * (floor + every note once, uncached) and the rotation points of the optimum.
+ *
+ * @example
+ * ```ts
+ * recallLowerBound({ floorEffectiveCost: 1000, cachedBytes: [0, 900], noteBytes: [10, 10], ratio: 0.1 });
+ * // { cost: 1021, ideal: 1020, rotations: [] } (the second request carries the first note, cached: + 1)
+ * ```
+ */
+export function recallLowerBound(p: { floorEffectiveCost: number; cachedBytes: readonly number[]; noteBytes: readonly number[]; ratio: number }): {
+  cost: number;
+  ideal: number;
+  rotations: number[];
+} {
+  const n = p.noteBytes.length;
+  const segment = (s: number, e: number): number => {
+    let cost = s === 0 ? 0 : (1 - p.ratio) * (p.cachedBytes[s] ?? 0);
+    let carried = 0;
+    for (let k = s; k <= e; k++) {
+      cost += p.noteBytes[k]! + p.ratio * carried;
+      carried += p.noteBytes[k]!;
+    }
+    return cost;
+  };
+  const best: number[] = [0];
+  const from: number[] = [0];
+  for (let e = 0; e < n; e++) {
+    best[e + 1] = Infinity;
+    for (let s = 0; s <= e; s++) {
+      const c = best[s]! + segment(s, e);
+      if (c < best[e + 1]!) {
+        best[e + 1] = c;
+        from[e + 1] = s;
+      }
+    }
+  }
+  const rotations: number[] = [];
+  for (let e = n; e > 0; e = from[e]!) if (from[e]! > 0) rotations.unshift(from[e]!);
+  const notes = p.noteBytes.reduce((a, b) => a + b, 0);
+  return { cost: Math.round(p.floorEffectiveCost + best[n]!), ideal: p.floorEffectiveCost + notes, rotations };
+}
+
+/**
  * The issue 15 targets on the engine shapes, in the given runs (floor from the same run).
  *
  * @example
@@ -427,6 +484,17 @@ export function shapeChecks(runs: readonly GrowthRun[], floor: GrowthRun): Growt
       name: "recall engine (delta): effective input cost <= 1.05x its ideal (floor + each turn's note uncached)",
       pass: r <= 1.05,
       detail: `${fmt(recall.effectiveCost)} B = ${r}x ideal (${fmt(ideal)} B = floor ${fmt(floor.effectiveCost)} + notes ${fmt(recall.noteBytes)}); ${recall.rotations} rotations; last request carries ${recall.lastRequestStaleNotes} stale note copies (${fmt(recall.staleTokens[recall.staleTokens.length - 1] ?? 0)} stale tokens)`,
+    });
+    const bound = recallLowerBound({ floorEffectiveCost: floor.effectiveCost, cachedBytes: floor.cachedBytes, noteBytes: recall.noteBytesPerTurn, ratio: DEFAULT_CACHED_PRICE_RATIO });
+    const boundRatio = ratio(bound.cost, bound.ideal);
+    checks.push({
+      name: "(info) recall engine: the least ANY rotation schedule can reach on append-only Codex threads (offline optimum, notes without envelope)",
+      pass: true,
+      info: true,
+      detail:
+        `${fmt(bound.cost)} B = ${boundRatio}x ideal, rotating at ${bound.rotations.length === 0 ? "no request" : `requests ${bound.rotations.map((x) => x + 1).join(", ")}`}; ` +
+        `${boundRatio > 1.05 ? "above 1.05x: no policy can meet that target, because a Codex thread keeps every note it was given" : "within 1.05x"}; ` +
+        `this run's policy pays ${fmt(recall.effectiveCost - floor.effectiveCost)} B over the floor against the optimum's ${fmt(bound.cost - floor.effectiveCost)} B (${ratio(recall.effectiveCost - floor.effectiveCost, bound.cost - floor.effectiveCost)}x)`,
     });
   }
   for (const run of runs.filter((x) => x.mode !== "delta")) {

@@ -12,6 +12,7 @@ import {
   outgrowLimit,
   outgrowsCheck,
   rawLargestInfo,
+  recallLowerBound,
   requestContentBytes,
 } from "../../bench/growth.js";
 import { OFFLINE_BASE_INSTRUCTIONS } from "../../src/codex/config.js";
@@ -140,7 +141,7 @@ describe("engine-shape measures (issue 15)", () => {
   it("the shape targets pass and fail on the figures", async () => {
     const { shapeChecks } = await import("../../bench/growth.js");
     const run = (over: Record<string, unknown>) =>
-      ({ mode: "delta", turns: 40, cumulativeTotal: 1_000, effectiveCost: 100, requestsCarryingTwice: 0, rotations: 0, staleMax: 0, staleTokens: [0], lastRequestStaleNotes: 0, noteBytes: 0, ...over }) as never;
+      ({ mode: "delta", turns: 40, cumulativeTotal: 1_000, effectiveCost: 100, requestsCarryingTwice: 0, rotations: 0, staleMax: 0, staleTokens: [0], lastRequestStaleNotes: 0, noteBytes: 0, noteBytesPerTurn: [], cachedBytes: [], ...over }) as never;
     const floor = run({ mode: "floor" });
     const pass = shapeChecks([run({ shape: "rebuilding", cumulativeTotal: 1_010 }), run({ shape: "summarizing", effectiveCost: 80 }), run({ shape: "recall", effectiveCost: 110, noteBytes: 5 })], floor);
     expect(pass.filter((c) => !c.info).map((c) => c.pass)).toEqual([true, true, true, true]);
@@ -149,5 +150,30 @@ describe("engine-shape measures (issue 15)", () => {
       floor,
     );
     expect(fail.filter((c) => !c.info).map((c) => c.pass)).toEqual([false, false, false, false]);
+  });
+});
+
+describe("recallLowerBound (the least any rotation schedule can pay for a per-turn note)", () => {
+  it("without notes it is the floor, and with one note per turn and no rotation it carries every older note cached", () => {
+    expect(recallLowerBound({ floorEffectiveCost: 500, cachedBytes: [0, 100, 200], noteBytes: [0, 0, 0], ratio: 0.1 })).toEqual({ cost: 500, ideal: 500, rotations: [] });
+    // Rotation would re-send 900 x 0.9 uncached: never worth it here. Notes: 10 + (10 + 1) + (10 + 2) = 33.
+    expect(recallLowerBound({ floorEffectiveCost: 1000, cachedBytes: [0, 900, 900], noteBytes: [10, 10, 10], ratio: 0.1 })).toEqual({ cost: 1033, ideal: 1030, rotations: [] });
+  });
+
+  it("rotates where the carried notes cost more than re-sending the cached prefix", () => {
+    // Big notes, a tiny cached prefix: rotating at every request (cost 0.9 x 1 each) beats carrying 0.1 x 1000.
+    const b = recallLowerBound({ floorEffectiveCost: 100, cachedBytes: [0, 1, 1, 1], noteBytes: [1000, 1000, 1000, 1000], ratio: 0.1 });
+    expect(b.rotations).toEqual([1, 2, 3]);
+    expect(b.cost).toBe(Math.round(100 + 4000 + 3 * 0.9));
+    expect(b.ideal).toBe(4100);
+  });
+
+  it("is never above the cost of the no-rotation schedule nor below the ideal", () => {
+    const cached = Array.from({ length: 40 }, (_, k) => (k === 0 ? 0 : 2000 + 700 * k));
+    const notes = Array.from({ length: 40 }, () => 180);
+    const b = recallLowerBound({ floorEffectiveCost: 100_000, cachedBytes: cached, noteBytes: notes, ratio: 0.1 });
+    const noRotation = 100_000 + notes.reduce((a, n, k) => a + n + 0.1 * 180 * k, 0);
+    expect(b.cost).toBeLessThanOrEqual(Math.round(noRotation));
+    expect(b.cost).toBeGreaterThanOrEqual(b.ideal);
   });
 });
