@@ -1,9 +1,9 @@
 /**
  * The statechart alone: `turnMachine` driven to its final state with instant in-process actors (no app-server, no
  * files, no lock), its lifecycle logging bound to a real pino logger (the project's `createLogger`, level info,
- * redaction on) writing to /dev/null. What is left is what the machine itself costs a turn: binding the actors
- * (`provide`, per turn as `runCodexTurn` does), createActor, interpreting every transition, assigns, invoking and
- * settling each actor, the lifecycle log lines and the host's trace observer.
+ * redaction on) writing to /dev/null. What is left is what the machine itself costs a turn: createActor, interpreting
+ * every transition, assigns, invoking and settling each actor, the lifecycle log lines and the host's trace observer.
+ * The actors are bound (`provide`) once, as `runCodexTurn` binds them once per process (src/turn/bind.ts).
  */
 import { createActor, fromCallback, fromPromise, toPromise } from "xstate";
 import { pino, type Logger } from "pino";
@@ -152,9 +152,9 @@ export function instantTurnMachine(logger: Logger) {
 }
 
 /**
- * Run one turn to its final state; returns its output and wall milliseconds. `bind` makes the machine for the turn
- * (`turnMachine.provide(...)`) and is timed with it: `runCodexTurn` binds its actors to every turn's own state, so
- * `provide()` (which rebuilds the state node tree) is part of what the machine costs a turn.
+ * Run one turn to its final state; returns its output and wall milliseconds. `bind` returns the machine for the turn
+ * and is timed with it (a `provide()` there would count; `measureMachineOnly` passes the machine bound once, as
+ * `runCodexTurn` does).
  */
 export async function runMachineTurn(
   bind: () => ReturnType<typeof instantTurnMachine>,
@@ -213,7 +213,8 @@ export async function measureMachineOnly(opts: { turns: number; warmup: number }
     },
   });
   try {
-    return await measure(() => instantTurnMachine(logger), logger, lines, opts);
+    const bound = instantTurnMachine(logger);
+    return await measure(() => bound, logger, lines, opts);
   } finally {
     close();
   }
