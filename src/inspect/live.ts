@@ -224,6 +224,8 @@ function serveFallback(res: ServerResponse, render: () => string, logger: Logger
   res.end(html);
 }
 
+// Long (about 100 lines) on purpose: the inspector's HTTP server, its SSE clients, the event buffer and close()
+// share one closure; each handler is a few lines.
 /**
  * Starts a loopback WebSocket relay plus a `createWebSocketInspector` client for it. Open `url` in a browser to see
  * the run in the Stately inspector UI (that page is hosted by Stately and needs internet; run data stays on

@@ -415,6 +415,8 @@ const SCRIPT = `
 })();
 `;
 
+// Long (about 90 lines) on purpose: most of it is the page's HTML and script template, kept in one piece so the
+// page reads top to bottom.
 /**
  * Renders the page from Mermaid definitions (use `renderStatechartPage` in `viz.ts` to start from machines).
  * Output is a pure function of the inputs: the same diagrams and trace give a byte-identical page.

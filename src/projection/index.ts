@@ -294,10 +294,59 @@ export function projectAssembledContext(p: ProjectAssembledContextParams): Proje
 
 /** The projection before developer delivery (its binding update carries the stale figures). */
 function projectContext(p: ProjectAssembledContextParams): ProjectionOutput {
-  const fp = p.fingerprints;
   // systemPromptAddition goes only into developer instructions, never into the prompt text.
   const developerInstructions = composeDeveloperInstructions(p.baseDeveloperInstructions, p.assembled?.systemPromptAddition);
-  const base = (mode: ProjectionOutput["mode"], reason: string, thread: ThreadPlan, plan?: EntryPlan): ProjectionOutput => {
+  const assembled = p.assembled && p.assembled.messages.length > 0 ? p.assembled : undefined;
+  if (!assembled) {
+    const b = projectionBuilder(p, developerInstructions, []);
+    const out = b.base("none", "nothingAssembled", resumeOrStart(p.binding, p.fingerprints, "none"));
+    if (out.thread.action === "resume" && p.binding) {
+      return b.resumed("none", "nothingAssembled", p.binding, undefined, { reset: false, ledgerAdd: [] }, 0, out.thread.reason);
+    }
+    out.bindingUpdate = { reset: out.thread.action === "start", ledgerAdd: [] } satisfies BindingUpdate;
+    return out;
+  }
+
+  const wantsBootstrap = assembled.contextProjection?.mode === "thread_bootstrap";
+  const mode = p.mode === "auto" ? (wantsBootstrap ? "threadBootstrap" : "delta") : p.mode;
+  // The current prompt is sent as the turn input: a trailing copy in the view would make the model see it twice.
+  const context = dropTrailingPrompt(assembled.messages, p.prompt);
+  const b = projectionBuilder(p, developerInstructions, context);
+
+  if (mode === "prompt") {
+    const rendered = renderPromptProjection(assembled.messages, p.prompt, p);
+    const out = b.base("prompt", rendered.renderedMessages > 0 ? "perTurnText" : "nothingToRender", resumeOrStart(p.binding, p.fingerprints, "prompt"));
+    out.promptText = rendered.text;
+    out.bytes = Buffer.byteLength(rendered.text, "utf8");
+    out.entriesSent = rendered.renderedMessages;
+    out.bindingUpdate = { reset: out.thread.action === "start", ledgerAdd: [] } satisfies BindingUpdate;
+    return out;
+  }
+  if (mode === "threadBootstrap") return projectThreadBootstrap(p, b, assembled, context);
+  return projectDelta(p, b, context);
+}
+
+/** The output shapes every mode builds from (one turn's parameters, instructions and view). */
+interface ProjectionBuilder {
+  base(mode: ProjectionOutput["mode"], reason: string, thread: ThreadPlan, plan?: EntryPlan): ProjectionOutput;
+  /** Resume `binding`'s thread with `plan`; the stale figures include the developer copies it would carry. */
+  resumed(
+    mode: ProjectionOutput["mode"],
+    reason: string,
+    binding: ThreadBinding,
+    plan: EntryPlan | undefined,
+    update: BindingUpdate,
+    staleContextTokens: number,
+    threadReason?: string,
+  ): ProjectionOutput;
+  /** A fresh thread bootstrapped with the whole view. */
+  freshThread(mode: ProjectionOutput["mode"], reason: string, epoch?: string): ProjectionOutput;
+  /** The rotation policy on a thread that would be resumed with `assessment`. */
+  rotation(binding: ThreadBinding, assessment: ThreadAssessment): ReturnType<typeof decideRotation>;
+}
+
+function projectionBuilder(p: ProjectAssembledContextParams, developerInstructions: string | undefined, context: readonly AgentMessage[]): ProjectionBuilder {
+  const base: ProjectionBuilder["base"] = (mode, reason, thread, plan) => {
     const out: ProjectionOutput = { mode, reason, promptText: p.prompt, thread, entriesSent: 0, bytes: Buffer.byteLength(p.prompt, "utf8") };
     if (developerInstructions !== undefined) out.developerInstructions = developerInstructions;
     if (plan?.additionalContext) out.additionalContext = plan.additionalContext;
@@ -312,88 +361,72 @@ function projectContext(p: ProjectAssembledContextParams): ProjectionOutput {
     const d = planDeveloperInstructionsDelivery({ binding, threadAction: "resume", developerInstructions });
     return staleDeveloperTokens(appendDelivery(binding.developerDeliveries, d.bindingUpdate.developerDelivery), d.bindingUpdate.developerInstructionsHash!);
   };
-  const resumed = (mode: ProjectionOutput["mode"], reason: string, binding: ThreadBinding, plan: EntryPlan | undefined, update: BindingUpdate, staleContextTokens: number, threadReason = reason): ProjectionOutput => {
-    const out = base(mode, reason, { action: "resume", threadId: binding.threadId, reason: threadReason }, plan);
-    out.staleTokens = staleContextTokens + developerStale(binding);
-    out.bindingUpdate = { ...update, staleContextTokens, staleTokens: out.staleTokens } satisfies BindingUpdate;
-    return out;
+  return {
+    base,
+    resumed(mode, reason, binding, plan, update, staleContextTokens, threadReason = reason) {
+      const out = base(mode, reason, { action: "resume", threadId: binding.threadId, reason: threadReason }, plan);
+      out.staleTokens = staleContextTokens + developerStale(binding);
+      out.bindingUpdate = { ...update, staleContextTokens, staleTokens: out.staleTokens } satisfies BindingUpdate;
+      return out;
+    },
+    freshThread(mode, reason, epoch) {
+      const plan = planEntries(renderUnits(context, p.partCapChars), new Set());
+      const out = base(mode, reason, { action: "start", reason }, plan);
+      out.staleTokens = 0;
+      const update: BindingUpdate = { reset: true, ledgerAdd: plan.ledgerAdd, staleContextTokens: 0, staleCostTokens: 0, staleTokens: 0 };
+      if (epoch !== undefined) update.projectionEpoch = epoch;
+      out.bindingUpdate = update;
+      return out;
+    },
+    rotation(binding, assessment) {
+      const staleTokens = assessment.staleContextTokens + developerStale(binding);
+      return decideRotation({
+        staleTokens,
+        viewTokens: staleTokens > 0 ? assessment.viewTokens() + estimateTokens(developerInstructions ?? "") : 0,
+        accruedStaleCost: binding.staleCostTokens ?? 0,
+        cachedPriceRatio: p.cachedPriceRatio,
+        tokenBudget: p.tokenBudget,
+        toleranceTokens: p.divergenceTokens ?? defaultDivergenceTokens(p.tokenBudget),
+      });
+    },
   };
+}
 
-  const assembled = p.assembled && p.assembled.messages.length > 0 ? p.assembled : undefined;
-  if (!assembled) {
-    const out = base("none", "nothingAssembled", resumeOrStart(p.binding, fp, "none"));
-    if (out.thread.action === "resume" && p.binding) {
-      return resumed("none", "nothingAssembled", p.binding, undefined, { reset: false, ledgerAdd: [] }, 0, out.thread.reason);
-    }
-    out.bindingUpdate = { reset: out.thread.action === "start", ledgerAdd: [] } satisfies BindingUpdate;
-    return out;
-  }
+/** `threadBootstrap`: resume the thread bootstrapped with this epoch, else rotate to a fresh one with the whole view. */
+function projectThreadBootstrap(
+  p: ProjectAssembledContextParams,
+  b: ProjectionBuilder,
+  assembled: NonNullable<ProjectAssembledContextParams["assembled"]>,
+  context: readonly AgentMessage[],
+): ProjectionOutput {
+  const epoch = projectionEpoch(assembled, context);
+  if (!isBindingCompatible(p.binding, p.fingerprints)) return b.freshThread("threadBootstrap", p.binding ? "incompatibleBinding" : "noBinding", epoch);
+  const binding = p.binding;
+  let reason: string | undefined;
+  if (binding.projectionEpoch === undefined) {
+    // The bound thread was never bootstrapped (earlier turns had nothing assembled): it holds its own turns. When the
+    // engine dropped none of them, adopt the epoch on this thread (sending what it lacks) instead of rotating.
+    if (assessThread(p, binding, context).staleContextTokens === 0) reason = "epochAdopted";
+  } else if (binding.projectionEpoch === epoch) reason = "sameEpoch";
+  if (reason === undefined) return b.freshThread("threadBootstrap", "epochChanged", epoch);
+  // Same (or adopted) epoch: the thread holds the bootstrap (ledger) and every later turn (held). The delta is empty
+  // unless a native compaction cleared both, in which case the view is restored on the same thread.
+  const assessment = assessThread(p, binding, context);
+  const decision = b.rotation(binding, assessment);
+  if (decision.rotate) return b.freshThread("threadBootstrap", decision.reason, epoch);
+  if (reason === "sameEpoch" && assessment.plan.entriesSent > 0) reason = "sameEpochRestore";
+  const update: BindingUpdate = { reset: false, ledgerAdd: assessment.plan.ledgerAdd, projectionEpoch: epoch, staleCostTokens: decision.accruedStaleCost };
+  return b.resumed("threadBootstrap", reason, binding, assessment.plan, update, assessment.staleContextTokens);
+}
 
-  const wantsBootstrap = assembled.contextProjection?.mode === "thread_bootstrap";
-  const mode = p.mode === "auto" ? (wantsBootstrap ? "threadBootstrap" : "delta") : p.mode;
-  // The current prompt is sent as the turn input: a trailing copy in the view would make the model see it twice.
-  const context = dropTrailingPrompt(assembled.messages, p.prompt);
-
-  if (mode === "prompt") {
-    const rendered = renderPromptProjection(assembled.messages, p.prompt, p);
-    const out = base("prompt", rendered.renderedMessages > 0 ? "perTurnText" : "nothingToRender", resumeOrStart(p.binding, fp, "prompt"));
-    out.promptText = rendered.text;
-    out.bytes = Buffer.byteLength(rendered.text, "utf8");
-    out.entriesSent = rendered.renderedMessages;
-    out.bindingUpdate = { reset: out.thread.action === "start", ledgerAdd: [] } satisfies BindingUpdate;
-    return out;
-  }
-
-  const freshThread = (modeName: ProjectionOutput["mode"], reason: string, epoch?: string): ProjectionOutput => {
-    const plan = planEntries(renderUnits(context, p.partCapChars), new Set());
-    const out = base(modeName, reason, { action: "start", reason }, plan);
-    out.staleTokens = 0;
-    const update: BindingUpdate = { reset: true, ledgerAdd: plan.ledgerAdd, staleContextTokens: 0, staleCostTokens: 0, staleTokens: 0 };
-    if (epoch !== undefined) update.projectionEpoch = epoch;
-    out.bindingUpdate = update;
-    return out;
-  };
-  /** The rotation policy on a thread that would be resumed with `assessment`. */
-  const rotation = (binding: ThreadBinding, assessment: ThreadAssessment) => {
-    const staleTokens = assessment.staleContextTokens + developerStale(binding);
-    return decideRotation({
-      staleTokens,
-      viewTokens: staleTokens > 0 ? assessment.viewTokens() + estimateTokens(developerInstructions ?? "") : 0,
-      accruedStaleCost: binding.staleCostTokens ?? 0,
-      cachedPriceRatio: p.cachedPriceRatio,
-      tokenBudget: p.tokenBudget,
-      toleranceTokens: p.divergenceTokens ?? defaultDivergenceTokens(p.tokenBudget),
-    });
-  };
-
-  if (mode === "threadBootstrap") {
-    const epoch = projectionEpoch(assembled, context);
-    if (!isBindingCompatible(p.binding, fp)) return freshThread("threadBootstrap", p.binding ? "incompatibleBinding" : "noBinding", epoch);
-    const binding = p.binding;
-    let reason: string | undefined;
-    if (binding.projectionEpoch === undefined) {
-      // The bound thread was never bootstrapped (earlier turns had nothing assembled): it holds its own turns. When the
-      // engine dropped none of them, adopt the epoch on this thread (sending what it lacks) instead of rotating.
-      if (assessThread(p, binding, context).staleContextTokens === 0) reason = "epochAdopted";
-    } else if (binding.projectionEpoch === epoch) reason = "sameEpoch";
-    if (reason === undefined) return freshThread("threadBootstrap", "epochChanged", epoch);
-    // Same (or adopted) epoch: the thread holds the bootstrap (ledger) and every later turn (held). The delta is empty
-    // unless a native compaction cleared both, in which case the view is restored on the same thread.
-    const assessment = assessThread(p, binding, context);
-    const decision = rotation(binding, assessment);
-    if (decision.rotate) return freshThread("threadBootstrap", decision.reason, epoch);
-    if (reason === "sameEpoch" && assessment.plan.entriesSent > 0) reason = "sameEpochRestore";
-    const update: BindingUpdate = { reset: false, ledgerAdd: assessment.plan.ledgerAdd, projectionEpoch: epoch, staleCostTokens: decision.accruedStaleCost };
-    return resumed("threadBootstrap", reason, binding, assessment.plan, update, assessment.staleContextTokens);
-  }
-
-  // delta
-  if (!isBindingCompatible(p.binding, fp)) return freshThread("delta", p.binding ? "incompatibleBinding" : "noBinding");
+/** `delta`: resume and send only what the thread lacks, unless the rotation policy says a fresh thread is cheaper. */
+function projectDelta(p: ProjectAssembledContextParams, b: ProjectionBuilder, context: readonly AgentMessage[]): ProjectionOutput {
+  if (!isBindingCompatible(p.binding, p.fingerprints)) return b.freshThread("delta", p.binding ? "incompatibleBinding" : "noBinding");
   const binding = p.binding;
   const assessment = assessThread(p, binding, context);
-  const decision = rotation(binding, assessment);
-  if (decision.rotate) return freshThread("delta", decision.reason);
+  const decision = b.rotation(binding, assessment);
+  if (decision.rotate) return b.freshThread("delta", decision.reason);
   const update: BindingUpdate = { reset: false, ledgerAdd: assessment.plan.ledgerAdd, staleCostTokens: decision.accruedStaleCost };
   const reason = assessment.plan.entriesSent > 0 ? "newContext" : "threadHoldsContext";
-  return resumed("delta", reason, binding, assessment.plan, update, assessment.staleContextTokens, "compatibleBinding");
+  return b.resumed("delta", reason, binding, assessment.plan, update, assessment.staleContextTokens, "compatibleBinding");
 }

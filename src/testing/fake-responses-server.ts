@@ -327,6 +327,8 @@ function parseJson(text: string): Record<string, unknown> | null {
   }
 }
 
+// Long (about 150 lines) on purpose: one HTTP server whose routes, queue, recorded requests and close() share the
+// server's state; each route handler is short, and splitting them apart would only thread that state through.
 /**
  * Start the fake on 127.0.0.1 (random port by default).
  *

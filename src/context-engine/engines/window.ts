@@ -19,6 +19,8 @@ export function messageTokens(message: AgentMessage): number {
   return estimateTokens(renderMessageBlock(message) ?? "") + 4;
 }
 
+// Long (about 90 lines) on purpose: an engine factory whose methods share one engine's per-session state (the window
+// starts, forced targets, last views); each method is short.
 /**
  * A budgeted sliding-window engine: it shows the newest messages that fit its budget. When the budget overflows it
  * drops down to a low-water mark, so its view changes in steps rather than every turn (each step is a new epoch).
