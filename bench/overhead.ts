@@ -22,6 +22,9 @@ import { measureMachineOnly, type MachineOnlyResults } from "./machine-only.js";
 /** The issue's target: the machine's per-turn overhead is under this share of a warm turn. */
 export const MACHINE_SHARE_TARGET = 0.05;
 
+/** Issue 14's target: end-to-end runCodexTurn at most this many times the bare client's turn, in the same run. */
+export const END_TO_END_RATIO_TARGET = 1.1;
+
 /** Where the end-to-end difference (runCodexTurn - direct client, medians) goes. Components are separate medians. */
 export interface OverheadDecomposition {
   endToEndDiffMs: number;
@@ -432,5 +435,26 @@ export function overheadTarget(o: OverheadResults): { name: string; pass: boolea
       `end-to-end runCodexTurn / direct (not the target's measure: includes durable I/O, lock, RPCs) = ${o.ratio.noEngine}x no engine (+${o.diffMs.noEngine} ms), ` +
       `${o.ratio.window}x window (+${o.diffMs.window} ms); the crash protocol's bare I/O alone takes ${o.durableFloor.ioMs} ms = ` +
       `${pct(o.durableFloor.shareOfWarmTurn)} of the warm turn`,
+  };
+}
+
+/**
+ * Issue 14's target: end-to-end `runCodexTurn` (no engine and window engine) at most
+ * {@link END_TO_END_RATIO_TARGET} times the bare client's turn, medians of the same interleaved run.
+ *
+ * @example
+ * ```ts
+ * endToEndTarget(o).pass; // o.ratio.noEngine <= 1.1 && o.ratio.window <= 1.1
+ * ```
+ */
+export function endToEndTarget(o: Pick<OverheadResults, "ratio" | "diffMs" | "outsideTurnMs" | "durableFloor" | "medianMs">): { name: string; pass: boolean; detail: string } {
+  const worst = Math.max(o.ratio.noEngine, o.ratio.window);
+  return {
+    name: `end-to-end runCodexTurn <= ${END_TO_END_RATIO_TARGET}x the bare client (no engine and window engine)`,
+    pass: worst <= END_TO_END_RATIO_TARGET,
+    detail:
+      `${o.ratio.noEngine}x no engine (+${o.diffMs.noEngine} ms), ${o.ratio.window}x window (+${o.diffMs.window} ms) vs the bare client's ` +
+      `${o.medianMs.direct} ms; outside the Codex turn ${o.outsideTurnMs.noEngine} / ${o.outsideTurnMs.window} ms, of which the ` +
+      `crash protocol's bare I/O is ${o.durableFloor.ioMs} ms`,
   };
 }

@@ -14,7 +14,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { formatGrowth, runGrowth } from "./growth.js";
-import { formatOverhead, overheadTarget, runOverhead } from "./overhead.js";
+import { endToEndTarget, formatOverhead, overheadTarget, runOverhead } from "./overhead.js";
 import { formatSdk, runSdkComparison } from "./sdk.js";
 import { formatScale, runScale } from "./scale.js";
 
@@ -108,9 +108,10 @@ for (const section of args.only) {
       const o = await runOverhead({ turns: args.quick ? 10 : 60, warmup: 3, log });
       results.overhead = o;
       console.log(formatOverhead(o));
-      const t = overheadTarget(o);
-      targets.push({ section, ...t });
-      if (!t.pass) failures.push(`${t.name}: ${t.detail}`);
+      for (const t of [overheadTarget(o), endToEndTarget(o)]) {
+        targets.push({ section, ...t });
+        if (!t.pass) failures.push(`${t.name}: ${t.detail}`);
+      }
     } else if (section === "sdk") {
       log("sdk: codex-sdk vs runCodexTurn vs bare client");
       const s = await runSdkComparison({ turns: args.quick ? 4 : 10, log });
