@@ -27,7 +27,7 @@ export const INHERITED_ENV_VARS: readonly string[] = [
  *
  * @example
  * ```ts
- * buildChildEnv({ parent: process.env, passEnv: ["OPENAI_API_KEY"], extra: {}, codexHome: "/home/me/.codex" });
+ * buildChildEnv({ parent: process.env, passEnv: ["OPENAI_API_KEY"], extra: {}, codexHome: path.join(os.homedir(), ".codex") });
  * ```
  */
 export function buildChildEnv(options: {

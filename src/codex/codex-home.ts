@@ -15,7 +15,7 @@ import path from "node:path";
  *
  * @example
  * ```ts
- * resolveCodexHome({ env: {}, homedir: () => "/home/me" }); // { home: "/home/me/.codex", source: "default" }
+ * resolveCodexHome({ env: {}, homedir: () => "/Users/me" }); // { home: "/Users/me/.codex", source: "default" }
  * ```
  */
 export function resolveCodexHome(

@@ -224,8 +224,53 @@ function serveFallback(res: ServerResponse, render: () => string, logger: Logger
   res.end(html);
 }
 
-// Long (about 100 lines) on purpose: the inspector's HTTP server, its SSE clients, the event buffer and close()
-// share one closure; each handler is a few lines.
+/** Listen on 127.0.0.1:`port` (0: any); resolves with the port, rejects with `LIVE_LISTEN_FAILED`. */
+function listenOnLoopback(server: Server, port: number): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const onError = (err: Error) => {
+      reject(new LiveInspectorError("LIVE_LISTEN_FAILED", `cannot listen on 127.0.0.1:${port}: ${err.message}`, { cause: err }));
+    };
+    server.once("error", onError);
+    server.listen(port, "127.0.0.1", () => {
+      server.off("error", onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+/**
+ * Relay every message a client sends to every other open client, and replay the last {@link MAX_BUFFER} messages to a
+ * client that connects later. Returns the replay buffer.
+ */
+function relayMessages(wss: WsServer, openState: number): string[] {
+  const buffer: string[] = [];
+  wss.on("connection", (socket) => {
+    for (const msg of buffer) socket.send(msg);
+    socket.on("message", (data) => {
+      const msg = data.toString();
+      buffer.push(msg);
+      if (buffer.length > MAX_BUFFER) buffer.shift();
+      for (const client of wss.clients) if (client !== socket && client.readyState === openState) client.send(msg);
+    });
+  });
+  return buffer;
+}
+
+/** Whether `socket` (absent: nothing to wait for) is open within `timeoutMs`. */
+async function socketOpened(socket: ClientSocket | undefined, openState: number, timeoutMs: number): Promise<"ok" | "timeout"> {
+  const connected = new Promise<void>((resolve) => {
+    if (socket === undefined || socket.readyState === openState) return resolve();
+    socket.addEventListener("open", () => resolve());
+  });
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<"timeout">((resolve) => {
+    timer = setTimeout(() => resolve("timeout"), timeoutMs);
+  });
+  const outcome = await Promise.race([connected.then(() => "ok" as const), timedOut]);
+  clearTimeout(timer);
+  return outcome;
+}
+
 /**
  * Starts a loopback WebSocket relay plus a `createWebSocketInspector` client for it. Open `url` in a browser to see
  * the run in the Stately inspector UI (that page is hosted by Stately and needs internet; run data stays on
@@ -273,33 +318,14 @@ export async function createLiveInspector(options: LiveInspectorOptions = {}): P
     res.end(bridgeHtml(wsUrlNow, inspectorUrl, opts.fallbackPage ? { afterMs: opts.fallbackAfterMs ?? 4000 } : undefined));
   });
 
-  await new Promise<void>((resolve, reject) => {
-    const onError = (err: Error) => {
-      reject(new LiveInspectorError("LIVE_LISTEN_FAILED", `cannot listen on 127.0.0.1:${opts.port ?? 0}: ${err.message}`, { cause: err }));
-    };
-    httpServer.once("error", onError);
-    httpServer.listen(opts.port ?? 0, "127.0.0.1", () => {
-      httpServer.off("error", onError);
-      resolve();
-    });
-  });
-  port = (httpServer.address() as AddressInfo).port;
+  port = await listenOnLoopback(httpServer, opts.port ?? 0);
 
   // Node clients send no Origin; browsers do, and only the bridge page's own origin may read the stream.
   const wss = new ws.WebSocketServer({
     server: httpServer,
     verifyClient: (info) => info.origin === undefined || allowedOrigins().has(info.origin),
   });
-  const buffer: string[] = [];
-  wss.on("connection", (socket) => {
-    for (const msg of buffer) socket.send(msg);
-    socket.on("message", (data) => {
-      const msg = data.toString();
-      buffer.push(msg);
-      if (buffer.length > MAX_BUFFER) buffer.shift();
-      for (const client of wss.clients) if (client !== socket && client.readyState === ws.OPEN) client.send(msg);
-    });
-  });
+  const buffer = relayMessages(wss, ws.OPEN);
 
   const closeServer = async (): Promise<void> => {
     for (const client of wss.clients) client.terminate();
@@ -312,17 +338,7 @@ export async function createLiveInspector(options: LiveInspectorOptions = {}): P
   // Wait until the adapter's socket is open: stopping it mid-handshake makes the adapter's `onerror` retry forever
   // every 5 s. `ws` is a private field of the adapter, read defensively.
   const clientSocket = (inspector.adapter as unknown as { ws?: ClientSocket }).ws;
-  const connected = new Promise<void>((resolve) => {
-    if (clientSocket === undefined || clientSocket.readyState === ws.OPEN) return resolve();
-    clientSocket.addEventListener("open", () => resolve());
-  });
-  let timer: NodeJS.Timeout | undefined;
-  const timedOut = new Promise<"timeout">((resolve) => {
-    timer = setTimeout(() => resolve("timeout"), connectTimeoutMs);
-  });
-  const outcome = await Promise.race([connected.then(() => "ok" as const), timedOut]);
-  clearTimeout(timer);
-  if (outcome === "timeout") {
+  if ((await socketOpened(clientSocket, ws.OPEN, connectTimeoutMs)) === "timeout") {
     inspector.stop();
     await closeServer();
     throw new LiveInspectorError("LIVE_CONNECT_TIMEOUT", `inspector client did not reach ${wsUrl} within ${connectTimeoutMs} ms`);

@@ -327,8 +327,91 @@ function parseJson(text: string): Record<string, unknown> | null {
   }
 }
 
-// Long (about 150 lines) on purpose: one HTTP server whose routes, queue, recorded requests and close() share the
-// server's state; each route handler is short, and splitting them apart would only thread that state through.
+/** Answer one request with `reply`: an HTTP error, garbage, or the SSE events of a Responses stream. */
+async function streamReply(res: ServerResponse, request: RecordedRequest, reply: FakeReply): Promise<void> {
+  if (reply.httpStatus !== undefined && reply.httpStatus !== 200) {
+    const body = reply.body ?? JSON.stringify({ error: { message: `fake error ${reply.httpStatus}`, type: "server_error", code: null } });
+    res.writeHead(reply.httpStatus, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
+    res.end(body);
+    return;
+  }
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  let closed = false;
+  res.on("close", () => {
+    closed = true;
+  });
+  if (reply.garbage) {
+    res.write("this is not server-sent events\n\ndata: {not json\n\nevent: response.completed\ndata: [[[\n\n");
+    res.end();
+    return;
+  }
+  const events = buildEvents(reply, request);
+  for (const e of events) {
+    if (reply.dropStream && e.type === "response.completed") break;
+    if (reply.delayMs) await sleep(reply.delayMs);
+    if (closed || res.destroyed) {
+      request.aborted = true;
+      return;
+    }
+    res.write(`event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`);
+  }
+  if (reply.holdOpenMs && !reply.dropStream) await sleep(reply.holdOpenMs);
+  if (!res.destroyed) res.end();
+}
+
+/** What the fake records of one request (before it is answered). */
+function recordRequest(req: IncomingMessage, bodyText: string, index: number): RecordedRequest {
+  const body = parseJson(bodyText);
+  const headers = headerRecord(req);
+  const metaHeader = headers["x-codex-turn-metadata"];
+  const turnMetadata = metaHeader ? parseJson(metaHeader) : null;
+  const requestKind: FakeRequestKind = turnMetadata?.request_kind === "compaction" ? "compaction" : "turn";
+  return {
+    index,
+    method: req.method ?? "",
+    path: (req.url ?? "").split("?")[0] ?? "",
+    headers,
+    body,
+    turnMetadata,
+    requestKind,
+    inputBytes: body && body.input !== undefined ? Buffer.byteLength(JSON.stringify(body.input)) : 0,
+    remoteAddress: req.socket.remoteAddress ?? "",
+    receivedAtMs: Date.now(),
+    replySource: "none",
+    aborted: false,
+  };
+}
+
+/** Resolve once `count` recorded requests match `opts.filter` (checked at every new request), or reject at the timeout. */
+function waitForRecorded(
+  requests: readonly RecordedRequest[],
+  waiters: Set<() => void>,
+  count: number,
+  opts: { timeoutMs?: number; filter?: (r: RecordedRequest) => boolean },
+): Promise<RecordedRequest[]> {
+  const timeoutMs = opts.timeoutMs ?? 10_000;
+  const filter = opts.filter ?? (() => true);
+  return new Promise<RecordedRequest[]>((resolve, reject) => {
+    const check = (): boolean => {
+      const matched = requests.filter(filter);
+      if (matched.length >= count) {
+        waiters.delete(waiter);
+        clearTimeout(timer);
+        resolve(matched);
+        return true;
+      }
+      return false;
+    };
+    const waiter = (): void => void check();
+    const timer = setTimeout(() => {
+      waiters.delete(waiter);
+      reject(new Error(`fake responses server: expected ${count} requests within ${timeoutMs} ms, got ${requests.filter(filter).length}`));
+    }, timeoutMs);
+    waiters.add(waiter);
+    check();
+  });
+}
+
 /**
  * Start the fake on 127.0.0.1 (random port by default).
  *
@@ -353,61 +436,12 @@ export async function startFakeResponsesServer(options: FakeResponsesServerOptio
     for (const w of [...waiters]) w();
   };
 
-  async function stream(res: ServerResponse, request: RecordedRequest, reply: FakeReply): Promise<void> {
-    if (reply.httpStatus !== undefined && reply.httpStatus !== 200) {
-      const body = reply.body ?? JSON.stringify({ error: { message: `fake error ${reply.httpStatus}`, type: "server_error", code: null } });
-      res.writeHead(reply.httpStatus, { "content-type": "application/json", "content-length": Buffer.byteLength(body) });
-      res.end(body);
-      return;
-    }
-    res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
-    let closed = false;
-    res.on("close", () => {
-      closed = true;
-    });
-    if (reply.garbage) {
-      res.write("this is not server-sent events\n\ndata: {not json\n\nevent: response.completed\ndata: [[[\n\n");
-      res.end();
-      return;
-    }
-    const events = buildEvents(reply, request);
-    for (const e of events) {
-      if (reply.dropStream && e.type === "response.completed") break;
-      if (reply.delayMs) await sleep(reply.delayMs);
-      if (closed || res.destroyed) {
-        request.aborted = true;
-        return;
-      }
-      res.write(`event: ${e.type}\ndata: ${JSON.stringify(e.data)}\n\n`);
-    }
-    if (reply.holdOpenMs && !reply.dropStream) await sleep(reply.holdOpenMs);
-    if (!res.destroyed) res.end();
-  }
-
   const server: Server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      const bodyText = Buffer.concat(chunks).toString("utf8");
-      const body = parseJson(bodyText);
-      const headers = headerRecord(req);
-      const metaHeader = headers["x-codex-turn-metadata"];
-      const turnMetadata = metaHeader ? parseJson(metaHeader) : null;
-      const requestKind: FakeRequestKind = turnMetadata?.request_kind === "compaction" ? "compaction" : "turn";
-      const record: RecordedRequest = {
-        index: requests.length,
-        method: req.method ?? "",
-        path: (req.url ?? "").split("?")[0] ?? "",
-        headers,
-        body,
-        turnMetadata,
-        requestKind,
-        inputBytes: body && body.input !== undefined ? Buffer.byteLength(JSON.stringify(body.input)) : 0,
-        remoteAddress: req.socket.remoteAddress ?? "",
-        receivedAtMs: Date.now(),
-        replySource: "none",
-        aborted: false,
-      };
+      const record = recordRequest(req, Buffer.concat(chunks).toString("utf8"), requests.length);
+      const requestKind = record.requestKind;
       requests.push(record);
       notify();
       if (req.method !== "POST" || !/\/responses$/.test(record.path)) {
@@ -424,7 +458,7 @@ export async function startFakeResponsesServer(options: FakeResponsesServerOptio
       } catch (err) {
         reply = { httpStatus: 500, body: JSON.stringify({ error: { message: `fake reply function threw: ${String(err)}` } }) };
       }
-      stream(res, record, reply).catch(() => {
+      streamReply(res, record, reply).catch(() => {
         record.aborted = true;
         if (!res.destroyed) res.destroy();
       });
@@ -455,27 +489,7 @@ export async function startFakeResponsesServer(options: FakeResponsesServerOptio
       return queues[kind].length;
     },
     waitForRequests(count, opts = {}) {
-      const timeoutMs = opts.timeoutMs ?? 10_000;
-      const filter = opts.filter ?? (() => true);
-      return new Promise<RecordedRequest[]>((resolve, reject) => {
-        const check = (): boolean => {
-          const matched = requests.filter(filter);
-          if (matched.length >= count) {
-            waiters.delete(waiter);
-            clearTimeout(timer);
-            resolve(matched);
-            return true;
-          }
-          return false;
-        };
-        const waiter = (): void => void check();
-        const timer = setTimeout(() => {
-          waiters.delete(waiter);
-          reject(new Error(`fake responses server: expected ${count} requests within ${timeoutMs} ms, got ${requests.filter(filter).length}`));
-        }, timeoutMs);
-        waiters.add(waiter);
-        check();
-      });
+      return waitForRecorded(requests, waiters, count, opts);
     },
     reset() {
       requests.length = 0;
