@@ -7,8 +7,11 @@
  * 2. It calls the engine (`afterTurn` / `ingestBatch` / `ingest`) with the turn.
  * 3. After the engine call returned it clears the record (`completePendingFinalize`).
  * On the next attempt for the session, every record still present is finalized first (from the re-read transcript:
- * `messages.slice(prePromptMessageCount)`), then cleared. Every update is atomic (temp file + fsync + rename + fsync
- * of the directory), so a crash leaves either the old or the new record set, never a torn one.
+ * `messages.slice(prePromptMessageCount)`), then cleared. A record set that exists is replaced atomically (temp file +
+ * rename), so a crash leaves either the old or the new set; the first record is created in place, and one torn by an
+ * OS crash is unreadable and moved aside (its turn's append came after it and was not committed either). Durability:
+ * fsynced here by default, or (`deferCommit`) committed by the caller together with the transcript append
+ * ({@link commitPendingFinalize}); removals are not fsynced (see {@link writePendingFile}).
  *
  * The unavoidable window: the engine call returned (the engine took the turn) and the process died before the
  * record was cleared. Recovery then finalizes the same turn again: at-least-once. No file protocol can close this
@@ -141,10 +144,10 @@ async function readPendingFile(file: string, sessionFile: string): Promise<Pendi
  * atomically (temp file + rename); an empty record set removes it. Creating is about 6x cheaper than replacing on
  * ext4 (a rename over an existing file flushes the new file's data first), and a record torn by an OS crash while
  * being created is unreadable JSON, which recovery moves aside: the transcript append it guards comes after it and
- * was not committed either. `durable: false` skips the fsyncs: the caller
- * commits the record with {@link commitPendingFinalize} (the turn host does it beside the transcript's own fsync).
- * A removal is never fsynced: if an OS crash brings a cleared record back, recovery finalizes that turn again, which
- * is the at-least-once window described at the top of this module (a process crash cannot bring it back).
+ * was not committed either. `durable: false` skips the fsyncs: the caller commits the record with
+ * {@link commitPendingFinalize} (the turn host does it beside the transcript's own fsync). A removal is never fsynced:
+ * if an OS crash brings a cleared record back, recovery finalizes that turn again, which is the at-least-once window
+ * described at the top of this module (a process crash cannot bring it back).
  */
 async function writePendingFile(file: string, data: PendingFile, opts: { durable: boolean } = { durable: true }): Promise<void> {
   const dir = path.dirname(file);
@@ -153,8 +156,8 @@ async function writePendingFile(file: string, data: PendingFile, opts: { durable
       fs.rmSync(file, { force: true });
       return;
     }
-    // A fixed temp name is safe because updates run under the session lock, and a crash leaves no litter behind
-    // (the next update overwrites it).
+    // Replacing uses a fixed temp name: safe because updates run under the session lock, and a crash leaves no litter
+    // behind (the next update overwrites it).
     const text = `${JSON.stringify(data)}\n`;
     if (!(await createSmallFile(file, text, { durable: opts.durable }))) {
       await replaceSmallFile(file, `${file}.tmp`, text, { durable: opts.durable, beforeRename: () => faultPoint("pending:before-rename") });
