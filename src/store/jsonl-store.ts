@@ -145,6 +145,10 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
     },
     acquireLock: async (o: AcquireLockOptions = {}) => {
       if (sessionRoot !== undefined) await resolveSessionPath(sessionFile, sessionRoot); // before the lock creates the directory
+      // What this store knew of the pending sidecar held only while it held its previous lock: another process may
+      // have written it since.
+      knownPending = undefined;
+      pendingUncommitted = false;
       lock = await acquireSessionLock(sessionFile, {
         ...(o.signal ? { signal: o.signal } : {}),
         ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),

@@ -79,4 +79,24 @@ describe("pending record commit", () => {
       await lock.release();
     }
   });
+
+  it("a store reused for a later lock forgets what it knew of the record set (another process may have written it)", async () => {
+    let lock = await store.acquireLock();
+    expect(await store.listPending()).toEqual([]); // known empty under this lock
+    await lock.release();
+    // Another writer, between the two locks.
+    const other = createJsonlSessionStore({ sessionFile: file, sessionId: "s1", cwd: dir });
+    const otherLock = await other.acquireLock();
+    await other.recordPending({ threadId: "thr_1", turnId: "turn_A", prePromptMessageCount: 0, messageCount: 0, status: "completed" });
+    await otherLock.release();
+    lock = await store.acquireLock();
+    try {
+      await store.recordPending({ threadId: "thr_1", turnId: "turn_B", prePromptMessageCount: 0, messageCount: 0, status: "completed" });
+      expect((await listPendingFinalize(file)).map((r) => r.turnId)).toEqual(["turn_A", "turn_B"]);
+      expect(await store.completePending("turn_B")).toBe(true);
+      expect((await listPendingFinalize(file)).map((r) => r.turnId)).toEqual(["turn_A"]);
+    } finally {
+      await lock.release();
+    }
+  });
 });
