@@ -333,7 +333,7 @@ export async function runOverhead(opts: {
         "thread this app-server holds (a real thread/resume RPC only after a restart or a settings change), writes the " +
         "pending-finalize record (with the turn's snapshot, no fsync), mirrors the turn (one O_APPEND write, fsynced " +
         "together with the record and its directory: 3 fsyncs in one commit), writes the binding twice without fsync " +
-        "(on accept, overlapping the Codex turn; with usage, at settle) and clears the pending record (no fsync). " +
+        "(on accept and when Codex reports usage, both while the Codex turn runs) and clears the pending record (no fsync). " +
         "The direct client does none of it.",
     };
   } finally {

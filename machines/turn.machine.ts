@@ -48,6 +48,7 @@ import type {
   ThreadPlan,
   ThreadStartOutput,
   TurnError,
+  TurnUsage,
   TurnEvent,
   TurnMachineInput,
   TurnMachineOutput,
@@ -248,8 +249,11 @@ export const turnMachine = setup({
     scheduleBackgroundMaintenance: () => {},
     /** Host hook: Codex accepted the turn, so the thread holds what was injected: record it in the binding (no fsync). */
     persistAcceptedBinding: (_, _params: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }) => {},
-    /** Host hook: the turn reported usage: record it in the binding (durable). */
-    persistUsage: (_, _params: { record: TurnRecord }) => {},
+    /**
+     * Host hook: Codex reported usage: record it in the binding (no fsync). Done while the turn runs (TURN.USAGE), so
+     * nothing is left to write once it ends; at TURN.ENDED the host writes only a usage it has not recorded yet.
+     */
+    persistUsage: (_, _params: { threadId: string; usage?: TurnUsage }) => {},
     /** Host hook: Codex compacted the thread natively: what it held must be re-sent (durable). */
     persistNativeCompaction: (_, _params: { compaction: NativeCompactionRecord; preTurn: boolean }) => {},
     enterState: assign({ trace: ({ context }, params: { state: string }) => [...context.trace, params.state] }),
@@ -833,6 +837,9 @@ export const turnMachine = setup({
         "TURN.STEER_REJECTED": {
           actions: { type: "queueFollowUps", params: ({ event }) => ({ texts: event.texts }) },
         },
+        "TURN.USAGE": {
+          actions: { type: "persistUsage", params: ({ event }) => ({ threadId: event.threadId, usage: event.usage }) },
+        },
         "TURN.COMPACTION": {
           actions: [
             { type: "storeCompaction", params: ({ event }) => ({ compaction: event.compaction }) },
@@ -854,7 +861,7 @@ export const turnMachine = setup({
           target: "mirror",
           actions: [
             { type: "storeRecord", params: ({ event }) => ({ record: event.record }) },
-            { type: "persistUsage", params: ({ event }) => ({ record: event.record }) },
+            { type: "persistUsage", params: ({ event }) => ({ threadId: event.record.threadId, usage: event.record.usage }) },
           ],
         },
       },

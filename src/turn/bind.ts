@@ -46,7 +46,7 @@ export const boundTurnMachine = turnMachine.provide({
     },
     scheduleBackgroundMaintenance: ({ context, system }) => scheduleBackgroundMaintenance(depsOf(system), context.record),
     persistAcceptedBinding: ({ system }, params) => depsOf(system).binding.accept(params),
-    persistUsage: ({ system }, params) => depsOf(system).binding.usage(params.record),
+    persistUsage: ({ system }, params) => depsOf(system).binding.usage(params.threadId, params.usage),
     persistNativeCompaction: ({ system }, params) => depsOf(system).binding.nativeCompaction(params.compaction, params.preTurn),
   },
   actors: {

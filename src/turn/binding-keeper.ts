@@ -11,7 +11,7 @@
  * journal commit per turn on the critical path (issue 14's overhead budget).
  */
 import type { Logger } from "pino";
-import type { NativeCompactionRecord, ProjectionOutput, TurnRecord } from "../../machines/turn.contract.js";
+import type { NativeCompactionRecord, ProjectionOutput, TurnUsage } from "../../machines/turn.contract.js";
 import { errorLabel } from "../log/error-label.js";
 import type { SessionStore } from "../store/session-store.js";
 import {
@@ -28,11 +28,12 @@ export interface BindingKeeper {
   /** Codex accepted the turn: the thread holds what was injected (written while the Codex turn runs). */
   accept(p: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }): void;
   /**
-   * The turn reported usage: kept in the binding and written on the next macrotask, when the mirror is waiting for its
-   * fsync (a write right here would sit on the critical path between the end of the Codex turn and the transcript
-   * append; only the next turn reads it). `settle()` waits for it.
+   * Codex reported usage (while the turn runs, and once more with the ended turn's record): kept in the binding and
+   * written on the next macrotask, so a burst of reports is one write. A usage the binding already holds is not written
+   * again, so the report that comes with the ended turn normally writes nothing: the binding write stays off the path
+   * between the end of the Codex turn and the result. `settle()` waits for queued writes.
    */
-  usage(record: TurnRecord): void;
+  usage(threadId: string, usage: TurnUsage | undefined): void;
   /**
    * Native compaction dropped injected context and earlier items: the next turn must re-send them. A compaction that
    * completed before this turn's user message started is Codex's pre-turn compaction: what this turn brings is held.
@@ -52,7 +53,7 @@ export function createBindingKeeper(deps: {
   let binding: ThreadBinding | undefined;
   let lastProjection: ProjectionOutput | undefined;
   let writes: Promise<void> = Promise.resolve();
-  /** The binding changed since the last write was queued (the usage, written at settle). */
+  /** A usage write is scheduled for the next macrotask (it writes the binding as it is then). */
   let dirty = false;
   const persist = (): Promise<void> => {
     dirty = false;
@@ -83,16 +84,18 @@ export function createBindingKeeper(deps: {
       } as Parameters<typeof applyBindingUpdate>[1]);
       void persist();
     },
-    usage(record) {
-      if (!binding || !record.usage || binding.threadId !== record.threadId) return;
-      binding = withLastUsage(binding, record.threadId, {
-        inputTokens: record.usage.lastCallInputTokens ?? record.usage.inputTokens,
-        totalTokens: record.usage.lastCallTotalTokens ?? record.usage.totalTokens,
-        ...(record.usage.modelContextWindow ? { modelContextWindow: record.usage.modelContextWindow } : {}),
-      });
+    usage(threadId, usage) {
+      if (!binding || !usage || binding.threadId !== threadId) return;
+      const last = {
+        inputTokens: usage.lastCallInputTokens ?? usage.inputTokens,
+        totalTokens: usage.lastCallTotalTokens ?? usage.totalTokens,
+        ...(usage.modelContextWindow ? { modelContextWindow: usage.modelContextWindow } : {}),
+      };
+      const held = binding.lastUsage;
+      if (held && held.inputTokens === last.inputTokens && held.totalTokens === last.totalTokens && held.modelContextWindow === last.modelContextWindow) return;
+      binding = withLastUsage(binding, threadId, last);
+      if (dirty) return; // a write is already scheduled; it takes the latest binding
       dirty = true;
-      // Written once the mirror has started its fsync (the next macrotask), so the write overlaps the wait for the
-      // disk instead of delaying the mirror; settle() waits for it.
       setImmediate(() => {
         if (dirty) void persist();
       });

@@ -1,0 +1,74 @@
+/**
+ * The binding keeper (src/turn/binding-keeper.ts): usage reports become binding writes coalesced per macrotask, a
+ * usage the binding already holds is not written again (so the report that comes with the ended turn writes nothing
+ * after a report during the turn), reports for another thread are ignored, and writes land in order.
+ */
+import { describe, expect, it } from "vitest";
+import type { TurnUsage } from "../../machines/turn.contract.js";
+import { silentLogger } from "../../src/log/logger.js";
+import type { SessionStore } from "../../src/store/session-store.js";
+import type { ThreadBinding } from "../../src/transcript/binding.js";
+import { createBindingKeeper } from "../../src/turn/binding-keeper.js";
+
+const usage = (inputTokens: number, window?: number): TurnUsage => ({
+  inputTokens: inputTokens * 2,
+  cachedInputTokens: 0,
+  outputTokens: 5,
+  reasoningOutputTokens: 0,
+  totalTokens: inputTokens * 2 + 5,
+  lastCallInputTokens: inputTokens,
+  lastCallTotalTokens: inputTokens + 5,
+  ...(window ? { modelContextWindow: window } : {}),
+});
+
+const bound: ThreadBinding = {
+  version: 1,
+  threadId: "thread-1",
+  dynamicToolsFingerprint: "t",
+  engineId: "legacy",
+  policyFingerprint: "p",
+  projectionMode: "none",
+  heldTurnIds: [],
+  ledger: [],
+};
+
+function keeperWithWrites() {
+  const writes: ThreadBinding[] = [];
+  const store = { writeBinding: async (b: ThreadBinding) => void writes.push(structuredClone(b)) } as unknown as SessionStore;
+  const keeper = createBindingKeeper({ store, logger: silentLogger, ids: {}, fingerprints: { dynamicTools: "t", engineId: "legacy", policy: "p" } });
+  keeper.load(bound);
+  return { keeper, writes };
+}
+
+describe("binding keeper: usage", () => {
+  it("records the last call's usage; a burst of reports in one macrotask is one write of the latest", async () => {
+    const { keeper, writes } = keeperWithWrites();
+    keeper.usage("thread-1", usage(100));
+    keeper.usage("thread-1", usage(150, 1000));
+    expect(writes).toHaveLength(0); // written on the next macrotask, not inside the transition
+    await keeper.settle();
+    expect(writes).toHaveLength(1);
+    expect(writes[0]!.lastUsage).toEqual({ inputTokens: 150, totalTokens: 155, modelContextWindow: 1000 });
+  });
+
+  it("does not write a usage the binding already holds (the ended turn's report after the same report during the turn)", async () => {
+    const { keeper, writes } = keeperWithWrites();
+    keeper.usage("thread-1", usage(100, 1000));
+    await new Promise((r) => setImmediate(r));
+    expect(writes).toHaveLength(1);
+    keeper.usage("thread-1", usage(100, 1000)); // TURN.ENDED carries the same usage
+    await keeper.settle();
+    expect(writes).toHaveLength(1);
+    keeper.usage("thread-1", usage(101, 1000));
+    await keeper.settle();
+    expect(writes.map((w) => w.lastUsage?.inputTokens)).toEqual([100, 101]);
+  });
+
+  it("ignores a report for another thread, or without usage", async () => {
+    const { keeper, writes } = keeperWithWrites();
+    keeper.usage("thread-2", usage(100));
+    keeper.usage("thread-1", undefined);
+    await keeper.settle();
+    expect(writes).toHaveLength(0);
+  });
+});
