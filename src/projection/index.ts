@@ -81,7 +81,21 @@ export function fingerprintDynamicTools(specs: ReadonlyArray<{ name: string; [ke
       const y = canonicalJson(b);
       return x < y ? -1 : x > y ? 1 : 0;
     });
-  return sha256Hex(canonicalJson(normalized), 16);
+  return fingerprintOf(canonicalJson(normalized));
+}
+
+/** Fingerprints computed so far, by canonical JSON (a host computes the same few every turn). Bounded. */
+const fingerprints = new Map<string, string>();
+const MAX_FINGERPRINTS = 256;
+
+function fingerprintOf(canonical: string): string {
+  let fp = fingerprints.get(canonical);
+  if (fp === undefined) {
+    fp = sha256Hex(canonical, 16);
+    if (fingerprints.size >= MAX_FINGERPRINTS) fingerprints.clear();
+    fingerprints.set(canonical, fp);
+  }
+  return fp;
 }
 
 /**
@@ -95,7 +109,7 @@ export function fingerprintDynamicTools(specs: ReadonlyArray<{ name: string; [ke
  * ```
  */
 export function fingerprintPolicy(policy: Record<string, unknown>): string {
-  return sha256Hex(canonicalJson(policy), 16);
+  return fingerprintOf(canonicalJson(policy));
 }
 
 /**

@@ -7,18 +7,18 @@ import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { silentLogger } from "../log/logger.js";
-import { readThreadBinding, writeThreadBinding, type ThreadBinding } from "../transcript/binding.js";
+import { readThreadBinding, writeValidatedThreadBinding, type ThreadBinding } from "../transcript/binding.js";
 import { SessionFileError } from "../transcript/errors.js";
 import { readCachedHistory } from "../transcript/history-cache.js";
 import { acquireSessionLock, type SessionLockHandle } from "../transcript/lock.js";
-import { mirrorTurnToTranscript } from "../transcript/mirror.js";
+import { mirrorValidatedTurn } from "../transcript/mirror.js";
 import {
   commitPendingFinalize,
   completePendingFinalize,
   listPendingFinalize,
   markPendingIngested,
   movePendingFinalizeAside,
-  recordPendingFinalize,
+  recordValidatedPendingFinalize,
   type PendingFinalizeRecord,
 } from "../transcript/pending.js";
 import { resolveSessionPath } from "../transcript/resolve.js";
@@ -118,11 +118,12 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
     readBinding: (o) => readThreadBinding(sessionFile, logger, { readOnly: o?.readOnly === true }),
     writeBinding: async (binding: ThreadBinding, o) => {
       guard();
-      await writeThreadBinding(sessionFile, binding, { durable: o.durable });
+      // The binding is the typed one the turn host read and updated: written without a schema walk of its ledger.
+      await writeValidatedThreadBinding(sessionFile, binding, { durable: o.durable });
     },
     recordPending: async (record: PendingFinalizeInput) => {
       guard();
-      await recordPendingFinalize(sessionFile, record, { logger, deferCommit: true, knownEmpty: knownPending?.length === 0 });
+      await recordValidatedPendingFinalize(sessionFile, record, { logger, deferCommit: true, knownEmpty: knownPending?.length === 0 });
       pendingUncommitted = true;
       if (knownPending && !knownPending.includes(record.turnId)) knownPending = [...knownPending, record.turnId];
     },
@@ -172,7 +173,14 @@ async function appendTurn(
     const h = await readCachedHistory(await resolveSessionPath(opts.sessionFile, opts.sessionRoot), opts.sessionFile, { sessionId: opts.sessionId, logger });
     return { appended: 0, skipped: 0, entryIds: [], entryCount: h.entryCount, ...(h.lastEntryId !== undefined ? { lastEntryId: h.lastEntryId } : {}) };
   }
-  const out = await mirrorTurnToTranscript({
+  // Only the ids are checked here (they form the idempotency keys); the messages come typed from the turn record, and
+  // validating every message again would put a schema walk of the whole turn on the critical path.
+  for (const [name, id] of [["threadId", turn.threadId], ["turnId", turn.turnId]] as const) {
+    if (typeof id !== "string" || id.length === 0 || id.includes(":")) {
+      throw new SessionFileError("SESSION_INVALID_ARGUMENT", opts.sessionFile, `invalid turn for session ${opts.sessionFile}: ${name} must be a non-empty string without ':'`);
+    }
+  }
+  const out = await mirrorValidatedTurn({
     sessionFile: opts.sessionFile,
     sessionId: opts.sessionId,
     threadId: turn.threadId,

@@ -3,13 +3,14 @@
  * continues, the fingerprints that decide resume vs fresh thread, the projection epoch, which turns' messages the
  * thread holds natively, and the ledger of additionalContext values already injected into it.
  */
-import { promises as fs } from "node:fs";
+import { promises as fs, statSync, type BigIntStats } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import type { Logger } from "pino";
 import { sessionSidecarPaths } from "./paths.js";
 import { silentLogger } from "../log/logger.js";
 import { fsyncDirectory } from "./fsync-dir.js";
+import { deepFreeze } from "./freeze.js";
 import { readSmallFile, replaceSmallFile } from "./small-file.js";
 
 /** Turn ids kept in `heldTurnIds`; older turns fall out (their messages are then treated as not held). */
@@ -100,6 +101,41 @@ export type ThreadBindingInspection =
   | { status: "ok"; binding: ThreadBinding }
   | { status: "corrupt"; reason: string };
 
+/** Bindings kept (least recently used dropped first). */
+const MAX_CACHED_BINDINGS = 32;
+
+interface CachedBinding {
+  dev: bigint;
+  ino: bigint;
+  size: bigint;
+  mtimeNs: bigint;
+  ctimeNs: bigint;
+  binding: ThreadBinding;
+}
+
+/**
+ * The binding this process last read or wrote, per file, with that file's identity. Every write replaces the file
+ * (a new inode), and writes happen under the session lock, so another writer always changes the identity. What it
+ * hands out is deeply frozen (shared between turns): update a binding with the functions below, which copy.
+ */
+const bindingCache = new Map<string, CachedBinding>();
+
+function cachedBinding(file: string, st: BigIntStats): ThreadBinding | undefined {
+  const c = bindingCache.get(file);
+  if (!c || c.dev !== st.dev || c.ino !== st.ino || c.size !== st.size || c.mtimeNs !== st.mtimeNs || c.ctimeNs !== st.ctimeNs) return undefined;
+  bindingCache.delete(file);
+  bindingCache.set(file, c);
+  return c.binding;
+}
+
+function rememberBinding(file: string, st: BigIntStats, binding: ThreadBinding): ThreadBinding {
+  const frozen = deepFreeze(binding);
+  bindingCache.delete(file);
+  bindingCache.set(file, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, binding: frozen });
+  while (bindingCache.size > MAX_CACHED_BINDINGS) bindingCache.delete(bindingCache.keys().next().value as string);
+  return frozen;
+}
+
 /**
  * Read the binding; a missing file is `undefined`, a corrupt one (not JSON, or not this schema) is moved aside
  * (`.corrupt-<n>`, the first free n) with a warning and also `undefined`, so the next turn starts a fresh thread
@@ -148,8 +184,17 @@ export async function readThreadBinding(
  * ```
  */
 export async function inspectThreadBinding(sessionFile: string): Promise<ThreadBindingInspection> {
-  const text = readSmallFile(sessionSidecarPaths(sessionFile).binding);
-  if (text === undefined) return { status: "missing" };
+  const file = sessionSidecarPaths(sessionFile).binding;
+  // The turn reads the binding every time; re-parsing (and validating) it costs as much as its ledger is long, so a
+  // file whose identity is the one this process last read or wrote is not read again (one stat).
+  const st = statSync(file, { bigint: true, throwIfNoEntry: false });
+  const hit = st ? cachedBinding(file, st) : undefined;
+  if (hit) return { status: "ok", binding: hit };
+  const text = readSmallFile(file);
+  if (text === undefined) {
+    bindingCache.delete(file);
+    return { status: "missing" };
+  }
   let json: unknown;
   try {
     json = JSON.parse(text);
@@ -157,7 +202,8 @@ export async function inspectThreadBinding(sessionFile: string): Promise<ThreadB
     return { status: "corrupt", reason: "not JSON" };
   }
   const parsed = threadBindingSchema.safeParse(json);
-  if (parsed.success) return { status: "ok", binding: parsed.data };
+  // The identity is the one stat'ed before the read: a file replaced in between mismatches on the next read.
+  if (parsed.success) return { status: "ok", binding: st ? rememberBinding(file, st, parsed.data) : parsed.data };
   const issue = parsed.error.issues[0];
   const field = issue && issue.path.length > 0 ? issue.path.join(".") : "(root)";
   return { status: "corrupt", reason: `${field}: ${issue?.message ?? "invalid"}` };
@@ -187,12 +233,23 @@ export interface WriteThreadBindingOptions {
  * ```
  */
 export async function writeThreadBinding(sessionFile: string, binding: ThreadBinding, options: WriteThreadBindingOptions = {}): Promise<void> {
+  await writeValidatedThreadBinding(sessionFile, threadBindingSchema.parse(binding), options);
+}
+
+/**
+ * {@link writeThreadBinding} for a binding built from already-validated data (the turn host's binding keeper updates
+ * the binding it read): the same atomic write, without a schema walk of its ledger on every turn.
+ */
+export async function writeValidatedThreadBinding(sessionFile: string, valid: ThreadBinding, options: WriteThreadBindingOptions = {}): Promise<void> {
   const durable = options.durable ?? true;
   const file = sessionSidecarPaths(sessionFile).binding;
-  const valid = threadBindingSchema.parse(binding);
   // Unique per process and per call: two writes racing in one process must not share a temp file.
   const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
   await replaceSmallFile(file, tmp, `${JSON.stringify(valid, null, 2)}\n`, { durable });
+  // Under the session lock nothing else replaces it between the rename and this stat: the next read is one stat.
+  const st = statSync(file, { bigint: true, throwIfNoEntry: false });
+  if (st) rememberBinding(file, st, structuredClone(valid));
+  else bindingCache.delete(file);
   if (durable) await fsyncDirectory(path.dirname(file));
 }
 

@@ -343,8 +343,11 @@ class FileLease {
     private readonly site: LockSite,
     private readonly owner: OwnerRecord,
     private readonly staleMs: number,
+    /** The owner record as its creator wrote it (O_EXCL, our token): verified without reading it back. */
+    created?: fs.BigIntStats,
   ) {
     this.ownerPath = path.join(site.lockPath, OWNER_FILE);
+    if (created) this.verified = { ino: created.ino, ctimeNs: created.ctimeNs };
     liveLeases.set(owner.token, this);
     ensureExitCleanup();
     this.schedule();
@@ -461,16 +464,29 @@ class FileLease {
     }
   }
 
-  private async removeIfOurs(): Promise<void> {
-    let text: string | null = null;
+  /** The owner record is still the very file this holder verified (one `stat`; see {@link assertHeld}). */
+  private stillVerified(): boolean {
+    if (!this.verified) return false;
     try {
-      text = fs.readFileSync(this.ownerPath, "utf8");
+      const st = fs.statSync(this.ownerPath, { bigint: true, throwIfNoEntry: false });
+      return st !== undefined && st.ino === this.verified.ino && st.ctimeNs === this.verified.ctimeNs;
     } catch {
-      // Gone: not ours any more (reported below).
+      return false;
     }
-    if (parseOwner(text)?.token !== this.owner.token) {
-      this.site.logger.error({ event: "transcript.lock.compromised", sessionFile: this.site.sessionFile, why: "lost before release" }, "session lock was not ours at release");
-      return;
+  }
+
+  private async removeIfOurs(): Promise<void> {
+    if (!this.stillVerified()) {
+      let text: string | null = null;
+      try {
+        text = fs.readFileSync(this.ownerPath, "utf8");
+      } catch {
+        // Gone: not ours any more (reported below).
+      }
+      if (parseOwner(text)?.token !== this.owner.token) {
+        this.site.logger.error({ event: "transcript.lock.compromised", sessionFile: this.site.sessionFile, why: "lost before release" }, "session lock was not ours at release");
+        return;
+      }
     }
     await removeLockDir(this.site.lockPath);
   }
@@ -512,8 +528,15 @@ async function tryCreateLease(site: LockSite, staleMs: number): Promise<FileLeas
     acquiredAt: new Date().toISOString(),
   };
   try {
-    fs.writeFileSync(path.join(site.lockPath, OWNER_FILE), JSON.stringify(owner), { flag: "wx" });
-    return new FileLease(site, owner, staleMs);
+    const fd = fs.openSync(path.join(site.lockPath, OWNER_FILE), "wx");
+    let created: fs.BigIntStats;
+    try {
+      fs.writeSync(fd, JSON.stringify(owner));
+      created = fs.fstatSync(fd, { bigint: true });
+    } finally {
+      fs.closeSync(fd);
+    }
+    return new FileLease(site, owner, staleMs, created);
   } catch (err) {
     fs.rmSync(site.lockPath, { recursive: true, force: true });
     throw new SessionFileError("SESSION_WRITE_FAILED", site.sessionFile, `cannot write the owner record of the lock ${site.lockPath}: ${String(err)}`, { cause: err });

@@ -124,6 +124,8 @@ const customMessageSchema = z.looseObject({
  * ```
  */
 export function mirrorEntryFor(message: AgentMessage, idempotencyKey: string): NewSessionEntry {
+  // Only a `custom` message can match (and a failed zod parse is costly: it builds an error with its issues).
+  if ((message as { role?: unknown }).role !== "custom") return { type: "message", idempotencyKey, message };
   const custom = customMessageSchema.safeParse(message);
   if (!custom.success) return { type: "message", idempotencyKey, message };
   const m = message as { customType: string; content: unknown; display?: boolean; details?: unknown; timestamp?: number };
@@ -181,6 +183,14 @@ export async function mirrorTurnToTranscript(params: MirrorTurnParams): Promise<
       `invalid mirror parameters for session ${file}: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`,
     );
   }
+  return mirrorValidatedTurn(params);
+}
+
+/**
+ * {@link mirrorTurnToTranscript} for parameters the caller built from already-validated data (the session store
+ * mirroring a turn record): the same write, without validating the parameters again on the turn's critical path.
+ */
+export async function mirrorValidatedTurn(params: MirrorTurnParams): Promise<MirrorTurnResult> {
   const logger: Logger = params.logger ?? silentLogger;
   const { sessionFile, sessionId, threadId, turnId, messages } = params;
   const keys = mirrorKeysForTurn(threadId, turnId, messages);

@@ -223,11 +223,43 @@ export async function recordPendingFinalize(
       `invalid pending-finalize record for session ${sessionFile}: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
     );
   }
+  return writeRecord(sessionFile, r.data as Omit<PendingFinalizeRecord, "recordedAt">, opts);
+}
+
+/** The record's own fields; its snapshot's messages are not walked (see {@link recordValidatedPendingFinalize}). */
+const RecordScalarsSchema = RecordInputSchema.extend({ messages: z.array(z.any()).optional() });
+
+/**
+ * {@link recordPendingFinalize} for a record whose snapshot the caller took from already-validated data (the session
+ * store writing the machine's turn record): the record's own fields are checked, the snapshot's messages are not
+ * walked again by a schema on the turn's critical path.
+ */
+export async function recordValidatedPendingFinalize(
+  sessionFile: string,
+  record: Omit<PendingFinalizeRecord, "recordedAt">,
+  opts: PendingFinalizeOptions = {},
+): Promise<PendingFinalizeRecord> {
+  const r = RecordScalarsSchema.safeParse(record);
+  if (!r.success) {
+    throw new SessionFileError(
+      "SESSION_INVALID_ARGUMENT",
+      sessionFile,
+      `invalid pending-finalize record for session ${sessionFile}: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+    );
+  }
+  return writeRecord(sessionFile, r.data as Omit<PendingFinalizeRecord, "recordedAt">, opts);
+}
+
+async function writeRecord(
+  sessionFile: string,
+  record: Omit<PendingFinalizeRecord, "recordedAt">,
+  opts: PendingFinalizeOptions,
+): Promise<PendingFinalizeRecord> {
   const logger = opts.logger ?? silentLogger;
   const file = pendingPath(sessionFile);
   return runSerialized(sessionFile, file, opts, async () => {
     const data = opts.knownEmpty ? { version: 1 as const, records: [] } : await readPendingFile(file, sessionFile);
-    const next = { ...r.data, recordedAt: new Date().toISOString() } as PendingFinalizeRecord;
+    const next = { ...record, recordedAt: new Date().toISOString() } as PendingFinalizeRecord;
     const at = data.records.findIndex((x) => x.turnId === next.turnId);
     if (at >= 0) data.records[at] = next;
     else data.records.push(next);
@@ -293,8 +325,15 @@ export async function completePendingFinalize(
     if (opts.onlyRecord) {
       // The caller (holding the lock since it listed and wrote the set) knows this turn's is the only record: the
       // sidecar goes without being read back (it holds the turn's whole snapshot).
-      const removed = fs.existsSync(file);
-      fs.rmSync(file, { force: true });
+      let removed = true;
+      try {
+        fs.unlinkSync(file);
+      } catch (err) {
+        if (errCode(err) !== "ENOENT") {
+          throw new SessionFileError("SESSION_WRITE_FAILED", file, `cannot remove pending-finalize record ${file} (${errCode(err) ?? String(err)})`, { cause: err });
+        }
+        removed = false;
+      }
       if (removed) logger.info({ event: "transcript.pending.completed", turnId, pending: 0 }, "pending finalize cleared");
       return removed;
     }

@@ -10,6 +10,7 @@ import {
   threadBindingSchema,
   withLastUsage,
   writeThreadBinding,
+  writeValidatedThreadBinding,
   type ThreadBinding,
 } from "../../src/transcript/binding.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
@@ -201,5 +202,44 @@ describe("binding updates (pure)", () => {
     const compacted = markNativeCompaction(second, "thread-1");
     expect(compacted.developerDeliveries).toBeUndefined();
     expect(compacted.staleCostTokens).toBe(0);
+  });
+});
+
+describe("thread binding read cache", () => {
+  it("a binding this process wrote or read is not read again while the file is unchanged (same frozen object)", async () => {
+    const sessionFile = await sessionIn(await tempDir("ctm-binding-cache-"));
+    await writeThreadBinding(sessionFile, sample({ ledger: ["a:1", "b:2"] }), { durable: false });
+    const first = await readThreadBinding(sessionFile);
+    const second = await readThreadBinding(sessionFile);
+    expect(first).toEqual(sample({ ledger: ["a:1", "b:2"] }));
+    expect(second).toBe(first);
+    expect(Object.isFrozen(first) && Object.isFrozen(first!.ledger)).toBe(true);
+    // A caller that mutates what it was handed gets an error at the mutation, not a corrupted cache.
+    expect(() => (first!.ledger as string[]).push("c:3")).toThrow(TypeError);
+  });
+
+  it("another writer's binding is read (the file's identity changed), whether it replaced the file or rewrote it in place", async () => {
+    const sessionFile = await sessionIn(await tempDir("ctm-binding-cache-"));
+    const file = sessionSidecarPaths(sessionFile).binding;
+    await writeThreadBinding(sessionFile, sample(), { durable: false });
+    expect((await readThreadBinding(sessionFile))?.threadId).toBe("thread-1");
+    // Replaced (temp file + rename), as another process's write does.
+    await fsp.writeFile(`${file}.other`, JSON.stringify(sample({ threadId: "thread-2" })));
+    await fsp.rename(`${file}.other`, file);
+    expect((await readThreadBinding(sessionFile))?.threadId).toBe("thread-2");
+    // Rewritten in place with another length.
+    await fsp.writeFile(file, JSON.stringify(sample({ threadId: "thread-33" })));
+    expect((await readThreadBinding(sessionFile))?.threadId).toBe("thread-33");
+    await fsp.rm(file);
+    expect(await readThreadBinding(sessionFile)).toBeUndefined();
+  });
+
+  it("the writer's own object is not frozen (the cache keeps a copy), also on the store's unvalidated write", async () => {
+    const sessionFile = await sessionIn(await tempDir("ctm-binding-cache-"));
+    const mine = sample();
+    await writeValidatedThreadBinding(sessionFile, mine, { durable: false });
+    expect(Object.isFrozen(mine)).toBe(false);
+    mine.ledger.push("z:9");
+    expect((await readThreadBinding(sessionFile))?.ledger).toEqual(["aaaa:3"]);
   });
 });

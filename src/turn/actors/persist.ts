@@ -1,10 +1,12 @@
-/** `mirror.recordingPending` and `mirror.writing`: the turn reaches durable storage before anything else uses it. */
+/**
+ * `mirror.recordingPending` and `mirror.writing`: the turn reaches durable storage before anything else uses it. The
+ * store asserts the session lock before each write (the seam owns the lock), so these actors do not repeat it.
+ */
 import type { MirrorOutput, TurnRecord } from "../../../machines/turn.contract.js";
 import type { TurnDeps } from "../deps.js";
 
 /** The pending-finalize record, with the turn's snapshot: a crash from here on still leaves the turn for recovery. */
 export async function recordPendingFinalize(deps: TurnDeps, input: { record: TurnRecord; prePromptMessageCount: number }): Promise<void> {
-  deps.lock.handle?.assertHeld();
   const { record } = input;
   await deps.store.recordPending({
     threadId: record.threadId,
@@ -18,7 +20,6 @@ export async function recordPendingFinalize(deps: TurnDeps, input: { record: Tur
 
 /** Append the turn to the transcript (idempotent by mirror keys). A failure rejects: the machine fails the turn. */
 export async function mirrorTranscript(deps: TurnDeps, input: { record: TurnRecord }): Promise<MirrorOutput> {
-  deps.lock.handle?.assertHeld();
   const { record } = input;
   const out = await deps.store.appendTurn({
     threadId: record.threadId,
