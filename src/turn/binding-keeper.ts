@@ -25,7 +25,10 @@ import {
 export interface BindingKeeper {
   /** The binding as loaded at the start of the attempt. */
   load(binding: ThreadBinding | undefined): void;
-  /** Codex accepted the turn: the thread holds what was injected (written while the Codex turn runs). */
+  /**
+   * Codex accepted the turn: the thread holds what was injected. Written at once, while the Codex turn runs, so a crash
+   * during the turn leaves a binding that knows what the thread holds.
+   */
   accept(p: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }): void;
   /**
    * Codex reported usage (while the turn runs, and once more with the ended turn's record): kept in the binding and
@@ -53,10 +56,12 @@ export function createBindingKeeper(deps: {
   let binding: ThreadBinding | undefined;
   let lastProjection: ProjectionOutput | undefined;
   let writes: Promise<void> = Promise.resolve();
-  /** A usage write is scheduled for the next macrotask (it writes the binding as it is then). */
-  let dirty = false;
+  /** The binding changed since its last write was queued. */
+  let unsaved = false;
+  /** A write is scheduled for the next macrotask (it writes the binding as it is then). */
+  let scheduled = false;
   const persist = (): Promise<void> => {
-    dirty = false;
+    unsaved = false;
     writes = writes.then(async () => {
       if (!binding) return;
       try {
@@ -66,6 +71,14 @@ export function createBindingKeeper(deps: {
       }
     });
     return writes;
+  };
+  const schedule = (): void => {
+    if (scheduled) return;
+    scheduled = true;
+    setImmediate(() => {
+      scheduled = false;
+      if (unsaved) void persist();
+    });
   };
   return {
     load(loaded) {
@@ -92,13 +105,12 @@ export function createBindingKeeper(deps: {
         ...(usage.modelContextWindow ? { modelContextWindow: usage.modelContextWindow } : {}),
       };
       const held = binding.lastUsage;
-      if (held && held.inputTokens === last.inputTokens && held.totalTokens === last.totalTokens && held.modelContextWindow === last.modelContextWindow) return;
-      binding = withLastUsage(binding, threadId, last);
-      if (dirty) return; // a write is already scheduled; it takes the latest binding
-      dirty = true;
-      setImmediate(() => {
-        if (dirty) void persist();
-      });
+      const known = held !== undefined && held.inputTokens === last.inputTokens && held.totalTokens === last.totalTokens && held.modelContextWindow === last.modelContextWindow;
+      if (!known) {
+        binding = withLastUsage(binding, threadId, last);
+        unsaved = true;
+      }
+      if (unsaved) schedule();
     },
     nativeCompaction(compaction, preTurn) {
       // Only a completed compaction dropped anything (the started notification comes first).
@@ -111,7 +123,7 @@ export function createBindingKeeper(deps: {
       void persist();
     },
     async settle() {
-      if (dirty) void persist();
+      if (unsaved) void persist();
       await writes;
     },
   };
