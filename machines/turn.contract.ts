@@ -293,8 +293,6 @@ export type RunTurnEmitted =
   | { type: "TURN.STEER_REJECTED"; texts: string[] }
   /** `preTurn`: it completed before this turn's user message started (Codex's pre-turn compaction). */
   | { type: "TURN.COMPACTION"; compaction: NativeCompactionRecord; preTurn?: boolean }
-  /** Codex reported the thread's token usage (after each model response; the last one comes before the turn ends). */
-  | { type: "TURN.USAGE"; threadId: string; usage: TurnUsage }
   | { type: "TURN.ENDED"; record: TurnRecord };
 
 /** Events the machine forwards to the `runTurn` actor. */

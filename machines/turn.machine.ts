@@ -250,8 +250,8 @@ export const turnMachine = setup({
     /** Host hook: Codex accepted the turn, so the thread holds what was injected: record it in the binding (no fsync). */
     persistAcceptedBinding: (_, _params: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }) => {},
     /**
-     * Host hook: Codex reported usage: record it in the binding (no fsync). Done while the turn runs (TURN.USAGE), so
-     * nothing is left to write once it ends; at TURN.ENDED the host writes only a usage it has not recorded yet.
+     * Host hook: the ended turn's usage goes to the binding (no fsync). The host writes it while the mirror waits for its
+     * fsync, when the event loop is otherwise idle (a write during the turn competes with Codex for the CPU instead).
      */
     persistUsage: (_, _params: { threadId: string; usage?: TurnUsage }) => {},
     /** Host hook: Codex compacted the thread natively: what it held must be re-sent (durable). */
@@ -836,9 +836,6 @@ export const turnMachine = setup({
         },
         "TURN.STEER_REJECTED": {
           actions: { type: "queueFollowUps", params: ({ event }) => ({ texts: event.texts }) },
-        },
-        "TURN.USAGE": {
-          actions: { type: "persistUsage", params: ({ event }) => ({ threadId: event.threadId, usage: event.usage }) },
         },
         "TURN.COMPACTION": {
           actions: [

@@ -31,10 +31,9 @@ export interface BindingKeeper {
    */
   accept(p: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }): void;
   /**
-   * Codex reported usage (while the turn runs, and once more with the ended turn's record): kept in the binding and
-   * written on the next macrotask, so a burst of reports is one write. A usage the binding already holds is not written
-   * again, so the report that comes with the ended turn normally writes nothing: the binding write stays off the path
-   * between the end of the Codex turn and the result. `settle()` waits for queued writes.
+   * The ended turn reported usage: kept in the binding and written on the next macrotask, when the mirror is waiting
+   * for its fsync (a write right here would sit between the end of the Codex turn and the transcript append; only the
+   * next turn reads it). A usage the binding already holds is not written again. `settle()` waits for queued writes.
    */
   usage(threadId: string, usage: TurnUsage | undefined): void;
   /**

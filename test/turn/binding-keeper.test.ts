@@ -1,7 +1,6 @@
 /**
- * The binding keeper (src/turn/binding-keeper.ts): usage reports become binding writes coalesced per macrotask, a
- * usage the binding already holds is not written again (so the report that comes with the ended turn writes nothing
- * after a report during the turn), reports for another thread are ignored, and writes land in order.
+ * The binding keeper (src/turn/binding-keeper.ts): usage reports become binding writes on the next macrotask (one
+ * write for a burst), a usage the binding already holds is not written again, reports for another thread are ignored.
  */
 import { describe, expect, it } from "vitest";
 import type { TurnUsage } from "../../machines/turn.contract.js";
@@ -51,12 +50,12 @@ describe("binding keeper: usage", () => {
     expect(writes[0]!.lastUsage).toEqual({ inputTokens: 150, totalTokens: 155, modelContextWindow: 1000 });
   });
 
-  it("does not write a usage the binding already holds (the ended turn's report after the same report during the turn)", async () => {
+  it("does not write a usage the binding already holds", async () => {
     const { keeper, writes } = keeperWithWrites();
     keeper.usage("thread-1", usage(100, 1000));
     await new Promise((r) => setImmediate(r));
     expect(writes).toHaveLength(1);
-    keeper.usage("thread-1", usage(100, 1000)); // TURN.ENDED carries the same usage
+    keeper.usage("thread-1", usage(100, 1000)); // the same report again
     await keeper.settle();
     expect(writes).toHaveLength(1);
     keeper.usage("thread-1", usage(101, 1000));

@@ -1,6 +1,6 @@
 /**
  * `turnRunning`: starts the Codex turn and reports what happens to the machine as events (accepted, steer rejected,
- * usage, native compaction, ended). Steers and interrupts arrive from the machine. The machine decides what follows.
+ * native compaction, ended). Steers and interrupts arrive from the machine. The machine decides what follows.
  */
 import type { RunTurnEmitted, RunTurnInput, RunTurnReceived, TurnRecord } from "../../../machines/turn.contract.js";
 import type { CodexTurn } from "../../codex/app-server.js";
@@ -178,8 +178,6 @@ function handleStreamEvent(
     }
     case "tokenUsage":
       deps.emit({ type: "usage", totalTokens: event.usage.totalTokens });
-      // The machine records it in the binding now, while Codex still works, instead of after the turn ends.
-      channel.sendBack({ type: "TURN.USAGE", threadId: event.threadId, usage: event.usage });
       return;
     default:
       return;
