@@ -208,6 +208,33 @@ describe("compaction, custom messages and native tools", () => {
   });
 });
 
+describe("what the store checks of the turn it is handed", () => {
+  // The store does not walk the turn's messages with a schema (they come typed from the turn record), but the ids that
+  // form the idempotency keys and the pending record's own fields are still checked, and nothing is written on failure.
+  it("appendTurn refuses a turn id or thread id that cannot form a mirror key, and writes nothing", async () => {
+    const messages = [{ role: "user", content: "hi", timestamp: 1 }] as never;
+    for (const bad of [{ threadId: "thr", turnId: "t:1" }, { threadId: "", turnId: "t1" }]) {
+      const err = await rejection(store.appendTurn({ ...bad, messages }));
+      expect(err.code).toBe("SESSION_INVALID_ARGUMENT");
+      expect(err.message).toContain(bad.threadId === "" ? "threadId" : "turnId");
+    }
+    await expect(fsp.stat(file)).rejects.toMatchObject({ code: "ENOENT" });
+  });
+
+  it("recordPending refuses a record with an invalid field, and writes nothing", async () => {
+    const lock = await store.acquireLock();
+    try {
+      const record = { threadId: "thr", turnId: "t1", prePromptMessageCount: -1, messageCount: 1, status: "completed" as const, messages: [] };
+      const err = await rejection(store.recordPending(record));
+      expect(err.code).toBe("SESSION_INVALID_ARGUMENT");
+      expect(err.message).toContain("prePromptMessageCount");
+      expect(await store.listPending()).toEqual([]);
+    } finally {
+      await lock.release();
+    }
+  });
+});
+
 describe("sidecars", () => {
   it("listPending: a corrupt record set is reported read-only and moved aside (with a warning) otherwise", async () => {
     const pending = sessionSidecarPaths(file).pendingFinalize;

@@ -1,8 +1,8 @@
 import { spawn, spawnSync } from "node:child_process";
 import os from "node:os";
-import { promises as fsp } from "node:fs";
+import fs, { promises as fsp } from "node:fs";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { SessionFileError } from "../../src/transcript/errors.js";
 import { acquireSessionLock, isSessionLockHeld, withSessionLock, withSessionLockUnlessHeld } from "../../src/transcript/lock.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
@@ -291,6 +291,45 @@ describe("acquireSessionLock (handle)", () => {
       expect(await fsp.readFile(ownerPath, "utf8")).toBe(theirs);
     });
   }
+
+  // The record is verified when it is created (O_EXCL, our token, its fstat), and release removes it unread while it is
+  // still that file: both shortcuts must still notice another holder's record.
+  for (const how of ["rewritten in place", "removed and re-created"] as const) {
+    it(`an owner record ${how} before any assertHeld is noticed by assertHeld, and release leaves it alone`, async () => {
+      const lock = await acquireSessionLock(file, { staleMs: 60_000 });
+      const ownerPath = path.join(lock.lockPath, "owner.json");
+      const theirs = JSON.stringify({ pid: process.pid, hostname: os.hostname(), token: "someone-else" });
+      if (how === "removed and re-created") await fsp.rm(ownerPath);
+      await fsp.writeFile(ownerPath, theirs);
+      expect(() => lock.assertHeld()).toThrow(expect.objectContaining({ code: "SESSION_LOCK_COMPROMISED" }) as Error);
+      await lock.release();
+      expect(await fsp.readFile(ownerPath, "utf8")).toBe(theirs);
+    });
+
+    it(`an owner record ${how} before release (no assertHeld in between) is left alone`, async () => {
+      const lock = await acquireSessionLock(file, { staleMs: 60_000 });
+      const ownerPath = path.join(lock.lockPath, "owner.json");
+      const theirs = JSON.stringify({ pid: process.pid, hostname: os.hostname(), token: "someone-else" });
+      if (how === "removed and re-created") await fsp.rm(ownerPath);
+      await fsp.writeFile(ownerPath, theirs);
+      await lock.release();
+      expect(await fsp.readFile(ownerPath, "utf8")).toBe(theirs);
+    });
+  }
+
+  it("assertHeld and release of our own unchanged lock never read the owner record back (one stat each)", async () => {
+    const lock = await acquireSessionLock(file, { staleMs: 60_000 });
+    const ownerPath = path.join(lock.lockPath, "owner.json");
+    const reads = vi.spyOn(fs, "readFileSync");
+    try {
+      lock.assertHeld();
+      await lock.release();
+      expect(reads.mock.calls.filter(([p]) => String(p) === ownerPath)).toEqual([]);
+    } finally {
+      reads.mockRestore();
+    }
+    await expect(fsp.stat(lock.lockPath)).rejects.toMatchObject({ code: "ENOENT" });
+  });
 
   it("a replaced owner record is noticed by the heartbeat", async () => {
     const lock = await acquireSessionLock(file, { staleMs: 2000 });
