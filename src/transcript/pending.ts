@@ -215,15 +215,18 @@ export async function recordPendingFinalize(
   record: Omit<PendingFinalizeRecord, "recordedAt">,
   opts: PendingFinalizeOptions = {},
 ): Promise<PendingFinalizeRecord> {
-  const r = RecordInputSchema.safeParse(record);
-  if (!r.success) {
-    throw new SessionFileError(
-      "SESSION_INVALID_ARGUMENT",
-      sessionFile,
-      `invalid pending-finalize record for session ${sessionFile}: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  }
-  return writeRecord(sessionFile, r.data as Omit<PendingFinalizeRecord, "recordedAt">, opts);
+  return writeRecord(sessionFile, checkedRecord(RecordInputSchema, sessionFile, record), opts);
+}
+
+/** The record as `schema` parsed it, or a typed error naming every invalid field. */
+function checkedRecord(schema: z.ZodType, sessionFile: string, record: unknown): Omit<PendingFinalizeRecord, "recordedAt"> {
+  const r = schema.safeParse(record);
+  if (r.success) return r.data as Omit<PendingFinalizeRecord, "recordedAt">;
+  throw new SessionFileError(
+    "SESSION_INVALID_ARGUMENT",
+    sessionFile,
+    `invalid pending-finalize record for session ${sessionFile}: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
+  );
 }
 
 /** The record's own fields; its snapshot's messages are not walked (see {@link recordValidatedPendingFinalize}). */
@@ -239,15 +242,7 @@ export async function recordValidatedPendingFinalize(
   record: Omit<PendingFinalizeRecord, "recordedAt">,
   opts: PendingFinalizeOptions = {},
 ): Promise<PendingFinalizeRecord> {
-  const r = RecordScalarsSchema.safeParse(record);
-  if (!r.success) {
-    throw new SessionFileError(
-      "SESSION_INVALID_ARGUMENT",
-      sessionFile,
-      `invalid pending-finalize record for session ${sessionFile}: ${r.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`).join("; ")}`,
-    );
-  }
-  return writeRecord(sessionFile, r.data as Omit<PendingFinalizeRecord, "recordedAt">, opts);
+  return writeRecord(sessionFile, checkedRecord(RecordScalarsSchema, sessionFile, record), opts);
 }
 
 async function writeRecord(
