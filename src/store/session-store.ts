@@ -87,8 +87,8 @@ export interface AcquireLockOptions {
  * One session's durable state. Writes (`appendTurn`, `appendCompaction`, `writeBinding`, `recordPending`,
  * `markPendingIngested`, `completePending`) must run while the caller holds the lock from {@link acquireLock}, and an
  * implementation refuses one (`SESSION_LOCK_COMPROMISED`) once that lock is lost: the turn host relies on the store for
- * this check and does not repeat it. Reads may run without the lock. Every method throws `SessionFileError` (typed `code`) on failure and leaves what was already
- * written intact.
+ * this check and does not repeat it. Reads may run without the lock. Every method throws `SessionFileError` (typed
+ * `code`) on failure and leaves what was already written intact.
  *
  * @example
  * ```ts

@@ -33,7 +33,7 @@ export interface BindingKeeper {
   /**
    * The ended turn reported usage: kept in the binding and written on the next macrotask, when the mirror is waiting
    * for its fsync (a write right here would sit between the end of the Codex turn and the transcript append; only the
-   * next turn reads it). A usage the binding already holds is not written again. `settle()` waits for queued writes.
+   * next turn reads it). `settle()` waits for queued writes.
    */
   usage(threadId: string, usage: TurnUsage | undefined): void;
   /**
@@ -55,12 +55,10 @@ export function createBindingKeeper(deps: {
   let binding: ThreadBinding | undefined;
   let lastProjection: ProjectionOutput | undefined;
   let writes: Promise<void> = Promise.resolve();
-  /** The binding changed since its last write was queued. */
-  let unsaved = false;
-  /** A write is scheduled for the next macrotask (it writes the binding as it is then). */
-  let scheduled = false;
+  /** The binding changed since the last write was queued (the usage, written on the next macrotask or at settle). */
+  let dirty = false;
   const persist = (): Promise<void> => {
-    unsaved = false;
+    dirty = false;
     writes = writes.then(async () => {
       if (!binding) return;
       try {
@@ -70,14 +68,6 @@ export function createBindingKeeper(deps: {
       }
     });
     return writes;
-  };
-  const schedule = (): void => {
-    if (scheduled) return;
-    scheduled = true;
-    setImmediate(() => {
-      scheduled = false;
-      if (unsaved) void persist();
-    });
   };
   return {
     load(loaded) {
@@ -98,18 +88,17 @@ export function createBindingKeeper(deps: {
     },
     usage(threadId, usage) {
       if (!binding || !usage || binding.threadId !== threadId) return;
-      const last = {
+      binding = withLastUsage(binding, threadId, {
         inputTokens: usage.lastCallInputTokens ?? usage.inputTokens,
         totalTokens: usage.lastCallTotalTokens ?? usage.totalTokens,
         ...(usage.modelContextWindow ? { modelContextWindow: usage.modelContextWindow } : {}),
-      };
-      const held = binding.lastUsage;
-      const known = held !== undefined && held.inputTokens === last.inputTokens && held.totalTokens === last.totalTokens && held.modelContextWindow === last.modelContextWindow;
-      if (!known) {
-        binding = withLastUsage(binding, threadId, last);
-        unsaved = true;
-      }
-      if (unsaved) schedule();
+      });
+      dirty = true;
+      // Written once the mirror has started its fsync (the next macrotask), so the write overlaps the wait for the
+      // disk instead of delaying the mirror; settle() waits for it.
+      setImmediate(() => {
+        if (dirty) void persist();
+      });
     },
     nativeCompaction(compaction, preTurn) {
       // Only a completed compaction dropped anything (the started notification comes first).
@@ -122,7 +111,7 @@ export function createBindingKeeper(deps: {
       void persist();
     },
     async settle() {
-      if (unsaved) void persist();
+      if (dirty) void persist();
       await writes;
     },
   };
