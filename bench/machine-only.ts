@@ -120,7 +120,7 @@ export function instantTurnMachine(logger: Logger) {
       scheduleBackgroundMaintenance: () => {},
     },
     actors: {
-      acquireSessionLock: instant({ waitedMs: 0 }),
+      acquireSessionLock: instant({ waitedMs: 0, pendingRecord: false }),
       recoverSession: instant({ pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 }),
       readHistory: instant({ history: { ...HISTORY, entryCount: 3 }, sessionFileExisted: true }),
       rereadHistory: instant(HISTORY),

@@ -2,7 +2,20 @@
  * The lifecycle decision rules of a turn, as plain functions. The turn machine's guards call them; tests call them
  * directly. They encode the spec's "Error handling" section and the OpenClaw first-port semantics.
  */
-import type { AccordionFacts, AssembleOutput, EngineFacts, HistoryOutput, LastUsageFacts, TurnRecord, TurnStatus } from "./turn.contract.js";
+import type { AccordionFacts, AssembleOutput, EngineFacts, HistoryOutput, LastUsageFacts, LockOutput, TurnRecord, TurnStatus } from "./turn.contract.js";
+
+/**
+ * Recover before the turn only when a crashed attempt left a pending-finalize record: the lock makes the answer
+ * stable (no one else can write one until we release it), so a session without one skips recovery entirely.
+ *
+ * @example
+ * ```ts
+ * needsRecovery({ waitedMs: 0, pendingRecord: false }); // false
+ * ```
+ */
+export function needsRecovery(lock: Pick<LockOutput, "pendingRecord">): boolean {
+  return lock.pendingRecord;
+}
 
 /** Bootstrap runs only for an active engine that has `bootstrap`, and only when the session file existed before. */
 export function shouldBootstrap(engine: EngineFacts, hadSessionFile: boolean): boolean {

@@ -111,6 +111,11 @@ export interface SessionLoadOutput {
 /** What the session lock state reports (the lock handle itself stays with the host). */
 export interface LockOutput {
   waitedMs: number;
+  /**
+   * The session holds a pending-finalize record (readable or not) now that the lock is ours: a crashed earlier
+   * attempt left a turn to complete, so recovery runs before this turn.
+   */
+  pendingRecord: boolean;
 }
 
 /** What recovering a crashed earlier attempt did (see `recoverCodexSession`). */

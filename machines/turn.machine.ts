@@ -2,11 +2,11 @@
  * One Codex app-server turn as a pure XState v5 statechart. No I/O happens here: every effect is a named actor
  * (see the table in `turn.contract.ts`) that a host binds with `turnMachine.provide({ actors })`.
  *
- * Lifecycle: session (lock, then recovery of a crashed attempt) -> loadHistory -> bootstrap -> compactBeforeTurn
- * (accordion, when due) -> assemble -> project -> hooks -> threadStart (resume, or start; a failed resume goes back to
- * project for a fresh thread) -> turnRunning -> mirror (pending record, then the transcript) -> finalize (snapshot
- * choice, then the engine) -> maintain, ending in completed | failed | aborted | yieldAborted. Every decision is a
- * guard here; the rules live in `rules.ts`.
+ * Lifecycle: session (lock, then recovery when a crashed attempt left a pending record) -> loadHistory -> bootstrap
+ * -> compactBeforeTurn (accordion, when due) -> assemble -> project -> hooks -> threadStart (resume, or start; a failed
+ * resume goes back to project for a fresh thread) -> turnRunning -> mirror (pending record, then the transcript) ->
+ * finalize (snapshot choice, then the engine) -> maintain, ending in completed | failed | aborted | yieldAborted. Every
+ * decision is a guard here; the rules live in `rules.ts`.
  */
 import { assign, fromCallback, fromPromise, sendTo, setup, type DoneActorEvent } from "xstate";
 import {
@@ -18,6 +18,7 @@ import {
   isBackgroundMaintenance,
   maintenanceSkipReason,
   mirrorIsTailOfHistory,
+  needsRecovery,
   settleStatus,
   shouldAssemble,
   shouldBootstrap,
@@ -211,6 +212,7 @@ export const turnMachine = setup({
     interruptGrace: 10_000,
   },
   guards: {
+    crashedAttemptPending: (_, params: { output: LockOutput }) => needsRecovery(params.output),
     // Read from the load's output: guards run before the transition's actions store it.
     shouldBootstrap: ({ context }, params: { output: SessionLoadOutput }) =>
       shouldBootstrap(context.input.engine, params.output.sessionFileExisted ?? context.hadSessionFile),
@@ -498,10 +500,18 @@ export const turnMachine = setup({
             id: "acquireLock",
             src: "acquireSessionLock",
             input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
-            onDone: {
-              target: "recovering",
-              actions: { type: "logLifecycle", params: ({ event }) => ({ event: "session lock acquired", waitedMs: event.output.waitedMs }) },
-            },
+            // A crashed attempt's pending record is completed first; a session without one goes straight on.
+            onDone: [
+              {
+                guard: { type: "crashedAttemptPending", params: ({ event }) => ({ output: event.output }) },
+                target: "recovering",
+                actions: { type: "logLifecycle", params: ({ event }) => ({ event: "session lock acquired", waitedMs: event.output.waitedMs, pendingRecord: true }) },
+              },
+              {
+                target: "#turn.loadHistory",
+                actions: { type: "logLifecycle", params: ({ event }) => ({ event: "session lock acquired", waitedMs: event.output.waitedMs, pendingRecord: false }) },
+              },
+            ],
             onError: {
               target: "#turn.failed",
               actions: { type: "recordFailureBeforeTurn", params: ({ event }) => ({ error: toTurnError("lock", event.error) }) },

@@ -36,11 +36,12 @@ record and finalize's snapshot choice are visible here and in the inspector, not
 ## Rules
 
 1. **session** takes the per-session lock (\`session.acquiringLock\`; across processes; a path outside \`sessionRoot\` is
-   refused first, before anything is created) and then completes what a crashed attempt left (\`session.recovering\`:
-   mirror from its pending record, then finalize). An abort or a yield while waiting for the lock ends the attempt with
-   nothing run. A lock that cannot be had, or a crashed turn that still cannot be written, ends in \`failed\` (phase
-   \`lock\` / \`recovery\`): a new turn must not be appended before an earlier one. The host releases the lock when the
-   machine reaches a final state.
+   refused first, before anything is created). When the locked session holds a pending-finalize record
+   (\`crashedAttemptPending\`), it first completes what the crashed attempt left (\`session.recovering\`: mirror from the
+   record, then finalize); a session without one goes straight to loadHistory. An abort or a yield while waiting for the
+   lock ends the attempt with nothing run. A lock that cannot be had, or a crashed turn that still cannot be written,
+   ends in \`failed\` (phase \`lock\` / \`recovery\`): a new turn must not be appended before an earlier one. The host
+   releases the lock when the machine reaches a final state.
 2. **loadHistory** reads the transcript and the thread binding. A transcript that cannot be read (unsupported version,
    another session's id, I/O) ends the attempt in \`failed\` before anything is written.
 3. **bootstrap** runs only when an active (non-legacy) engine exists, it implements \`bootstrap\`, and the session file

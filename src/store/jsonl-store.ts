@@ -18,6 +18,7 @@ import {
   listPendingFinalize,
   markPendingIngested,
   movePendingFinalizeAside,
+  pendingFinalizeExists,
   recordValidatedPendingFinalize,
   type PendingFinalizeRecord,
 } from "../transcript/pending.js";
@@ -137,6 +138,12 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
       const removed = await completePendingFinalize(sessionFile, turnId, { logger, onlyRecord });
       if (knownPending) knownPending = knownPending.filter((t) => t !== turnId);
       return removed;
+    },
+    hasPending: async () => {
+      const present = pendingFinalizeExists(sessionFile);
+      // Under our lock nobody else writes the record: none now means none until this store writes one.
+      knownPending = lock && !present ? [] : undefined;
+      return present;
     },
     listPending: async (o) => {
       const records = await listPending(sessionFile, logger, o?.readOnly === true);

@@ -128,6 +128,11 @@ export interface SessionStore {
    * session is not wedged), or with `readOnly` a `SESSION_PENDING_INVALID` error and nothing moved.
    */
   listPending(opts?: { readOnly?: boolean }): Promise<PendingFinalizeRecord[]>;
+  /**
+   * Whether a pending-finalize record exists (readable or not), without reading it: under the lock, the turn host asks
+   * this to decide whether recovery runs at all. A shared store answers with an existence query on its pending rows.
+   */
+  hasPending(): Promise<boolean>;
   /** Take the session's lock (serializes turns across processes); release it when the attempt settles. */
   acquireLock(opts?: AcquireLockOptions): Promise<SessionLockHandle>;
 }

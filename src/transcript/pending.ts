@@ -382,6 +382,24 @@ export async function markPendingIngested(
 }
 
 /**
+ * Whether the session has a pending-finalize sidecar at all (readable or not): one `access`, no read. Only a missing
+ * file counts as none; any other error says "maybe", so recovery looks and reports it.
+ *
+ * @example
+ * ```ts
+ * if (pendingFinalizeExists(sessionFile)) await finalizePendingTurns(input, logger);
+ * ```
+ */
+export function pendingFinalizeExists(sessionFile: string): boolean {
+  try {
+    fs.accessSync(pendingPath(sessionFile));
+    return true;
+  } catch (err) {
+    return errCode(err) !== "ENOENT";
+  }
+}
+
+/**
  * Turns still waiting for their finalize, oldest first. No lock needed: the sidecar is only ever replaced whole.
  * Never writes: an unreadable sidecar throws `SESSION_PENDING_INVALID` and stays as it is. A turn then moves it aside
  * ({@link movePendingFinalizeAside}; the session store's `listPending()` does both), inspection only reports it.

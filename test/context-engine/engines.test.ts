@@ -44,6 +44,35 @@ describe("window engine", () => {
     expect(stepped.contextProjection?.epoch).not.toBe(epoch);
   });
 
+  it("counts a frozen message it has seen once, and recounts anything it cannot trust", async () => {
+    const engine = createWindowEngine({ tokenBudget: 1_000_000 });
+    let reads = 0;
+    /** A frozen message whose content getter counts how often the engine renders it. */
+    const watched = (i: number): AgentMessage =>
+      Object.freeze(
+        Object.defineProperties({ role: "user", timestamp: i } as unknown as AgentMessage, {
+          content: { enumerable: true, get: () => (reads++, `w${i} ${"x".repeat(40)}`) },
+        }),
+      );
+    const history = Array.from({ length: 5 }, (_, i) => watched(i));
+    const first = await engine.assemble({ sessionId: "s", messages: history });
+    const firstReads = reads;
+    expect(firstReads).toBeGreaterThanOrEqual(5);
+    // The same frozen objects plus one new message, appended to the very array passed before: only the new one is
+    // rendered.
+    history.push(watched(5));
+    const second = await engine.assemble({ sessionId: "s", messages: history });
+    expect(reads - firstReads).toBe(firstReads / 5);
+    expect(second.estimatedTokens).toBe(first.estimatedTokens + first.estimatedTokens / 5);
+
+    // A mutable message is recounted every time: a change between turns shows in the estimate.
+    const mutable = same(0);
+    const before = await engine.assemble({ sessionId: "m", messages: [mutable] });
+    mutable.content = `${String(mutable.content)} ${"y".repeat(400)}`;
+    const after = await engine.assemble({ sessionId: "m", messages: [mutable] });
+    expect(after.estimatedTokens).toBeGreaterThan(before.estimatedTokens + 50);
+  });
+
   it("tracks the window per session and omits contextProjection without threadBootstrap", async () => {
     const engine = createWindowEngine({ tokenBudget: 60 });
     const long = Array.from({ length: 12 }, (_, i) => msg(i));

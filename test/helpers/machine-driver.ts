@@ -110,7 +110,7 @@ export function fakeRecord(codexStatus: TurnRecord["codexStatus"], turnId = "tur
 export function okOutput(actor: PromiseActor): unknown {
   switch (actor) {
     case "acquireSessionLock":
-      return { waitedMs: 0 };
+      return { waitedMs: 0, pendingRecord: false };
     case "recoverSession":
       return { pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 };
     case "readHistory":

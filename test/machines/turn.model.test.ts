@@ -13,7 +13,7 @@ import type { EngineFacts, TurnMachineInput } from "../../machines/turn.contract
 import { ENGINE_FULL, NO_ENGINE, TurnHarness, record, settle, transitionKey, type PromiseActorName } from "./turn-harness.js";
 
 type ModelEvent =
-  | { type: "LOCK_OK" | "LOCK_FAIL" | "RECOVER_OK" | "RECOVER_FAIL" }
+  | { type: "LOCK_OK" | "LOCK_CLEAN" | "LOCK_FAIL" | "RECOVER_OK" | "RECOVER_FAIL" }
   | { type: "HISTORY_OK" | "HISTORY_FAIL" | "BOOTSTRAP_OK" | "BOOTSTRAP_FAIL" | "ASSEMBLE_OK" | "ASSEMBLE_EMPTY" | "ASSEMBLE_FAIL" }
   | { type: "COMPACT_OK" | "COMPACT_NONE" | "COMPACT_FAIL" | "RELOAD_OK" | "RELOAD_FAIL" }
   | { type: "PROJECT_OK" | "PROJECT_FAIL" | "HOOKS_OK" | "HOOKS_FAIL" | "THREAD_OK" | "THREAD_FAIL" }
@@ -77,7 +77,7 @@ export const lifecycleModel = setup({
   initial: "lock",
   states: {
     // One attempt at a time per session; a crashed attempt's turn is completed before this one starts.
-    lock: { on: { LOCK_OK: "recover", LOCK_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted", STEER: {} } },
+    lock: { on: { LOCK_OK: "recover", LOCK_CLEAN: "loadHistory", LOCK_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted", STEER: {} } },
     recover: { on: { RECOVER_OK: "loadHistory", RECOVER_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted" } },
     loadHistory: {
       on: {
@@ -229,7 +229,9 @@ const refused = (h: TurnHarness) => h.reject("resumeThread", "no rollout found",
 const ctxOf = (h: TurnHarness) => (h.actor.getSnapshot() as { context: { input: TurnMachineInput; resumeFellBack: boolean } }).context;
 
 const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
-  LOCK_OK: ok("acquireSessionLock", { waitedMs: 0 }),
+  // A crashed attempt left a pending record (recovery runs), or the session is clean (recovery is skipped).
+  LOCK_OK: ok("acquireSessionLock", { waitedMs: 0, pendingRecord: true }),
+  LOCK_CLEAN: ok("acquireSessionLock", { waitedMs: 0, pendingRecord: false }),
   LOCK_FAIL: fail("acquireSessionLock"),
   RECOVER_OK: ok("recoverSession", { pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 }),
   RECOVER_FAIL: fail("recoverSession"),
@@ -511,6 +513,8 @@ describe("guard mutants are caught by the model", () => {
     { guard: "compactedBeforeTurn", impl: () => false, config: 4 },
     { guard: "planResumes", impl: () => false, config: 4 },
     { guard: "resumeFailedFallBackToFresh", impl: () => false, config: 4 },
+    { guard: "crashedAttemptPending", impl: () => false, config: 0 },
+    { guard: "crashedAttemptPending", impl: () => true, config: 0 },
   ];
   const results: string[] = [];
   for (const mutant of mutants) {

@@ -33,7 +33,7 @@ interface Invoke {
 }
 /** The invoke of each leaf state, with the outcomes the traversal tries (every `onDone` branch and `onError`). */
 const invokes: Record<string, Invoke> = {
-  "session.acquiringLock": { id: "acquireLock", src: "acquireSessionLock", outputs: () => [{ waitedMs: 0 }] },
+  "session.acquiringLock": { id: "acquireLock", src: "acquireSessionLock", outputs: () => [{ waitedMs: 0, pendingRecord: true }, { waitedMs: 0, pendingRecord: false }] },
   "session.recovering": { id: "recover", src: "recoverSession", outputs: () => [{ pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 }] },
   loadHistory: {
     id: "loadHistory",

@@ -6,6 +6,7 @@ import {
   isAssembleEmpty,
   isBackgroundMaintenance,
   maintenanceSkipReason,
+  needsRecovery,
   settleStatus,
   shouldAssemble,
   shouldBootstrap,
@@ -25,6 +26,11 @@ const ok = {
 };
 
 describe("turn lifecycle rules", () => {
+  it("recovers only when the locked session holds a pending record", () => {
+    expect(needsRecovery({ pendingRecord: true })).toBe(true);
+    expect(needsRecovery({ pendingRecord: false })).toBe(false);
+  });
+
   it("bootstraps only an active engine with bootstrap on an existing session", () => {
     expect(shouldBootstrap(engine(), true)).toBe(true);
     expect(shouldBootstrap(engine(), false)).toBe(false);

@@ -3,9 +3,9 @@
  * safe from a process crash) without fsync, and the next `appendTurn` fsyncs the record, its directory and the
  * transcript at the same moment, returning only when all three are durable. Removing the record is not fsynced.
  */
-import { promises as fsp } from "node:fs";
+import fs, { promises as fsp } from "node:fs";
 import path from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createJsonlSessionStore, type SessionStore } from "../../src/store/session-store.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
 import { listPendingFinalize } from "../../src/transcript/pending.js";
@@ -77,6 +77,38 @@ describe("pending record commit", () => {
       expect(count(t.events, "fsync-end", pending)).toBe(1);
     } finally {
       await lock.release();
+    }
+  });
+
+  it("hasPending: none, a record, an unreadable one; none under the lock lets the record be removed unread", async () => {
+    const pending = sessionSidecarPaths(file).pendingFinalize;
+    expect(await store.hasPending()).toBe(false);
+    await store.recordPending({ threadId: "thr_1", turnId: "turn_A", prePromptMessageCount: 0, messageCount: 0, status: "completed" });
+    expect(await store.hasPending()).toBe(true);
+    await fsp.writeFile(pending, "{not json");
+    expect(await store.hasPending()).toBe(true); // unreadable still counts: recovery must look at it
+    await fsp.rm(pending);
+
+    const reads = vi.spyOn(fs, "readFileSync");
+    try {
+      const pendingReads = () => reads.mock.calls.filter(([f]) => f === pending).length;
+      // Without knowing the record set, completing a turn reads the record first (another turn may be in it) ...
+      let lock = await store.acquireLock();
+      await store.recordPending({ threadId: "thr_1", turnId: "turn_B", prePromptMessageCount: 0, messageCount: 0, status: "completed" });
+      expect(await store.completePending("turn_B")).toBe(true);
+      expect(pendingReads()).toBeGreaterThan(0);
+      await lock.release();
+      // ... while "none" under the lock means the record holds only this turn: removed without a read.
+      reads.mockClear();
+      lock = await store.acquireLock();
+      expect(await store.hasPending()).toBe(false);
+      await store.recordPending({ threadId: "thr_1", turnId: "turn_C", prePromptMessageCount: 0, messageCount: 0, status: "completed" });
+      expect(await store.completePending("turn_C")).toBe(true);
+      expect(pendingReads()).toBe(0);
+      await lock.release();
+      expect(await store.hasPending()).toBe(false);
+    } finally {
+      reads.mockRestore();
     }
   });
 

@@ -41,19 +41,37 @@ export function createWindowEngine(options: WindowEngineOptions = {}): ContextEn
   const forcedTargets = new Map<string, number>();
   /** The messages the last assemble saw, so compact() can report real before/after figures. */
   const lastSeen = new Map<string, AgentMessage[]>();
+  /** Per session, the token count of each message the last assemble saw (see {@link suffixTokens}). */
+  const counted = new Map<string, { messages: readonly AgentMessage[]; tokens: number[] }>();
   const budgetOf = (tokenBudget: number | undefined) => options.tokenBudget ?? tokenBudget ?? 16_000;
 
-  function windowFor(sessionId: string, messages: AgentMessage[], budget: number): number {
-    let start = Math.min(starts.get(sessionId) ?? 0, messages.length);
-    const total = (from: number) => messages.slice(from).reduce((sum, m) => sum + messageTokens(m), 0);
+  /**
+   * `sums[i]` = tokens of `messages[i..]` (`sums[messages.length]` = 0). A message that is the very same frozen object
+   * at the same index as last time (the host's history hands out frozen messages and keeps their identity from turn
+   * to turn) is not rendered again, so a turn costs the new messages, not the whole session.
+   */
+  function suffixTokens(sessionId: string, messages: readonly AgentMessage[]): number[] {
+    const prev = counted.get(sessionId);
+    const tokens = messages.map((m, i) => (prev && prev.messages[i] === m && Object.isFrozen(m) ? prev.tokens[i]! : messageTokens(m)));
+    // A copy: the caller may keep appending to (or rewriting) the array it passed.
+    counted.set(sessionId, { messages: [...messages], tokens });
+    const sums = new Array<number>(messages.length + 1);
+    sums[messages.length] = 0;
+    for (let i = messages.length - 1; i >= 0; i--) sums[i] = sums[i + 1]! + tokens[i]!;
+    return sums;
+  }
+
+  function windowFor(sessionId: string, sums: readonly number[], budget: number): number {
+    const count = sums.length - 1;
+    let start = Math.min(starts.get(sessionId) ?? 0, count);
     const forced = forcedTargets.get(sessionId);
     if (forced !== undefined) {
       forcedTargets.delete(sessionId);
-      while (start < messages.length - 1 && total(start) > forced) start++;
+      while (start < count - 1 && sums[start]! > forced) start++;
     }
-    if (total(start) > budget) {
+    if (sums[start]! > budget) {
       const target = Math.floor(budget * lowWater);
-      while (start < messages.length - 1 && total(start) > target) start++;
+      while (start < count - 1 && sums[start]! > target) start++;
     }
     starts.set(sessionId, start);
     return start;
@@ -75,13 +93,10 @@ export function createWindowEngine(options: WindowEngineOptions = {}): ContextEn
     },
     async assemble({ sessionId, messages, tokenBudget }): Promise<AssembleResult> {
       const budget = budgetOf(tokenBudget);
-      const start = windowFor(sessionId, messages, budget);
+      const sums = suffixTokens(sessionId, messages);
+      const start = windowFor(sessionId, sums, budget);
       lastSeen.set(sessionId, messages);
-      const view = messages.slice(start);
-      const result: AssembleResult = {
-        messages: view,
-        estimatedTokens: view.reduce((sum, m) => sum + messageTokens(m), 0),
-      };
+      const result: AssembleResult = { messages: messages.slice(start), estimatedTokens: sums[start]! };
       if (options.threadBootstrap) result.contextProjection = { mode: "thread_bootstrap", epoch: `w${start}` };
       return result;
     },
@@ -99,7 +114,8 @@ export function createWindowEngine(options: WindowEngineOptions = {}): ContextEn
           result: { tokensBefore: currentTokenCount ?? 0, tokensAfter: target, details: { targetFraction: fraction } },
         };
       }
-      const total = (from: number) => messages.slice(from).reduce((sum, m) => sum + messageTokens(m), 0);
+      const sums = suffixTokens(sessionId, messages);
+      const total = (from: number) => sums[from]!;
       const before = Math.min(starts.get(sessionId) ?? 0, messages.length);
       let start = before;
       while (start < messages.length - 1 && total(start) > target) start++;

@@ -5,8 +5,9 @@ import { resolveSessionPath } from "../../transcript/resolve.js";
 import type { TurnDeps } from "../deps.js";
 
 /**
- * Take the session lock (waiting while another attempt, in any process, holds it). A path outside `sessionRoot` is
- * refused before any directory is created. The handle stays with the host, which releases it when the machine is done.
+ * Take the session lock (waiting while another attempt, in any process, holds it), and report whether a crashed
+ * attempt left a pending-finalize record. A path outside `sessionRoot` is refused before any directory is created. The
+ * handle stays with the host, which releases it when the machine is done.
  */
 export async function acquireSessionLock(deps: TurnDeps, signal: AbortSignal): Promise<LockOutput> {
   const { params } = deps;
@@ -16,7 +17,8 @@ export async function acquireSessionLock(deps: TurnDeps, signal: AbortSignal): P
   deps.lock.handle = handle;
   // Another process took the session (this process stalled past the stale time): stop, and write nothing more.
   handle.signal.addEventListener("abort", () => deps.lock.onLost?.(), { once: true });
-  return { waitedMs: Math.round(performance.now() - started) };
+  // What a crashed attempt left is a fact of the session once the lock is ours; the machine decides on recovery.
+  return { waitedMs: Math.round(performance.now() - started), pendingRecord: await deps.store.hasPending() };
 }
 
 /** Complete what a crashed earlier attempt left (mirror from its pending record, then finalize), before this turn. */
