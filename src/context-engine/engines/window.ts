@@ -19,6 +19,26 @@ export function messageTokens(message: AgentMessage): number {
   return estimateTokens(renderMessageBlock(message) ?? "") + 4;
 }
 
+/**
+ * Suffix token sums per session: `sums[i]` = tokens of `messages[i..]` (`sums[messages.length]` = 0). A message that is
+ * the very same frozen object at the same index as last time (the host's history hands out frozen messages and keeps
+ * their identity from turn to turn) is not rendered again, so a turn costs the new messages, not the whole session.
+ * Mutable messages are always counted again.
+ */
+function createSuffixTokenCounter(): (sessionId: string, messages: readonly AgentMessage[]) => number[] {
+  const counted = new Map<string, { messages: readonly AgentMessage[]; tokens: number[] }>();
+  return (sessionId, messages) => {
+    const prev = counted.get(sessionId);
+    const tokens = messages.map((m, i) => (prev && prev.messages[i] === m && Object.isFrozen(m) ? prev.tokens[i]! : messageTokens(m)));
+    // A copy: the caller may keep appending to (or rewriting) the array it passed.
+    counted.set(sessionId, { messages: [...messages], tokens });
+    const sums = new Array<number>(messages.length + 1);
+    sums[messages.length] = 0;
+    for (let i = messages.length - 1; i >= 0; i--) sums[i] = sums[i + 1]! + tokens[i]!;
+    return sums;
+  };
+}
+
 // Long (about 90 lines) on purpose: an engine factory whose methods share one engine's per-session state (the window
 // starts, forced targets, last views); each method is short.
 /**
@@ -41,25 +61,8 @@ export function createWindowEngine(options: WindowEngineOptions = {}): ContextEn
   const forcedTargets = new Map<string, number>();
   /** The messages the last assemble saw, so compact() can report real before/after figures. */
   const lastSeen = new Map<string, AgentMessage[]>();
-  /** Per session, the token count of each message the last assemble saw (see {@link suffixTokens}). */
-  const counted = new Map<string, { messages: readonly AgentMessage[]; tokens: number[] }>();
+  const suffixTokens = createSuffixTokenCounter();
   const budgetOf = (tokenBudget: number | undefined) => options.tokenBudget ?? tokenBudget ?? 16_000;
-
-  /**
-   * `sums[i]` = tokens of `messages[i..]` (`sums[messages.length]` = 0). A message that is the very same frozen object
-   * at the same index as last time (the host's history hands out frozen messages and keeps their identity from turn
-   * to turn) is not rendered again, so a turn costs the new messages, not the whole session.
-   */
-  function suffixTokens(sessionId: string, messages: readonly AgentMessage[]): number[] {
-    const prev = counted.get(sessionId);
-    const tokens = messages.map((m, i) => (prev && prev.messages[i] === m && Object.isFrozen(m) ? prev.tokens[i]! : messageTokens(m)));
-    // A copy: the caller may keep appending to (or rewriting) the array it passed.
-    counted.set(sessionId, { messages: [...messages], tokens });
-    const sums = new Array<number>(messages.length + 1);
-    sums[messages.length] = 0;
-    for (let i = messages.length - 1; i >= 0; i--) sums[i] = sums[i + 1]! + tokens[i]!;
-    return sums;
-  }
 
   function windowFor(sessionId: string, sums: readonly number[], budget: number): number {
     const count = sums.length - 1;
