@@ -69,7 +69,24 @@ export interface OverheadResults {
    */
   machineAfterCodexTurn: { noEngineMs: number; shareOfWarmTurn: number };
   decomposition: { noEngine: OverheadDecomposition; window: OverheadDecomposition };
+  /**
+   * This process's CPU time per turn (`process.cpuUsage()`, user + system, every thread of the process: the main
+   * thread, libuv's pool doing file I/O and fsyncs, V8's helpers), median ms per variant; for `runCodexTurn` also the
+   * part outside the Codex turn (before entering `turnRunning` and after entering `mirror`). Codex and the fake model
+   * run in other processes and are not in it. Less noisy than wall time on a shared box, and the added wall time is
+   * nearly all of it: on two vCPUs the host's work runs while Codex's turn waits for it.
+   */
+  cpuMs: {
+    perTurn: Record<Variant, number>;
+    outsideTurn: { noEngine: number; window: number };
+  };
   note: string;
+}
+
+/** This process's CPU time so far (user + system, all its threads), ms. */
+function cpuNowMs(): number {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
 }
 
 const REPLY = "Done. The change is in place and the tests pass.";
@@ -117,6 +134,8 @@ export async function runOverhead(opts: {
     const samples: Record<Variant, number[]> = { direct: [], directResume: [], directDurable: [], machineNoEngine: [], machineWindow: [] };
     const states: Record<"noEngine" | "window", Record<string, number[]>> = { noEngine: {}, window: {} };
     const outside: Record<"noEngine" | "window", number[]> = { noEngine: [], window: [] };
+    const cpu: Record<Variant, number[]> = { direct: [], directResume: [], directDurable: [], machineNoEngine: [], machineWindow: [] };
+    const cpuOutside: Record<"noEngine" | "window", number[]> = { noEngine: [], window: [] };
     const syncs: Record<"noEngine" | "window", { calls: number[]; ms: number[] }> = {
       noEngine: { calls: [], ms: [] },
       window: { calls: [], ms: [] },
@@ -152,12 +171,13 @@ export async function runOverhead(opts: {
     };
 
     const machineTurn = async (kind: "noEngine" | "window", i: number, record: boolean): Promise<number> => {
-      const marks: Array<{ state: string; t: number }> = [];
+      const marks: Array<{ state: string; t: number; cpu: number }> = [];
       const onEvent = (e: TurnStreamEvent) => {
-        if (e.type === "state") marks.push({ state: e.state, t: performance.now() });
+        if (e.type === "state") marks.push({ state: e.state, t: performance.now(), cpu: cpuNowMs() });
       };
       syncCounter.calls = 0;
       syncCounter.ms = 0;
+      const c0 = cpuNowMs();
       const t0 = performance.now();
       const result = await runCodexTurn({
         appServer: env.codex,
@@ -169,6 +189,7 @@ export async function runOverhead(opts: {
         ...(kind === "window" ? { contextEngine: engine, contextTokenBudget: 1_000_000 } : {}),
       });
       const t1 = performance.now();
+      const c1 = cpuNowMs();
       if (result.status !== "completed") throw new Error(`overhead ${kind} turn ${i} ended ${result.status}`);
       if (record && marks.length > 0) {
         const add = (name: string, ms: number) => (states[kind][name] ??= []).push(ms);
@@ -178,6 +199,8 @@ export async function runOverhead(opts: {
         const running = marks.findIndex((m) => m.state === "turnRunning");
         const inTurn = running >= 0 && marks[running + 1] ? marks[running + 1]!.t - marks[running]!.t : 0;
         outside[kind].push(t1 - t0 - inTurn);
+        const cpuInTurn = running >= 0 && marks[running + 1] ? marks[running + 1]!.cpu - marks[running]!.cpu : 0;
+        cpuOutside[kind].push(c1 - c0 - cpuInTurn);
         syncs[kind].calls.push(syncCounter.calls);
         syncs[kind].ms.push(syncCounter.ms);
       }
@@ -253,6 +276,8 @@ export async function runOverhead(opts: {
       const k = i % order.length;
       const rotated = [...order.slice(k), ...order.slice(0, k)];
       for (const v of rotated) {
+        // Before the variant's function is called: its synchronous start runs at the call.
+        const c0 = cpuNowMs();
         const work =
           v === "direct" || v === "directResume"
             ? directTurn(i, v === "directResume")
@@ -260,7 +285,11 @@ export async function runOverhead(opts: {
               ? durableTurn(i, record)
               : machineTurn(v === "machineNoEngine" ? "noEngine" : "window", i, record);
         const ms = await bounded(`overhead ${v} turn ${i}`, 60_000, work);
-        if (record) samples[v].push(ms);
+        const c1 = cpuNowMs();
+        if (record) {
+          samples[v].push(ms);
+          cpu[v].push(c1 - c0);
+        }
         if (v === "direct") {
           const m = await runMachineTurn(() => instantMachine, machineInput("noEngine"), instant.logger);
           if (record) afterCodexTurn.push(m.ms);
@@ -346,6 +375,16 @@ export async function runOverhead(opts: {
         noEngine: decompose("machineNoEngine", machine.noEngineMs, fsyncMs.noEngine),
         window: decompose("machineWindow", machine.fullEngineMs, fsyncMs.window),
       },
+      cpuMs: {
+        perTurn: {
+          direct: round(median(cpu.direct), 2),
+          directResume: round(median(cpu.directResume), 2),
+          directDurable: round(median(cpu.directDurable), 2),
+          machineNoEngine: round(median(cpu.machineNoEngine), 2),
+          machineWindow: round(median(cpu.machineWindow), 2),
+        },
+        outsideTurn: { noEngine: round(median(cpuOutside.noEngine), 2), window: round(median(cpuOutside.window), 2) },
+      },
       note:
         "runCodexTurn per turn also: takes the session lock (a lock file), reads the transcript and binding, reuses the " +
         "thread this app-server holds (a real thread/resume RPC only after a restart or a settings change), writes the " +
@@ -398,6 +437,17 @@ export function formatOverhead(o: OverheadResults): string {
       `Durable writes per turn: no engine ${o.fsync.noEngine.callsPerTurn} fsyncs = ${o.fsync.noEngine.msPerTurn} ms, ` +
       `window ${o.fsync.window.callsPerTurn} fsyncs = ${o.fsync.window.msPerTurn} ms (FileHandle.sync and fs.fsync calls, files and directories; concurrent ones each counted).`,
   );
+  const c = o.cpuMs;
+  if (c) {
+    const added = (x: number) => `${x} ms (+${round(x - c.perTurn.direct, 2)})`;
+    lines.push(
+      `This process's CPU per turn (process.cpuUsage, all its threads; Codex and the fake model are other processes), median: ` +
+        `direct ${c.perTurn.direct} ms, thread/resume + direct ${added(c.perTurn.directResume)}, direct + durable floor ${added(c.perTurn.directDurable)}, ` +
+        `runCodexTurn no engine ${added(c.perTurn.machineNoEngine)}, window ${added(c.perTurn.machineWindow)}; ` +
+        `of runCodexTurn's, outside the Codex turn: ${c.outsideTurn.noEngine} ms no engine, ${c.outsideTurn.window} ms window ` +
+        `(wall ${o.outsideTurnMs.noEngine} / ${o.outsideTurnMs.window} ms).`,
+    );
+  }
   lines.push("\nPer-state breakdown (time from entering the state to entering the next):");
   lines.push(table(rows));
   lines.push(o.note);
