@@ -438,16 +438,14 @@ export function formatOverhead(o: OverheadResults): string {
       `window ${o.fsync.window.callsPerTurn} fsyncs = ${o.fsync.window.msPerTurn} ms (FileHandle.sync and fs.fsync calls, files and directories; concurrent ones each counted).`,
   );
   const c = o.cpuMs;
-  if (c) {
-    const added = (x: number) => `${x} ms (+${round(x - c.perTurn.direct, 2)})`;
-    lines.push(
-      `This process's CPU per turn (process.cpuUsage, all its threads; Codex and the fake model are other processes), median: ` +
-        `direct ${c.perTurn.direct} ms, thread/resume + direct ${added(c.perTurn.directResume)}, direct + durable floor ${added(c.perTurn.directDurable)}, ` +
-        `runCodexTurn no engine ${added(c.perTurn.machineNoEngine)}, window ${added(c.perTurn.machineWindow)}; ` +
-        `of runCodexTurn's, outside the Codex turn: ${c.outsideTurn.noEngine} ms no engine, ${c.outsideTurn.window} ms window ` +
-        `(wall ${o.outsideTurnMs.noEngine} / ${o.outsideTurnMs.window} ms).`,
-    );
-  }
+  const added = (x: number) => `${x} ms (+${round(x - c.perTurn.direct, 2)})`;
+  lines.push(
+    `This process's CPU per turn (process.cpuUsage, all its threads; Codex and the fake model are other processes), median: ` +
+      `direct ${c.perTurn.direct} ms, thread/resume + direct ${added(c.perTurn.directResume)}, direct + durable floor ${added(c.perTurn.directDurable)}, ` +
+      `runCodexTurn no engine ${added(c.perTurn.machineNoEngine)}, window ${added(c.perTurn.machineWindow)}; ` +
+      `of runCodexTurn's, outside the Codex turn: ${c.outsideTurn.noEngine} ms no engine, ${c.outsideTurn.window} ms window ` +
+      `(wall ${o.outsideTurnMs.noEngine} / ${o.outsideTurnMs.window} ms).`,
+  );
   lines.push("\nPer-state breakdown (time from entering the state to entering the next):");
   lines.push(table(rows));
   lines.push(o.note);
