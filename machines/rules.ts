@@ -40,6 +40,20 @@ export function isAssembleEmpty(output: AssembleOutput | undefined): boolean {
   return !output || output.messages.length === 0;
 }
 
+/**
+ * Project again after the `beforePromptBuild` hook when it changed the developer instructions, so the resume-or-rotate
+ * decision and the instructions' delivery count what the thread will really carry. Not when the projection failed
+ * (the turn then starts a fresh thread, with the hook's instructions).
+ *
+ * @example
+ * ```ts
+ * shouldReprojectAfterHooks({ before: "base", after: "policy\n\nbase", projectionFailed: false }); // true
+ * ```
+ */
+export function shouldReprojectAfterHooks(p: { before: string | undefined; after: string | undefined; projectionFailed: boolean }): boolean {
+  return !p.projectionFailed && p.after !== undefined && p.after !== p.before;
+}
+
 /** The state of a finished attempt that the maintenance rule and the final status depend on. */
 export interface SettleFacts {
   aborted: boolean;

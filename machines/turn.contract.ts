@@ -14,7 +14,8 @@
  * | reloadHistory     | `reloadHistory`    | `rereadHistory`       | fromPromise  |
  * | assemble          | `assemble`         | `assembleContext`     | fromPromise  |
  * | project           | `project`          | `projectContext`      | fromPromise  |
- * | hooks             | `hooks`            | `runPromptHooks`      | fromPromise  |
+ * | hooks.running     | `hooks`            | `runPromptHooks`      | fromPromise  |
+ * | hooks.reprojecting | `reproject`       | `projectContext`      | fromPromise  |
  * | threadStart.resuming | `resumeThread`  | `resumeThread`        | fromPromise  |
  * | threadStart.starting | `startThread`   | `startThread`         | fromPromise  |
  * | turnRunning       | `turn`             | `runTurn`             | fromCallback |
@@ -201,12 +202,25 @@ export interface ProjectionOutput {
   bindingUpdate?: unknown;
 }
 
-/** What `runPromptHooks` returns (a hook failure is an error event; the machine keeps the unmodified prompt). */
+/**
+ * What `runPromptHooks` returns (a hook failure is an error event; the machine keeps the unmodified prompt). When the
+ * developer instructions changed, the machine projects again with them (`hooks.reprojecting`).
+ */
 export interface HooksOutput {
   promptText: string;
   developerInstructions?: string;
-  /** The projection redone for the hook's developer instructions (their delivery to a resumed thread), when they changed. */
-  projection?: ProjectionOutput;
+}
+
+/** Input of `projectContext`: the machine passes no binding when the thread must rotate. */
+export interface ProjectInput {
+  prompt: string;
+  history: HistoryOutput;
+  assembled?: AssembleOutput;
+  binding?: unknown;
+  /** Why the bound thread is not used ("accordion", "resumeFailed"): appended to the reason. */
+  freshThreadReason?: string;
+  /** The beforePromptBuild hook's developer instructions (`hooks.reprojecting`): they replace base + addition. */
+  finalDeveloperInstructions?: string;
 }
 
 export interface ThreadStartOutput {

@@ -3,10 +3,11 @@
  * (see the table in `turn.contract.ts`) that a host binds with `turnMachine.provide({ actors })`.
  *
  * Lifecycle: session (lock, then recovery when a crashed attempt left a pending record) -> loadHistory -> bootstrap
- * -> compactBeforeTurn (accordion, when due) -> assemble -> project -> hooks -> threadStart (resume, or start; a failed
- * resume goes back to project for a fresh thread) -> turnRunning -> mirror (pending record, then the transcript) ->
- * finalize (snapshot choice, then the engine) -> maintain, ending in completed | failed | aborted | yieldAborted. Every
- * decision is a guard here; the rules live in `rules.ts`.
+ * -> compactBeforeTurn (accordion, when due) -> assemble -> project -> hooks (projecting again when the hook changed the
+ * developer instructions) -> threadStart (resume, or start; a failed resume goes back to project for a fresh thread)
+ * -> turnRunning -> mirror (pending record, then the transcript) -> finalize (snapshot choice, then the engine) ->
+ * maintain, ending in completed | failed | aborted | yieldAborted. Every decision is a guard here; the rules live in
+ * `rules.ts`.
  */
 import { assign, fromCallback, fromPromise, sendTo, setup, type DoneActorEvent } from "xstate";
 import {
@@ -22,6 +23,7 @@ import {
   settleStatus,
   shouldAssemble,
   shouldBootstrap,
+  shouldReprojectAfterHooks,
   shouldStartFreshAfterResumeFailure,
   type SettleFacts,
 } from "./rules.js";
@@ -42,6 +44,7 @@ import type {
   MaintainOutput,
   MirrorOutput,
   NativeCompactionRecord,
+  ProjectInput,
   ProjectionOutput,
   RunTurnEmitted,
   RunTurnInput,
@@ -119,6 +122,18 @@ function toTurnError(phase: TurnPhase, error: unknown): TurnError {
   return code ? { phase, message: errorMessage(error), code } : { phase, message: errorMessage(error) };
 }
 
+/** What `projectContext` gets, in `project` and (with the hook's instructions) in `hooks.reprojecting`. */
+function projectInput(context: TurnContext): ProjectInput {
+  return {
+    prompt: context.input.prompt,
+    history: context.history,
+    assembled: context.assembled,
+    // After an accordion compaction or a failed resume the bound thread is not used: project for a fresh one.
+    binding: context.rotateThread || context.resumeFellBack ? undefined : context.binding,
+    ...(context.resumeFellBack ? { freshThreadReason: "resumeFailed" } : context.rotateThread ? { freshThreadReason: "accordion" } : {}),
+  };
+}
+
 function settleFacts(context: TurnContext): SettleFacts {
   return {
     aborted: context.aborted,
@@ -194,11 +209,11 @@ export const turnMachine = setup({
     assembleContext: fromPromise<AssembleOutput, { history: HistoryOutput; prompt: string }>(notProvided("assembleContext")),
     projectContext: fromPromise<
       ProjectionOutput,
-      { prompt: string; history: HistoryOutput; assembled?: AssembleOutput; binding?: unknown; freshThreadReason?: string }
+      ProjectInput
     >(notProvided("projectContext")),
     runPromptHooks: fromPromise<
       HooksOutput,
-      { promptText: string; developerInstructions?: string; history: HistoryOutput; projection?: ProjectionOutput; binding?: unknown }
+      { promptText: string; developerInstructions?: string; history: HistoryOutput }
     >(notProvided("runPromptHooks")),
     resumeThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("resumeThread")),
     startThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("startThread")),
@@ -220,6 +235,12 @@ export const turnMachine = setup({
     accordionDue: ({ context }) => shouldAssemble(context.input.engine) && isAccordionDue(context.input.accordion, context.lastUsage),
     compactedBeforeTurn: (_, params: { output: CompactBeforeTurnOutput }) => params.output.compacted,
     hasPromptHooks: ({ context }) => context.input.hasPromptHooks,
+    hookChangedDeveloperInstructions: ({ context }, params: { output: HooksOutput }) =>
+      shouldReprojectAfterHooks({
+        before: context.developerInstructions,
+        after: params.output.developerInstructions,
+        projectionFailed: context.projection?.reason === "projectionFailed",
+      }),
     assembledEmpty: (_, params: { output: AssembleOutput }) => isAssembleEmpty(params.output),
     planResumes: ({ context }) => context.projection?.thread.action === "resume" && Boolean(context.projection.thread.threadId),
     resumeFailedFallBackToFresh: ({ context }, params: { error: unknown }) =>
@@ -337,10 +358,26 @@ export const turnMachine = setup({
         warnings: [...context.warnings, "projection failed; sending the original prompt on a fresh thread"],
       };
     }),
-    storeHooks: assign(({ context }, params: { output: HooksOutput }) => ({
+    storeHooks: assign((_, params: { output: HooksOutput }) => ({
       promptText: params.output.promptText,
       developerInstructions: params.output.developerInstructions,
-      projection: params.output.projection ?? context.projection,
+    })),
+    // The hook's prompt text stays: the projection redone for its developer instructions changes the thread plan,
+    // the entries and the instructions' delivery, not the prompt.
+    storeReprojection: assign((_, params: { output: ProjectionOutput }) => ({
+      projection: params.output,
+      developerInstructions: params.output.developerInstructions,
+    })),
+    warnReprojectionFailed: assign(({ context }, params: { message: string }) => ({
+      projection: {
+        mode: "none",
+        reason: "projectionFailed",
+        promptText: context.promptText,
+        thread: { action: "start", reason: "projectionFailed" },
+        entriesSent: 0,
+        bytes: Buffer.byteLength(context.promptText, "utf8"),
+      } satisfies ProjectionOutput,
+      warnings: [...context.warnings, `projection for the hook's developer instructions failed (${params.message}); sending the prompt on a fresh thread`],
     })),
     warnHooksFailed: assign(({ context }, params: { message: string }) => ({
       warnings: [...context.warnings, `beforePromptBuild hook failed (${params.message}); keeping the unmodified prompt`],
@@ -690,14 +727,7 @@ export const turnMachine = setup({
       invoke: {
         id: "project",
         src: "projectContext",
-        input: ({ context }) => ({
-          prompt: context.input.prompt,
-          history: context.history,
-          assembled: context.assembled,
-          // After an accordion compaction or a failed resume the bound thread is not used: project for a fresh one.
-          binding: context.rotateThread || context.resumeFellBack ? undefined : context.binding,
-          ...(context.resumeFellBack ? { freshThreadReason: "resumeFailed" } : context.rotateThread ? { freshThreadReason: "accordion" } : {}),
-        }),
+        input: ({ context }) => projectInput(context),
         onDone: [
           {
             guard: "hasPromptHooks",
@@ -724,26 +754,55 @@ export const turnMachine = setup({
     },
     hooks: {
       entry: [{ type: "enterState", params: { state: "hooks" } }],
-      invoke: {
-        id: "hooks",
-        src: "runPromptHooks",
-        input: ({ context }) => ({
-          promptText: context.promptText,
-          developerInstructions: context.developerInstructions,
-          history: context.history,
-          projection: context.projection,
-          binding: context.rotateThread || context.resumeFellBack ? undefined : context.binding,
-        }),
-        onDone: {
-          target: "threadStart",
-          actions: { type: "storeHooks", params: ({ event }) => ({ output: event.output }) },
+      initial: "running",
+      states: {
+        running: {
+          invoke: {
+            id: "hooks",
+            src: "runPromptHooks",
+            input: ({ context }) => ({
+              promptText: context.promptText,
+              developerInstructions: context.developerInstructions,
+              history: context.history,
+            }),
+            onDone: [
+              {
+                // The resume-or-rotate decision and the instructions' delivery must count what the thread will carry.
+                guard: { type: "hookChangedDeveloperInstructions", params: ({ event }) => ({ output: event.output }) },
+                target: "reprojecting",
+                actions: { type: "storeHooks", params: ({ event }) => ({ output: event.output }) },
+              },
+              {
+                target: "#turn.threadStart",
+                actions: { type: "storeHooks", params: ({ event }) => ({ output: event.output }) },
+              },
+            ],
+            onError: {
+              target: "#turn.threadStart",
+              actions: [
+                { type: "warnHooksFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+                { type: "logLifecycle", params: { event: "beforePromptBuild failed" } },
+              ],
+            },
+          },
         },
-        onError: {
-          target: "threadStart",
-          actions: [
-            { type: "warnHooksFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
-            { type: "logLifecycle", params: { event: "beforePromptBuild failed" } },
-          ],
+        reprojecting: {
+          invoke: {
+            id: "reproject",
+            src: "projectContext",
+            input: ({ context }) => ({ ...projectInput(context), finalDeveloperInstructions: context.developerInstructions }),
+            onDone: {
+              target: "#turn.threadStart",
+              actions: { type: "storeReprojection", params: ({ event }) => ({ output: event.output }) },
+            },
+            onError: {
+              target: "#turn.threadStart",
+              actions: [
+                { type: "warnReprojectionFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+                { type: "logLifecycle", params: { event: "projection failed" } },
+              ],
+            },
+          },
         },
       },
     },

@@ -57,7 +57,9 @@ record and finalize's snapshot choice are visible here and in the inspector, not
 6. **project** turns the assembled messages into what Codex receives and plans resume vs fresh thread
    (docs/projection.md). A failure warns and sends the original prompt on a fresh thread.
 7. **hooks** runs \`beforePromptBuild\` when one is registered, after projection, so hooks see exactly what Codex will
-   receive. A failure (throw, timeout, malformed result) warns and keeps the unmodified prompt.
+   receive. A failure (throw, timeout, malformed result) warns and keeps the unmodified prompt. When the hook changed the
+   developer instructions (\`hookChangedDeveloperInstructions\`), **hooks.reprojecting** runs the projection again with
+   them, so resume-or-rotate and their delivery count what the thread will really carry (the hook's prompt text stays).
 8. **threadStart** resumes the bound thread when the plan says so (\`planResumes\`), else starts a fresh one. When Codex
    refuses the resume (\`resumeFailedFallBackToFresh\`, once per attempt) the machine goes back to **project** without
    the binding, so the fresh thread gets the whole view. Any other failure ends in \`failed\` with nothing mirrored or

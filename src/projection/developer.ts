@@ -8,8 +8,10 @@
  * the binding records every delivery (`developerDeliveries`, `<hash>:<tokens>`) and stale accounting counts all but
  * the current one, which bounds per-turn additions through the rotation policy instead of letting them pile up.
  *
- * The decision must use the FINAL instructions, after the beforePromptBuild hook: the turn host calls
- * {@link planDeveloperInstructionsDelivery} (or {@link withDeveloperInstructions}) after the hook.
+ * Both the delivery and the resume-or-rotate decision must use the FINAL instructions, after the beforePromptBuild
+ * hook: when the hook changed them, the turn machine projects again with them (`finalDeveloperInstructions`, the
+ * `hooks.reprojecting` step). Counted against the pre-hook text, a hook that prepends the same large system context
+ * every turn (lossless-claw's recall policy, ~1,400 tokens) made the thread's copy look stale and rotated every turn.
  */
 import type { AdditionalContextEntry, ProjectionOutput } from "../../machines/turn.contract.js";
 import type { BindingUpdate, ThreadBinding } from "../transcript/binding.js";

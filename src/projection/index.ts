@@ -45,6 +45,13 @@ export interface ProjectAssembledContextParams {
   /** Undefined when there is no engine, assemble failed, or it returned nothing. */
   assembled?: AssembleOutput;
   baseDeveloperInstructions?: string;
+  /**
+   * The developer instructions the thread will carry, when a `beforePromptBuild` hook changed them (the hook saw base +
+   * `systemPromptAddition` and returned the final text). They replace base + addition, so the resume-or-rotate
+   * decision counts the thread's copies against what it will really hold: a hook that adds the same system context
+   * every turn leaves nothing stale.
+   */
+  finalDeveloperInstructions?: string;
   binding?: ThreadBinding;
   fingerprints: ProjectionFingerprints;
   tokenBudget?: number;
@@ -290,8 +297,9 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
  *   thread bootstrapped with the whole view; the rotation policy applies to a resumed thread too.
  * - `auto`: `threadBootstrap` when the engine asks for it, else `delta`.
  *
- * Developer instructions (base + systemPromptAddition) are delivered as {@link planDeveloperInstructionsDelivery}
- * decides; a host whose beforePromptBuild hook changes them calls {@link withDeveloperInstructions} after the hook.
+ * Developer instructions (base + systemPromptAddition, or `finalDeveloperInstructions` when a beforePromptBuild hook
+ * changed them: the turn machine then projects again with the hook's text) are delivered as
+ * {@link planDeveloperInstructionsDelivery} decides, and count in the rotation policy's stale tokens.
  * `staleTokens` is set in `delta` and `threadBootstrap` (0 on a fresh thread), and in `none` on a resumed thread.
  *
  * @example
@@ -309,7 +317,7 @@ export function projectAssembledContext(p: ProjectAssembledContextParams): Proje
 /** The projection before developer delivery (its binding update carries the stale figures). */
 function projectContext(p: ProjectAssembledContextParams): ProjectionOutput {
   // systemPromptAddition goes only into developer instructions, never into the prompt text.
-  const developerInstructions = composeDeveloperInstructions(p.baseDeveloperInstructions, p.assembled?.systemPromptAddition);
+  const developerInstructions = p.finalDeveloperInstructions ?? composeDeveloperInstructions(p.baseDeveloperInstructions, p.assembled?.systemPromptAddition);
   const assembled = p.assembled && p.assembled.messages.length > 0 ? p.assembled : undefined;
   if (!assembled) {
     const b = projectionBuilder(p, developerInstructions, []);

@@ -41,7 +41,8 @@ export const ACTOR_STATE: Record<PromiseActor, string[]> = {
   rereadHistory: ["reloadHistory"],
   rereadHistoryForFinalize: ["finalize"],
   assembleContext: ["assemble"],
-  projectContext: ["project"],
+  // Also in hooks: the projection is redone there when the hook changed the developer instructions.
+  projectContext: ["project", "hooks"],
   runPromptHooks: ["hooks"],
   resumeThread: ["threadStart"],
   startThread: ["threadStart"],

@@ -294,5 +294,34 @@ describe("trust split and developer instructions", () => {
     const updates = (o: (typeof obs)[number]) => inputMessageTexts(o.request.body, "developer").filter((t) => t.includes("<openclaw.developer.")).length;
     expect(obs.map(updates)).toEqual([0, 1, 1, 1, 2, 2]);
   });
+
+  it("a hook that prepends the same large system context every turn keeps one thread and sends it once (lossless-claw's shape)", async () => {
+    const file = sessions.file();
+    // ~1,400 tokens, far more than the young session's view: counted against the pre-hook instructions it looked stale.
+    const policy = `RECALL-POLICY ${"Prefer the summary and the recent messages over guessing. ".repeat(95)}`;
+    const obs: Array<{ request: RecordedRequest; threadId: string; projection: unknown }> = [];
+    for (let turn = 1; turn <= 5; turn++) {
+      const before = env.fake.requests.length;
+      const result = await runCodexTurn(
+        turnParams(env, file, promptOf(turn), {
+          contextEngine: createWindowEngine({ tokenBudget: 100_000 }),
+          contextTokenBudget: 100_000,
+          developerInstructions: "BASE-DEV",
+          hooks: { beforePromptBuild: (e) => ({ developerInstructions: `${policy}\n\n${e.developerInstructions ?? ""}` }) },
+        }),
+      );
+      expect(result.status, JSON.stringify(result.error)).toBe("completed");
+      const request = env.fake.requests.slice(before).find((r) => r.requestKind === "turn")!;
+      obs.push({ request, threadId: requestThreadId(request), projection: result.projection });
+    }
+    expect(new Set(obs.map((o) => o.threadId)).size, JSON.stringify(obs.map((o) => o.projection))).toBe(1);
+    for (const o of obs.slice(1)) expect(o.projection).toMatchObject({ staleTokens: 0 });
+    // The model sees the policy once per request (the thread/start copy), never an update entry carrying it again.
+    for (const o of obs) {
+      const developer = inputMessageTexts(o.request.body, "developer");
+      expect(developer.filter((t) => t.includes("RECALL-POLICY"))).toHaveLength(1);
+      expect(developer.filter((t) => t.includes("<openclaw.developer."))).toEqual([]);
+    }
+  });
 });
 

@@ -169,6 +169,8 @@ export class TurnHarness {
     if (value["session"] === "acquiringLock") return "lock";
     if (value["session"] === "recovering") return "recover";
     if (value["threadStart"] === "resuming") return "threadResume";
+    if (value["hooks"] === "reprojecting") return "reproject";
+    if (value["hooks"] === "running") return "hooks";
     // Steps inside these states are bookkeeping the model does not name (pending record, snapshot choice).
     for (const state of ["threadStart", "mirror", "finalize"]) if (value[state] !== undefined) return state;
     return JSON.stringify(value);

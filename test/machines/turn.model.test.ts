@@ -16,7 +16,7 @@ type ModelEvent =
   | { type: "LOCK_OK" | "LOCK_CLEAN" | "LOCK_FAIL" | "RECOVER_OK" | "RECOVER_FAIL" }
   | { type: "HISTORY_OK" | "HISTORY_FAIL" | "BOOTSTRAP_OK" | "BOOTSTRAP_FAIL" | "ASSEMBLE_OK" | "ASSEMBLE_EMPTY" | "ASSEMBLE_FAIL" }
   | { type: "COMPACT_OK" | "COMPACT_NONE" | "COMPACT_FAIL" | "RELOAD_OK" | "RELOAD_FAIL" }
-  | { type: "PROJECT_OK" | "PROJECT_FAIL" | "HOOKS_OK" | "HOOKS_FAIL" | "THREAD_OK" | "THREAD_FAIL" }
+  | { type: "PROJECT_OK" | "PROJECT_FAIL" | "HOOKS_OK" | "HOOKS_CHANGED" | "HOOKS_FAIL" | "REPROJECT_OK" | "REPROJECT_FAIL" | "THREAD_OK" | "THREAD_FAIL" }
   | { type: "RESUME_OK" | "RESUME_REFUSED" | "RESUME_FAIL" }
   | { type: "TURN_ACCEPTED" | "TURN_START_FAIL" | "TURN_COMPLETED" | "TURN_FAILED" | "INTERRUPT_TIMEOUT" }
   | { type: "MIRROR_OK" | "MIRROR_FAIL" | "FINALIZE_OK" | "FINALIZE_FAIL" | "MAINTAIN_OK" | "MAINTAIN_FAIL" }
@@ -54,6 +54,7 @@ export const lifecycleModel = setup({
     mayFallBack: ({ context }) => !context.fellBack,
     engineActive: ({ context }) => context.cfg.engine.active,
     hooks: ({ context }) => context.cfg.hasPromptHooks,
+    projected: ({ context }) => !context.projectFailed,
     yielded: ({ context }) => context.yielded,
     aborted: ({ context }) => context.aborted,
     accepted: ({ context }) => context.accepted,
@@ -125,7 +126,22 @@ export const lifecycleModel = setup({
     hooks: {
       on: {
         HOOKS_OK: [{ guard: "resumePlanned", target: "threadResume" }, { target: "threadStart" }],
+        // The hook changed the developer instructions: the thread decision is made again with them (the spec passes the
+        // FINAL instructions to startOrResumeThread). A failed projection has no decision to redo.
+        HOOKS_CHANGED: [{ guard: "projected", target: "reproject" }, { guard: "resumePlanned", target: "threadResume" }, { target: "threadStart" }],
         HOOKS_FAIL: [{ guard: "resumePlanned", target: "threadResume" }, { target: "threadStart" }],
+        ABORT: "aborted",
+        YIELD: "yieldAborted",
+      },
+    },
+    reproject: {
+      on: {
+        REPROJECT_OK: [
+          { guard: "resumePlanned", target: "threadResume", actions: "projectOk" },
+          { target: "threadStart", actions: "projectOk" },
+        ],
+        // Like a failed projection: a fresh thread, with the hook's prompt and instructions.
+        REPROJECT_FAIL: { target: "threadStart", actions: "projectFail" },
         ABORT: "aborted",
         YIELD: "yieldAborted",
       },
@@ -260,6 +276,14 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   },
   PROJECT_FAIL: fail("projectContext"),
   HOOKS_OK: ok("runPromptHooks", { promptText: "prompt" }),
+  HOOKS_CHANGED: ok("runPromptHooks", { promptText: "prompt", developerInstructions: "hooked" }),
+  REPROJECT_OK: (h) => {
+    const c = ctxOf(h);
+    const resume = c.input.sessionKey === "resume" && !c.resumeFellBack;
+    const thread = resume ? { action: "resume", threadId: "thread-0", reason: "compatibleBinding" } : projection.thread;
+    h.resolve("projectContext", { ...projection, thread, developerInstructions: "hooked" });
+  },
+  REPROJECT_FAIL: fail("projectContext"),
   HOOKS_FAIL: fail("runPromptHooks"),
   THREAD_OK: ok("startThread", { threadId: "thread-1", resumed: false }),
   THREAD_FAIL: fail("startThread"),
@@ -420,6 +444,34 @@ describe("turn machine against the independent lifecycle model", () => {
     track(h);
   });
 
+  it("projects again with the hook's instructions; a failed re-projection keeps the hook's prompt on a fresh thread", async () => {
+    for (const outcome of ["ok", "fail"] as const) {
+      const h = new TurnHarness(configs[1]!.input);
+      await drive(h, ["HISTORY_OK", "BOOTSTRAP_OK", "ASSEMBLE_OK", "PROJECT_OK"]);
+      h.resolve("runPromptHooks", { promptText: "hooked prompt", developerInstructions: "hooked" });
+      await settle();
+      expect(h.lifecycleState()).toBe("reproject");
+      if (outcome === "ok") h.resolve("projectContext", { ...projection, thread: { action: "resume", threadId: "thread-0", reason: "compatibleBinding" }, developerInstructions: "hooked" });
+      else h.reject("projectContext", "boom");
+      await settle();
+      const ctx = (h.actor.getSnapshot() as { context: { promptText: string; developerInstructions?: string; projection: { reason: string; thread: { action: string } }; warnings: string[] } }).context;
+      expect(ctx.promptText).toBe("hooked prompt");
+      expect(ctx.developerInstructions).toBe("hooked");
+      if (outcome === "ok") {
+        expect(h.lifecycleState()).toBe("threadResume");
+        expect(ctx.warnings).toEqual([]);
+      } else {
+        expect(h.lifecycleState()).toBe("threadStart");
+        expect(ctx.projection).toMatchObject({ reason: "projectionFailed", thread: { action: "start" } });
+        expect(ctx.warnings).toEqual(["projection for the hook's developer instructions failed (boom); sending the prompt on a fresh thread"]);
+      }
+      // The calls: projection, hook, projection again (the hook ran once).
+      expect(h.calls.filter((c) => c === "projectContext" || c === "runPromptHooks")).toEqual(["projectContext", "runPromptHooks", "projectContext"]);
+      h.actor.stop();
+      track(h);
+    }
+  });
+
   it("ignores repeated abort and yield while interrupting (the first one decides)", async () => {
     const h = new TurnHarness(configs[0]!.input);
     await drive(h, ["HISTORY_OK", "PROJECT_OK", "THREAD_OK", "TURN_ACCEPTED", "ABORT", "ABORT", "YIELD"]);
@@ -515,6 +567,8 @@ describe("guard mutants are caught by the model", () => {
     { guard: "resumeFailedFallBackToFresh", impl: () => false, config: 4 },
     { guard: "crashedAttemptPending", impl: () => false, config: 0 },
     { guard: "crashedAttemptPending", impl: () => true, config: 0 },
+    { guard: "hookChangedDeveloperInstructions", impl: () => false, config: 1 },
+    { guard: "hookChangedDeveloperInstructions", impl: () => true, config: 1 },
   ];
   const results: string[] = [];
   for (const mutant of mutants) {

@@ -54,7 +54,13 @@ const invokes: Record<string, Invoke> = {
     // A configuration with a bound thread plans a resume until the resume failed once.
     outputs: (c) => [projectionWith(c.input.sessionKey === "resume" && !c.resumeFellBack ? RESUME_PLAN : START_PLAN)],
   },
-  hooks: { id: "hooks", src: "runPromptHooks", outputs: () => [{ promptText: "prompt" }] },
+  // The hook leaves the developer instructions alone, or changes them (the machine then projects again).
+  "hooks.running": { id: "hooks", src: "runPromptHooks", outputs: () => [{ promptText: "prompt" }, { promptText: "hooked prompt", developerInstructions: "hooked" }] },
+  "hooks.reprojecting": {
+    id: "reproject",
+    src: "projectContext",
+    outputs: (c) => [{ ...projectionWith(c.input.sessionKey === "resume" && !c.resumeFellBack ? RESUME_PLAN : START_PLAN), developerInstructions: c.developerInstructions }],
+  },
   "threadStart.resuming": {
     id: "resumeThread",
     src: "resumeThread",
@@ -172,6 +178,9 @@ async function replay(paths: GraphPath[], cfg: TurnMachineInput): Promise<number
       if (top === "mirror" || top === "finalize") expect(live.context.turnAccepted).toBe(true);
       if (top === "finalize") expect(live.context.mirrorOk).toBe(true);
       if (top === "project" && live.context.resumeFellBack) expect(live.context.binding).toBeUndefined();
+      // Projected again only for instructions the hook changed, and the hook's prompt survives the new projection.
+      if (leafKey(live.value) === "hooks.reprojecting") expect(live.context.developerInstructions).toBe("hooked");
+      if (top === "threadStart" && live.context.developerInstructions === "hooked") expect(live.context.promptText).toBe("hooked prompt");
       if (top === "maintain") {
         expect(live.context.aborted || live.context.yieldAborted).toBe(false);
         expect(live.context.finalizeOk).toBe(true);

@@ -10,6 +10,7 @@ import {
   settleStatus,
   shouldAssemble,
   shouldBootstrap,
+  shouldReprojectAfterHooks,
 } from "../../machines/rules.js";
 import type { EngineFacts } from "../../machines/turn.contract.js";
 import { fullEngineFacts } from "../helpers/machine-driver.js";
@@ -26,6 +27,15 @@ const ok = {
 };
 
 describe("turn lifecycle rules", () => {
+  it("projects again after the hook only when it changed the developer instructions of a projection that succeeded", () => {
+    expect(shouldReprojectAfterHooks({ before: "base", after: "policy\n\nbase", projectionFailed: false })).toBe(true);
+    expect(shouldReprojectAfterHooks({ before: undefined, after: "policy", projectionFailed: false })).toBe(true);
+    expect(shouldReprojectAfterHooks({ before: "base", after: "base", projectionFailed: false })).toBe(false);
+    expect(shouldReprojectAfterHooks({ before: undefined, after: undefined, projectionFailed: false })).toBe(false);
+    // A failed projection starts a fresh thread anyway (with the hook's instructions): nothing to decide again.
+    expect(shouldReprojectAfterHooks({ before: "base", after: "policy", projectionFailed: true })).toBe(false);
+  });
+
   it("recovers only when the locked session holds a pending record", () => {
     expect(needsRecovery({ pendingRecord: true })).toBe(true);
     expect(needsRecovery({ pendingRecord: false })).toBe(false);

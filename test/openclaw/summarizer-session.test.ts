@@ -57,7 +57,10 @@ describe("a 40-turn offline session with the summarizing OpenClaw plugin", () =>
     });
     const statuses: string[] = [];
     const warnings: string[][] = [];
+    const threads: Array<{ threadId: string | undefined; epoch: number }> = [];
     for (let i = 0; i < TURNS; i += 1) {
+      // The summary epoch this turn's assemble sees (summaries are written in afterTurn, after the turn).
+      const epoch = summarizerRecord().summaries;
       const result = await runCodexTurn({
         appServer: offline.codex,
         sessionId: "s1",
@@ -71,6 +74,7 @@ describe("a 40-turn offline session with the summarizing OpenClaw plugin", () =>
       });
       statuses.push(result.status);
       warnings.push(result.warnings);
+      threads.push({ threadId: result.threadId, epoch });
       await result.backgroundMaintenance;
     }
     expect(statuses).toEqual(Array(TURNS).fill("completed"));
@@ -101,6 +105,18 @@ describe("a 40-turn offline session with the summarizing OpenClaw plugin", () =>
     // Without summaries the last request would carry all 40 turns.
     expect(TURNS * oneTurn).toBeGreaterThan(3 * (BUDGET + oneTurn));
     console.log(`[figures] turns=${TURNS} summaries=${rec.summaries} largestConversationTokens=${largest} budget=${BUDGET} oneTurn=${oneTurn} requests=${requests.length}`);
+
+    // One Codex thread per summary epoch: the plugin's before_prompt_build prepends a ~1,400-token policy every turn,
+    // which the thread decision must count as what the thread holds (not as stale context), or every turn rotates.
+    // A turn moves to a fresh thread exactly when a summary written after the previous turn changed the epoch.
+    const rotatedAt = threads.flatMap((t, i) => (i > 0 && t.threadId !== threads[i - 1]!.threadId ? [i] : []));
+    const epochChangedAt = threads.flatMap((t, i) => (i > 0 && t.epoch !== threads[i - 1]!.epoch ? [i] : []));
+    expect(rotatedAt).toEqual(epochChangedAt);
+    expect(epochChangedAt.length).toBeGreaterThanOrEqual(4);
+    expect(new Set(threads.map((t) => t.threadId)).size).toBe(1 + epochChangedAt.length);
+    // The policy reached the model in the developer instructions of every turn request.
+    expect(turnRequests.every((r) => inputMessageTexts(r.body, "developer").some((t) => t.includes("Recall policy for summarized sessions.")))).toBe(true);
+    console.log(`[figures] threads=${new Set(threads.map((t) => t.threadId)).size} rotations at turns ${rotatedAt.join(",")}`);
 
     // Every hook the plugin listens to that a plain session exercises fired.
     const fired = new Set(rec.hooks.map((h) => h.name));

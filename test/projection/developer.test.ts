@@ -69,6 +69,34 @@ describe("developer instructions delivery", () => {
     expect(staleDeveloperTokens(undefined, h)).toBe(0);
   });
 
+  it("decides resume or rotate with the hook's final instructions: a constant hook system context is not stale", () => {
+    // lossless-claw's before_prompt_build prepends the same ~1,400-token recall policy every turn; its view is small.
+    const policy = "Recall policy. ".repeat(380);
+    const final = (base: string) => `${policy}\n\n${base}`;
+    const smallView = (binding: ThreadBinding | undefined): ProjectAssembledContextParams => ({ ...params(binding, "note"), mode: "threadBootstrap" });
+    const first = projectAssembledContext({ ...smallView(undefined), finalDeveloperInstructions: final("BASE\n\nnote") });
+    expect(first.thread.action).toBe("start");
+    expect(first.developerInstructions).toBe(final("BASE\n\nnote"));
+    const b = accept(first, undefined, "turn-1");
+    // Counted against the pre-hook text, the thread's copy of the policy is stale and outweighs the view: rotate.
+    const preHook = projectAssembledContext(smallView(b));
+    expect(preHook.thread).toMatchObject({ action: "start", reason: "staleCost" });
+    // With the final text the thread holds exactly what this turn carries: resume, nothing stale, nothing re-sent.
+    const second = projectAssembledContext({ ...smallView(b), finalDeveloperInstructions: final("BASE\n\nnote") });
+    expect(second.thread).toMatchObject({ action: "resume", threadId: "T" });
+    expect(second.staleTokens).toBe(0);
+    expect(devKeys(second)).toEqual([]);
+    expect(second.developerInstructions).toBe(final("BASE\n\nnote"));
+    // A hook whose text changes is delivered once to the resumed thread, and the old copy counts as stale.
+    const changed = projectAssembledContext({ ...smallView(b), finalDeveloperInstructions: "short" });
+    expect(changed.thread.action).toBe("start"); // the old 1,400-token copy outweighs the small view: rotate
+    const bigView = { ...smallView(b), assembled: { messages: history, estimatedTokens: 2, systemPromptAddition: "note" }, cachedPriceRatio: 0.001 };
+    const kept = projectAssembledContext({ ...bigView, finalDeveloperInstructions: "short" });
+    expect(kept.thread.action).toBe("resume");
+    expect(devKeys(kept).map((k) => kept.additionalContext![k]!.value)).toEqual(["short"]);
+    expect(kept.staleTokens).toBe(Math.ceil(final("BASE\n\nnote").length / 4));
+  });
+
   it("after a hook changes the instructions, the delivery follows the final text (resumed threads included)", () => {
     const first = projectAssembledContext(params(undefined, "note"));
     const hookedFirst = withDeveloperInstructions(first, undefined, "HOOKED 1");

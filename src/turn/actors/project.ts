@@ -1,18 +1,11 @@
-/** `project`: what Codex receives this turn, and whether the bound thread is resumed (pure; see src/projection). */
-import type { AssembleOutput, HistoryOutput, ProjectionOutput } from "../../../machines/turn.contract.js";
+/**
+ * `project` (and `hooks.reprojecting`): what Codex receives this turn, and whether the bound thread is resumed (pure;
+ * see src/projection).
+ */
+import type { ProjectInput, ProjectionOutput } from "../../../machines/turn.contract.js";
 import { projectAssembledContext } from "../../projection/index.js";
 import type { ThreadBinding } from "../../transcript/binding.js";
 import type { TurnDeps } from "../deps.js";
-
-/** Input of {@link projectContext}: the machine passes no binding when the thread must rotate. */
-export interface ProjectInput {
-  prompt: string;
-  history: HistoryOutput;
-  assembled?: AssembleOutput;
-  binding?: unknown;
-  /** Why the bound thread is not used ("accordion", "resumeFailed"): appended to the reason. */
-  freshThreadReason?: string;
-}
 
 /** Project the engine's view for this turn and log the decision (counts only). */
 export async function projectContext(deps: TurnDeps, input: ProjectInput): Promise<ProjectionOutput> {
@@ -24,6 +17,7 @@ export async function projectContext(deps: TurnDeps, input: ProjectInput): Promi
     origins: input.history.origins,
     assembled: input.assembled,
     baseDeveloperInstructions: p.developerInstructions,
+    ...(input.finalDeveloperInstructions !== undefined ? { finalDeveloperInstructions: input.finalDeveloperInstructions } : {}),
     binding: input.binding as ThreadBinding | undefined,
     fingerprints: deps.fingerprints,
     tokenBudget: p.contextTokenBudget,
@@ -43,6 +37,7 @@ export async function projectContext(deps: TurnDeps, input: ProjectInput): Promi
       entriesSent: result.entriesSent,
       bytes: result.bytes,
       staleTokens: (result as { staleTokens?: number }).staleTokens,
+      afterHooks: input.finalDeveloperInstructions !== undefined,
     },
     "codex context projection decision",
   );

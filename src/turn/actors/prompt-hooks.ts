@@ -1,13 +1,14 @@
-/** `hooks`: the host's `beforePromptBuild` may replace the prompt text and the developer instructions. */
-import type { HistoryOutput, HooksOutput, ProjectionOutput } from "../../../machines/turn.contract.js";
-import { withDeveloperInstructions } from "../../projection/index.js";
-import type { ThreadBinding } from "../../transcript/binding.js";
+/**
+ * `hooks.running`: the host's `beforePromptBuild` may replace the prompt text and the developer instructions. When the
+ * instructions changed, the machine projects again with them (`hooks.reprojecting`).
+ */
+import type { HistoryOutput, HooksOutput } from "../../../machines/turn.contract.js";
 import type { TurnDeps } from "../deps.js";
 
 /** Run `beforePromptBuild` (bounded; a throw, timeout or malformed result rejects and the machine warns). */
 export async function runPromptHooks(
   deps: TurnDeps,
-  input: { promptText: string; developerInstructions?: string; history: HistoryOutput; projection?: ProjectionOutput; binding?: unknown },
+  input: { promptText: string; developerInstructions?: string; history: HistoryOutput },
   signal: AbortSignal,
 ): Promise<HooksOutput> {
   const out = await deps.hooks.beforePromptBuild(
@@ -20,11 +21,8 @@ export async function runPromptHooks(
     signal,
   );
   const developerInstructions = out?.developerInstructions ?? input.developerInstructions;
-  // New developer instructions reach a resumed thread only as a delivery entry: redo that part of the projection.
-  const changed = developerInstructions !== input.developerInstructions && input.projection !== undefined;
   return {
     promptText: out?.prompt ?? input.promptText,
     ...(developerInstructions !== undefined ? { developerInstructions } : {}),
-    ...(changed ? { projection: withDeveloperInstructions(input.projection!, input.binding as ThreadBinding | undefined, developerInstructions) } : {}),
   };
 }
