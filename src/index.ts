@@ -74,7 +74,14 @@ export type * from "./context-engine/types.js";
 export { legacyEngine, createWindowEngine, createRecordingEngine, type WindowEngineOptions, type RecordedEngineCall } from "./context-engine/engines/index.js";
 export { assertContextEngine, engineFacts, isLegacyEngine, ContextEngineContractError, EngineResultInvalidError } from "./context-engine/contract.js";
 export { EngineCallTimeoutError } from "./context-engine/lifecycle.js";
-export { loadContextEngine, PluginLoadError, type LoadContextEngineOptions, type LoadedContextEngine, type PluginLoadErrorCode } from "./openclaw/index.js";
+export {
+  loadContextEngine,
+  PluginLoadError,
+  type LoadContextEngineOptions,
+  type LoadedContextEngine,
+  type LlmPolicy,
+  type PluginLoadErrorCode,
+} from "./openclaw/index.js";
 export type * from "./hooks/types.js";
 
 // The statecharts (for inspectors and diagrams).

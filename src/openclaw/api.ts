@@ -15,9 +15,9 @@ import { toSdkLogger, type SdkLogger } from "./sdk/index.js";
 /** The OpenClaw plugin-API version this host implements (the `openclaw` release its types are checked against). */
 export const OPENCLAW_PLUGIN_API_VERSION = "2026.9.6";
 
-/** OpenClaw's `config` as this host builds it: the plugin's entry, and the model when known. */
+/** OpenClaw's `config` as this host builds it: the plugin's entry (its config and llm policy), and the model when known. */
 export type HostOpenClawConfig = Record<string, unknown> & {
-  plugins: { entries: Record<string, { enabled: boolean; config?: unknown }> };
+  plugins: { entries: Record<string, { enabled: boolean; config?: unknown; llm?: { allowModelOverride: boolean; allowedModels: string[] } }> };
 };
 
 /** The runtime helpers plugins use. */

@@ -5,7 +5,16 @@
 export { loadContextEngine, type LoadContextEngineOptions, type LoadedContextEngine } from "./loader.js";
 export { PluginLoadError, type PluginLoadErrorCode } from "./errors.js";
 export { OPENCLAW_PLUGIN_API_VERSION, type HostPluginApi, type HostPluginRuntime } from "./api.js";
-export { createCodexLlm, CODEX_LLM_PROVIDER, CODEX_DEFAULT_MODEL, type CodexLlm, type LlmCompleteRequest, type LlmCompleteResponse } from "./llm.js";
+export {
+  createCodexLlm,
+  CODEX_LLM_PROVIDER,
+  CODEX_DEFAULT_MODEL,
+  DEFAULT_LLM_POLICY,
+  type CodexLlm,
+  type LlmCompleteRequest,
+  type LlmCompleteResponse,
+  type LlmPolicy,
+} from "./llm.js";
 export { installOpenClawSdkResolver } from "./sdk-resolver.js";
 export { hostCapabilities, unmetHostRequirements, KNOWN_HOST_CAPABILITIES } from "./requirements.js";
 export type { PluginDynamicTool } from "./tools.js";

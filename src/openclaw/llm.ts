@@ -22,6 +22,39 @@ export const LLM_COMPLETE_INSTRUCTIONS =
   "You are a text-completion service used by a context engine. Reply with the requested text only. " +
   "Do not run commands, read or edit files, or call tools.";
 
+/**
+ * OpenClaw's `plugins.entries.<id>.llm` policy as this host applies it to `runtime.llm.complete`. Plugins read it from
+ * `api.config` (lossless-claw checks it for its `summaryModel` and warns when it is missing).
+ */
+export interface LlmPolicy {
+  /** A request may name a model other than the host's. */
+  allowModelOverride: boolean;
+  /** Models a request may name: `"provider/model"`, `"model"`, or `"*"` for any. */
+  allowedModels: string[];
+}
+
+/** What this host does unless told otherwise: Codex runs whichever model a request names. */
+export const DEFAULT_LLM_POLICY: LlmPolicy = { allowModelOverride: true, allowedModels: ["*"] };
+
+/**
+ * Why `policy` refuses a request naming `ref` on a host whose model is `hostModel`, or undefined when it may run. A
+ * request without a model, or naming the default or the host's own model, is not an override.
+ *
+ * @example
+ * ```ts
+ * llmPolicyRefusal({ allowModelOverride: true, allowedModels: ["codex/gpt-5"] }, "codex/o3", undefined);
+ * // "model codex/o3 is not in allowedModels (codex/gpt-5)"
+ * ```
+ */
+export function llmPolicyRefusal(policy: LlmPolicy, ref: string | undefined, hostModel: string | undefined): string | undefined {
+  const name = codexModelFor(ref, undefined);
+  if (name === undefined || name === codexModelFor(hostModel, undefined)) return undefined;
+  if (!policy.allowModelOverride) return `model overrides are not allowed (allowModelOverride is false; asked for ${ref})`;
+  const allowed = policy.allowedModels;
+  if (allowed.includes("*") || allowed.includes(ref!) || allowed.includes(name) || allowed.includes(`${CODEX_LLM_PROVIDER}/${name}`)) return undefined;
+  return `model ${ref} is not in allowedModels (${allowed.join(", ") || "none"})`;
+}
+
 /** `"codex/gpt-5"` -> `"gpt-5"`; `"default"`/empty -> undefined (Codex's configured model). */
 export function codexModelFor(ref: string | undefined, fallback: string | undefined): string | undefined {
   const name = ref?.includes("/") ? ref.slice(ref.indexOf("/") + 1) : ref;
@@ -52,7 +85,7 @@ export function completionInstructions(request: LlmCompleteRequest): string {
  * const { text } = await llm.complete({ messages: [{ role: "user", content: "Summarize: ..." }], purpose: "summary" });
  * ```
  */
-export function createCodexLlm(opts: { appServer?: CodexAppServer; model?: string; pluginId?: string; logger?: Logger }): CodexLlm {
+export function createCodexLlm(opts: { appServer?: CodexAppServer; model?: string; pluginId?: string; logger?: Logger; policy?: LlmPolicy }): CodexLlm {
   const logger = opts.logger ?? silentLogger;
   return {
     async complete(request) {
@@ -61,6 +94,8 @@ export function createCodexLlm(opts: { appServer?: CodexAppServer; model?: strin
       if (!Array.isArray(request?.messages) || request.messages.length === 0) {
         throw new Error("runtime.llm.complete: messages must be a non-empty array");
       }
+      const refusal = llmPolicyRefusal(opts.policy ?? DEFAULT_LLM_POLICY, request.model, opts.model);
+      if (refusal) throw new Error(`runtime.llm.complete: ${refusal} (the host's plugins.entries.${opts.pluginId ?? "<plugin>"}.llm policy)`);
       const model = codexModelFor(request.model, opts.model);
       const text = renderCompletionInput(request.messages);
       if (text.trim() === "") throw new Error("runtime.llm.complete: no user or assistant content to send");

@@ -5,6 +5,7 @@
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Logger } from "pino";
+import { z } from "zod";
 import type { CodexAppServer } from "../codex/app-server.js";
 import { assertContextEngine } from "../context-engine/contract.js";
 import type { ContextEngine } from "../context-engine/types.js";
@@ -15,7 +16,7 @@ import { validatePluginConfig } from "./config.js";
 import { classifyEntry, type PluginEntryShape } from "./entry.js";
 import { PluginLoadError, errorText } from "./errors.js";
 import { createPluginTurnHooks, runPluginHook } from "./hook-bridge.js";
-import { CODEX_DEFAULT_MODEL, CODEX_LLM_PROVIDER, createCodexLlm, type CodexLlm } from "./llm.js";
+import { CODEX_DEFAULT_MODEL, CODEX_LLM_PROVIDER, DEFAULT_LLM_POLICY, createCodexLlm, type CodexLlm, type LlmPolicy } from "./llm.js";
 import { locatePlugin, parsePluginSpec, type LocatedPlugin } from "./locate.js";
 import { createPluginRegistry, type PluginRegistry } from "./registry.js";
 import { describeUnmet, hostCapabilities, unmetHostRequirements } from "./requirements.js";
@@ -53,6 +54,11 @@ export interface LoadContextEngineOptions {
   logger?: Logger;
   /** The model turns run with; `runtime.llm.complete` uses it unless the request names one. */
   model?: string;
+  /**
+   * Which models `runtime.llm.complete` may run when a request names one (OpenClaw's `plugins.entries.<id>.llm`, which
+   * the plugin sees in `api.config`). Default: any (`{ allowModelOverride: true, allowedModels: ["*"] }`).
+   */
+  llmPolicy?: Partial<LlmPolicy>;
   tokenBudget?: number;
   signal?: AbortSignal;
   /** Passed to tool factories (OpenClaw binds plugin tools to a session). */
@@ -101,19 +107,43 @@ function checkRequirements(engine: ContextEngine, spec: string, hasLlm: boolean)
   throw new PluginLoadError("REQUIREMENT_UNMET", spec, describeUnmet(engine.info.id, unmet, why));
 }
 
-function buildConfig(pluginId: string, pluginConfig: unknown, model: string | undefined): HostOpenClawConfig {
+const llmPolicySchema = z
+  .object({ allowModelOverride: z.boolean().optional(), allowedModels: z.array(z.string().min(1)).optional() })
+  .strict();
+
+/** The host's llm policy: the default with the caller's fields over it. Throws `CONFIG_INVALID` naming the field. */
+function resolveLlmPolicy(spec: string, policy: unknown): LlmPolicy {
+  const parsed = llmPolicySchema.safeParse(policy ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new PluginLoadError("CONFIG_INVALID", spec, `llmPolicy.${issue.path.join(".") || "(policy)"}: ${issue.message}`);
+  }
   return {
-    plugins: { entries: { [pluginId]: { enabled: true, ...(pluginConfig !== undefined ? { config: pluginConfig } : {}) } } },
+    allowModelOverride: parsed.data.allowModelOverride ?? DEFAULT_LLM_POLICY.allowModelOverride,
+    allowedModels: [...(parsed.data.allowedModels ?? DEFAULT_LLM_POLICY.allowedModels)],
+  };
+}
+
+function buildConfig(pluginId: string, pluginConfig: unknown, model: string | undefined, llmPolicy: LlmPolicy): HostOpenClawConfig {
+  return {
+    plugins: { entries: { [pluginId]: { enabled: true, ...(pluginConfig !== undefined ? { config: pluginConfig } : {}), llm: llmPolicy } } },
     ...(model ? { agents: { defaults: { model: { primary: `${CODEX_LLM_PROVIDER}/${model}` } } } } : {}),
   };
 }
 
 /** Call the plugin's `register(api)`; returns what it registered. */
-async function registerPlugin(entry: PluginEntryShape, located: LocatedPlugin, spec: string, opts: LoadContextEngineOptions, llm: CodexLlm, logger: Logger) {
+async function registerPlugin(
+  entry: PluginEntryShape,
+  located: LocatedPlugin,
+  spec: string,
+  opts: LoadContextEngineOptions,
+  llm: { llm: CodexLlm; policy: LlmPolicy },
+  logger: Logger,
+) {
   const pluginId = located.manifest?.id ?? entry.id ?? located.packageJson?.name ?? path.basename(located.rootDir);
   const config = validatePluginConfig(spec, entry.configSchema, located.manifest?.configSchema, opts.pluginConfig);
   const registry = createPluginRegistry();
-  const hostConfig = buildConfig(pluginId, config, opts.model);
+  const hostConfig = buildConfig(pluginId, config, opts.model, llm.policy);
   const version = located.manifest?.version ?? entry.version ?? located.packageJson?.version;
   const description = located.manifest?.description ?? entry.description;
   const api = createPluginApi({
@@ -125,7 +155,7 @@ async function registerPlugin(entry: PluginEntryShape, located: LocatedPlugin, s
     rootDir: located.rootDir,
     ...(config !== undefined ? { pluginConfig: config as Record<string, unknown> } : {}),
     config: hostConfig,
-    llm,
+    llm: llm.llm,
     logger: logger.child({ pluginId }),
     registry,
   });
@@ -155,6 +185,7 @@ async function registerPlugin(entry: PluginEntryShape, located: LocatedPlugin, s
 export async function loadContextEngine(spec: string, opts: LoadContextEngineOptions): Promise<LoadedContextEngine> {
   const logger = opts.logger ?? silentLogger;
   const { target, engineId: requested } = parsePluginSpec(spec);
+  const policy = resolveLlmPolicy(spec, opts.llmPolicy);
   const located = await locatePlugin(target, opts.cwd, spec);
   installOpenClawSdkResolver();
   setSdkHostLogger(logger);
@@ -164,7 +195,7 @@ export async function loadContextEngine(spec: string, opts: LoadContextEngineOpt
   if (!shape) throw new PluginLoadError("ENTRY_INVALID", spec, `${located.entry} exports no plugin (register) and no engine`);
   const model = opts.model;
   const pluginIdGuess = located.manifest?.id ?? (shape.kind === "plugin" ? shape.id : undefined);
-  const llm = createCodexLlm({ ...(opts.appServer ? { appServer: opts.appServer } : {}), ...(model ? { model } : {}), ...(pluginIdGuess ? { pluginId: pluginIdGuess } : {}), logger });
+  const llm = createCodexLlm({ ...(opts.appServer ? { appServer: opts.appServer } : {}), ...(model ? { model } : {}), ...(pluginIdGuess ? { pluginId: pluginIdGuess } : {}), logger, policy });
   const runtimeContext: Record<string, unknown> = {
     provider: CODEX_LLM_PROVIDER,
     model: model ?? CODEX_DEFAULT_MODEL,
@@ -176,7 +207,7 @@ export async function loadContextEngine(spec: string, opts: LoadContextEngineOpt
     checkRequirements(engine, spec, opts.appServer !== undefined);
     return bareEngineResult(engine, runtimeContext);
   }
-  const { pluginId, registry, hostConfig } = await registerPlugin(shape, located, spec, opts, llm, logger);
+  const { pluginId, registry, hostConfig } = await registerPlugin(shape, located, spec, opts, { llm, policy }, logger);
   opts.signal?.throwIfAborted();
   const engineId = pickEngineId(registry, spec, requested, located.manifest?.id);
   const engine = await createEngine(() => registry.engines.get(engineId)!({ config: hostConfig, workspaceDir: opts.cwd }), spec, engineId);

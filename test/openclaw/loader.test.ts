@@ -69,6 +69,37 @@ describe("loadContextEngine: OpenClaw plugins", () => {
     expect(assembled.messages[0]).toMatchObject({ content: "Summary of the earlier conversation: they talked about cats" });
   });
 
+  it("shows the plugin the llm policy it applies (plugins.entries.<id>.llm), and enforces it in runtime.llm.complete", async () => {
+    const scripted = scriptedAppServer();
+    loaded = await loadContextEngine(fixture("summarizer"), { cwd, appServer: scripted.server });
+    const entry = (c: unknown) => (c as { plugins: { entries: Record<string, { llm?: unknown }> } }).plugins.entries["summarizer"];
+    // Default: any model (what lossless-claw checks before using its summaryModel).
+    expect(entry(summarizerRecord().registeredWith?.config)?.llm).toEqual({ allowModelOverride: true, allowedModels: ["*"] });
+    await loaded.close();
+    resetSummarizerRecord();
+    loaded = await loadContextEngine(fixture("summarizer"), { cwd, appServer: scripted.server, model: "gpt-host", llmPolicy: { allowedModels: ["codex/gpt-small"] } });
+    expect(entry(summarizerRecord().registeredWith?.config)?.llm).toEqual({ allowModelOverride: true, allowedModels: ["codex/gpt-small"] });
+    const llm = loaded.runtimeContext.llm as { complete(r: unknown): Promise<{ text: string }> };
+    const ask = (model?: string) => llm.complete({ messages: [{ role: "user", content: "hi" }], ...(model ? { model } : {}) });
+    await expect(ask("codex/gpt-large")).rejects.toThrow(
+      "runtime.llm.complete: model codex/gpt-large is not in allowedModels (codex/gpt-small) (the host's plugins.entries.summarizer.llm policy)",
+    );
+    expect(scripted.threads).toHaveLength(0); // refused before any Codex thread
+    await ask("codex/gpt-small");
+    await ask(); // the host's own model is never an override
+    await ask("codex/gpt-host");
+    expect(scripted.threads.map((t) => t.model)).toEqual(["gpt-small", "gpt-host", "gpt-host"]);
+    await loaded.close();
+    loaded = await loadContextEngine(fixture("summarizer"), { cwd, appServer: scripted.server, llmPolicy: { allowModelOverride: false } });
+    await expect((loaded.runtimeContext.llm as typeof llm).complete({ messages: [{ role: "user", content: "hi" }], model: "o3" })).rejects.toThrow(
+      "model overrides are not allowed (allowModelOverride is false; asked for o3)",
+    );
+    // A malformed policy is refused before the plugin is imported, naming the field.
+    const bad = await loadError(loadContextEngine(fixture("summarizer"), { cwd, appServer: scripted.server, llmPolicy: { allowedModels: "*" } as never }));
+    expect(bad.code).toBe("CONFIG_INVALID");
+    expect(bad.message).toMatch(/^plugin .*summarizer: llmPolicy\.allowedModels: /);
+  });
+
   it("loads `export default function register(api)` by path", async () => {
     loaded = await loadContextEngine(fixture("register-only"), { cwd });
     expect(loaded.engine.info).toMatchObject({ id: "register-only", turnMaintenanceMode: "background" });
