@@ -3,6 +3,7 @@ import type { Logger } from "pino";
 import type { InspectionEvent } from "xstate";
 import type { ContextEngine } from "./context-engine/types.js";
 import type { CodexTurnHooks } from "./hooks/types.js";
+import type { DynamicToolContext } from "./codex/dynamic-tools.js";
 import { accordionConfigSchema } from "./compaction/accordion.js";
 import type { AgentMessage } from "./context-engine/types.js";
 import type {
@@ -100,7 +101,7 @@ export const dynamicToolSchema = z
     name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "tool names are 1-64 chars of [A-Za-z0-9_-]"),
     description: z.string(),
     inputSchema: z.record(z.string(), z.unknown()),
-    handler: z.custom<(args: unknown) => Promise<string> | string>(isFunction, "handler must be a function"),
+    handler: z.custom<(args: unknown, ctx: DynamicToolContext) => Promise<string> | string>(isFunction, "handler must be a function"),
   })
   .strict();
 
@@ -228,7 +229,8 @@ export type CodexTurnParams = Omit<z.input<typeof codexTurnParamsSchema>, "appSe
     name: string;
     description: string;
     inputSchema: Record<string, unknown>;
-    handler: (args: unknown) => Promise<string> | string;
+    /** `ctx` says which call this is (thread, turn, call id) and, from `runCodexTurn`, which session made it. */
+    handler: (args: unknown, ctx: DynamicToolContext) => Promise<string> | string;
   }>;
 };
 

@@ -14,6 +14,12 @@ export interface DynamicToolContext {
   callId: string;
   tool: string;
   namespace: string | null;
+  /**
+   * The session of the turn that made the call, set by `runCodexTurn` (a plugin host binds plugin tools to it, as
+   * OpenClaw does); absent on a thread driven directly through `CodexAppServer`.
+   */
+  sessionId?: string;
+  sessionKey?: string;
   /** Aborted when the call timed out (`toolCallTimeoutMs`): stop working, the result is no longer wanted. */
   signal?: AbortSignal;
 }

@@ -61,7 +61,10 @@ export interface LoadContextEngineOptions {
   llmPolicy?: Partial<LlmPolicy>;
   tokenBudget?: number;
   signal?: AbortSignal;
-  /** Passed to tool factories (OpenClaw binds plugin tools to a session). */
+  /**
+   * The session the load-time tools are built for (OpenClaw binds plugin tools to a session). A call from a turn of
+   * another session gets that session's own tools (the factory is called again for it), so one load serves many.
+   */
   sessionId?: string;
   sessionKey?: string;
 }

@@ -152,6 +152,33 @@ describe("the hook surface", () => {
     expect(JSON.stringify(env.fake.requests.at(-1)!.body)).toContain("lookups are off today");
   });
 
+  it("a dynamic tool handler learns which session made the call (two sessions on one app-server)", async () => {
+    const seen: Array<Record<string, unknown>> = [];
+    const sessionTool = {
+      name: "whoami",
+      description: "reports the calling session",
+      inputSchema: { type: "object", properties: {} },
+      handler: (_args: unknown, ctx: { sessionId?: string; sessionKey?: string; threadId: string; callId: string }) => {
+        seen.push({ sessionId: ctx.sessionId, sessionKey: ctx.sessionKey, callId: ctx.callId, hasThread: ctx.threadId.length > 0 });
+        return `session ${ctx.sessionId}`;
+      },
+    };
+    for (const [sessionId, sessionKey] of [["alpha", "key-a"], ["beta", undefined]] as const) {
+      env.fake.enqueue([{ functionCall: { name: "whoami", arguments: {}, callId: `call_${sessionId}` } }, { text: "ok" }]);
+      const r = await runCodexTurn({
+        ...turnParams(env, sessions.file(), "who is calling?", { dynamicTools: [sessionTool] }),
+        sessionId,
+        ...(sessionKey ? { sessionKey } : {}),
+      });
+      expect(r.status).toBe("completed");
+      expect(JSON.stringify(env.fake.requests.at(-1)!.body)).toContain(`session ${sessionId}`);
+    }
+    expect(seen).toEqual([
+      { sessionId: "alpha", sessionKey: "key-a", callId: "call_alpha", hasThread: true },
+      { sessionId: "beta", sessionKey: undefined, callId: "call_beta", hasThread: true },
+    ]);
+  });
+
   it("handle.events yields the turn's stream events and ends when the turn settles", async () => {
     const file = sessions.file();
     env.fake.enqueue({ text: ["one ", "two ", "three"], delayMs: 5 });

@@ -35,7 +35,7 @@ describe("loadContextEngine: OpenClaw plugins", () => {
     expect(loaded.engine.info.id).toBe("summarizer");
     expect(loaded.dynamicTools.map((t) => t.name)).toEqual(["summary_status"]);
     expect(loaded.dynamicTools[0]!.inputSchema).toEqual({ type: "object", properties: {}, additionalProperties: false });
-    expect(await loaded.dynamicTools[0]!.handler({}, { callId: "c1" })).toBe("summaries=0 call=c1 workspace=yes");
+    expect(await loaded.dynamicTools[0]!.handler({}, { callId: "c1" })).toBe("summaries=0 call=c1 workspace=yes session=none");
     expect(loaded.commands).toEqual([{ name: "summary", description: "Show the summarizer's state" }]);
     expect(loaded.recordedRegistrations.get("registerService")).toBe(1);
     expect(Object.keys(loaded.hooks).sort()).toEqual(

@@ -61,6 +61,8 @@ describe("a 40-turn offline session with the summarizing OpenClaw plugin", () =>
     for (let i = 0; i < TURNS; i += 1) {
       // The summary epoch this turn's assemble sees (summaries are written in afterTurn, after the turn).
       const epoch = summarizerRecord().summaries;
+      // Turn 1 calls the plugin's tool: built for this turn's session although the loader was given none.
+      if (i === 1) offline.fake.enqueue([{ functionCall: { name: "summary_status", arguments: {}, callId: "call_status" } }, { text: `reply. ${REPLY_FILLER}` }]);
       const result = await runCodexTurn({
         appServer: offline.codex,
         sessionId: "s1",
@@ -100,7 +102,7 @@ describe("a 40-turn offline session with the summarizing OpenClaw plugin", () =>
 
     const oneTurn = Math.ceil((`question 39: ${PROMPT_FILLER}`.length + `reply. ${REPLY_FILLER}`.length) / 4);
     const largest = Math.max(...turnRequests.map(conversationTokens));
-    expect(turnRequests).toHaveLength(TURNS);
+    expect(turnRequests).toHaveLength(TURNS + 1); // turn 1's tool call adds a follow-up request
     expect(largest).toBeLessThanOrEqual(BUDGET + oneTurn);
     // Without summaries the last request would carry all 40 turns.
     expect(TURNS * oneTurn).toBeGreaterThan(3 * (BUDGET + oneTurn));
@@ -117,6 +119,9 @@ describe("a 40-turn offline session with the summarizing OpenClaw plugin", () =>
     // The policy reached the model in the developer instructions of every turn request.
     expect(turnRequests.every((r) => inputMessageTexts(r.body, "developer").some((t) => t.includes("Recall policy for summarized sessions.")))).toBe(true);
     console.log(`[figures] threads=${new Set(threads.map((t) => t.threadId)).size} rotations at turns ${rotatedAt.join(",")}`);
+
+    const statusOutput = JSON.stringify(requests.find((r) => JSON.stringify(r.body?.input ?? "").includes("call_status") && JSON.stringify(r.body?.input ?? "").includes("function_call_output"))?.body?.input);
+    expect(statusOutput).toContain("session=s1");
 
     // Every hook the plugin listens to that a plain session exercises fired.
     const fired = new Set(rec.hooks.map((h) => h.name));

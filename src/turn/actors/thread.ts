@@ -1,6 +1,7 @@
 /** `threadStart.resuming` and `threadStart.starting`: the Codex thread this turn runs on. */
 import type { ThreadPlan, ThreadStartOutput } from "../../../machines/turn.contract.js";
 import { RESUME_FAILED_CODE } from "../../../machines/rules.js";
+import type { DynamicToolContext } from "../../codex/dynamic-tools.js";
 import { errorLabel } from "../../log/error-label.js";
 import type { TurnDeps } from "../deps.js";
 
@@ -13,6 +14,16 @@ export class ThreadResumeFailedError extends Error {
   }
 }
 
+/**
+ * The turn's dynamic tools, each handler told which session made the call: a thread's handlers are replaced on every
+ * start and resume, so a call always carries the session of the turn that runs (plugin tools bind to it).
+ */
+function toolsOfSession(p: TurnDeps["params"]): TurnDeps["params"]["dynamicTools"] {
+  if (!p.dynamicTools) return undefined;
+  const session = { sessionId: p.sessionId, ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}) };
+  return p.dynamicTools.map((tool) => ({ ...tool, handler: (args: unknown, ctx: DynamicToolContext) => tool.handler(args, { ...ctx, ...session }) }));
+}
+
 /** The thread settings sent on start and on every real resume (the runtime contract re-sends them). */
 function threadOptions(deps: TurnDeps, developerInstructions: string | undefined) {
   const p = deps.params;
@@ -20,7 +31,7 @@ function threadOptions(deps: TurnDeps, developerInstructions: string | undefined
     ...(p.cwd !== undefined ? { cwd: p.cwd } : {}),
     ...(developerInstructions !== undefined ? { developerInstructions } : {}),
     ...(p.model !== undefined ? { model: p.model } : {}),
-    ...(p.dynamicTools ? { dynamicTools: p.dynamicTools } : {}),
+    ...(p.dynamicTools ? { dynamicTools: toolsOfSession(p) } : {}),
     ...(p.sandbox !== undefined ? { sandbox: p.sandbox } : {}),
     ...(p.writableRoots !== undefined ? { writableRoots: p.writableRoots } : {}),
     ...(p.networkAccess !== undefined ? { networkAccess: p.networkAccess } : {}),
