@@ -58,6 +58,7 @@ export {
   type CodexTurn,
   type CodexUserInputRequest,
   type CompactThreadResult,
+  type DynamicToolContext,
   type DynamicToolSpec,
   type ResumeThreadOptions,
   type StartThreadOptions,
