@@ -73,7 +73,9 @@ async function importEntry(located: LocatedPlugin, spec: string): Promise<Record
   try {
     return (await nativeImport(pathToFileURL(located.entry).href)) as Record<string, unknown>;
   } catch (error) {
-    throw new PluginLoadError("IMPORT_FAILED", spec, `cannot import ${located.entry}: ${errorText(error)}`, { cause: error });
+    // e.g. lossless-claw on Node 20: `node:sqlite` arrived in Node 22.5; say that it is the Node, not the plugin.
+    const hint = (error as { code?: unknown })?.code === "ERR_UNKNOWN_BUILTIN_MODULE" ? ` (Node ${process.version} lacks this built-in module: the plugin needs a newer Node; OpenClaw runs on Node 24)` : "";
+    throw new PluginLoadError("IMPORT_FAILED", spec, `cannot import ${located.entry}: ${errorText(error)}${hint}`, { cause: error });
   }
 }
 

@@ -182,6 +182,12 @@ describe("loadContextEngine: one-line typed errors", () => {
     const thrown = await loadError(loadContextEngine(path.join(dir, "throws.mjs"), { cwd }));
     expect([thrown.code, thrown.message]).toEqual(["REGISTER_FAILED", `plugin ${path.join(dir, "throws.mjs")}: register(api) threw: database locked`]);
     expect((await loadError(loadContextEngine(path.join(dir, "nothing.mjs"), { cwd }))).code).toBe("ENTRY_INVALID");
+    // A Node built-in this Node lacks (lossless-claw's node:sqlite on Node 20): the error says it is the Node.
+    await writeFile(path.join(dir, "needs-builtin.mjs"), `import { x } from "node:ctm-missing-builtin";\nexport default function register(api) {}\n`);
+    const builtin = await loadError(loadContextEngine(path.join(dir, "needs-builtin.mjs"), { cwd }));
+    expect(builtin.code).toBe("IMPORT_FAILED");
+    expect(builtin.message).toContain("node:ctm-missing-builtin");
+    expect(builtin.message).toContain(`(Node ${process.version} lacks this built-in module: the plugin needs a newer Node; OpenClaw runs on Node 24)`);
     const notEngine = await loadError(loadContextEngine(path.join(dir, "not-engine.mjs"), { cwd }));
     expect(notEngine.code).toBe("ENGINE_INVALID");
     expect(notEngine.message).toContain("not a context engine: context engine does not satisfy the contract: info is missing");
