@@ -263,24 +263,30 @@ describe("trust split and developer instructions", () => {
     if (withEngine) expect(sawEarlierPromptAsContext).toBe(true);
   });
 
-  it("a beforePromptBuild hook's developer instructions reach the model on every turn of one resumed thread (changes at turns 2 and 5)", async () => {
+  /** Turns of one session (window engine, base instructions "BASE-DEV") with a beforePromptBuild hook per turn. */
+  async function hookedTurns(turns: number, hook: (turn: number, pre: string | undefined) => string) {
     const file = sessions.file();
-    const hookText = (turn: number) => (turn < 2 ? "HOOK-DEV-A" : turn < 5 ? "HOOK-DEV-B" : "HOOK-DEV-C");
-    const obs: Array<{ request: RecordedRequest; threadId: string }> = [];
-    for (let turn = 1; turn <= 6; turn++) {
+    const obs: Array<{ request: RecordedRequest; threadId: string; projection: unknown }> = [];
+    for (let turn = 1; turn <= turns; turn++) {
       const before = env.fake.requests.length;
       const result = await runCodexTurn(
         turnParams(env, file, promptOf(turn), {
           contextEngine: createWindowEngine({ tokenBudget: 100_000 }),
           contextTokenBudget: 100_000,
           developerInstructions: "BASE-DEV",
-          hooks: { beforePromptBuild: () => ({ developerInstructions: hookText(turn) }) },
+          hooks: { beforePromptBuild: (e) => ({ developerInstructions: hook(turn, e.developerInstructions) }) },
         }),
       );
       expect(result.status, JSON.stringify(result.error)).toBe("completed");
       const request = env.fake.requests.slice(before).find((r) => r.requestKind === "turn")!;
-      obs.push({ request, threadId: requestThreadId(request) });
+      obs.push({ request, threadId: requestThreadId(request), projection: result.projection });
     }
+    return obs;
+  }
+
+  it("a beforePromptBuild hook's developer instructions reach the model on every turn of one resumed thread (changes at turns 2 and 5)", async () => {
+    const hookText = (turn: number) => (turn < 2 ? "HOOK-DEV-A" : turn < 5 ? "HOOK-DEV-B" : "HOOK-DEV-C");
+    const obs = await hookedTurns(6, hookText);
     expect(new Set(obs.map((o) => o.threadId)).size).toBe(1);
     obs.forEach((o, index) => {
       const turn = index + 1;
@@ -296,24 +302,9 @@ describe("trust split and developer instructions", () => {
   });
 
   it("a hook that prepends the same large system context every turn keeps one thread and sends it once (lossless-claw's shape)", async () => {
-    const file = sessions.file();
     // ~1,400 tokens, far more than the young session's view: counted against the pre-hook instructions it looked stale.
     const policy = `RECALL-POLICY ${"Prefer the summary and the recent messages over guessing. ".repeat(95)}`;
-    const obs: Array<{ request: RecordedRequest; threadId: string; projection: unknown }> = [];
-    for (let turn = 1; turn <= 5; turn++) {
-      const before = env.fake.requests.length;
-      const result = await runCodexTurn(
-        turnParams(env, file, promptOf(turn), {
-          contextEngine: createWindowEngine({ tokenBudget: 100_000 }),
-          contextTokenBudget: 100_000,
-          developerInstructions: "BASE-DEV",
-          hooks: { beforePromptBuild: (e) => ({ developerInstructions: `${policy}\n\n${e.developerInstructions ?? ""}` }) },
-        }),
-      );
-      expect(result.status, JSON.stringify(result.error)).toBe("completed");
-      const request = env.fake.requests.slice(before).find((r) => r.requestKind === "turn")!;
-      obs.push({ request, threadId: requestThreadId(request), projection: result.projection });
-    }
+    const obs = await hookedTurns(5, (_turn, pre) => `${policy}\n\n${pre ?? ""}`);
     expect(new Set(obs.map((o) => o.threadId)).size, JSON.stringify(obs.map((o) => o.projection))).toBe(1);
     for (const o of obs.slice(1)) expect(o.projection).toMatchObject({ staleTokens: 0 });
     // The model sees the policy once per request (the thread/start copy), never an update entry carrying it again.
