@@ -6,13 +6,18 @@
  * - history read, full parse: `readSessionTranscript` + `historyFromTranscript` (what every turn did before the
  *   store: parses the whole file), and the store's first read in a process (cold, also the whole file);
  * - projection: `projectAssembledContext` in `delta` mode over the store's history when the engine's view is the whole
- *   history and the bound thread holds all of it (nothing to send, but every message compared).
+ *   history and the bound thread holds all of it (nothing to send, but every message compared);
+ * - window engine turn: what a turn with the window engine (100,000-token budget) does after the read: `assemble`,
+ *   the assemble result check, and the projection when the bound thread received the view as injected context (its
+ *   ledger holds the view, later turns are held by turn id): the path a long session takes on every turn.
  * In process, no app-server; medians of several samples.
  */
 import { promises as fsp } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import type { AgentMessage } from "../src/context-engine/types.js";
+import { validateAssembleResult } from "../src/context-engine/contract.js";
+import { createWindowEngine } from "../src/context-engine/engines/window.js";
 import { projectAssembledContext } from "../src/projection/index.js";
 import type { ThreadBinding } from "../src/transcript/binding.js";
 import { mirrorTurnToTranscript } from "../src/transcript/mirror.js";
@@ -45,8 +50,15 @@ export interface SessionSizeFigures {
   /** The store's first read in a process (whole file, then cached). */
   coldReadMs: number;
   projectionMs: number;
+  /** Window engine assemble + result check + projection against a ledger-held view (absent in older results). */
+  windowTurnMs?: number;
+  /** Messages in the window engine's view. */
+  windowViewMessages?: number;
   samples: number;
 }
+
+/** The window engine's budget in the window-turn figure: a long session's view is a tail of its history. */
+const WINDOW_BUDGET = 100_000;
 
 function turnMessages(i: number): AgentMessage[] {
   const t = 1_700_000_000_000 + i * 1000;
@@ -94,6 +106,23 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
       const readMs: number[] = [];
       const fullMs: number[] = [];
       const projectMs: number[] = [];
+      const windowMs: number[] = [];
+      // The window engine's thread: a fresh thread received the engine's view as injected context (its ledger).
+      const engine = createWindowEngine({ tokenBudget: WINDOW_BUDGET });
+      const initial = await store.readHistory();
+      const injectedView = validateAssembleResult(await engine.assemble({ sessionId: "size", messages: initial.messages as AgentMessage[], tokenBudget: WINDOW_BUDGET }));
+      const bootstrap = projectAssembledContext({
+        mode: "delta",
+        prompt: "first question",
+        history: initial.messages as AgentMessage[],
+        origins: initial.origins as HistoryOrigins,
+        assembled: injectedView,
+        binding: undefined,
+        fingerprints,
+        tokenBudget: WINDOW_BUDGET,
+      });
+      const windowBinding: ThreadBinding = { ...baseBinding(fingerprints), ledger: (bootstrap.bindingUpdate as { ledgerAdd: string[] }).ledgerAdd, heldTurnIds: [] };
+      let viewMessages = injectedView.messages.length;
       for (let s = 0; s < samples + 2; s++) {
         // The previous turn is mirrored (untimed), then the next turn reads its history.
         const turnId = `turn-${turns + s}`;
@@ -115,6 +144,24 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
         });
         const t2 = performance.now();
         if (projection.reason !== "threadHoldsContext") throw new Error(`session-size bench: unexpected projection ${projection.reason}`);
+        const w0 = performance.now();
+        const view = validateAssembleResult(await engine.assemble({ sessionId: "size", messages: h.messages as AgentMessage[], tokenBudget: WINDOW_BUDGET }));
+        const windowProjection = projectAssembledContext({
+          mode: "delta",
+          prompt: "next question",
+          history: h.messages as AgentMessage[],
+          origins: h.origins as HistoryOrigins,
+          assembled: view,
+          binding: { ...windowBinding, heldTurnIds: windowBinding.heldTurnIds.concat(turnId) },
+          fingerprints,
+          tokenBudget: WINDOW_BUDGET,
+        });
+        const w1 = performance.now();
+        if (windowProjection.reason !== "threadHoldsContext" || windowProjection.thread.action !== "resume") {
+          throw new Error(`session-size bench: unexpected window projection ${windowProjection.reason}`);
+        }
+        windowBinding.heldTurnIds.push(turnId);
+        viewMessages = view.messages.length;
         const f0 = performance.now();
         const full = await fullParse();
         const f1 = performance.now();
@@ -122,6 +169,7 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
         if (s >= 2) {
           readMs.push(t1 - t0);
           projectMs.push(t2 - t1);
+          windowMs.push(w1 - w0);
           fullMs.push(f1 - f0);
         }
       }
@@ -133,6 +181,8 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
         fullParseMs: round(median(fullMs), 2),
         coldReadMs: round(coldReadMs, 2),
         projectionMs: round(median(projectMs), 2),
+        windowTurnMs: round(median(windowMs), 2),
+        windowViewMessages: viewMessages,
         samples,
       });
     } finally {
@@ -143,11 +193,14 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
 }
 
 export function formatSessionSize(rows: readonly SessionSizeFigures[]): string {
-  const lines = ["\nPer-turn work that grows with the session (in process; delta projection, engine view = whole history, all held):"];
+  const lines = [
+    "\nPer-turn work that grows with the session (in process; projection: delta, engine view = whole history, all held by turn id;",
+    `window turn: window engine (${WINDOW_BUDGET.toLocaleString("en-US")}-token budget) assemble + result check + projection, view held by the ledger):`,
+  ];
   lines.push(
     table([
-      ["messages", "file bytes", "history read ms (store)", "full parse ms (before)", "cold read ms", "projection ms", "samples"],
-      ...rows.map((r) => [r.messages, r.fileBytes, r.historyReadMs, r.fullParseMs, r.coldReadMs, r.projectionMs, r.samples]),
+      ["messages", "file bytes", "history read ms (store)", "full parse ms (before)", "cold read ms", "projection ms", "window turn ms", "view messages", "samples"],
+      ...rows.map((r) => [r.messages, r.fileBytes, r.historyReadMs, r.fullParseMs, r.coldReadMs, r.projectionMs, r.windowTurnMs ?? "-", r.windowViewMessages ?? "-", r.samples]),
     ]),
   );
   return lines.join("\n");

@@ -10,7 +10,8 @@
  */
 import type { AgentMessage } from "../context-engine/types.js";
 import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
-import { estimateTokens, PROMPT_SAFETY_NOTE, renderMessageBlock, sha256Hex } from "./render.js";
+import { isDeepFrozenByHost } from "../transcript/freeze.js";
+import { DEFAULT_PART_CAP_CHARS, estimateTokens, PROMPT_SAFETY_NOTE, renderMessageBlock, sha256Hex } from "./render.js";
 
 /** Codex truncates each additionalContext value to ~1k tokens; stay safely under it. */
 export const MAX_ENTRY_CHARS = 3_500;
@@ -143,13 +144,58 @@ export function renderUnits(messages: readonly AgentMessage[], partCap?: number)
   const seen = new Map<string, number>();
   const units: RenderedUnit[] = [];
   for (const message of messages) {
-    const block = renderMessageBlock(message, partCap);
-    if (block === undefined) continue;
+    const rendered = renderedBlockOf(message, partCap);
+    if (rendered === undefined) continue;
+    const { block } = rendered;
     const occurrence = seen.get(block) ?? 0;
     seen.set(block, occurrence + 1);
-    units.push({ block, unit: ledgerUnit(block, occurrence) });
+    // The same string ledgerUnit(block, occurrence) builds, from the cached hash and estimate.
+    units.push({ block, unit: occurrence === 0 ? rendered.firstUnit : `${rendered.hash}#${occurrence}:${rendered.tokens}` });
   }
   return units;
+}
+
+/** One message's block with what the ledger derives from it. */
+export interface RenderedBlock {
+  block: string;
+  /** `sha256Hex(block, 20)`. */
+  hash: string;
+  /** `estimateTokens(block)`. */
+  tokens: number;
+  /** `ledgerUnit(block)`: the unit of the block's first occurrence in a view. */
+  firstUnit: string;
+}
+
+/** Renderings of messages the history cache deep-froze, per part cap (one cap per message is the common case). */
+const renderedByMessage = new WeakMap<object, { partCap: number; rendered: RenderedBlock | undefined }>();
+
+/**
+ * {@link renderMessageBlock} with its hash and token estimate; undefined when the message renders to nothing. A
+ * message the history cache deep-froze (`isDeepFrozenByHost`) can never change, so its rendering is kept by
+ * identity: a long session's view is then rendered and hashed once, not on every turn (at 10,000 messages that was
+ * most of the projection's time). Any other message is rendered afresh each time: an engine may change its own
+ * objects between turns.
+ *
+ * @example
+ * ```ts
+ * renderedBlockOf({ role: "user", content: "hi", timestamp: 1 }); // { block: "[user]\nhi", hash: "<20 hex>", tokens: 3, firstUnit: "<20 hex>:3" }
+ * ```
+ */
+export function renderedBlockOf(message: AgentMessage, partCap: number = DEFAULT_PART_CAP_CHARS): RenderedBlock | undefined {
+  const cacheable = isDeepFrozenByHost(message);
+  if (cacheable) {
+    const hit = renderedByMessage.get(message);
+    if (hit !== undefined && hit.partCap === partCap) return hit.rendered;
+  }
+  const block = renderMessageBlock(message, partCap);
+  let rendered: RenderedBlock | undefined;
+  if (block !== undefined) {
+    const hash = sha256Hex(block, 20);
+    const tokens = estimateTokens(block);
+    rendered = { block, hash, tokens, firstUnit: `${hash}:${tokens}` };
+  }
+  if (cacheable) renderedByMessage.set(message, { partCap, rendered });
+  return rendered;
 }
 
 /** The entries a turn sends and the ledger units they add. */

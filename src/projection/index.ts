@@ -11,9 +11,9 @@
 import type { AgentMessage } from "../context-engine/types.js";
 import type { AssembleOutput, HistoryOutput, ProjectionOutput, ThreadPlan } from "../../machines/turn.contract.js";
 import type { BindingUpdate, ThreadBinding } from "../transcript/binding.js";
-import { dropTrailingPrompt, estimateTokens, renderMessageBlock, renderPromptProjection, sha256Hex, canonicalJson } from "./render.js";
+import { dropTrailingPrompt, estimateTokens, renderPromptProjection, sha256Hex, canonicalJson } from "./render.js";
 import { ContentSet, cachedContentKey, messageContentKey } from "./identity.js";
-import { ledgerUnitId, ledgerUnitTokens, planEntries, renderUnits, type EntryPlan } from "./entries.js";
+import { ledgerUnitId, ledgerUnitTokens, planEntries, renderedBlockOf, renderUnits, type EntryPlan } from "./entries.js";
 import {
   appendDelivery,
   composeDeveloperInstructions,
@@ -266,7 +266,7 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
     if (message && !inView(message, index)) dropped.set(keyOf(message), message);
   }
   let staleContextTokens = 0;
-  for (const message of dropped.values()) staleContextTokens += estimateTokens(renderMessageBlock(message, p.partCapChars) ?? "");
+  for (const message of dropped.values()) staleContextTokens += renderedBlockOf(message, p.partCapChars)?.tokens ?? 0;
   const missing = context.filter((m, j) => !isHeld(m, j));
   let viewUnits: ReturnType<typeof renderUnits> | undefined;
   const renderView = () => (viewUnits ??= renderUnits(context, p.partCapChars));

@@ -31,3 +31,35 @@ export function deepFreeze<T>(value: T): T {
   }
   return value;
 }
+
+/** Roots the history cache deep-froze itself (see {@link markDeepFrozen}). */
+const deepFrozenRoots = new WeakSet<object>();
+
+/**
+ * Record that `value` and everything reachable from it is frozen and was built by this host (the history cache's
+ * messages: parsed from JSON, then {@link deepFreeze}d, so no other code ever held a mutable reference). Derived data
+ * (a rendered block, its hash) may then be cached by the object's identity: it can never change. Returns `value`.
+ *
+ * @example
+ * ```ts
+ * const m = markDeepFrozen(deepFreeze(JSON.parse(line).message));
+ * isDeepFrozenByHost(m); // true
+ * ```
+ */
+export function markDeepFrozen<T extends object>(value: T): T {
+  deepFrozenRoots.add(value);
+  return value;
+}
+
+/**
+ * Whether `value` was marked by {@link markDeepFrozen}. `Object.isFrozen` alone is not enough: it is shallow, and an
+ * engine may freeze a message whose content array it still changes.
+ *
+ * @example
+ * ```ts
+ * isDeepFrozenByHost(Object.freeze({ role: "user", content: [] })); // false: frozen, but not by the history cache
+ * ```
+ */
+export function isDeepFrozenByHost(value: unknown): boolean {
+  return typeof value === "object" && value !== null && deepFrozenRoots.has(value);
+}

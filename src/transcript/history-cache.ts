@@ -23,7 +23,7 @@ import { silentLogger } from "../log/logger.js";
 import { buildSessionContextFromEntries, entryContextMessage } from "./context.js";
 import { entryOrigin, SESSION_FORMAT_VERSION, type SessionEntry, type SessionHeader, type TranscriptOrigin } from "./entries.js";
 import { SessionFileError } from "./errors.js";
-import { deepFreeze } from "./freeze.js";
+import { deepFreeze, markDeepFrozen } from "./freeze.js";
 import { checkHeader, isEntryShape, parseLine, readRange, statOrMissingSync, versionError } from "./parse.js";
 import { sessionIoError } from "./resolve.js";
 import { validateEntry } from "./validate.js";
@@ -348,7 +348,7 @@ function buildHistory(
     for (const e of extra) {
       const m = entryContextMessage(e);
       if (m === undefined) continue;
-      messages.push(deepFreeze(m));
+      messages.push(markDeepFrozen(deepFreeze(m)));
       origins.push(deepFreeze(originOf(e)));
     }
   } else {
@@ -356,7 +356,8 @@ function buildHistory(
     const byId = tailEntry ? new Map(state.byId).set(tailEntry.id, tailEntry) : state.byId;
     const ctx = buildSessionContextFromEntries(entries, undefined, byId);
     // Messages of message entries are frozen with their entry; custom/summary messages are built here.
-    messages = ctx.messages.map((m) => deepFreeze(m));
+    // Marked so the projection may cache a message's rendering by identity (it can never change).
+    messages = ctx.messages.map((m) => markDeepFrozen(deepFreeze(m)));
     origins = ctx.sources.map((s) => deepFreeze(originOf(s)));
   }
   const last = tailEntry ?? state.entries[state.entries.length - 1];

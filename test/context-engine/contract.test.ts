@@ -166,6 +166,44 @@ describe("result schemas", () => {
     expect(assembleResultSchema.safeParse({ messages: [], estimatedTokens: 0, contextProjection: { mode: "thread_bootstrap", epoch: "e" } }).success).toBe(true);
   });
 
+  it("accepts and rejects exactly what the schema does, keeping the engine's message objects (the fast path)", () => {
+    const sparse: unknown[] = [{ role: "user" }];
+    sparse[2] = { role: "assistant" };
+    const withInheritedRole = Object.create({ role: "user" }) as object;
+    const cases: unknown[] = [
+      { messages: [{ role: "user", content: "x" }, { role: "assistant", content: [] }], estimatedTokens: 3, extra: { kept: true } },
+      { messages: [], estimatedTokens: 0, contextProjection: { mode: "thread_bootstrap", epoch: "e", more: 1 } },
+      { messages: [{ role: "user" }, { role: "" }], estimatedTokens: 1 },
+      { messages: [{ role: "user" }, null], estimatedTokens: 1 },
+      { messages: [{ role: "user" }, [{ role: "user" }]], estimatedTokens: 1 },
+      { messages: [{ role: 7 }], estimatedTokens: 1 },
+      { messages: sparse, estimatedTokens: 1 },
+      { messages: [withInheritedRole], estimatedTokens: 1 },
+      { messages: [{ role: "user" }], estimatedTokens: "1" },
+      { messages: [{ role: "user" }], estimatedTokens: 1, systemPromptAddition: ["x"] },
+      { messages: [{ role: "user" }], estimatedTokens: 1, contextProjection: { mode: "never" } },
+      { messages: { 0: { role: "user" }, length: 1 }, estimatedTokens: 1 },
+      { estimatedTokens: 1 },
+      null,
+      "messages",
+    ];
+    for (const value of cases) {
+      const reference = assembleResultSchema.safeParse(value);
+      const caught = thrownBy(() => validateAssembleResult(value));
+      if (reference.success) {
+        expect(caught).toBeUndefined();
+        const result = validateAssembleResult(value);
+        expect(result).toEqual({ ...reference.data, messages: (value as { messages: unknown }).messages });
+        // The engine's own objects, not zod's copies: the projection recognizes history objects by reference.
+        expect(result.messages).toBe((value as { messages: unknown }).messages);
+      } else {
+        const field = reference.error.issues[0]!.path.join(".") || "(result)";
+        expect(caught).toBeInstanceOf(AssembleResultInvalidError);
+        expect((caught as Error).message).toContain(field);
+      }
+    }
+  });
+
   it("validates bootstrap, maintain, compact and ingestBatch results", () => {
     expect(bootstrapResultSchema.safeParse({ bootstrapped: true, importedMessages: 3 }).success).toBe(true);
     expect(bootstrapResultSchema.safeParse({ importedMessages: 3 }).success).toBe(false);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { createRecordingEngine, createWindowEngine, legacyEngine, messageTokens } from "../../src/context-engine/engines/index.js";
 import type { AgentMessage } from "../../src/context-engine/types.js";
+import { markDeepFrozen } from "../../src/transcript/freeze.js";
 
 const msg = (i: number): AgentMessage => ({ role: i % 2 ? "assistant" : "user", content: `message ${i} ${"x".repeat(40)}`, timestamp: i });
 /** Equal-sized messages, so window arithmetic is exact. */
@@ -44,15 +45,17 @@ describe("window engine", () => {
     expect(stepped.contextProjection?.epoch).not.toBe(epoch);
   });
 
-  it("counts a frozen message it has seen once, and recounts anything it cannot trust", async () => {
+  it("counts a message the history cache froze once, and recounts anything it cannot trust", async () => {
     const engine = createWindowEngine({ tokenBudget: 1_000_000 });
     let reads = 0;
-    /** A frozen message whose content getter counts how often the engine renders it. */
+    /** A message marked as the history cache marks its own, whose content getter counts how often it is rendered. */
     const watched = (i: number): AgentMessage =>
-      Object.freeze(
-        Object.defineProperties({ role: "user", timestamp: i } as unknown as AgentMessage, {
-          content: { enumerable: true, get: () => (reads++, `w${i} ${"x".repeat(40)}`) },
-        }),
+      markDeepFrozen(
+        Object.freeze(
+          Object.defineProperties({ role: "user", timestamp: i } as unknown as AgentMessage, {
+            content: { enumerable: true, get: () => (reads++, `w${i} ${"x".repeat(40)}`) },
+          }),
+        ),
       );
     const history = Array.from({ length: 5 }, (_, i) => watched(i));
     const first = await engine.assemble({ sessionId: "s", messages: history });
@@ -71,6 +74,15 @@ describe("window engine", () => {
     mutable.content = `${String(mutable.content)} ${"y".repeat(400)}`;
     const after = await engine.assemble({ sessionId: "m", messages: [mutable] });
     expect(after.estimatedTokens).toBeGreaterThan(before.estimatedTokens + 50);
+
+    // Frozen by someone else is not enough: Object.freeze is shallow, and the content array still changes.
+    const shallow = Object.freeze({ role: "user", content: [{ type: "text", text: "short" }], timestamp: 1 }) as unknown as AgentMessage & {
+      content: Array<{ type: string; text: string }>;
+    };
+    const shallowBefore = await engine.assemble({ sessionId: "f", messages: [shallow] });
+    shallow.content.push({ type: "text", text: "z".repeat(400) });
+    const shallowAfter = await engine.assemble({ sessionId: "f", messages: [shallow] });
+    expect(shallowAfter.estimatedTokens).toBeGreaterThan(shallowBefore.estimatedTokens + 50);
   });
 
   it("tracks the window per session and omits contextProjection without threadBootstrap", async () => {

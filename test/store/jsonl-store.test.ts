@@ -7,6 +7,7 @@ import { createJsonlSessionStore, type SessionStore } from "../../src/store/sess
 import { SessionFileError } from "../../src/transcript/errors.js";
 import { mirrorKeysForTurn } from "../../src/transcript/mirror.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
+import { isDeepFrozenByHost } from "../../src/transcript/freeze.js";
 import { historyFromTranscript, invalidateSessionIndex, readSessionTranscript } from "../../src/transcript/session-file.js";
 import { captureLogger, tempDir } from "../transcript/helpers.js";
 import { turnMessages } from "../transcript/fixtures/turn-messages.js";
@@ -74,6 +75,18 @@ describe("readHistory and appendTurn", () => {
     expect(() => (h.messages as AgentMessage[]).push(h.messages[0]!)).toThrow(TypeError);
     expect(Object.isFrozen(h.origins[0])).toBe(true);
     expect((await store.readHistory()).messages).toEqual(turnMessages("thr", "t1"));
+  });
+
+  it("marks every message it hands out as deep-frozen by the host, on a full rebuild and on an appended read", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    invalidateSessionIndex();
+    const rebuilt = await store.readHistory();
+    await store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") });
+    const grown = await store.readHistory();
+    expect(grown.messages.length).toBe(rebuilt.messages.length * 2);
+    // What the projection and the window engine cache by identity: only objects no one else can change.
+    for (const m of [...rebuilt.messages, ...grown.messages]) expect(isDeepFrozenByHost(m)).toBe(true);
+    expect(isDeepFrozenByHost(Object.freeze({ ...rebuilt.messages[0] }))).toBe(false);
   });
 
   it("parses only what was appended: an unchanged file returns the same history, a grown one reuses the earlier messages", async () => {

@@ -1,5 +1,6 @@
 import type { AgentMessage, AssembleResult, ContextEngine } from "../types.js";
 import { estimateTokens, renderMessageBlock } from "../../projection/render.js";
+import { isDeepFrozenByHost } from "../../transcript/freeze.js";
 
 /** Options of {@link createWindowEngine}. */
 export interface WindowEngineOptions {
@@ -21,20 +22,29 @@ export function messageTokens(message: AgentMessage): number {
 
 /**
  * Suffix token sums per session: `sums[i]` = tokens of `messages[i..]` (`sums[messages.length]` = 0). A message that is
- * the very same frozen object at the same index as last time (the host's history hands out frozen messages and keeps
- * their identity from turn to turn) is not rendered again, so a turn costs the new messages, not the whole session.
- * Mutable messages are always counted again.
+ * the very same object at the same index as last time, and one the host's history cache deep-froze (it keeps their
+ * identity from turn to turn), is not rendered again, so a turn costs the new messages, not the whole session. Any
+ * other message is counted again: `Object.isFrozen` alone would trust a shallowly frozen message whose content array
+ * its owner still changes.
  */
 function createSuffixTokenCounter(): (sessionId: string, messages: readonly AgentMessage[]) => number[] {
   const counted = new Map<string, { messages: readonly AgentMessage[]; tokens: number[] }>();
   return (sessionId, messages) => {
     const prev = counted.get(sessionId);
-    const tokens = messages.map((m, i) => (prev && prev.messages[i] === m && Object.isFrozen(m) ? prev.tokens[i]! : messageTokens(m)));
+    const known = prev?.messages ?? [];
+    const knownTokens = prev?.tokens ?? [];
+    const n = messages.length;
+    // A plain loop: this runs over the whole history every turn (10,000 messages in a long session).
+    const tokens = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      const m = messages[i]!;
+      tokens[i] = i < known.length && known[i] === m && isDeepFrozenByHost(m) ? knownTokens[i]! : messageTokens(m);
+    }
     // A copy: the caller may keep appending to (or rewriting) the array it passed.
-    counted.set(sessionId, { messages: [...messages], tokens });
-    const sums = new Array<number>(messages.length + 1);
-    sums[messages.length] = 0;
-    for (let i = messages.length - 1; i >= 0; i--) sums[i] = sums[i + 1]! + tokens[i]!;
+    counted.set(sessionId, { messages: messages.slice(), tokens });
+    const sums = new Array<number>(n + 1);
+    sums[n] = 0;
+    for (let i = n - 1; i >= 0; i--) sums[i] = sums[i + 1]! + tokens[i]!;
     return sums;
   };
 }

@@ -1,0 +1,64 @@
+import { describe, expect, it } from "vitest";
+import type { AgentMessage } from "../../src/context-engine/types.js";
+import { ledgerUnit, renderedBlockOf, renderUnits } from "../../src/projection/entries.js";
+import { renderMessageBlock } from "../../src/projection/render.js";
+import { deepFreeze, markDeepFrozen } from "../../src/transcript/freeze.js";
+
+/** A message whose content getter counts renders; `mark` makes it look like one of the history cache's own. */
+function watched(text: string, mark: boolean): { message: AgentMessage; reads: () => number } {
+  let reads = 0;
+  const m = Object.freeze(
+    Object.defineProperties({ role: "user", timestamp: 1 } as unknown as AgentMessage, {
+      content: { enumerable: true, get: () => (reads++, text) },
+    }),
+  );
+  return { message: mark ? markDeepFrozen(m) : m, reads: () => reads };
+}
+
+describe("rendering cache of history messages", () => {
+  it("renders a message the history cache froze once, and gives the units the uncached path gives", () => {
+    const a = watched("same words", true);
+    const b = watched("same words", true);
+    const c = watched("other words", true);
+    const view = [a.message, b.message, c.message];
+    const first = renderUnits(view);
+    const readsAfterFirst = a.reads() + b.reads() + c.reads();
+    const second = renderUnits(view);
+    expect(a.reads() + b.reads() + c.reads()).toBe(readsAfterFirst);
+    expect(second).toEqual(first);
+    // The same strings ledgerUnit builds from the block: the second identical block is occurrence #1.
+    const block = renderMessageBlock(a.message)!;
+    expect(first.map((u) => u.unit)).toEqual([ledgerUnit(block, 0), ledgerUnit(block, 1), ledgerUnit(renderMessageBlock(c.message)!, 0)]);
+    expect(renderedBlockOf(c.message)).toMatchObject({ block: "[user]\nother words", tokens: 5 });
+  });
+
+  it("keys the cache by the part cap", () => {
+    const long = watched("x".repeat(50), true);
+    const capped = renderedBlockOf(long.message, 10)!;
+    const full = renderedBlockOf(long.message)!;
+    expect(capped.block).toBe(renderMessageBlock(long.message, 10));
+    expect(full.block).toBe(renderMessageBlock(long.message));
+    expect(capped.block).not.toBe(full.block);
+    expect(capped.hash).not.toBe(full.hash);
+  });
+
+  it("renders anything else afresh: an engine's own objects, even frozen ones, may change between turns", () => {
+    const engines = watched("engine text", false);
+    renderUnits([engines.message]);
+    renderUnits([engines.message]);
+    expect(engines.reads()).toBe(2);
+
+    const shallow = Object.freeze({ role: "user", content: [{ type: "text", text: "before" }], timestamp: 1 }) as unknown as AgentMessage & {
+      content: Array<{ type: string; text: string }>;
+    };
+    const before = renderUnits([shallow])[0]!;
+    shallow.content[0] = { type: "text", text: "after" };
+    const after = renderUnits([shallow])[0]!;
+    expect(after.block).toBe("[user]\nafter");
+    expect(after.unit).not.toBe(before.unit);
+
+    // A message rendering to nothing is cached as nothing, and stays skipped.
+    const empty = markDeepFrozen(deepFreeze({ role: "assistant", content: [], timestamp: 1 })) as unknown as AgentMessage;
+    expect(renderUnits([empty, empty])).toEqual([]);
+  });
+});
