@@ -9,7 +9,10 @@
  *   history and the bound thread holds all of it (nothing to send, but every message compared);
  * - window engine turn: what a turn with the window engine (100,000-token budget) does after the read: `assemble`,
  *   the assemble result check, and the projection when the bound thread received the view as injected context (its
- *   ledger holds the view, later turns are held by turn id): the path a long session takes on every turn.
+ *   ledger holds the view, later turns are held by turn id): the path a long session takes on every turn;
+ * - rebuilding engine turn: the same with the lossless-claw-shaped engine of `bench/engines/` (every turn the whole
+ *   history as NEW message objects, metadata changed): nothing can be recognized by reference, every message of the
+ *   view is rendered and hashed each turn.
  * In process, no app-server; medians of several samples.
  */
 import { promises as fsp } from "node:fs";
@@ -18,6 +21,7 @@ import path from "node:path";
 import type { AgentMessage } from "../src/context-engine/types.js";
 import { validateAssembleResult } from "../src/context-engine/contract.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
+import { createRebuildingEngine } from "./engines/index.js";
 import { projectAssembledContext } from "../src/projection/index.js";
 import type { ThreadBinding } from "../src/transcript/binding.js";
 import { mirrorTurnToTranscript } from "../src/transcript/mirror.js";
@@ -54,6 +58,8 @@ export interface SessionSizeFigures {
   windowTurnMs?: number;
   /** Messages in the window engine's view. */
   windowViewMessages?: number;
+  /** The same with the rebuilding engine (its view: the whole history, rebuilt; absent in older results). */
+  rebuildingTurnMs?: number;
   samples: number;
 }
 
@@ -123,6 +129,20 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
       });
       const windowBinding: ThreadBinding = { ...baseBinding(fingerprints), ledger: (bootstrap.bindingUpdate as { ledgerAdd: string[] }).ledgerAdd, heldTurnIds: [] };
       let viewMessages = injectedView.messages.length;
+      const rebuilding = createRebuildingEngine();
+      const rebuildingMs: number[] = [];
+      const rebuildingView = validateAssembleResult(await rebuilding.assemble({ sessionId: "size", messages: initial.messages as AgentMessage[] }));
+      const rebuildingBootstrap = projectAssembledContext({
+        mode: "delta",
+        prompt: "first question",
+        history: initial.messages as AgentMessage[],
+        origins: initial.origins as HistoryOrigins,
+        assembled: rebuildingView,
+        binding: undefined,
+        fingerprints,
+        tokenBudget: 10_000_000,
+      });
+      const rebuildingBinding: ThreadBinding = { ...baseBinding(fingerprints), ledger: (rebuildingBootstrap.bindingUpdate as { ledgerAdd: string[] }).ledgerAdd, heldTurnIds: [] };
       for (let s = 0; s < samples + 2; s++) {
         // The previous turn is mirrored (untimed), then the next turn reads its history.
         const turnId = `turn-${turns + s}`;
@@ -162,6 +182,21 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
         }
         windowBinding.heldTurnIds.push(turnId);
         viewMessages = view.messages.length;
+        const r0 = performance.now();
+        const rebuilt = validateAssembleResult(await rebuilding.assemble({ sessionId: "size", messages: h.messages as AgentMessage[] }));
+        const rebuiltProjection = projectAssembledContext({
+          mode: "delta",
+          prompt: "next question",
+          history: h.messages as AgentMessage[],
+          origins: h.origins as HistoryOrigins,
+          assembled: rebuilt,
+          binding: { ...rebuildingBinding, heldTurnIds: rebuildingBinding.heldTurnIds.concat(turnId) },
+          fingerprints,
+          tokenBudget: 10_000_000,
+        });
+        const r1 = performance.now();
+        if (rebuiltProjection.reason !== "threadHoldsContext") throw new Error(`session-size bench: unexpected rebuilding projection ${rebuiltProjection.reason}`);
+        rebuildingBinding.heldTurnIds.push(turnId);
         const f0 = performance.now();
         const full = await fullParse();
         const f1 = performance.now();
@@ -170,6 +205,7 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
           readMs.push(t1 - t0);
           projectMs.push(t2 - t1);
           windowMs.push(w1 - w0);
+          rebuildingMs.push(r1 - r0);
           fullMs.push(f1 - f0);
         }
       }
@@ -183,6 +219,7 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
         projectionMs: round(median(projectMs), 2),
         windowTurnMs: round(median(windowMs), 2),
         windowViewMessages: viewMessages,
+        rebuildingTurnMs: round(median(rebuildingMs), 2),
         samples,
       });
     } finally {
@@ -195,12 +232,24 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
 export function formatSessionSize(rows: readonly SessionSizeFigures[]): string {
   const lines = [
     "\nPer-turn work that grows with the session (in process; projection: delta, engine view = whole history, all held by turn id;",
-    `window turn: window engine (${WINDOW_BUDGET.toLocaleString("en-US")}-token budget) assemble + result check + projection, view held by the ledger):`,
+    `window turn: window engine (${WINDOW_BUDGET.toLocaleString("en-US")}-token budget) assemble + result check + projection, view held by the ledger;`,
+    "rebuilding turn: the same with the lossless-claw-shaped engine, whose view is the whole history as new objects):",
   ];
   lines.push(
     table([
-      ["messages", "file bytes", "history read ms (store)", "full parse ms (before)", "cold read ms", "projection ms", "window turn ms", "view messages", "samples"],
-      ...rows.map((r) => [r.messages, r.fileBytes, r.historyReadMs, r.fullParseMs, r.coldReadMs, r.projectionMs, r.windowTurnMs ?? "-", r.windowViewMessages ?? "-", r.samples]),
+      ["messages", "file bytes", "history read ms (store)", "full parse ms (before)", "cold read ms", "projection ms", "window turn ms", "window view", "rebuilding turn ms", "samples"],
+      ...rows.map((r) => [
+        r.messages,
+        r.fileBytes,
+        r.historyReadMs,
+        r.fullParseMs,
+        r.coldReadMs,
+        r.projectionMs,
+        r.windowTurnMs ?? "-",
+        r.windowViewMessages ?? "-",
+        r.rebuildingTurnMs ?? "-",
+        r.samples,
+      ]),
     ]),
   );
   return lines.join("\n");

@@ -140,15 +140,16 @@ export interface RenderedUnit {
  * renderUnits([{ role: "user", content: "hi", timestamp: 1 }]); // [{ block: "[user]\nhi", unit: "<hash>:3" }]
  * ```
  */
-export function renderUnits(messages: readonly AgentMessage[], partCap?: number): RenderedUnit[] {
+export function renderUnits(messages: readonly AgentMessage[], partCap?: number, renderings?: RenderingMemo): RenderedUnit[] {
   const seen = new Map<string, number>();
   const units: RenderedUnit[] = [];
   for (const message of messages) {
-    const rendered = renderedBlockOf(message, partCap);
+    const rendered = renderedBlockOf(message, partCap, renderings);
     if (rendered === undefined) continue;
-    const { block } = rendered;
-    const occurrence = seen.get(block) ?? 0;
-    seen.set(block, occurrence + 1);
+    // Counted by the block's hash, which is what a unit is identified by: a short key instead of the whole block.
+    const { block, hash } = rendered;
+    const occurrence = seen.get(hash) ?? 0;
+    seen.set(hash, occurrence + 1);
     // The same string ledgerUnit(block, occurrence) builds, from the cached hash and estimate.
     units.push({ block, unit: occurrence === 0 ? rendered.firstUnit : `${rendered.hash}#${occurrence}:${rendered.tokens}` });
   }
@@ -181,11 +182,13 @@ const renderedByMessage = new WeakMap<object, { partCap: number; rendered: Rende
  * renderedBlockOf({ role: "user", content: "hi", timestamp: 1 }); // { block: "[user]\nhi", hash: "<20 hex>", tokens: 3, firstUnit: "<20 hex>:3" }
  * ```
  */
-export function renderedBlockOf(message: AgentMessage, partCap: number = DEFAULT_PART_CAP_CHARS): RenderedBlock | undefined {
+export function renderedBlockOf(message: AgentMessage, partCap: number = DEFAULT_PART_CAP_CHARS, renderings?: RenderingMemo): RenderedBlock | undefined {
   const cacheable = isDeepFrozenByHost(message);
   if (cacheable) {
     const hit = renderedByMessage.get(message);
     if (hit !== undefined && hit.partCap === partCap) return hit.rendered;
+  } else if (renderings !== undefined && renderings.partCap === partCap && renderings.byMessage.has(message)) {
+    return renderings.byMessage.get(message);
   }
   const block = renderMessageBlock(message, partCap);
   let rendered: RenderedBlock | undefined;
@@ -195,7 +198,31 @@ export function renderedBlockOf(message: AgentMessage, partCap: number = DEFAULT
     rendered = { block, hash, tokens, firstUnit: `${hash}:${tokens}` };
   }
   if (cacheable) renderedByMessage.set(message, { partCap, rendered });
+  else if (renderings !== undefined && renderings.partCap === partCap) renderings.byMessage.set(message, rendered);
   return rendered;
+}
+
+/**
+ * Renderings of any message for the length of ONE synchronous projection, where nothing can change a message between
+ * two looks at it (the projection renders the view, then the part of it the thread lacks: an engine that rebuilds its
+ * messages every turn would otherwise pay for rendering and hashing each of them twice).
+ */
+export interface RenderingMemo {
+  partCap: number;
+  byMessage: Map<object, RenderedBlock | undefined>;
+}
+
+/**
+ * A fresh {@link RenderingMemo}; drop it when the projection returns.
+ *
+ * @example
+ * ```ts
+ * const memo = renderingMemo(partCap);
+ * renderUnits(view, partCap, memo); renderUnits(missing, partCap, memo); // each message rendered once
+ * ```
+ */
+export function renderingMemo(partCap: number = DEFAULT_PART_CAP_CHARS): RenderingMemo {
+  return { partCap, byMessage: new Map() };
 }
 
 /** The entries a turn sends and the ledger units they add. */

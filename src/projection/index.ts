@@ -13,7 +13,7 @@ import type { AssembleOutput, HistoryOutput, ProjectionOutput, ThreadPlan } from
 import type { BindingUpdate, ThreadBinding } from "../transcript/binding.js";
 import { dropTrailingPrompt, estimateTokens, renderPromptProjection, sha256Hex, canonicalJson } from "./render.js";
 import { ContentSet, cachedContentKey, messageContentKey } from "./identity.js";
-import { ledgerUnitId, ledgerUnitTokens, planEntries, renderedBlockOf, renderUnits, type EntryPlan } from "./entries.js";
+import { ledgerUnitId, ledgerUnitTokens, planEntries, renderedBlockOf, renderingMemo, renderUnits, type EntryPlan } from "./entries.js";
 import {
   appendDelivery,
   composeDeveloperInstructions,
@@ -265,11 +265,12 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
     const message = heldFlags[index] ? p.history[index] : undefined;
     if (message && !inView(message, index)) dropped.set(keyOf(message), message);
   }
+  const renderings = renderingMemo(p.partCapChars);
   let staleContextTokens = 0;
-  for (const message of dropped.values()) staleContextTokens += renderedBlockOf(message, p.partCapChars)?.tokens ?? 0;
+  for (const message of dropped.values()) staleContextTokens += renderedBlockOf(message, p.partCapChars, renderings)?.tokens ?? 0;
   const missing = context.filter((m, j) => !isHeld(m, j));
   let viewUnits: ReturnType<typeof renderUnits> | undefined;
-  const renderView = () => (viewUnits ??= renderUnits(context, p.partCapChars));
+  const renderView = () => (viewUnits ??= renderUnits(context, p.partCapChars, renderings));
   // The view's ledger units matter only against a ledger.
   const viewUnitIds = binding.ledger.length === 0 ? new Set<string>() : new Set(renderView().map((u) => ledgerUnitId(u.unit)));
   const injected = new Set<string>();
@@ -279,7 +280,7 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
     if (!viewUnitIds.has(id)) staleContextTokens += ledgerUnitTokens(unit);
   }
   const viewTokens = () => renderView().reduce((sum, u) => sum + estimateTokens(u.block), 0);
-  return { plan: planEntries(renderUnits(missing, p.partCapChars), injected), staleContextTokens, viewTokens };
+  return { plan: planEntries(renderUnits(missing, p.partCapChars, renderings), injected), staleContextTokens, viewTokens };
 }
 
 /**

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/context-engine/types.js";
-import { ledgerUnit, renderedBlockOf, renderUnits } from "../../src/projection/entries.js";
+import { ledgerUnit, renderedBlockOf, renderingMemo, renderUnits } from "../../src/projection/entries.js";
 import { renderMessageBlock } from "../../src/projection/render.js";
 import { deepFreeze, markDeepFrozen } from "../../src/transcript/freeze.js";
 
@@ -60,5 +60,20 @@ describe("rendering cache of history messages", () => {
     // A message rendering to nothing is cached as nothing, and stays skipped.
     const empty = markDeepFrozen(deepFreeze({ role: "assistant", content: [], timestamp: 1 })) as unknown as AgentMessage;
     expect(renderUnits([empty, empty])).toEqual([]);
+  });
+
+  it("renders an engine's own message once per projection when the projection passes one memo", () => {
+    const rebuilt = watched("rebuilt every turn", false);
+    const memo = renderingMemo();
+    const view = renderUnits([rebuilt.message], undefined, memo);
+    const missing = renderUnits([rebuilt.message], undefined, memo);
+    expect(rebuilt.reads()).toBe(1);
+    expect(missing).toEqual(view);
+    // The next projection brings a fresh memo: the message is rendered again (it may have changed in between).
+    renderUnits([rebuilt.message], undefined, renderingMemo());
+    expect(rebuilt.reads()).toBe(2);
+    // A memo made for another part cap is not consulted.
+    expect(renderUnits([rebuilt.message], 5, memo)[0]!.block).toMatch(/^\[user\]\n\[truncated \d+ chars\]/);
+    expect(rebuilt.reads()).toBe(3);
   });
 });
