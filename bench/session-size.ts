@@ -18,14 +18,14 @@
 import { promises as fsp } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import type { AgentMessage } from "../src/context-engine/types.js";
+import type { AgentMessage, ContextEngine } from "../src/context-engine/types.js";
 import { validateAssembleResult } from "../src/context-engine/contract.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
 import { createRebuildingEngine } from "./engines/index.js";
 import { projectAssembledContext } from "../src/projection/index.js";
 import type { ThreadBinding } from "../src/transcript/binding.js";
 import { mirrorTurnToTranscript } from "../src/transcript/mirror.js";
-import { createJsonlSessionStore } from "../src/store/session-store.js";
+import { createJsonlSessionStore, type SessionHistory } from "../src/store/session-store.js";
 import { historyFromTranscript, invalidateSessionIndex, readSessionTranscript } from "../src/transcript/session-file.js";
 import { median, modelReply, round, table, userPrompt } from "./lib.js";
 
@@ -85,6 +85,46 @@ function turnMessages(i: number): AgentMessage[] {
 }
 
 /**
+ * One engine's per-turn path after the history read: `assemble`, the result check, and the projection against a
+ * thread that received the engine's first view as injected context (its ledger) and holds later turns by id.
+ */
+async function engineTurnCase(
+  engine: ContextEngine,
+  tokenBudget: number,
+  initial: SessionHistory,
+  fingerprints: { dynamicTools: string; engineId: string; policy: string },
+): Promise<{ turn(h: SessionHistory, turnId: string): Promise<{ ms: number; viewMessages: number }> }> {
+  const project = async (h: SessionHistory, binding: ThreadBinding | undefined) => {
+    const view = validateAssembleResult(await engine.assemble({ sessionId: "size", messages: h.messages as AgentMessage[], tokenBudget }));
+    const projection = projectAssembledContext({
+      mode: "delta",
+      prompt: "next question",
+      history: h.messages as AgentMessage[],
+      origins: h.origins as HistoryOrigins,
+      assembled: view,
+      binding,
+      fingerprints,
+      tokenBudget,
+    });
+    return { view, projection };
+  };
+  const first = await project(initial, undefined);
+  const binding: ThreadBinding = { ...baseBinding(fingerprints), ledger: (first.projection.bindingUpdate as { ledgerAdd: string[] }).ledgerAdd, heldTurnIds: [] };
+  return {
+    async turn(h, turnId) {
+      const t0 = performance.now();
+      const { view, projection } = await project(h, { ...binding, heldTurnIds: binding.heldTurnIds.concat(turnId) });
+      const ms = performance.now() - t0;
+      if (projection.reason !== "threadHoldsContext" || projection.thread.action !== "resume") {
+        throw new Error(`session-size bench: unexpected ${engine.info.id} projection ${projection.reason}`);
+      }
+      binding.heldTurnIds.push(turnId);
+      return { ms, viewMessages: view.messages.length };
+    },
+  };
+}
+
+/**
  * @example
  * ```ts
  * const rows = await measureSessionSizeCosts([100, 1000], 10);
@@ -112,37 +152,13 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
       const readMs: number[] = [];
       const fullMs: number[] = [];
       const projectMs: number[] = [];
-      const windowMs: number[] = [];
-      // The window engine's thread: a fresh thread received the engine's view as injected context (its ledger).
-      const engine = createWindowEngine({ tokenBudget: WINDOW_BUDGET });
       const initial = await store.readHistory();
-      const injectedView = validateAssembleResult(await engine.assemble({ sessionId: "size", messages: initial.messages as AgentMessage[], tokenBudget: WINDOW_BUDGET }));
-      const bootstrap = projectAssembledContext({
-        mode: "delta",
-        prompt: "first question",
-        history: initial.messages as AgentMessage[],
-        origins: initial.origins as HistoryOrigins,
-        assembled: injectedView,
-        binding: undefined,
-        fingerprints,
-        tokenBudget: WINDOW_BUDGET,
-      });
-      const windowBinding: ThreadBinding = { ...baseBinding(fingerprints), ledger: (bootstrap.bindingUpdate as { ledgerAdd: string[] }).ledgerAdd, heldTurnIds: [] };
-      let viewMessages = injectedView.messages.length;
-      const rebuilding = createRebuildingEngine();
+      // Each engine's thread: a fresh thread received the engine's first view as injected context (its ledger).
+      const windowCase = await engineTurnCase(createWindowEngine({ tokenBudget: WINDOW_BUDGET }), WINDOW_BUDGET, initial, fingerprints);
+      const rebuildingCase = await engineTurnCase(createRebuildingEngine(), 10_000_000, initial, fingerprints);
+      const windowMs: number[] = [];
       const rebuildingMs: number[] = [];
-      const rebuildingView = validateAssembleResult(await rebuilding.assemble({ sessionId: "size", messages: initial.messages as AgentMessage[] }));
-      const rebuildingBootstrap = projectAssembledContext({
-        mode: "delta",
-        prompt: "first question",
-        history: initial.messages as AgentMessage[],
-        origins: initial.origins as HistoryOrigins,
-        assembled: rebuildingView,
-        binding: undefined,
-        fingerprints,
-        tokenBudget: 10_000_000,
-      });
-      const rebuildingBinding: ThreadBinding = { ...baseBinding(fingerprints), ledger: (rebuildingBootstrap.bindingUpdate as { ledgerAdd: string[] }).ledgerAdd, heldTurnIds: [] };
+      let viewMessages = 0;
       for (let s = 0; s < samples + 2; s++) {
         // The previous turn is mirrored (untimed), then the next turn reads its history.
         const turnId = `turn-${turns + s}`;
@@ -164,39 +180,9 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
         });
         const t2 = performance.now();
         if (projection.reason !== "threadHoldsContext") throw new Error(`session-size bench: unexpected projection ${projection.reason}`);
-        const w0 = performance.now();
-        const view = validateAssembleResult(await engine.assemble({ sessionId: "size", messages: h.messages as AgentMessage[], tokenBudget: WINDOW_BUDGET }));
-        const windowProjection = projectAssembledContext({
-          mode: "delta",
-          prompt: "next question",
-          history: h.messages as AgentMessage[],
-          origins: h.origins as HistoryOrigins,
-          assembled: view,
-          binding: { ...windowBinding, heldTurnIds: windowBinding.heldTurnIds.concat(turnId) },
-          fingerprints,
-          tokenBudget: WINDOW_BUDGET,
-        });
-        const w1 = performance.now();
-        if (windowProjection.reason !== "threadHoldsContext" || windowProjection.thread.action !== "resume") {
-          throw new Error(`session-size bench: unexpected window projection ${windowProjection.reason}`);
-        }
-        windowBinding.heldTurnIds.push(turnId);
-        viewMessages = view.messages.length;
-        const r0 = performance.now();
-        const rebuilt = validateAssembleResult(await rebuilding.assemble({ sessionId: "size", messages: h.messages as AgentMessage[] }));
-        const rebuiltProjection = projectAssembledContext({
-          mode: "delta",
-          prompt: "next question",
-          history: h.messages as AgentMessage[],
-          origins: h.origins as HistoryOrigins,
-          assembled: rebuilt,
-          binding: { ...rebuildingBinding, heldTurnIds: rebuildingBinding.heldTurnIds.concat(turnId) },
-          fingerprints,
-          tokenBudget: 10_000_000,
-        });
-        const r1 = performance.now();
-        if (rebuiltProjection.reason !== "threadHoldsContext") throw new Error(`session-size bench: unexpected rebuilding projection ${rebuiltProjection.reason}`);
-        rebuildingBinding.heldTurnIds.push(turnId);
+        const windowTurn = await windowCase.turn(h, turnId);
+        viewMessages = windowTurn.viewMessages;
+        const rebuildingTurn = await rebuildingCase.turn(h, turnId);
         const f0 = performance.now();
         const full = await fullParse();
         const f1 = performance.now();
@@ -204,8 +190,8 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
         if (s >= 2) {
           readMs.push(t1 - t0);
           projectMs.push(t2 - t1);
-          windowMs.push(w1 - w0);
-          rebuildingMs.push(r1 - r0);
+          windowMs.push(windowTurn.ms);
+          rebuildingMs.push(rebuildingTurn.ms);
           fullMs.push(f1 - f0);
         }
       }
