@@ -78,6 +78,8 @@ export { EngineCallTimeoutError } from "./context-engine/lifecycle.js";
 export {
   loadContextEngine,
   PluginLoadError,
+  SubagentRequestError,
+  type HostSubagentRuntime,
   type LoadContextEngineOptions,
   type LoadedContextEngine,
   type LlmPolicy,

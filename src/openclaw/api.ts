@@ -1,7 +1,7 @@
 /**
  * The OpenClaw plugin API object handed to `register(api)`: identity (`id`, `name`, `source`, `rootDir`,
  * `registrationMode: "full"`), configuration (`config`, `pluginConfig`), `runtime` (`version`, `config.current()`,
- * `logging`, `llm`), `logger`, `resolvePath`, and the registration methods this host implements
+ * `logging`, `llm`, and `subagent` when the host has a Codex app-server), `logger`, `resolvePath`, and the registration methods this host implements
  * (`registerContextEngine`, `registerTool`, `registerCommand`, `on`, `session.controls.registerSessionAction`). Other
  * registration methods OpenClaw offers are accepted and recorded, so a plugin that also registers, say, a service
  * still loads; they are listed in the loaded result and logged.
@@ -9,6 +9,7 @@
 import path from "node:path";
 import type { Logger } from "pino";
 import type { CodexLlm } from "./llm.js";
+import type { HostSubagentRuntime } from "./subagent.js";
 import type { ContextEngineFactory, PluginHookHandler, PluginRegistry } from "./registry.js";
 import { toSdkLogger, type SdkLogger } from "./sdk/index.js";
 
@@ -26,6 +27,8 @@ export interface HostPluginRuntime {
   config: { current: () => HostOpenClawConfig; loadConfig: () => HostOpenClawConfig };
   logging: { getChildLogger: (bindings?: Record<string, unknown>) => SdkLogger; shouldLogVerbose: () => boolean };
   llm: CodexLlm;
+  /** Delegated runs on child sessions (`src/openclaw/subagent.ts`); absent without an app-server, as plugins detect. */
+  subagent?: HostSubagentRuntime;
 }
 
 /** The plugin API surface this host implements (checked against OpenClaw's `OpenClawPluginApi` in test/openclaw). */
@@ -79,6 +82,7 @@ export interface CreatePluginApiOptions {
   pluginConfig?: Record<string, unknown>;
   config: HostOpenClawConfig;
   llm: CodexLlm;
+  subagent?: HostSubagentRuntime;
   logger: Logger;
   registry: PluginRegistry;
 }
@@ -120,6 +124,7 @@ export function createPluginApi(opts: CreatePluginApiOptions): HostPluginApi {
         shouldLogVerbose: () => logger.isLevelEnabled("debug"),
       },
       llm: opts.llm,
+      ...(opts.subagent ? { subagent: opts.subagent } : {}),
     },
     logger: sdkLogger,
     resolvePath: (input) => path.resolve(opts.rootDir, input),

@@ -18,3 +18,4 @@ export {
 export { installOpenClawSdkResolver } from "./sdk-resolver.js";
 export { hostCapabilities, unmetHostRequirements, KNOWN_HOST_CAPABILITIES } from "./requirements.js";
 export type { PluginDynamicTool } from "./tools.js";
+export { SubagentRequestError, DEFAULT_SUBAGENT_WAIT_MS, type HostSubagentRuntime, type SubagentRunParams, type SubagentWaitResult } from "./subagent.js";

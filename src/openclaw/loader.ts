@@ -22,6 +22,7 @@ import { createPluginRegistry, type PluginRegistry } from "./registry.js";
 import { describeUnmet, hostCapabilities, unmetHostRequirements } from "./requirements.js";
 import { setSdkHostLogger } from "./sdk/index.js";
 import { installOpenClawSdkResolver, nativeImport } from "./sdk-resolver.js";
+import { createSubagentHost, type HostSubagentRuntime, type SubagentTurnWiring } from "./subagent.js";
 import { resolvePluginTools, type PluginDynamicTool } from "./tools.js";
 
 /** What the turn host needs from a loaded plugin. */
@@ -67,6 +68,12 @@ export interface LoadContextEngineOptions {
    */
   sessionId?: string;
   sessionKey?: string;
+  /**
+   * Where `runtime.subagent` keeps its child sessions' transcripts (lossless-claw's `lcm_expand_query` delegates to
+   * one child session per query, then deletes it). Default: a temporary directory made at the first run and removed
+   * by `close()`. Without `appServer` there is no `runtime.subagent` (plugins detect its absence).
+   */
+  subagentSessionDir?: string;
 }
 
 async function importEntry(located: LocatedPlugin, spec: string): Promise<Record<string, unknown>> {
@@ -142,7 +149,7 @@ async function registerPlugin(
   located: LocatedPlugin,
   spec: string,
   opts: LoadContextEngineOptions,
-  llm: { llm: CodexLlm; policy: LlmPolicy },
+  llm: { llm: CodexLlm; policy: LlmPolicy; subagent?: HostSubagentRuntime },
   logger: Logger,
 ) {
   const pluginId = located.manifest?.id ?? entry.id ?? located.packageJson?.name ?? path.basename(located.rootDir);
@@ -161,6 +168,7 @@ async function registerPlugin(
     ...(config !== undefined ? { pluginConfig: config as Record<string, unknown> } : {}),
     config: hostConfig,
     llm: llm.llm,
+    ...(llm.subagent ? { subagent: llm.subagent } : {}),
     logger: logger.child({ pluginId }),
     registry,
   });
@@ -212,13 +220,34 @@ export async function loadContextEngine(spec: string, opts: LoadContextEngineOpt
     checkRequirements(engine, spec, opts.appServer !== undefined);
     return bareEngineResult(engine, runtimeContext);
   }
-  const { pluginId, registry, hostConfig } = await registerPlugin(shape, located, spec, opts, { llm, policy }, logger);
+  // Child runs use the loaded plugin's own wiring, which exists only once the load returns.
+  let wiring: SubagentTurnWiring | undefined;
+  const subagents = opts.appServer
+    ? createSubagentHost({
+        appServer: opts.appServer,
+        llm,
+        cwd: opts.cwd,
+        ...(opts.subagentSessionDir !== undefined ? { sessionDir: opts.subagentSessionDir } : {}),
+        ...(model ? { model } : {}),
+        policy,
+        ...(pluginIdGuess ? { pluginId: pluginIdGuess } : {}),
+        ...(opts.tokenBudget !== undefined ? { tokenBudget: opts.tokenBudget } : {}),
+        logger,
+        wiring: () => wiring,
+      })
+    : undefined;
+  const { pluginId, registry, hostConfig } = await registerPlugin(shape, located, spec, opts, { llm, policy, ...(subagents ? { subagent: subagents.runtime } : {}) }, logger);
   opts.signal?.throwIfAborted();
   const engineId = pickEngineId(registry, spec, requested, located.manifest?.id);
   const engine = await createEngine(() => registry.engines.get(engineId)!({ config: hostConfig, workspaceDir: opts.cwd }), spec, engineId);
   try {
     checkRequirements(engine, spec, opts.appServer !== undefined);
-    return await assemblePluginResult({ spec, opts, logger, pluginId, registry, hostConfig, engine, runtimeContext });
+    const loaded = await assemblePluginResult({ spec, opts, logger, pluginId, registry, hostConfig, engine, runtimeContext });
+    wiring = loaded;
+    if (!subagents) return loaded;
+    let closed: Promise<void> | undefined;
+    // Child runs end before the plugin's gateway_stop and the engine's dispose.
+    return { ...loaded, close: () => (closed ??= subagents.close().then(() => loaded.close())) };
   } catch (error) {
     await engine.dispose?.().catch(() => undefined);
     throw error;

@@ -39,6 +39,12 @@ export const logger: PluginLogger = {} as HostPluginApi["logger"];
 export const llm: PluginRuntime["llm"]["complete"] = {} as HostPluginApi["runtime"]["llm"]["complete"];
 export const version: PluginRuntime["version"] = {} as HostPluginApi["runtime"]["version"];
 export const childLogger: PluginRuntime["logging"]["getChildLogger"] = {} as HostPluginApi["runtime"]["logging"]["getChildLogger"];
+type OurSubagent = NonNullable<HostPluginApi["runtime"]["subagent"]>;
+export const subagentComplete: PluginRuntime["subagent"]["complete"] = {} as OurSubagent["complete"];
+export const subagentRun: PluginRuntime["subagent"]["run"] = {} as OurSubagent["run"];
+export const subagentWait: PluginRuntime["subagent"]["waitForRun"] = {} as OurSubagent["waitForRun"];
+export const subagentMessages: PluginRuntime["subagent"]["getSessionMessages"] = {} as OurSubagent["getSessionMessages"];
+export const subagentDelete: PluginRuntime["subagent"]["deleteSession"] = {} as OurSubagent["deleteSession"];
 
 // An engine written to OpenClaw's ContextEngine type runs here: its info is ours (turnMaintenanceMode is a string,
 // hostRequirements typed), every parameter the host passes is one the engine accepts, every result it returns is one

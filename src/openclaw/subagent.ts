@@ -1,0 +1,353 @@
+/**
+ * `runtime.subagent` for plugins: OpenClaw's delegated agent runs as Codex turns on child sessions of this host.
+ *
+ * lossless-claw's `lcm_expand_query` tool (and its focus briefs) delegate work this way: `run({ sessionKey, message,
+ * extraSystemPrompt, ... })` starts a run on a fresh child session and returns its `runId` at once, `waitForRun` waits
+ * for it (`ok` | `error` | `timeout`), `getSessionMessages` reads the child's transcript, and `deleteSession` cancels
+ * what still runs and removes the child's files. A run here is one `runCodexTurn` on the child session with the same
+ * plugin wiring as any turn (its context engine, its tools built for the child session, its hooks), the message as
+ * the prompt and `extraSystemPrompt` as developer instructions. The child's transcript, binding and pending record
+ * live in `sessionDir` (default: a temporary directory made at the first run and removed by `close()`).
+ *
+ * `complete` is tool-free one-shot inference (`runtime.llm.complete` with the message as the user message). `cwd`,
+ * `disableTools` and `assertCurrent` of `run` are honoured. Not modelled: `deliver` and `completionDelivery` (there is
+ * no channel to deliver to; the reply is in the child's transcript), `lane` (runs of different child sessions run
+ * concurrently, runs of one session one after the other, through its lock), `lightContext`, `promptMode`,
+ * `toolsAlsoAllow` (the child has all of the plugin's tools), and OpenClaw's session store (a child exists as its
+ * transcript file).
+ */
+import { createHash } from "node:crypto";
+import { promises as fsp } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import type { Logger } from "pino";
+import { z } from "zod";
+import type { CodexAppServer } from "../codex/app-server.js";
+import type { ContextEngine, ContextEngineLlm } from "../context-engine/types.js";
+import type { CodexTurnHooks } from "../hooks/types.js";
+import { errorLabel } from "../log/error-label.js";
+import { createJsonlSessionStore } from "../store/session-store.js";
+import { sessionSidecarPaths } from "../transcript/paths.js";
+import { runCodexTurn } from "../turn.js";
+import { errorText } from "./errors.js";
+import { codexModelFor, CODEX_LLM_PROVIDER, llmPolicyRefusal, type LlmPolicy } from "./llm.js";
+import type { PluginDynamicTool } from "./tools.js";
+
+/** `runtime.subagent.run` parameters (OpenClaw's `SubagentRunParams`; the members this host acts on). */
+export interface SubagentRunParams {
+  sessionKey: string;
+  message: string;
+  /** Called before the run starts; a throw refuses the run (OpenClaw: revalidate authority at admission). */
+  assertCurrent?: () => void;
+  /** Run the child with no tools at all. */
+  disableTools?: boolean;
+  /** The child turn's working directory (default: the loader's `cwd`). */
+  cwd?: string;
+  provider?: string;
+  model?: string;
+  extraSystemPrompt?: string;
+  lane?: string;
+  lightContext?: boolean;
+  deliver?: boolean;
+  idempotencyKey?: string;
+}
+
+/** How a run ended, as `waitForRun` reports it (OpenClaw's `AgentWaitResult`, without its telemetry fields). */
+export interface SubagentWaitResult {
+  status: "ok" | "error" | "timeout";
+  error?: string;
+}
+
+/** `runtime.subagent.complete` parameters (OpenClaw's `SubagentCompleteParams`). */
+export interface SubagentCompleteParams {
+  agentId: string;
+  message: string;
+  extraSystemPrompt?: string;
+  model?: string;
+  timeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+/**
+ * The `runtime.subagent` surface plugins see (OpenClaw's `PluginRuntime["subagent"]`).
+ *
+ * @example
+ * ```ts
+ * const { runId } = await api.runtime.subagent.run({ sessionKey: "agent:main:subagent:1", message: "Find the codename" });
+ * if ((await api.runtime.subagent.waitForRun({ runId, timeoutMs: 60_000 })).status === "ok") {
+ *   const { messages } = await api.runtime.subagent.getSessionMessages({ sessionKey: "agent:main:subagent:1", limit: 5 });
+ * }
+ * await api.runtime.subagent.deleteSession({ sessionKey: "agent:main:subagent:1" });
+ * ```
+ */
+export interface HostSubagentRuntime {
+  /** Tool-free one-shot inference: `runtime.llm.complete` with `message` as the user message. */
+  complete(params: SubagentCompleteParams): Promise<{ text: string }>;
+  run(params: SubagentRunParams): Promise<{ runId: string; sessionKey: string }>;
+  waitForRun(params: { runId: string; timeoutMs?: number }): Promise<SubagentWaitResult>;
+  getSessionMessages(params: { sessionKey: string; limit?: number }): Promise<{ messages: unknown[] }>;
+  deleteSession(params: { sessionKey: string; deleteTranscript?: boolean }): Promise<void>;
+}
+
+/** What a child turn runs with: the loaded plugin's engine, tools, hooks and runtime context. */
+export interface SubagentTurnWiring {
+  engine: ContextEngine;
+  dynamicTools: PluginDynamicTool[];
+  hooks: CodexTurnHooks;
+  runtimeContext: Record<string, unknown>;
+}
+
+/** Options of {@link createSubagentHost}. */
+export interface SubagentHostOptions {
+  appServer: CodexAppServer;
+  /** Backs `complete` (the plugin's `runtime.llm`, under the same llm policy). */
+  llm: ContextEngineLlm;
+  cwd: string;
+  /** Where child sessions' files live; default: a temporary directory made at the first run, removed by `close()`. */
+  sessionDir?: string;
+  /** The host's model: a run naming another one is checked against `policy`. */
+  model?: string;
+  policy: LlmPolicy;
+  pluginId?: string;
+  tokenBudget?: number;
+  logger: Logger;
+  /** The loaded plugin's wiring; undefined while the plugin is still loading (a run then fails clearly). */
+  wiring: () => SubagentTurnWiring | undefined;
+}
+
+/**
+ * A `runtime.subagent` call with bad parameters, or one the host refuses (a model its llm policy does not allow). The
+ * plugin that made the call receives it; the message names the method and the field.
+ *
+ * @example
+ * ```ts
+ * await api.runtime.subagent.run({ sessionKey: "", message: "x" });
+ * // SubagentRequestError: runtime.subagent.run: sessionKey: must be a non-empty string
+ * ```
+ */
+export class SubagentRequestError extends Error {
+  readonly code = "SUBAGENT_REQUEST_INVALID";
+  constructor(method: string, detail: string) {
+    super(`runtime.subagent.${method}: ${detail}`);
+    this.name = "SubagentRequestError";
+  }
+}
+
+/** How long `waitForRun` waits without a `timeoutMs` (OpenClaw's `agent.wait` default). */
+export const DEFAULT_SUBAGENT_WAIT_MS = 30_000;
+/** How long `deleteSession` and `close()` wait for an aborted run to end before removing its files anyway. */
+const ABORT_SETTLE_MS = 10_000;
+
+const optionalText = z.string().optional();
+const isFunction = (v: unknown): v is () => void => typeof v === "function";
+const runParamsSchema = z.looseObject({
+  sessionKey: z.string().trim().min(1, "must be a non-empty string"),
+  message: z.string().trim().min(1, "must be a non-empty string"),
+  assertCurrent: z.custom<() => void>(isFunction, "must be a function").optional(),
+  disableTools: z.boolean().optional(),
+  cwd: z.string().min(1).refine((p) => path.isAbsolute(p), "must be an absolute path").optional(),
+  provider: optionalText,
+  model: optionalText,
+  extraSystemPrompt: optionalText,
+  lane: optionalText,
+  lightContext: z.boolean().optional(),
+  deliver: z.boolean().optional(),
+  idempotencyKey: optionalText,
+});
+const completeParamsSchema = z.looseObject({
+  agentId: z.string(),
+  message: z.string().trim().min(1, "must be a non-empty string"),
+  extraSystemPrompt: optionalText,
+  model: optionalText,
+  timeoutMs: z.number().positive().finite().optional(),
+  signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "must be an AbortSignal").optional(),
+});
+const waitParamsSchema = z.looseObject({ runId: z.string().min(1), timeoutMs: z.number().positive().finite().optional() });
+const messagesParamsSchema = z.looseObject({ sessionKey: z.string().trim().min(1), limit: z.number().int().positive().optional() });
+const deleteParamsSchema = z.looseObject({ sessionKey: z.string().trim().min(1), deleteTranscript: z.boolean().optional() });
+
+function parseParams<T>(method: string, schema: z.ZodType<T>, value: unknown): T {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  throw new SubagentRequestError(method, `${issue.path.join(".") || "(params)"}: ${issue.message}`);
+}
+
+/**
+ * The child session's file name: readable (the key with unsafe characters replaced) and unique (a hash of the key).
+ *
+ * @example
+ * ```ts
+ * childSessionFileName("agent:main:subagent:7f3c"); // "agent_main_subagent_7f3c-<12 hex>.jsonl"
+ * ```
+ */
+export function childSessionFileName(sessionKey: string): string {
+  const slug = sessionKey.replace(/[^A-Za-z0-9._-]+/g, "_").slice(0, 80);
+  return `${slug}-${keyHash(sessionKey)}.jsonl`;
+}
+
+function keyHash(sessionKey: string): string {
+  return createHash("sha256").update(sessionKey, "utf8").digest("hex").slice(0, 12);
+}
+
+interface SubagentRun {
+  sessionKey: string;
+  outcome: Promise<SubagentWaitResult>;
+  controller: AbortController;
+  settled: boolean;
+}
+
+/**
+ * Build `runtime.subagent` for one loaded plugin, and `close()` (abort what runs, remove the temporary directory).
+ *
+ * @example
+ * ```ts
+ * const host = createSubagentHost({ appServer, cwd, policy: DEFAULT_LLM_POLICY, logger, wiring: () => loaded });
+ * const { runId } = await host.runtime.run({ sessionKey: "agent:main:subagent:1", message: "Find X" });
+ * await host.runtime.waitForRun({ runId }); // { status: "ok" }
+ * ```
+ */
+export function createSubagentHost(opts: SubagentHostOptions): { runtime: HostSubagentRuntime; close(): Promise<void> } {
+  const runs = new Map<string, SubagentRun>();
+  const byIdempotencyKey = new Map<string, string>();
+  let counter = 0;
+  let dir: Promise<string> | undefined;
+  let ownsDir = false;
+  const sessionDir = () =>
+    (dir ??= opts.sessionDir
+      ? fsp.mkdir(opts.sessionDir, { recursive: true }).then(() => opts.sessionDir!)
+      : fsp.mkdtemp(path.join(os.tmpdir(), "codex-turn-subagents-")).then((made) => ((ownsDir = true), made)));
+  const childFile = async (sessionKey: string) => path.join(await sessionDir(), childSessionFileName(sessionKey));
+  const ids = (runId: string, sessionKey: string) => ({ pluginId: opts.pluginId, runId, sessionKeyHash: keyHash(sessionKey) });
+
+  const startRun = (runId: string, p: SubagentRunParams, wiring: SubagentTurnWiring, model: string | undefined): SubagentRun => {
+    const controller = new AbortController();
+    const run: SubagentRun = { sessionKey: p.sessionKey, controller, settled: false, outcome: Promise.resolve({ status: "error" }) };
+    run.outcome = (async (): Promise<SubagentWaitResult> => {
+      try {
+        const result = await runCodexTurn({
+          appServer: opts.appServer,
+          sessionId: `subagent-${keyHash(p.sessionKey)}`,
+          sessionKey: p.sessionKey,
+          sessionFile: await childFile(p.sessionKey),
+          prompt: p.message,
+          cwd: p.cwd ?? opts.cwd,
+          contextEngine: wiring.engine,
+          dynamicTools: p.disableTools ? [] : wiring.dynamicTools,
+          hooks: wiring.hooks,
+          runtimeContext: wiring.runtimeContext,
+          ...(p.extraSystemPrompt?.trim() ? { developerInstructions: p.extraSystemPrompt } : {}),
+          ...(model ? { model } : {}),
+          ...(opts.tokenBudget !== undefined ? { contextTokenBudget: opts.tokenBudget } : {}),
+          signal: controller.signal,
+          logger: opts.logger,
+        });
+        if (result.status === "completed") return { status: "ok" };
+        return { status: "error", error: result.error?.message ?? `the child turn ended ${result.status}` };
+      } catch (error) {
+        return { status: "error", error: errorText(error) };
+      } finally {
+        run.settled = true;
+      }
+    })().then((outcome) => {
+      opts.logger.info({ event: "openclaw.subagent.ended", ...ids(runId, p.sessionKey), status: outcome.status }, "subagent run ended");
+      return outcome;
+    });
+    return run;
+  };
+
+  const runtime: HostSubagentRuntime = {
+    async complete(params) {
+      const p = parseParams("complete", completeParamsSchema, params);
+      const signals = [p.signal, p.timeoutMs !== undefined ? AbortSignal.timeout(p.timeoutMs) : undefined].filter((x): x is AbortSignal => x !== undefined);
+      const { text } = await opts.llm.complete({
+        messages: [{ role: "user", content: p.message }],
+        ...(p.extraSystemPrompt ? { systemPrompt: p.extraSystemPrompt } : {}),
+        ...(p.model ? { model: p.model } : {}),
+        ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
+        purpose: "runtime.subagent.complete",
+      });
+      return { text };
+    },
+
+    async run(params) {
+      const p = parseParams("run", runParamsSchema, params);
+      const existing = p.idempotencyKey !== undefined ? byIdempotencyKey.get(p.idempotencyKey) : undefined;
+      if (existing !== undefined) return { runId: existing, sessionKey: p.sessionKey };
+      try {
+        p.assertCurrent?.();
+      } catch (error) {
+        throw new SubagentRequestError("run", `assertCurrent refused the run: ${errorText(error)}`);
+      }
+      const ref = p.model ? (p.provider && p.provider !== CODEX_LLM_PROVIDER ? `${p.provider}/${p.model}` : p.model) : undefined;
+      const refusal = llmPolicyRefusal(opts.policy, ref, opts.model);
+      if (refusal) throw new SubagentRequestError("run", `${refusal} (the host's plugins.entries.${opts.pluginId ?? "<plugin>"}.llm policy)`);
+      const wiring = opts.wiring();
+      if (!wiring) throw new SubagentRequestError("run", "the plugin is still loading; subagent runs start once loadContextEngine returned");
+      const runId = `subagent-run-${++counter}`;
+      runs.set(runId, startRun(runId, p, wiring, codexModelFor(ref, opts.model)));
+      if (p.idempotencyKey !== undefined) byIdempotencyKey.set(p.idempotencyKey, runId);
+      opts.logger.info({ event: "openclaw.subagent.run", ...ids(runId, p.sessionKey), ...(p.lane ? { lane: p.lane } : {}), tools: !p.disableTools }, "subagent run started");
+      return { runId, sessionKey: p.sessionKey };
+    },
+
+    async waitForRun(params) {
+      const p = parseParams("waitForRun", waitParamsSchema, params);
+      const run = runs.get(p.runId);
+      if (!run) return { status: "error", error: `unknown runId ${p.runId}` };
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<SubagentWaitResult>((resolve) => {
+        timer = setTimeout(() => resolve({ status: "timeout" }), p.timeoutMs ?? DEFAULT_SUBAGENT_WAIT_MS);
+      });
+      try {
+        return await Promise.race([run.outcome, timeout]);
+      } finally {
+        clearTimeout(timer);
+      }
+    },
+
+    async getSessionMessages(params) {
+      const p = parseParams("getSessionMessages", messagesParamsSchema, params);
+      const sessionFile = await childFile(p.sessionKey);
+      const exists = await fsp.access(sessionFile).then(() => true, () => false);
+      if (!exists) return { messages: [] };
+      const history = await createJsonlSessionStore({ sessionFile, sessionId: `subagent-${keyHash(p.sessionKey)}` }).readHistory();
+      const messages = p.limit !== undefined ? history.messages.slice(-p.limit) : history.messages;
+      // The store's messages are frozen and shared with later turns; the plugin gets its own copies, as from OpenClaw.
+      return { messages: structuredClone([...messages]) };
+    },
+
+    async deleteSession(params) {
+      const p = parseParams("deleteSession", deleteParamsSchema, params);
+      const active = [...runs.values()].filter((r) => r.sessionKey === p.sessionKey && !r.settled);
+      for (const r of active) r.controller.abort(new Error("runtime.subagent.deleteSession"));
+      await settleWithin(active, ABORT_SETTLE_MS);
+      if (p.deleteTranscript === false) return;
+      const sessionFile = await childFile(p.sessionKey);
+      const sidecars = sessionSidecarPaths(sessionFile);
+      await Promise.all([sidecars.transcript, sidecars.binding, sidecars.pendingFinalize].map((f) => fsp.rm(f, { force: true })));
+      opts.logger.info({ event: "openclaw.subagent.sessionDeleted", pluginId: opts.pluginId, sessionKeyHash: keyHash(p.sessionKey), abortedRuns: active.length }, "subagent session deleted");
+    },
+  };
+
+  return {
+    runtime,
+    async close() {
+      const active = [...runs.values()].filter((r) => !r.settled);
+      for (const r of active) r.controller.abort(new Error("plugin host closed"));
+      await settleWithin(active, ABORT_SETTLE_MS);
+      if (ownsDir && dir) {
+        const made = await dir.catch(() => undefined);
+        if (made) await fsp.rm(made, { recursive: true, force: true }).catch((error: unknown) => opts.logger.warn({ event: "openclaw.subagent.cleanupFailed", err: errorLabel(error) }, "subagent directory not removed"));
+      }
+    },
+  };
+}
+
+/** Wait for `runs` to end, at most `ms`. */
+async function settleWithin(runs: readonly SubagentRun[], ms: number): Promise<void> {
+  if (runs.length === 0) return;
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([Promise.all(runs.map((r) => r.outcome)), new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
+}
