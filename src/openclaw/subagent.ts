@@ -137,6 +137,8 @@ export class SubagentRequestError extends Error {
 export const DEFAULT_SUBAGENT_WAIT_MS = 30_000;
 /** How long `deleteSession` and `close()` wait for an aborted run to end before removing its files anyway. */
 const ABORT_SETTLE_MS = 10_000;
+/** Runs whose outcome `waitForRun` can still report; older ended runs are forgotten (see `forgetOldRuns`). */
+const MAX_KEPT_RUNS = 256;
 
 const optionalText = z.string().optional();
 const isFunction = (v: unknown): v is () => void => typeof v === "function";
@@ -190,6 +192,10 @@ function keyHash(sessionKey: string): string {
   return createHash("sha256").update(sessionKey, "utf8").digest("hex").slice(0, 12);
 }
 
+function childSessionId(sessionKey: string): string {
+  return `subagent-${keyHash(sessionKey)}`;
+}
+
 interface SubagentRun {
   sessionKey: string;
   outcome: Promise<SubagentWaitResult>;
@@ -197,151 +203,204 @@ interface SubagentRun {
   settled: boolean;
 }
 
+/** Where child sessions' files live: the caller's directory, or a temporary one made at the first run. */
+interface ChildSessionDir {
+  /** The child's transcript path, making the directory when needed (a run is about to write). */
+  fileFor(sessionKey: string): Promise<string>;
+  /** The child's transcript path, or undefined when no directory exists yet (nothing was ever written). */
+  existingFileFor(sessionKey: string): Promise<string | undefined>;
+  /** Remove the directory if this host made it. */
+  removeIfOwned(): Promise<void>;
+}
+
+function childSessionDir(configured: string | undefined): ChildSessionDir {
+  let made: Promise<string> | undefined;
+  const dir = () =>
+    (made ??= configured ? fsp.mkdir(configured, { recursive: true }).then(() => configured) : fsp.mkdtemp(path.join(os.tmpdir(), "codex-turn-subagents-")));
+  return {
+    fileFor: async (sessionKey) => path.join(await dir(), childSessionFileName(sessionKey)),
+    existingFileFor: async (sessionKey) => {
+      const base = configured ?? (made ? await made.catch(() => undefined) : undefined);
+      return base === undefined ? undefined : path.join(base, childSessionFileName(sessionKey));
+    },
+    removeIfOwned: async () => {
+      if (configured || !made) return;
+      const tmp = await made.catch(() => undefined);
+      if (tmp) await fsp.rm(tmp, { recursive: true, force: true });
+    },
+  };
+}
+
+/** What the runtime's methods share for one loaded plugin. */
+interface SubagentHostState {
+  opts: SubagentHostOptions;
+  dir: ChildSessionDir;
+  runs: Map<string, SubagentRun>;
+  byIdempotencyKey: Map<string, string>;
+  /** Runs started so far (run ids count up). */
+  started: number;
+}
+
 /**
  * Build `runtime.subagent` for one loaded plugin, and `close()` (abort what runs, remove the temporary directory).
  *
  * @example
  * ```ts
- * const host = createSubagentHost({ appServer, cwd, policy: DEFAULT_LLM_POLICY, logger, wiring: () => loaded });
+ * const host = createSubagentHost({ appServer, llm, cwd, policy: DEFAULT_LLM_POLICY, logger, wiring: () => loaded });
  * const { runId } = await host.runtime.run({ sessionKey: "agent:main:subagent:1", message: "Find X" });
  * await host.runtime.waitForRun({ runId }); // { status: "ok" }
  * ```
  */
 export function createSubagentHost(opts: SubagentHostOptions): { runtime: HostSubagentRuntime; close(): Promise<void> } {
-  const runs = new Map<string, SubagentRun>();
-  const byIdempotencyKey = new Map<string, string>();
-  let counter = 0;
-  let dir: Promise<string> | undefined;
-  let ownsDir = false;
-  const sessionDir = () =>
-    (dir ??= opts.sessionDir
-      ? fsp.mkdir(opts.sessionDir, { recursive: true }).then(() => opts.sessionDir!)
-      : fsp.mkdtemp(path.join(os.tmpdir(), "codex-turn-subagents-")).then((made) => ((ownsDir = true), made)));
-  const childFile = async (sessionKey: string) => path.join(await sessionDir(), childSessionFileName(sessionKey));
-  const ids = (runId: string, sessionKey: string) => ({ pluginId: opts.pluginId, runId, sessionKeyHash: keyHash(sessionKey) });
+  const state: SubagentHostState = { opts, dir: childSessionDir(opts.sessionDir), runs: new Map(), byIdempotencyKey: new Map(), started: 0 };
+  return {
+    runtime: {
+      complete: (params) => completeOnce(opts.llm, params),
+      run: (params) => requestRun(state, params),
+      waitForRun: (params) => waitForRun(state, params),
+      getSessionMessages: (params) => readChildMessages(state, params),
+      deleteSession: (params) => deleteChildSession(state, params),
+    },
+    async close() {
+      await abortRuns([...state.runs.values()], "plugin host closed");
+      await state.dir.removeIfOwned().catch((error: unknown) => opts.logger.warn({ event: "openclaw.subagent.cleanupFailed", err: errorLabel(error) }, "subagent directory not removed"));
+    },
+  };
+}
 
-  const startRun = (runId: string, p: SubagentRunParams, wiring: SubagentTurnWiring, model: string | undefined): SubagentRun => {
-    const controller = new AbortController();
-    const run: SubagentRun = { sessionKey: p.sessionKey, controller, settled: false, outcome: Promise.resolve({ status: "error" }) };
-    run.outcome = (async (): Promise<SubagentWaitResult> => {
-      try {
-        const result = await runCodexTurn({
-          appServer: opts.appServer,
-          sessionId: `subagent-${keyHash(p.sessionKey)}`,
-          sessionKey: p.sessionKey,
-          sessionFile: await childFile(p.sessionKey),
-          prompt: p.message,
-          cwd: p.cwd ?? opts.cwd,
-          contextEngine: wiring.engine,
-          dynamicTools: p.disableTools ? [] : wiring.dynamicTools,
-          hooks: wiring.hooks,
-          runtimeContext: wiring.runtimeContext,
-          ...(p.extraSystemPrompt?.trim() ? { developerInstructions: p.extraSystemPrompt } : {}),
-          ...(model ? { model } : {}),
-          ...(opts.tokenBudget !== undefined ? { contextTokenBudget: opts.tokenBudget } : {}),
-          signal: controller.signal,
-          logger: opts.logger,
-        });
-        if (result.status === "completed") return { status: "ok" };
-        return { status: "error", error: result.error?.message ?? `the child turn ended ${result.status}` };
-      } catch (error) {
-        return { status: "error", error: errorText(error) };
-      } finally {
-        run.settled = true;
-      }
-    })().then((outcome) => {
-      opts.logger.info({ event: "openclaw.subagent.ended", ...ids(runId, p.sessionKey), status: outcome.status }, "subagent run ended");
+/** `complete`: one tool-free completion through the plugin's `runtime.llm` (same llm policy). */
+async function completeOnce(llm: ContextEngineLlm, params: SubagentCompleteParams): Promise<{ text: string }> {
+  const p = parseParams("complete", completeParamsSchema, params);
+  const signals = [p.signal, p.timeoutMs !== undefined ? AbortSignal.timeout(p.timeoutMs) : undefined].filter((x): x is AbortSignal => x !== undefined);
+  const { text } = await llm.complete({
+    messages: [{ role: "user", content: p.message }],
+    ...(p.extraSystemPrompt ? { systemPrompt: p.extraSystemPrompt } : {}),
+    ...(p.model ? { model: p.model } : {}),
+    ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
+    purpose: "runtime.subagent.complete",
+  });
+  return { text };
+}
+
+/** `run`: admit the request (idempotency, assertCurrent, llm policy, loaded wiring), then start the child turn. */
+async function requestRun(state: SubagentHostState, params: SubagentRunParams): Promise<{ runId: string; sessionKey: string }> {
+  const { opts } = state;
+  const p = parseParams("run", runParamsSchema, params);
+  const existing = p.idempotencyKey !== undefined ? state.byIdempotencyKey.get(p.idempotencyKey) : undefined;
+  if (existing !== undefined) return { runId: existing, sessionKey: p.sessionKey };
+  try {
+    p.assertCurrent?.();
+  } catch (error) {
+    throw new SubagentRequestError("run", `assertCurrent refused the run: ${errorText(error)}`);
+  }
+  const ref = p.model ? (p.provider && p.provider !== CODEX_LLM_PROVIDER ? `${p.provider}/${p.model}` : p.model) : undefined;
+  const refusal = llmPolicyRefusal(opts.policy, ref, opts.model);
+  if (refusal) throw new SubagentRequestError("run", `${refusal} (the host's plugins.entries.${opts.pluginId ?? "<plugin>"}.llm policy)`);
+  const wiring = opts.wiring();
+  if (!wiring) throw new SubagentRequestError("run", "the plugin is still loading; subagent runs start once loadContextEngine returned");
+  // Counted, not random: a run id may reach the model through a tool's output, and that must not vary between runs.
+  const runId = `subagent-run-${++state.started}`;
+  forgetOldRuns(state);
+  state.runs.set(runId, startChildRun(state, runId, p, wiring, codexModelFor(ref, opts.model)));
+  if (p.idempotencyKey !== undefined) state.byIdempotencyKey.set(p.idempotencyKey, runId);
+  opts.logger.info({ event: "openclaw.subagent.run", ...runIds(opts, runId, p.sessionKey), ...(p.lane ? { lane: p.lane } : {}), tools: !p.disableTools }, "subagent run started");
+  return { runId, sessionKey: p.sessionKey };
+}
+
+/** A long-lived host keeps the outcomes of its latest ended runs only (and their idempotency keys). */
+function forgetOldRuns(state: SubagentHostState): void {
+  for (const [runId, run] of state.runs) {
+    if (state.runs.size < MAX_KEPT_RUNS) break;
+    if (run.settled) state.runs.delete(runId);
+  }
+  for (const [key, runId] of state.byIdempotencyKey) if (!state.runs.has(runId)) state.byIdempotencyKey.delete(key);
+}
+
+function runIds(opts: SubagentHostOptions, runId: string, sessionKey: string) {
+  return { pluginId: opts.pluginId, runId, sessionKeyHash: keyHash(sessionKey) };
+}
+
+/** One `runCodexTurn` on the child session with the plugin's wiring; its outcome as `waitForRun` reports it. */
+function startChildRun(state: SubagentHostState, runId: string, p: SubagentRunParams, wiring: SubagentTurnWiring, model: string | undefined): SubagentRun {
+  const { opts } = state;
+  const controller = new AbortController();
+  const run: SubagentRun = { sessionKey: p.sessionKey, controller, settled: false, outcome: Promise.resolve({ status: "error" }) };
+  const turn = async (): Promise<SubagentWaitResult> => {
+    const result = await runCodexTurn({
+      appServer: opts.appServer,
+      sessionId: childSessionId(p.sessionKey),
+      sessionKey: p.sessionKey,
+      sessionFile: await state.dir.fileFor(p.sessionKey),
+      prompt: p.message,
+      cwd: p.cwd ?? opts.cwd,
+      contextEngine: wiring.engine,
+      dynamicTools: p.disableTools ? [] : wiring.dynamicTools,
+      hooks: wiring.hooks,
+      runtimeContext: wiring.runtimeContext,
+      ...(p.extraSystemPrompt?.trim() ? { developerInstructions: p.extraSystemPrompt } : {}),
+      ...(model ? { model } : {}),
+      ...(opts.tokenBudget !== undefined ? { contextTokenBudget: opts.tokenBudget } : {}),
+      signal: controller.signal,
+      logger: opts.logger,
+    });
+    if (result.status === "completed") return { status: "ok" };
+    return { status: "error", error: result.error?.message ?? `the child turn ended ${result.status}` };
+  };
+  run.outcome = turn()
+    .catch((error: unknown): SubagentWaitResult => ({ status: "error", error: errorText(error) }))
+    .then((outcome) => {
+      run.settled = true;
+      opts.logger.info({ event: "openclaw.subagent.ended", ...runIds(opts, runId, p.sessionKey), status: outcome.status }, "subagent run ended");
       return outcome;
     });
-    return run;
-  };
+  return run;
+}
 
-  const runtime: HostSubagentRuntime = {
-    async complete(params) {
-      const p = parseParams("complete", completeParamsSchema, params);
-      const signals = [p.signal, p.timeoutMs !== undefined ? AbortSignal.timeout(p.timeoutMs) : undefined].filter((x): x is AbortSignal => x !== undefined);
-      const { text } = await opts.llm.complete({
-        messages: [{ role: "user", content: p.message }],
-        ...(p.extraSystemPrompt ? { systemPrompt: p.extraSystemPrompt } : {}),
-        ...(p.model ? { model: p.model } : {}),
-        ...(signals.length > 0 ? { signal: AbortSignal.any(signals) } : {}),
-        purpose: "runtime.subagent.complete",
-      });
-      return { text };
-    },
+/** `waitForRun`: the run's outcome, or `timeout` after `timeoutMs`. */
+async function waitForRun(state: SubagentHostState, params: { runId: string; timeoutMs?: number }): Promise<SubagentWaitResult> {
+  const p = parseParams("waitForRun", waitParamsSchema, params);
+  const run = state.runs.get(p.runId);
+  if (!run) return { status: "error", error: `unknown runId ${p.runId}` };
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<SubagentWaitResult>((resolve) => {
+    timer = setTimeout(() => resolve({ status: "timeout" }), p.timeoutMs ?? DEFAULT_SUBAGENT_WAIT_MS);
+  });
+  try {
+    return await Promise.race([run.outcome, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
-    async run(params) {
-      const p = parseParams("run", runParamsSchema, params);
-      const existing = p.idempotencyKey !== undefined ? byIdempotencyKey.get(p.idempotencyKey) : undefined;
-      if (existing !== undefined) return { runId: existing, sessionKey: p.sessionKey };
-      try {
-        p.assertCurrent?.();
-      } catch (error) {
-        throw new SubagentRequestError("run", `assertCurrent refused the run: ${errorText(error)}`);
-      }
-      const ref = p.model ? (p.provider && p.provider !== CODEX_LLM_PROVIDER ? `${p.provider}/${p.model}` : p.model) : undefined;
-      const refusal = llmPolicyRefusal(opts.policy, ref, opts.model);
-      if (refusal) throw new SubagentRequestError("run", `${refusal} (the host's plugins.entries.${opts.pluginId ?? "<plugin>"}.llm policy)`);
-      const wiring = opts.wiring();
-      if (!wiring) throw new SubagentRequestError("run", "the plugin is still loading; subagent runs start once loadContextEngine returned");
-      const runId = `subagent-run-${++counter}`;
-      runs.set(runId, startRun(runId, p, wiring, codexModelFor(ref, opts.model)));
-      if (p.idempotencyKey !== undefined) byIdempotencyKey.set(p.idempotencyKey, runId);
-      opts.logger.info({ event: "openclaw.subagent.run", ...ids(runId, p.sessionKey), ...(p.lane ? { lane: p.lane } : {}), tools: !p.disableTools }, "subagent run started");
-      return { runId, sessionKey: p.sessionKey };
-    },
+/** `getSessionMessages`: copies of the child transcript's messages (the last `limit`). */
+async function readChildMessages(state: SubagentHostState, params: { sessionKey: string; limit?: number }): Promise<{ messages: unknown[] }> {
+  const p = parseParams("getSessionMessages", messagesParamsSchema, params);
+  const sessionFile = await state.dir.existingFileFor(p.sessionKey);
+  if (sessionFile === undefined || !(await fsp.access(sessionFile).then(() => true, () => false))) return { messages: [] };
+  const history = await createJsonlSessionStore({ sessionFile, sessionId: childSessionId(p.sessionKey) }).readHistory();
+  const messages = p.limit !== undefined ? history.messages.slice(-p.limit) : history.messages;
+  // The store's messages are frozen and shared with later turns; the plugin gets its own copies, as from OpenClaw.
+  return { messages: structuredClone([...messages]) };
+}
 
-    async waitForRun(params) {
-      const p = parseParams("waitForRun", waitParamsSchema, params);
-      const run = runs.get(p.runId);
-      if (!run) return { status: "error", error: `unknown runId ${p.runId}` };
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<SubagentWaitResult>((resolve) => {
-        timer = setTimeout(() => resolve({ status: "timeout" }), p.timeoutMs ?? DEFAULT_SUBAGENT_WAIT_MS);
-      });
-      try {
-        return await Promise.race([run.outcome, timeout]);
-      } finally {
-        clearTimeout(timer);
-      }
-    },
+/** `deleteSession`: abort the child's running turns, then remove its transcript and sidecars. */
+async function deleteChildSession(state: SubagentHostState, params: { sessionKey: string; deleteTranscript?: boolean }): Promise<void> {
+  const p = parseParams("deleteSession", deleteParamsSchema, params);
+  const aborted = await abortRuns([...state.runs.values()].filter((r) => r.sessionKey === p.sessionKey), "runtime.subagent.deleteSession");
+  if (p.deleteTranscript === false) return;
+  const sessionFile = await state.dir.existingFileFor(p.sessionKey);
+  if (sessionFile === undefined) return;
+  const sidecars = sessionSidecarPaths(sessionFile);
+  await Promise.all([sidecars.transcript, sidecars.binding, sidecars.pendingFinalize].map((f) => fsp.rm(f, { force: true })));
+  state.opts.logger.info({ event: "openclaw.subagent.sessionDeleted", pluginId: state.opts.pluginId, sessionKeyHash: keyHash(p.sessionKey), abortedRuns: aborted }, "subagent session deleted");
+}
 
-    async getSessionMessages(params) {
-      const p = parseParams("getSessionMessages", messagesParamsSchema, params);
-      const sessionFile = await childFile(p.sessionKey);
-      const exists = await fsp.access(sessionFile).then(() => true, () => false);
-      if (!exists) return { messages: [] };
-      const history = await createJsonlSessionStore({ sessionFile, sessionId: `subagent-${keyHash(p.sessionKey)}` }).readHistory();
-      const messages = p.limit !== undefined ? history.messages.slice(-p.limit) : history.messages;
-      // The store's messages are frozen and shared with later turns; the plugin gets its own copies, as from OpenClaw.
-      return { messages: structuredClone([...messages]) };
-    },
-
-    async deleteSession(params) {
-      const p = parseParams("deleteSession", deleteParamsSchema, params);
-      const active = [...runs.values()].filter((r) => r.sessionKey === p.sessionKey && !r.settled);
-      for (const r of active) r.controller.abort(new Error("runtime.subagent.deleteSession"));
-      await settleWithin(active, ABORT_SETTLE_MS);
-      if (p.deleteTranscript === false) return;
-      const sessionFile = await childFile(p.sessionKey);
-      const sidecars = sessionSidecarPaths(sessionFile);
-      await Promise.all([sidecars.transcript, sidecars.binding, sidecars.pendingFinalize].map((f) => fsp.rm(f, { force: true })));
-      opts.logger.info({ event: "openclaw.subagent.sessionDeleted", pluginId: opts.pluginId, sessionKeyHash: keyHash(p.sessionKey), abortedRuns: active.length }, "subagent session deleted");
-    },
-  };
-
-  return {
-    runtime,
-    async close() {
-      const active = [...runs.values()].filter((r) => !r.settled);
-      for (const r of active) r.controller.abort(new Error("plugin host closed"));
-      await settleWithin(active, ABORT_SETTLE_MS);
-      if (ownsDir && dir) {
-        const made = await dir.catch(() => undefined);
-        if (made) await fsp.rm(made, { recursive: true, force: true }).catch((error: unknown) => opts.logger.warn({ event: "openclaw.subagent.cleanupFailed", err: errorLabel(error) }, "subagent directory not removed"));
-      }
-    },
-  };
+/** Abort the runs of `runs` still going and wait for them to end (at most {@link ABORT_SETTLE_MS}); how many were going. */
+async function abortRuns(runs: readonly SubagentRun[], reason: string): Promise<number> {
+  const active = runs.filter((r) => !r.settled);
+  for (const r of active) r.controller.abort(new Error(reason));
+  await settleWithin(active, ABORT_SETTLE_MS);
+  return active.length;
 }
 
 /** Wait for `runs` to end, at most `ms`. */

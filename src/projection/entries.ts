@@ -69,8 +69,12 @@ export function chunkBlocks(blocks: readonly string[], maxChars = MAX_ENTRY_CHAR
  * ```
  */
 export function ledgerUnit(block: string, occurrence = 0): string {
-  const id = occurrence === 0 ? sha256Hex(block, 20) : `${sha256Hex(block, 20)}#${occurrence}`;
-  return `${id}:${estimateTokens(block)}`;
+  return unitOf(sha256Hex(block, 20), occurrence, estimateTokens(block));
+}
+
+/** The unit string from a block's hash, its occurrence in the view and its token estimate. */
+function unitOf(hash: string, occurrence: number, tokens: number): string {
+  return occurrence === 0 ? `${hash}:${tokens}` : `${hash}#${occurrence}:${tokens}`;
 }
 
 /**
@@ -150,8 +154,8 @@ export function renderUnits(messages: readonly AgentMessage[], partCap?: number,
     const { block, hash } = rendered;
     const occurrence = seen.get(hash) ?? 0;
     seen.set(hash, occurrence + 1);
-    // The same string ledgerUnit(block, occurrence) builds, from the cached hash and estimate.
-    units.push({ block, unit: occurrence === 0 ? rendered.firstUnit : `${rendered.hash}#${occurrence}:${rendered.tokens}` });
+    // What ledgerUnit(block, occurrence) gives, from the cached hash and estimate.
+    units.push({ block, unit: occurrence === 0 ? rendered.firstUnit : unitOf(hash, occurrence, rendered.tokens) });
   }
   return units;
 }
@@ -195,7 +199,7 @@ export function renderedBlockOf(message: AgentMessage, partCap: number = DEFAULT
   if (block !== undefined) {
     const hash = sha256Hex(block, 20);
     const tokens = estimateTokens(block);
-    rendered = { block, hash, tokens, firstUnit: `${hash}:${tokens}` };
+    rendered = { block, hash, tokens, firstUnit: unitOf(hash, 0, tokens) };
   }
   if (cacheable) renderedByMessage.set(message, { partCap, rendered });
   else if (renderings !== undefined && renderings.partCap === partCap) renderings.byMessage.set(message, rendered);

@@ -190,12 +190,13 @@ describe("runtime.subagent called directly", () => {
     const sub = record().api.runtime.subagent!;
     const { runId } = await sub.run({ sessionKey: "agent:main:subagent:tmp", message: "Hello.", extraSystemPrompt: MARKER });
     expect(await sub.waitForRun({ runId })).toEqual({ status: "ok" });
-    const tmpDirs = async () => (await readdir(os.tmpdir())).filter((d) => d.startsWith("codex-turn-subagents-"));
-    const during = await tmpDirs();
-    expect(during.length).toBeGreaterThan(0);
+    // Ours is the temporary directory holding this child's transcript (other test files may make their own).
+    const candidates = (await readdir(os.tmpdir())).filter((d) => d.startsWith("codex-turn-subagents-")).map((d) => path.join(os.tmpdir(), d));
+    const holds = async (d: string) => (await readdir(d).catch(() => [] as string[])).includes(childSessionFileName("agent:main:subagent:tmp"));
+    const ours = (await Promise.all(candidates.map(async (d) => ((await holds(d)) ? d : undefined)))).filter((d) => d !== undefined);
+    expect(ours).toHaveLength(1);
     await loaded.close();
-    const after = await tmpDirs();
-    expect(during.filter((d) => !after.includes(d))).toHaveLength(1);
+    await expect(readdir(ours[0]!)).rejects.toMatchObject({ code: "ENOENT" });
   }, 60_000);
 });
 
@@ -237,6 +238,24 @@ describe("runtime.subagent requests the host refuses", () => {
       /model openai\/o3 is not in allowedModels \(codex\/gpt-5\).*plugins\.entries\.delegator\.llm/,
     );
     await expect(host(DEFAULT_LLM_POLICY, false).run({ sessionKey: "k", message: "x" })).rejects.toThrow(/still loading/);
+  });
+
+  it("a long-lived host forgets the outcomes of old ended runs, not of recent ones", async () => {
+    const sub = host();
+    // The stand-in wiring's engine is not an engine: each child turn ends at once in an error.
+    const ids: string[] = [];
+    for (let i = 0; i < 300; i++) {
+      const { runId } = await sub.run({ sessionKey: `k${i}`, message: "x", idempotencyKey: `i${i}` });
+      ids.push(runId);
+      await sub.waitForRun({ runId });
+    }
+    expect(ids[299]).toBe("subagent-run-300");
+    expect(await sub.waitForRun({ runId: ids[0]! })).toEqual({ status: "error", error: "unknown runId subagent-run-1" });
+    expect((await sub.waitForRun({ runId: ids[299]! })).status).toBe("error");
+    expect((await sub.waitForRun({ runId: ids[299]! })).error).not.toMatch(/unknown runId/);
+    // A forgotten run's idempotency key starts a new run; a kept one's returns the same run.
+    expect((await sub.run({ sessionKey: "k0", message: "x", idempotencyKey: "i0" })).runId).toBe("subagent-run-301");
+    expect((await sub.run({ sessionKey: "k299", message: "x", idempotencyKey: "i299" })).runId).toBe("subagent-run-300");
   });
 
   it("a host without an app-server gives plugins no runtime.subagent", async () => {

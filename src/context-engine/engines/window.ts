@@ -1,5 +1,5 @@
 import type { AgentMessage, AssembleResult, ContextEngine } from "../types.js";
-import { estimateTokens, renderMessageBlock } from "../../projection/render.js";
+import { renderedBlockOf } from "../../projection/entries.js";
 import { isDeepFrozenByHost } from "../../transcript/freeze.js";
 
 /** Options of {@link createWindowEngine}. */
@@ -15,9 +15,12 @@ export interface WindowEngineOptions {
   id?: string;
 }
 
-/** Rough tokens of one message as the projection renders it. */
+/**
+ * Rough tokens of one message as the projection renders it (the projection's own rendering: a history message is
+ * rendered once for both).
+ */
 export function messageTokens(message: AgentMessage): number {
-  return estimateTokens(renderMessageBlock(message) ?? "") + 4;
+  return (renderedBlockOf(message)?.tokens ?? 0) + 4;
 }
 
 /**
