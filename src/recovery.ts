@@ -11,6 +11,7 @@ import type { ContextEngine, ContextEngineRuntimeContext } from "./context-engin
 import { errorLabel } from "./log/error-label.js";
 import { silentLogger } from "./log/logger.js";
 import { parseRecoverCodexSessionParams, type ParsedTurnParams, type RecoverCodexSessionParams } from "./params.js";
+import { createTranscriptRewriter } from "./context-engine/transcript-rewriter.js";
 import { createJsonlSessionStore } from "./store/jsonl-store.js";
 import type { SessionStore } from "./store/session-store.js";
 import { SessionFileError } from "./transcript/errors.js";
@@ -121,6 +122,8 @@ async function finalizeOne(input: RecoveryInput, turn: PendingFinalizeRecord, lo
       runtimeContext: {
         ...(input.runtimeContext ?? {}),
         ...buildHarnessContextEngineRuntimeContext({ tokenBudget: params.contextTokenBudget }),
+        // Recovery holds the session lock while it finalizes.
+        rewriteTranscriptEntries: createTranscriptRewriter({ store: input.store, logger, ids: { sessionId: params.sessionId }, lock: "held" }),
       } as ContextEngineRuntimeContext,
       turnId: turn.turnId,
       threadId: turn.threadId,

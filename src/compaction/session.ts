@@ -8,6 +8,7 @@ import { runHarnessContextEngineMaintenance } from "../context-engine/lifecycle.
 import { silentLogger } from "../log/logger.js";
 import { readThreadBinding, writeThreadBinding, type ThreadBinding } from "../transcript/binding.js";
 import { withSessionLock } from "../transcript/lock.js";
+import { createTranscriptRewriter } from "../context-engine/transcript-rewriter.js";
 import { createJsonlSessionStore } from "../store/jsonl-store.js";
 import { settleCompaction } from "../../machines/compaction.rules.js";
 import {
@@ -83,6 +84,7 @@ export async function compactCodexSession(params: CompactCodexSessionParams): Pr
   const p = parseCompactSessionParams(params);
   const logger: Logger = p.logger ?? silentLogger;
   const bindingStore = createBindingStore<ThreadBinding>({ read: readThreadBinding, write: writeThreadBinding, logger });
+  const store = createJsonlSessionStore({ sessionFile: p.sessionFile, sessionId: p.sessionId, logger });
   const runMaintenance: CompactionMaintenanceRunner = (m) =>
     runHarnessContextEngineMaintenance({
       engine: m.engine,
@@ -92,7 +94,11 @@ export async function compactCodexSession(params: CompactCodexSessionParams): Pr
       reason: m.reason,
       // Foreground: the caller waits for the compaction; deferred execution belongs to background maintenance.
       background: false,
-      runtimeContext: m.runtimeContext,
+      // Maintenance runs inside withSessionLock below: its transcript rewrites use that lock.
+      runtimeContext: {
+        ...(m.runtimeContext ?? {}),
+        rewriteTranscriptEntries: createTranscriptRewriter({ store, logger, ids: { sessionId: p.sessionId }, lock: "ambient", lockTimeoutMs: p.lockTimeoutMs }),
+      },
       signal: m.signal,
       timeoutMs: p.maintenanceTimeoutMs,
     });
@@ -118,8 +124,7 @@ export async function compactCodexSession(params: CompactCodexSessionParams): Pr
       engineTimeoutMs: p.engineTimeoutMs,
       runMaintenance,
       ...(p.hooks ? { hooks: p.hooks } : {}),
-      appendCompactionEntry: (entry) =>
-        createJsonlSessionStore({ sessionFile: p.sessionFile, sessionId: p.sessionId, logger }).appendCompaction(entry),
+      appendCompactionEntry: (entry) => store.appendCompaction(entry),
       withLock: (fn) => withSessionLock(p.sessionFile, () => fn(), lockOptions),
     });
   } catch (error) {

@@ -202,7 +202,31 @@ export interface ContextEngineRuntimeContext {
   provider?: string;
   model?: string;
   llm?: ContextEngineLlm;
+  /**
+   * Rewrite transcript entries (OpenClaw's runtime helper): give `message` entries on the active branch new messages.
+   * The engine decides what is safe to rewrite; the host owns how the session changes on disk (copy-on-write: the
+   * branch from the first replaced entry is re-issued with new entry ids; atomic). Present in `afterTurn`, `maintain`
+   * and `compact` calls; never throws (a refusal resolves `{ changed: false, reason }`).
+   */
+  rewriteTranscriptEntries?: (request: TranscriptRewriteRequest) => Promise<TranscriptRewriteResult>;
   [key: string]: unknown;
+}
+
+/**
+ * OpenClaw's `TranscriptRewriteRequest`: entries (by id) and the message each gets. `message` is an {@link AgentMessage};
+ * it is typed as any object so that engines written to OpenClaw's (pi's) message types pass theirs, and it is checked
+ * when the rewrite runs (a non-empty `role`, string or array `content`, numeric `timestamp`).
+ */
+export interface TranscriptRewriteRequest {
+  replacements: Array<{ entryId: string; message: AgentMessage | object }>;
+}
+
+/** OpenClaw's `TranscriptRewriteResult`. */
+export interface TranscriptRewriteResult {
+  changed: boolean;
+  bytesFreed: number;
+  rewrittenEntries: number;
+  reason?: string;
 }
 
 /**

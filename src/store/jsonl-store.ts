@@ -23,6 +23,7 @@ import {
   type PendingFinalizeRecord,
 } from "../transcript/pending.js";
 import { resolveSessionPath } from "../transcript/resolve.js";
+import { rewriteTranscriptEntriesInFile } from "../transcript/rewrite.js";
 import { openSessionFile } from "../transcript/writer.js";
 import type {
   AcquireLockOptions,
@@ -115,6 +116,14 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
     appendCompaction: async (entry) => {
       guard();
       return appendCompaction(opts, logger, entry);
+    },
+    rewriteEntries: async (request) => {
+      guard();
+      return rewriteTranscriptEntriesInFile(sessionFile, request, {
+        sessionId,
+        ...(sessionRoot !== undefined ? { sessionRoot } : {}),
+        logger,
+      });
     },
     readBinding: (o) => readThreadBinding(sessionFile, logger, { readOnly: o?.readOnly === true }),
     writeBinding: async (binding: ThreadBinding, o) => {

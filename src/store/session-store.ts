@@ -10,9 +10,11 @@ import type { ThreadBinding } from "../transcript/binding.js";
 import type { TranscriptOrigin } from "../transcript/entries.js";
 import type { SessionLockHandle } from "../transcript/lock.js";
 import type { PendingFinalizeRecord } from "../transcript/pending.js";
+import type { TranscriptRewriteRequest, TranscriptRewriteResult } from "../transcript/rewrite.js";
 
 export type { SessionLockHandle } from "../transcript/lock.js";
 export type { PendingFinalizeRecord } from "../transcript/pending.js";
+export type { TranscriptRewriteReplacement, TranscriptRewriteRequest, TranscriptRewriteResult } from "../transcript/rewrite.js";
 
 /**
  * A session's history as the next turn sees it: the rebuilt model context (pi's `buildSessionContext` order), with
@@ -84,8 +86,8 @@ export interface AcquireLockOptions {
 }
 
 /**
- * One session's durable state. Writes (`appendTurn`, `appendCompaction`, `writeBinding`, `recordPending`,
- * `markPendingIngested`, `completePending`) must run while the caller holds the lock from {@link acquireLock}, and an
+ * One session's durable state. Writes (`appendTurn`, `appendCompaction`, `rewriteEntries`, `writeBinding`,
+ * `recordPending`, `markPendingIngested`, `completePending`) must run while the caller holds the lock from {@link acquireLock}, and an
  * implementation refuses one (`SESSION_LOCK_COMPROMISED`) once that lock is lost: the turn host relies on the store for
  * this check and does not repeat it. Reads may run without the lock. Every method throws `SessionFileError` (typed
  * `code`) on failure and leaves what was already written intact.
@@ -114,6 +116,13 @@ export interface SessionStore {
   appendTurn(turn: AppendTurnInput): Promise<AppendTurnResult>;
   /** Append a pi `compaction` entry; returns its id. */
   appendCompaction(entry: CompactionEntryInput): Promise<string>;
+  /**
+   * Give `message` entries on the active branch new messages, as OpenClaw's runtime does for an engine's
+   * `rewriteTranscriptEntries` (copy-on-write: the branch from the first replaced entry is re-issued with new entry ids,
+   * the abandoned entries dropped; atomic). The request is validated (`SESSION_INVALID_ARGUMENT` names the field);
+   * nothing matching is `{ changed: false, reason }`, not an error.
+   */
+  rewriteEntries(request: TranscriptRewriteRequest): Promise<TranscriptRewriteResult>;
   /** The Codex thread binding; `readOnly` reports a corrupt one (warning, undefined) without moving it aside. */
   readBinding(opts?: { readOnly?: boolean }): Promise<ThreadBinding | undefined>;
   writeBinding(binding: ThreadBinding, opts: { durable: boolean }): Promise<void>;

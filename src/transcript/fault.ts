@@ -13,7 +13,9 @@ export type FaultPointName =
   | "transcript:after-write"
   | "transcript:after-fsync"
   | "pending:before-rename"
-  | "pending:after-rename";
+  | "pending:after-rename"
+  /** A transcript rewrite's temp file is complete and fsynced; the rename over the transcript has not happened. */
+  | "rewrite:before-rename";
 
 type FaultHook = (point: FaultPointName) => void;
 

@@ -22,7 +22,8 @@ export function scheduleBackgroundMaintenance(deps: TurnDeps, record: TurnRecord
     sessionFile: deps.params.sessionFile,
     reason: "turn",
     background: true,
-    runtimeContext: runtimeContextFor(deps, record?.usage),
+    // The turn released the session lock before this runs: each transcript rewrite takes it.
+    runtimeContext: runtimeContextFor(deps, record?.usage, "acquire"),
     timeoutMs: deps.engineCallMs,
   })
     .then(() => deps.logger.info({ ...deps.ids, event: "background maintenance completed" }, "background maintenance completed"))

@@ -27,6 +27,7 @@ import type * as TheirCore from "./openclaw/dist/plugin-sdk/core.js";
 import type { HostPluginApi } from ${src("openclaw/api.js")};
 import type { ContextEngine, ContextEngineLlm } from ${src("context-engine/types.js")};
 import type * as OurCore from ${src("openclaw/sdk/core.js")};
+import type { RewriteTranscriptEntries } from ${src("context-engine/transcript-rewriter.js")};
 
 type NotAny<T> = 0 extends 1 & T ? never : T;
 export const apiIsTyped: NotAny<OpenClawPluginApi> = {} as OpenClawPluginApi;
@@ -70,6 +71,10 @@ export const maintainOut: R<Ours, "maintain"> = {} as R<Theirs, "maintain">;
 export const bootstrapOut: R<Ours, "bootstrap"> = {} as R<Theirs, "bootstrap">;
 export const ingestOut: R<Ours, "ingest"> = {} as R<Theirs, "ingest">;
 export const llmInContext: NonNullable<P<Theirs, "assemble">["runtimeContext"]>["llm"] = {} as ContextEngineLlm;
+// The transcript rewrite helper we put in runtimeContext is OpenClaw's.
+type TheirRewrite = NonNullable<NonNullable<P<Theirs, "maintain">["runtimeContext"]>["rewriteTranscriptEntries"]>;
+export const rewriteHelper: TheirRewrite = {} as RewriteTranscriptEntries;
+export const rewriteInContext: TheirRewrite = {} as NonNullable<NonNullable<P<Ours, "maintain">["runtimeContext"]>["rewriteTranscriptEntries"]>;
 
 // Our openclaw/plugin-sdk/core helpers have OpenClaw's signatures.
 export const build: typeof TheirCore.buildMemorySystemPromptAddition = {} as typeof OurCore.buildMemorySystemPromptAddition;

@@ -23,15 +23,24 @@ import {
   finalizeHarnessContextEngineTurn,
   runHarnessContextEngineMaintenance,
 } from "../../context-engine/lifecycle.js";
+import { createTranscriptRewriter } from "../../context-engine/transcript-rewriter.js";
 import type { TurnDeps } from "../deps.js";
 import { toHistoryOutput } from "./history.js";
 
-/** The runtime context every engine call gets: budget and usage figures, plus the host's extra fields (provider, llm). */
-export function runtimeContextFor(deps: TurnDeps, usage?: TurnUsage): ContextEngineRuntimeContext {
+/**
+ * The runtime context every engine call gets: budget and usage figures, plus the host's extra fields (provider, llm).
+ * Calls that may change the transcript (finalize, maintenance, the accordion compaction; not bootstrap or assemble,
+ * whose history the turn has already read) also get `rewriteTranscriptEntries`, under the turn's lock (`"held"`) or
+ * taking it per rewrite (`"acquire"`, background maintenance).
+ */
+export function runtimeContextFor(deps: TurnDeps, usage?: TurnUsage, rewrites?: "held" | "acquire"): ContextEngineRuntimeContext {
   return {
     ...(deps.params.runtimeContext ?? {}),
     ...(deps.params.model !== undefined ? { model: deps.params.model } : {}),
     ...buildHarnessContextEngineRuntimeContext({ tokenBudget: deps.params.contextTokenBudget, usage }),
+    ...(rewrites
+      ? { rewriteTranscriptEntries: createTranscriptRewriter({ store: deps.store, logger: deps.logger, ids: deps.ids, lock: rewrites, lockTimeoutMs: deps.engineCallMs }) }
+      : {}),
   } as ContextEngineRuntimeContext;
 }
 
@@ -74,7 +83,7 @@ export async function compactEngine(deps: TurnDeps, input: { lastUsage?: LastUsa
     ...(deps.params.contextTokenBudget !== undefined ? { tokenBudget: deps.params.contextTokenBudget } : {}),
     ...(input.lastUsage?.inputTokens !== undefined ? { currentTokenCount: input.lastUsage.inputTokens } : {}),
     config: deps.params.compaction ?? {},
-    runtimeContext: runtimeContextFor(deps),
+    runtimeContext: runtimeContextFor(deps, undefined, "held"),
     timeoutMs: deps.params.timeouts?.compactionMs,
     signal,
     logger: deps.logger,
@@ -127,7 +136,7 @@ export async function finalizeEngine(deps: TurnDeps, input: FinalizeInput): Prom
     messages: input.messages,
     prePromptMessageCount: input.prePromptMessageCount,
     tokenBudget: deps.params.contextTokenBudget,
-    runtimeContext: runtimeContextFor(deps, record.usage),
+    runtimeContext: runtimeContextFor(deps, record.usage, "held"),
     turnId: record.turnId,
     threadId: record.threadId,
     timeoutMs: deps.engineCallMs,
@@ -154,7 +163,7 @@ export async function maintainEngine(deps: TurnDeps, input: { record?: TurnRecor
     ...sessionIds(deps),
     reason: "turn",
     background: false,
-    runtimeContext: runtimeContextFor(deps, input.record?.usage),
+    runtimeContext: runtimeContextFor(deps, input.record?.usage, "held"),
     signal,
     timeoutMs: deps.engineCallMs,
   });
