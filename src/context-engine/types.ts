@@ -205,8 +205,8 @@ export interface ContextEngineRuntimeContext {
   /**
    * Rewrite transcript entries (OpenClaw's runtime helper): give `message` entries on the active branch new messages.
    * The engine decides what is safe to rewrite; the host owns how the session changes on disk (copy-on-write: the
-   * branch from the first replaced entry is re-issued with new entry ids; atomic). Present in `afterTurn`, `maintain`
-   * and `compact` calls; never throws (a refusal resolves `{ changed: false, reason }`).
+   * branch from the first replaced entry is re-issued with new entry ids; atomic). Present in `bootstrap`, `afterTurn`,
+   * `maintain` and `compact` calls; never throws (a refusal resolves `{ changed: false, reason }`).
    */
   rewriteTranscriptEntries?: (request: TranscriptRewriteRequest) => Promise<TranscriptRewriteResult>;
   [key: string]: unknown;

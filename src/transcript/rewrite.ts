@@ -56,7 +56,8 @@ const RequestSchema = z.object({
  */
 export function parseTranscriptRewriteRequest(request: unknown, reported: string): { replacements: Array<{ entryId: string; message: AgentMessage }> } {
   const parsed = RequestSchema.safeParse(request);
-  if (parsed.success) return parsed.data as { replacements: Array<{ entryId: string; message: AgentMessage }> };
+  // The engine's own objects, copied (zod's output would move unknown keys after the known ones and change the line).
+  if (parsed.success) return structuredClone(request) as { replacements: Array<{ entryId: string; message: AgentMessage }> };
   const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ");
   throw new SessionFileError("SESSION_INVALID_ARGUMENT", reported, `invalid transcript rewrite request for session ${reported}: ${issues}`);
 }
@@ -99,7 +100,7 @@ function messageBytes(message: unknown): number {
 /**
  * Decide a rewrite on the lines of a session file (pure: no I/O). See the module comment for the semantics; the
  * reasons for "nothing changed" are OpenClaw's ("no replacements requested", "empty session", "no matching message
- * entries").
+ * entries") and one of ours: "replacements equal the current messages" (OpenClaw would re-issue the branch anyway).
  *
  * @example
  * ```ts
@@ -118,13 +119,17 @@ export function planTranscriptRewrite(lines: readonly TranscriptLine[], replacem
   if (branch.length === 0) return unchanged("empty session");
   const matched = branch.flatMap((e, i) => (e.type === "message" && wanted.has(e.id) ? [i] : []));
   if (matched.length === 0) return unchanged("no matching message entries");
+  // A replacement equal to the message it replaces is no change: re-issuing the branch for it would only churn entry
+  // ids (an engine that repeats its GC every maintenance asks for exactly that). OpenClaw's runtime re-issues anyway.
+  const changing = matched.filter((i) => JSON.stringify(branch[i]!["message"]) !== JSON.stringify(wanted.get(branch[i]!.id)));
+  if (changing.length === 0) return unchanged("replacements equal the current messages");
 
   let bytesFreed = 0;
-  for (const i of matched) {
+  for (const i of changing) {
     const e = branch[i]!;
     bytesFreed += Math.max(0, messageBytes(e["message"]) - messageBytes(wanted.get(e.id)));
   }
-  const first = matched[0]!;
+  const first = changing[0]!;
   const taken = new Set(byId.keys());
   const renamed = new Map<string, string>();
   const remap = (id: unknown): unknown => (typeof id === "string" ? (renamed.get(id) ?? id) : id);
@@ -158,7 +163,7 @@ export function planTranscriptRewrite(lines: readonly TranscriptLine[], replacem
     else kept.push(l.text);
   }
   return {
-    result: { changed: true, bytesFreed, rewrittenEntries: matched.length },
+    result: { changed: true, bytesFreed, rewrittenEntries: changing.length },
     lines: [...kept, ...newLines],
     reappended: newLines.length,
     removed,

@@ -114,6 +114,9 @@ describe("compactCodexSession (host-bound compaction)", () => {
       runtimeContext: { tokenBudget: 200_000, currentTokenCount: 170_000 },
     });
     expect(maintain.mock.calls[0]![0]!.runtimeContext).not.toHaveProperty("allowDeferredCompactionExecution");
+    // OpenClaw's transcript rewrite helper is there too; called after maintain returned, it takes the lock itself.
+    const rewrite = maintain.mock.calls[0]![0]!.runtimeContext!.rewriteTranscriptEntries!;
+    expect(await rewrite({ replacements: [{ entryId: "a1b2c3d4", message: { role: "user", content: "x" } }] })).toMatchObject({ changed: false, rewrittenEntries: 0 });
     const after = await readThreadBinding(sessionFile);
     // Marked with the shared binding helper: ledger and held turns cleared, the native compaction counted.
     expect(after).toEqual({ ...binding(), ledger: [], heldTurnIds: [], nativeCompactions: 1, updatedBy: "compaction" });

@@ -11,6 +11,7 @@ import { startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js
 import { drainBackgroundWork, runCodexTurn } from "../../src/turn.js";
 import { readSessionHistory } from "../../src/transcript/session-file.js";
 import { captureLogger, disposeChecked, messageText, mirrorKeyCounts, tempSessions, turnParams } from "../helpers/turn-env.js";
+import type { ContextEngine } from "../../src/context-engine/types.js";
 import { fixture } from "./helpers.js";
 
 interface GcRecord {
@@ -107,6 +108,47 @@ describe("an engine's transcript rewrites (runtimeContext.rewriteTranscriptEntri
     const history = await readSessionHistory(file);
     expect(history.messages.map((m) => messageText(m).startsWith(STUB))).toEqual([true, true, false, false]);
     expect(history.messages.map(messageText).slice(2)).toEqual(["second question", "reply to: second question"]);
+    const { duplicates, byTurn } = await mirrorKeyCounts(file);
+    expect(duplicates).toEqual([]);
+    expect([...byTurn.keys()]).toEqual([r1.turnId, r2.turnId]);
+  });
+
+  it("bootstrap: a redaction at bootstrap is what the same turn's assemble sees (the history is re-read after it)", async () => {
+    const SECRET = "sk-live-4c9f0e7a";
+    const results: unknown[] = [];
+    const assembled: string[][] = [];
+    // Redacts API keys from its session transcript when it starts on an existing session.
+    const redactor: ContextEngine = {
+      info: { id: "redactor", name: "Redacting engine" },
+      async bootstrap({ sessionFile, runtimeContext }) {
+        const replacements = readFileSync(sessionFile, "utf8")
+          .split("\n")
+          .filter((l) => l.includes(SECRET))
+          .map((l) => JSON.parse(l) as { id: string; message: { content: unknown } })
+          .map((e) => ({ entryId: e.id, message: { ...e.message, content: JSON.parse(JSON.stringify(e.message.content).replaceAll(SECRET, "[redacted]")) } }));
+        results.push(await runtimeContext!.rewriteTranscriptEntries!({ replacements }));
+        return { bootstrapped: true };
+      },
+      async ingest() {
+        return { ingested: true };
+      },
+      async assemble({ messages }) {
+        assembled.push(messages.map(messageText));
+        return { messages, estimatedTokens: 0 };
+      },
+      async compact() {
+        return { ok: true, compacted: false };
+      },
+    };
+    const file = sessions.file();
+    const r1 = await runCodexTurn(turnParams(env, file, `deploy with key ${SECRET}`, { contextEngine: redactor }));
+    expect(r1.engine.bootstrap).toBe("skipped:newSession");
+    const r2 = await runCodexTurn(turnParams(env, file, "is it deployed?", { contextEngine: redactor }));
+    expect(r2.status).toBe("completed");
+    expect(r2.engine.bootstrap).toBe("ran");
+    expect(results).toEqual([{ changed: true, bytesFreed: expect.any(Number), rewrittenEntries: 2 }]);
+    expect(assembled[1]).toEqual(["deploy with key [redacted]", "reply to: deploy with key [redacted]"]);
+    expect(readFileSync(file, "utf8")).not.toContain(SECRET);
     const { duplicates, byTurn } = await mirrorKeyCounts(file);
     expect(duplicates).toEqual([]);
     expect([...byTurn.keys()]).toEqual([r1.turnId, r2.turnId]);

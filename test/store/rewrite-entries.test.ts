@@ -9,6 +9,8 @@ import type { AgentMessage } from "../../src/context-engine/types.js";
 import { createTranscriptRewriter } from "../../src/context-engine/transcript-rewriter.js";
 import { createJsonlSessionStore, type SessionStore } from "../../src/store/session-store.js";
 import { withSessionLock } from "../../src/transcript/lock.js";
+import { recoverCodexSession } from "../../src/recovery.js";
+import type { ContextEngine } from "../../src/context-engine/types.js";
 import { invalidateSessionIndex, readSessionTranscript } from "../../src/transcript/session-file.js";
 import { captureLogger, tempDir } from "../transcript/helpers.js";
 import { turnMessages } from "../transcript/fixtures/turn-messages.js";
@@ -153,5 +155,36 @@ describe("createTranscriptRewriter (runtimeContext.rewriteTranscriptEntries)", (
     expect(outside).toMatchObject({ changed: true, rewrittenEntries: 1 });
     // Outside, it took and released the lock: another holder can have it at once.
     await withSessionLock(file, async () => undefined, { timeoutMs: 1000 });
+  });
+});
+
+describe("recovery", () => {
+  it("the replayed finalize of a crashed turn gets the helper, under recovery's lock", async () => {
+    const { store, toolResultId } = await session();
+    // A crash after t2's mirror, before its finalize: the pending record is still there.
+    const lock = await store.acquireLock();
+    await store.recordPending({ threadId: "thr", turnId: "t2", prePromptMessageCount: 5, messageCount: 5, status: "completed", messages: turnMessages("thr", "t2") });
+    await store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") });
+    await lock.release();
+    const results: unknown[] = [];
+    const engine: ContextEngine = {
+      info: { id: "gc", name: "GC" },
+      async ingest() {
+        return { ingested: true };
+      },
+      async assemble({ messages }) {
+        return { messages, estimatedTokens: 0 };
+      },
+      async compact() {
+        return { ok: true, compacted: false };
+      },
+      async afterTurn({ runtimeContext }) {
+        results.push(await runtimeContext!.rewriteTranscriptEntries!({ replacements: [{ entryId: toolResultId, message: stubbed }] }));
+      },
+    };
+    const recovered = await recoverCodexSession({ sessionId: "s1", sessionFile: file, contextEngine: engine });
+    expect(recovered).toMatchObject({ pending: 1, finalized: 1 });
+    expect(results).toEqual([{ changed: true, bytesFreed: expect.any(Number), rewrittenEntries: 1 }]);
+    expect(await fsp.readFile(file, "utf8")).not.toContain(SECRET);
   });
 });

@@ -150,6 +150,24 @@ describe("rewriteTranscriptEntriesInFile", () => {
     expect(readdirSync(dir).sort()).toEqual(["s.jsonl"]);
   });
 
+  it("treats a replacement equal to the current message as no change (a repeated GC does not churn entry ids)", async () => {
+    const { file, messages } = await twoTurnSession();
+    const entries = (await readSessionTranscript(file)).entries;
+    const original = await fsp.readFile(file, "utf8");
+    const same = await rewriteTranscriptEntriesInFile(file, { replacements: [{ entryId: entries[3]!.id, message: messages[3]! }] }, { sessionId: SESSION });
+    expect(same).toEqual({ changed: false, bytesFreed: 0, rewrittenEntries: 0, reason: "replacements equal the current messages" });
+    expect(await fsp.readFile(file, "utf8")).toBe(original);
+    // Mixed: only the changed one counts, and the branch is re-issued from it (not from the earlier, equal one).
+    const lines = await readLines(file);
+    const mixed = await rewriteTranscriptEntriesInFile(
+      file,
+      { replacements: [{ entryId: entries[1]!.id, message: messages[1]! }, { entryId: entries[6]!.id, message: stub(messages[6]!) }] },
+      { sessionId: SESSION },
+    );
+    expect(mixed).toMatchObject({ changed: true, rewrittenEntries: 1 });
+    expect((await readLines(file)).slice(0, 7)).toEqual(lines.slice(0, 7));
+  });
+
   it("keeps an abandoned entry another branch descends from, drops the rest of the old suffix", async () => {
     // a -> b -> x (an older branch) and a -> b -> c (the active one: c is last in the file).
     const file = await writeSession("branches.jsonl", [

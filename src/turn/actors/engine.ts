@@ -29,9 +29,9 @@ import { toHistoryOutput } from "./history.js";
 
 /**
  * The runtime context every engine call gets: budget and usage figures, plus the host's extra fields (provider, llm).
- * Calls that may change the transcript (finalize, maintenance, the accordion compaction; not bootstrap or assemble,
- * whose history the turn has already read) also get `rewriteTranscriptEntries`, under the turn's lock (`"held"`) or
- * taking it per rewrite (`"acquire"`, background maintenance).
+ * Calls after which the turn does not use history it read before (bootstrap and its maintenance, the accordion
+ * compaction, finalize, maintenance; not assemble) also get `rewriteTranscriptEntries`, under the turn's lock
+ * (`"held"`) or taking it per rewrite (`"acquire"`, background maintenance).
  */
 export function runtimeContextFor(deps: TurnDeps, usage?: TurnUsage, rewrites?: "held" | "acquire"): ContextEngineRuntimeContext {
   return {
@@ -64,7 +64,8 @@ export async function bootstrapEngine(deps: TurnDeps, signal: AbortSignal): Prom
     readHistory: async () => toHistoryOutput(await deps.store.readHistory()),
     signal,
     timeoutMs: deps.engineCallMs,
-    runtimeContext: runtimeContextFor(deps),
+    // Bootstrap and its maintenance may rewrite the transcript: the history is re-read after them.
+    runtimeContext: runtimeContextFor(deps, undefined, "held"),
   });
   return out as BootstrapOutput;
 }
