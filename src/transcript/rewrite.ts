@@ -258,8 +258,24 @@ export async function rewriteTranscriptEntriesInFile(
   return plan.result;
 }
 
+/**
+ * Remove temp files of rewrites that died before their rename (a crash, a kill). Only called under the session lock,
+ * so no rewrite of this session is running: every such file is stale. Best effort.
+ */
+function removeStaleRewriteTemps(real: string): void {
+  const base = `${path.basename(real)}.rewrite-`;
+  let names: string[];
+  try {
+    names = fs.readdirSync(path.dirname(real));
+  } catch {
+    return;
+  }
+  for (const name of names) if (name.startsWith(base) && name.endsWith(".tmp")) fs.rmSync(path.join(path.dirname(real), name), { force: true });
+}
+
 /** Atomic replace: a new temp file (same mode), fsync, rename over the transcript, directory fsync. */
 async function replaceTranscript(real: string, reported: string, content: string, mode: number): Promise<void> {
+  removeStaleRewriteTemps(real);
   const tmp = `${real}.rewrite-${process.pid}-${++tmpCounter}.tmp`;
   let fd: number | undefined;
   try {

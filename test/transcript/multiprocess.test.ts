@@ -5,6 +5,8 @@ import { fileURLToPath } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { FaultPointName } from "../../src/transcript/fault.js";
 import { mirrorTurnToTranscript } from "../../src/transcript/mirror.js";
+import { withSessionLock } from "../../src/transcript/lock.js";
+import { rewriteTranscriptEntriesInFile } from "../../src/transcript/rewrite.js";
 import { listPendingFinalize, recordPendingFinalize } from "../../src/transcript/pending.js";
 import { invalidateSessionIndex, readSessionHistory, readSessionTranscript } from "../../src/transcript/session-file.js";
 import { captureLogger, readLines, tempDir } from "./helpers.js";
@@ -138,4 +140,31 @@ describe("a mirroring process SIGKILLed part-way", () => {
       expect((await fsp.readdir(dir)).filter((n) => n.endsWith(".tmp"))).toEqual([]);
     });
   }
+});
+
+describe("a rewriting process SIGKILLed before its rename", () => {
+  it("leaves the transcript exactly as it was; the next rewrite takes the lock over and clears the dead one's temp file", async () => {
+    const first = await runWorker({ file, sessionId: "s", threadId: "thr", turns: ["r0", "r1"] });
+    expect(first.stdout).toBe("done\n");
+    const before = await fsp.readFile(file, "utf8");
+    const target = (await readSessionTranscript(file)).entries[5]!.id; // r1's prompt
+    const r = await runWorker({ file, sessionId: "s", threadId: "thr", turns: [], rewriteEntryIds: [target], killAt: "rewrite:before-rename", killOnTurn: 0 });
+    expect(r.signal).toBe("SIGKILL");
+    expect(await fsp.readFile(file, "utf8")).toBe(before);
+    // The dead rewrite's temp file is complete (fsynced) but was never renamed.
+    expect((await fsp.readdir(dir)).filter((n) => n.endsWith(".tmp"))).toHaveLength(1);
+
+    const cap = captureLogger();
+    const result = await withSessionLock(
+      file,
+      () => rewriteTranscriptEntriesInFile(file, { replacements: [{ entryId: target, message: { role: "user", content: "[rewritten]" } }] }, { sessionId: "s", logger: cap.logger }),
+      { timeoutMs: 8000, staleMs: 600_000, logger: cap.logger },
+    );
+    expect(result).toMatchObject({ changed: true, rewrittenEntries: 1 });
+    expect(cap.events()).toContain("transcript.lock.dead_owner_takeover");
+    expect((await fsp.readdir(dir)).filter((n) => n.endsWith(".tmp"))).toEqual([]);
+    const history = await readSessionHistory(file, { sessionId: "s" });
+    expect(history.messages).toHaveLength(10);
+    expect(history.messages[5]).toEqual({ role: "user", content: "[rewritten]" });
+  });
 });
