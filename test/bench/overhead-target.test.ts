@@ -1,6 +1,7 @@
 /** Issue 14's end-to-end target as the overhead benchmark evaluates it (bench/overhead.ts): passes and fails on the figures. */
 import { describe, expect, it } from "vitest";
 import { endToEndTarget } from "../../bench/overhead.js";
+import { pairedRatio } from "../../bench/lib.js";
 
 const figures = (noEngine: number, window: number) => ({
   ratio: { noEngine, window },
@@ -16,5 +17,31 @@ describe("endToEndTarget", () => {
     expect(endToEndTarget(figures(1.101, 1.0)).pass).toBe(false);
     expect(endToEndTarget(figures(1.0, 1.2)).pass).toBe(false);
     expect(endToEndTarget(figures(1.17, 1.21)).detail).toContain("1.17x no engine");
+  });
+});
+
+describe("pairedRatio", () => {
+  it("takes the median of per-round ratios, with a seeded bootstrap interval around it", () => {
+    // Drift: both variants slow down together; the ratio within a round stays 1.1.
+    const direct = Array.from({ length: 40 }, (_, i) => 50 + i);
+    const machine = direct.map((d) => d * 1.1);
+    const r = pairedRatio(machine, direct);
+    expect(r.pairs).toBe(40);
+    expect(r.median).toBeCloseTo(1.1, 10);
+    expect(r.ci95[0]).toBeCloseTo(1.1, 10);
+    expect(r.ci95[1]).toBeCloseTo(1.1, 10);
+    // Noise widens the interval; the same samples give the same interval.
+    const noisy = machine.map((m, i) => m * (i % 2 ? 1.05 : 0.97));
+    const a = pairedRatio(noisy, direct);
+    expect(a.ci95[0]).toBeLessThan(a.median);
+    expect(a.ci95[1]).toBeGreaterThan(a.median);
+    expect(pairedRatio(noisy, direct)).toEqual(a);
+  });
+
+  it("is reported next to the target's ratio of medians", () => {
+    const paired = { median: 1.12, ci95: [1.09, 1.15] as [number, number], pairs: 60 };
+    const t = endToEndTarget({ ...figures(1.12, 1.15), pairedRatio: { noEngine: paired, window: { ...paired, median: 1.16 } } });
+    expect(t.pass).toBe(false);
+    expect(t.detail).toContain("round by round 1.12x (95% CI 1.09-1.15) no engine, 1.16x (1.09-1.15) window");
   });
 });
