@@ -65,7 +65,7 @@ export function parseTranscriptRewriteRequest(request: unknown, reported: string
 /** One line of a session file as read: its text (kept byte for byte unless the rewrite drops it) and its entry, if any. */
 export interface TranscriptLine {
   text: string;
-  /** The parsed entry; absent for the header, blank-free corrupt lines and non-entry objects (all kept verbatim). */
+  /** The parsed entry; absent for the header, corrupt lines and objects that are not entries (all kept verbatim). */
   entry?: SessionEntry;
 }
 
