@@ -84,6 +84,12 @@ export const runCodexCompactionParamsSchema = z
     contextTokenBudget: z.number().int().positive().optional(),
     trigger: z.enum(["manual", "budget"]),
     customInstructions: z.string().optional(),
+    /**
+     * Host extras merged into the runtime context of the engine's `compact()` and `maintain()`: a plugin host's
+     * `provider`, `model` and `llm` (`loadContextEngine`'s `runtimeContext`; lossless-claw resolves its summary model
+     * from them) and `rewriteTranscriptEntries`. The budget and token figures win over same-named extras.
+     */
+    runtimeContext: z.record(z.string(), z.unknown()).optional(),
     signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "signal must be an AbortSignal").optional(),
     logger: z.custom<Logger>((v) => isObject(v) && isFunction(v.info) && isFunction(v.warn), "logger must be a pino logger").optional(),
     /** Bound on the native round; Codex runs it as its own model turn, so it gets more time than an RPC. */
@@ -189,6 +195,7 @@ export async function runCodexCompaction(params: RunCodexCompactionParams): Prom
 function bindCompactionMachine(p: z.output<typeof runCodexCompactionParamsSchema>, logger: Logger, ids: Record<string, unknown>) {
   const engine = p.contextEngine;
   const runtimeContext = (currentTokenCount?: number): ContextEngineRuntimeContext => ({
+    ...(p.runtimeContext ?? {}),
     ...(p.contextTokenBudget !== undefined ? { tokenBudget: p.contextTokenBudget } : {}),
     ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
   });

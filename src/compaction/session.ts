@@ -94,11 +94,7 @@ export async function compactCodexSession(params: CompactCodexSessionParams): Pr
       reason: m.reason,
       // Foreground: the caller waits for the compaction; deferred execution belongs to background maintenance.
       background: false,
-      // Maintenance runs inside withSessionLock below: its transcript rewrites use that lock.
-      runtimeContext: {
-        ...(m.runtimeContext ?? {}),
-        rewriteTranscriptEntries: createTranscriptRewriter({ store, logger, ids: { sessionId: p.sessionId }, lock: "ambient", lockTimeoutMs: p.lockTimeoutMs }),
-      },
+      runtimeContext: m.runtimeContext,
       signal: m.signal,
       timeoutMs: p.maintenanceTimeoutMs,
     });
@@ -118,6 +114,11 @@ export async function compactCodexSession(params: CompactCodexSessionParams): Pr
       ...(p.contextTokenBudget !== undefined ? { contextTokenBudget: p.contextTokenBudget } : {}),
       trigger: p.trigger,
       ...(p.customInstructions !== undefined ? { customInstructions: p.customInstructions } : {}),
+      // compact() and maintain() run inside withSessionLock below: their transcript rewrites use that lock.
+      runtimeContext: {
+        ...(p.runtimeContext ?? {}),
+        rewriteTranscriptEntries: createTranscriptRewriter({ store, logger, ids: { sessionId: p.sessionId }, lock: "ambient", lockTimeoutMs: p.lockTimeoutMs }),
+      },
       ...(p.signal ? { signal: p.signal } : {}),
       logger,
       nativeTimeoutMs: p.nativeTimeoutMs,

@@ -47,6 +47,17 @@ describe("codex-turn with OpenClaw plugins", () => {
     }
   }, 240_000);
 
+  it("compact --engine hands the plugin's compact() the plugin host's runtime context and the transcript rewrite helper", async () => {
+    const session = path.join(dir, "compact.jsonl");
+    const run = await cli(["run", "a first turn", "--session", session, "--offline", "--engine", fixture("summarizer"), "--json"], dir);
+    expect(run.code, run.stderr).toBe(0);
+    const r = await cli(["compact", "--session", session, "--offline", "--engine", fixture("summarizer"), "--json"], dir);
+    expect(r.code, r.stderr).toBe(0);
+    const out = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { primary: string; result: { details: { runtimeContext: unknown } } };
+    expect(out.primary).toBe("engine");
+    expect(out.result.details.runtimeContext).toEqual({ provider: "codex", hasLlm: true, hasRewrite: true });
+  }, 240_000);
+
   it("a bad manifest and an unmet host requirement exit 3 with a one-line error", async () => {
     const results = await Promise.all(
       ["bad-manifest", "unmet-requirement"].map((name) =>

@@ -114,12 +114,33 @@ describe("compactCodexSession (host-bound compaction)", () => {
       runtimeContext: { tokenBudget: 200_000, currentTokenCount: 170_000 },
     });
     expect(maintain.mock.calls[0]![0]!.runtimeContext).not.toHaveProperty("allowDeferredCompactionExecution");
-    // OpenClaw's transcript rewrite helper is there too; called after maintain returned, it takes the lock itself.
+    // OpenClaw's transcript rewrite helper is in both calls; called after maintain returned, it takes the lock itself.
+    expect(typeof compact.mock.calls[0]![0]!.runtimeContext!.rewriteTranscriptEntries).toBe("function");
     const rewrite = maintain.mock.calls[0]![0]!.runtimeContext!.rewriteTranscriptEntries!;
     expect(await rewrite({ replacements: [{ entryId: "a1b2c3d4", message: { role: "user", content: "x" } }] })).toMatchObject({ changed: false, rewrittenEntries: 0 });
     const after = await readThreadBinding(sessionFile);
     // Marked with the shared binding helper: ledger and held turns cleared, the native compaction counted.
     expect(after).toEqual({ ...binding(), ledger: [], heldTurnIds: [], nativeCompactions: 1, updatedBy: "compaction" });
+  });
+
+  it("hands the host's runtime context (a plugin host's provider, model, llm) to compact() and maintain()", async () => {
+    await writeThreadBinding(sessionFile, binding());
+    const { engine: e, compact, maintain } = engine();
+    const { appServer } = native();
+    const llm = { complete: async () => ({ text: "summary" }) };
+    await compactCodexSession({
+      appServer,
+      sessionId: "s1",
+      sessionFile,
+      contextEngine: e,
+      contextTokenBudget: 200_000,
+      trigger: "manual",
+      runtimeContext: { provider: "codex", model: "m1", llm, tokenBudget: 1 },
+    });
+    for (const call of [compact.mock.calls[0]![0]!, maintain.mock.calls[0]![0]!]) {
+      expect(call.runtimeContext).toMatchObject({ provider: "codex", model: "m1", tokenBudget: 200_000 });
+      expect(call.runtimeContext!.llm).toBe(llm);
+    }
   });
 
   it("engine-owned with a failed native round: still ok, native ok:false with its reason, binding untouched", async () => {

@@ -5,6 +5,9 @@ import { Command } from "commander";
 import { runCodexCompaction, createBindingStore, type CompactionOutput } from "../../compaction/index.js";
 import { readThreadBinding, writeThreadBinding } from "../../transcript/binding.js";
 import { withSessionLock } from "../../transcript/lock.js";
+import { createTranscriptRewriter } from "../../context-engine/transcript-rewriter.js";
+import { silentLogger } from "../../log/logger.js";
+import { createJsonlSessionStore } from "../../store/jsonl-store.js";
 import { loadCliEngine, readPluginConfig } from "../engine.js";
 import { EXIT } from "../errors.js";
 import { addEngineOptions, addJsonOption, addServerOptions, LIVE_PROVIDER_HELP, type EngineOptionValues, type ServerOptionValues } from "../options.js";
@@ -60,6 +63,17 @@ async function compactAction(opts: CompactOptions): Promise<number> {
         sessionId: sessionIdOf(sessionFile),
         sessionFile,
         contextEngine: loaded.engine,
+        // The plugin host's provider, model and llm (lossless-claw summarizes with them), and OpenClaw's transcript
+        // rewrite helper under the lock withLock takes.
+        runtimeContext: {
+          ...(loaded.runtimeContext ?? {}),
+          rewriteTranscriptEntries: createTranscriptRewriter({
+            store: createJsonlSessionStore({ sessionFile, sessionId: sessionIdOf(sessionFile) }),
+            logger: silentLogger,
+            ids: { sessionId: sessionIdOf(sessionFile) },
+            lock: "ambient",
+          }),
+        },
         trigger: "manual",
         nativeTimeoutMs: 30_000,
         signal: ac.signal,
