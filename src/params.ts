@@ -169,6 +169,7 @@ export const recoverCodexSessionParamsSchema = codexTurnParamsSchema
     cwd: true,
     timeouts: true,
     logger: true,
+    runtimeContext: true,
   })
   .strict();
 

@@ -166,7 +166,8 @@ export async function recoverCodexSession(params: RecoverCodexSessionParams): Pr
   const lock = await store.acquireLock({ logger });
   try {
     const engine = parsed.contextEngine && !isLegacyEngine(parsed.contextEngine) ? parsed.contextEngine : undefined;
-    return await finalizePendingTurns({ params: parsed, store, engine }, logger);
+    // The host's runtime context (a plugin host's provider, model, llm) reaches the replayed finalize, as in a turn.
+    return await finalizePendingTurns({ params: parsed, store, engine, ...(parsed.runtimeContext ? { runtimeContext: parsed.runtimeContext } : {}) }, logger);
   } finally {
     await lock.release();
   }

@@ -179,10 +179,14 @@ describe("recovery", () => {
         return { ok: true, compacted: false };
       },
       async afterTurn({ runtimeContext }) {
+        providers.push(runtimeContext?.provider);
         results.push(await runtimeContext!.rewriteTranscriptEntries!({ replacements: [{ entryId: toolResultId, message: stubbed }] }));
       },
     };
-    const recovered = await recoverCodexSession({ sessionId: "s1", sessionFile: file, contextEngine: engine });
+    const providers: unknown[] = [];
+    // The host's runtime context (a plugin host's provider, model, llm) reaches the replayed afterTurn.
+    const recovered = await recoverCodexSession({ sessionId: "s1", sessionFile: file, contextEngine: engine, runtimeContext: { provider: "codex" } });
+    expect(providers).toEqual(["codex"]);
     expect(recovered).toMatchObject({ pending: 1, finalized: 1 });
     expect(results).toEqual([{ changed: true, bytesFreed: expect.any(Number), rewrittenEntries: 1 }]);
     expect(await fsp.readFile(file, "utf8")).not.toContain(SECRET);
