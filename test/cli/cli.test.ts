@@ -112,6 +112,20 @@ describe("codex-turn CLI", () => {
     for (const key of ["warnings", "projection", "usage", "engine", "followUps"]) expect(out, key).toHaveProperty(key);
   }, 90_000);
 
+  it("compact runs the host-level compaction: the engine's summary lands in the transcript as a pi compaction entry", async () => {
+    const session = path.join(dir, "compact-entry.jsonl");
+    const engine = path.join(root, "test", "cli", "fixtures", "summary-compact-engine.ts");
+    expect((await cli(["run", "hello", "--session", session, "--offline", "--engine", engine, "--json"])).code).toBe(0);
+    expect((await cli(["run", "and again", "--session", session, "--offline", "--engine", engine, "--json"])).code).toBe(0);
+    const r = await cli(["compact", "--session", session, "--offline", "--engine", engine, "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ ok: true, compacted: true, primary: "engine" });
+    const entries = (await readFile(session, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as { type: string; id: string; summary?: string; firstKeptEntryId?: string });
+    const compaction = entries.at(-1)!;
+    expect(compaction).toMatchObject({ type: "compaction", summary: "Summary by the test engine: the user said hello." });
+    expect(compaction.firstKeptEntryId).toBe(entries.filter((e) => e.type === "message").at(-1)!.id);
+  }, 180_000);
+
   it("--engine with a module that is not a context engine exits 3 with a clear message", async () => {
     const bad = path.join(dir, "bad-engine.mjs");
     await writeFile(bad, "export default { nope: 1 };\n");

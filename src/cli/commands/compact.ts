@@ -2,12 +2,8 @@
  * `codex-turn compact --session FILE`: explicit compaction of an existing session, reporting the engine's own result.
  */
 import { Command } from "commander";
-import { runCodexCompaction, createBindingStore, type CompactionOutput } from "../../compaction/index.js";
-import { readThreadBinding, writeThreadBinding } from "../../transcript/binding.js";
-import { withSessionLock } from "../../transcript/lock.js";
-import { createTranscriptRewriter } from "../../context-engine/transcript-rewriter.js";
-import { silentLogger } from "../../log/logger.js";
-import { createJsonlSessionStore } from "../../store/jsonl-store.js";
+import type { CompactionOutput } from "../../compaction/index.js";
+import { compactCodexSession } from "../../compaction/session.js";
 import { loadCliEngine, readPluginConfig } from "../engine.js";
 import { EXIT } from "../errors.js";
 import { addEngineOptions, addJsonOption, addServerOptions, LIVE_PROVIDER_HELP, type EngineOptionValues, type ServerOptionValues } from "../options.js";
@@ -57,27 +53,19 @@ async function compactAction(opts: CompactOptions): Promise<number> {
       ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
     });
     try {
-      const r = await runCodexCompaction({
+      // The library's host-level compaction, as a host calls it: under the session lock, the engine's summary written
+      // as a pi compaction entry, maintenance after it, the plugin's compaction hooks, its runtime context (provider,
+      // model, llm) and the transcript rewrite helper.
+      const r = await compactCodexSession({
         appServer: server.codex,
-        bindingStore: createBindingStore({ read: readThreadBinding, write: writeThreadBinding }),
         sessionId: sessionIdOf(sessionFile),
         sessionFile,
         contextEngine: loaded.engine,
-        // The plugin host's provider, model and llm (lossless-claw summarizes with them), and OpenClaw's transcript
-        // rewrite helper under the lock withLock takes.
-        runtimeContext: {
-          ...(loaded.runtimeContext ?? {}),
-          rewriteTranscriptEntries: createTranscriptRewriter({
-            store: createJsonlSessionStore({ sessionFile, sessionId: sessionIdOf(sessionFile) }),
-            logger: silentLogger,
-            ids: { sessionId: sessionIdOf(sessionFile) },
-            lock: "ambient",
-          }),
-        },
+        ...(loaded.runtimeContext ? { runtimeContext: loaded.runtimeContext } : {}),
+        ...(loaded.hooks ? { hooks: loaded.hooks } : {}),
         trigger: "manual",
         nativeTimeoutMs: 30_000,
         signal: ac.signal,
-        withLock: (fn) => withSessionLock(sessionFile, fn),
         ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
         ...(opts.budget !== undefined ? { contextTokenBudget: opts.budget } : {}),
       });
