@@ -41,6 +41,20 @@ export function isAssembleEmpty(output: AssembleOutput | undefined): boolean {
 }
 
 /**
+ * An empty assembly is worth a warning only when the session has history: the engine then shows the model none of it.
+ * On an empty history (a new session, an engine whose store starts empty) nothing is the expected answer.
+ *
+ * @example
+ * ```ts
+ * shouldWarnAssembleEmpty({ messages: [], estimatedTokens: 0 }, 0); // false: nothing to assemble yet
+ * shouldWarnAssembleEmpty({ messages: [], estimatedTokens: 0 }, 12); // true: the history was dropped
+ * ```
+ */
+export function shouldWarnAssembleEmpty(output: AssembleOutput | undefined, historyMessageCount: number): boolean {
+  return isAssembleEmpty(output) && historyMessageCount > 0;
+}
+
+/**
  * Project again after the `beforePromptBuild` hook when it changed the developer instructions, so the resume-or-rotate
  * decision and the instructions' delivery count what the thread will really carry. Not when the projection failed
  * (the turn then starts a fresh thread, with the hook's instructions).

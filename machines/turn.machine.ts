@@ -24,6 +24,7 @@ import {
   shouldAssemble,
   shouldBootstrap,
   shouldReprojectAfterHooks,
+  shouldWarnAssembleEmpty,
   shouldStartFreshAfterResumeFailure,
   type SettleFacts,
 } from "./rules.js";
@@ -242,6 +243,8 @@ export const turnMachine = setup({
         projectionFailed: context.projection?.reason === "projectionFailed",
       }),
     assembledEmpty: (_, params: { output: AssembleOutput }) => isAssembleEmpty(params.output),
+    assembledEmptyDespiteHistory: ({ context }, params: { output: AssembleOutput }) =>
+      shouldWarnAssembleEmpty(params.output, context.history.messages.length),
     planResumes: ({ context }) => context.projection?.thread.action === "resume" && Boolean(context.projection.thread.threadId),
     resumeFailedFallBackToFresh: ({ context }, params: { error: unknown }) =>
       shouldStartFreshAfterResumeFailure(errorCode(params.error), context.resumeFellBack),
@@ -324,11 +327,13 @@ export const turnMachine = setup({
       engine: { ...context.engine, assemble: "ran" },
     })),
     // An empty result still carries its systemPromptAddition (projection falls back to the raw prompt).
-    warnAssembleEmpty: assign(({ context }, params: { output: AssembleOutput }) => ({
+    storeAssembleEmpty: assign(({ context }, params: { output: AssembleOutput }) => ({
       assembled: params.output.systemPromptAddition?.trim()
         ? { messages: [], estimatedTokens: 0, systemPromptAddition: params.output.systemPromptAddition }
         : undefined,
       engine: { ...context.engine, assemble: "fallback" },
+    })),
+    warnAssembleEmpty: assign(({ context }) => ({
       warnings: [...context.warnings, "assemble returned no messages; using the unassembled prompt"],
     })),
     warnAssembleFailed: assign(({ context }, params: { message: string }) => ({
@@ -689,11 +694,22 @@ export const turnMachine = setup({
         src: "assembleContext",
         input: ({ context }) => ({ history: context.history, prompt: context.input.prompt }),
         onDone: [
+          // Empty although the session has history: the model would see none of it (a warning).
+          {
+            guard: { type: "assembledEmptyDespiteHistory", params: ({ event }) => ({ output: event.output }) },
+            target: "project",
+            actions: [
+              { type: "storeAssembleEmpty", params: ({ event }) => ({ output: event.output }) },
+              "warnAssembleEmpty",
+              { type: "logLifecycle", params: { event: "assemble empty" } },
+            ],
+          },
+          // Empty on an empty history: expected (a new session); the unassembled prompt goes, without a warning.
           {
             guard: { type: "assembledEmpty", params: ({ event }) => ({ output: event.output }) },
             target: "project",
             actions: [
-              { type: "warnAssembleEmpty", params: ({ event }) => ({ output: event.output }) },
+              { type: "storeAssembleEmpty", params: ({ event }) => ({ output: event.output }) },
               { type: "logLifecycle", params: { event: "assemble empty" } },
             ],
           },

@@ -52,8 +52,10 @@ record and finalize's snapshot choice are visible here and in the inspector, not
    past \`compaction.contextThreshold\` of the model's context window (\`isAccordionDue\`). When the engine compacted
    (\`compactedBeforeTurn\`; \`compacted: true\` counts whatever \`ok\` says), **reloadHistory** re-reads the history and the
    turn moves to a fresh Codex thread; otherwise (or on a failure, which warns) the turn runs on the uncompacted thread.
-5. **assemble** runs only with an active engine (\`shouldAssemble\`). A failure, a malformed result (validated with zod) or
-   an empty result warns (with the engine's own message) and falls back to the unassembled prompt.
+5. **assemble** runs only with an active engine (\`shouldAssemble\`). A failure or a malformed result (validated with zod)
+   warns (with the engine's own message) and falls back to the unassembled prompt. So does an empty result
+   (\`assembledEmpty\`), which warns only when the session has history (\`assembledEmptyDespiteHistory\`): a new session, or
+   an engine whose store starts empty, has nothing to assemble.
 6. **project** turns the assembled messages into what Codex receives and plans resume vs fresh thread
    (docs/projection.md). A failure warns and sends the original prompt on a fresh thread.
 7. **hooks** runs \`beforePromptBuild\` when one is registered, after projection, so hooks see exactly what Codex will

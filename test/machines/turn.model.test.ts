@@ -524,6 +524,28 @@ describe("turn machine against the independent lifecycle model", () => {
     expect((await finalizeSource({ mirror: { appended: 1, entryCount: 5 }, reread: holds, guards: { rereadHoldsTurn: () => false } })).source).toBe("fallback");
   });
 
+  it("warns about an empty assembly only when the session has history (a new session assembles nothing)", async () => {
+    const run = async (messages: number, guards?: Record<string, () => boolean>) => {
+      // An engine without bootstrap: the loaded history is what assemble sees.
+      const h = new TurnHarness(configs[2]!.input, turnMachine, guards);
+      await settle();
+      const loaded = Array.from({ length: messages }, (_, i) => ({ role: "user", content: `m${i}`, timestamp: i }));
+      h.resolve("readHistory", { history: { messages: loaded, origins: loaded.map(() => null), entryCount: messages }, sessionFileExisted: true });
+      await drive(h, ["ASSEMBLE_EMPTY", "PROJECT_OK", "THREAD_OK", "TURN_ACCEPTED", "TURN_COMPLETED", "MIRROR_OK", "FINALIZE_OK"]);
+      track(h);
+      expect(h.output?.status).toBe("completed");
+      // Either way the unassembled prompt went: the outcome says so.
+      expect(h.output?.engine.assemble).toBe("fallback");
+      return h.output?.warnings ?? [];
+    };
+    const warning = "assemble returned no messages; using the unassembled prompt";
+    expect(await run(0)).toEqual([]);
+    expect(await run(2)).toEqual([warning]);
+    // Mutants of the new guard change the outcome (so the two checks above can fail).
+    expect(await run(2, { assembledEmptyDespiteHistory: () => false })).toEqual([]);
+    expect(await run(0, { assembledEmptyDespiteHistory: () => true })).toEqual([warning]);
+  });
+
   it("a pending record that cannot be written is a warning; the mirror still runs", async () => {
     const { h } = await finalizeSource({ mirror: { appended: 1, entryCount: 4 }, pendingFails: true });
     expect(h.output?.status).toBe("completed");

@@ -11,6 +11,7 @@ import {
   shouldAssemble,
   shouldBootstrap,
   shouldReprojectAfterHooks,
+  shouldWarnAssembleEmpty,
 } from "../../machines/rules.js";
 import type { EngineFacts } from "../../machines/turn.contract.js";
 import { fullEngineFacts } from "../helpers/machine-driver.js";
@@ -57,6 +58,11 @@ describe("turn lifecycle rules", () => {
     expect(isAssembleEmpty(undefined)).toBe(true);
     expect(isAssembleEmpty({ messages: [], estimatedTokens: 0 })).toBe(true);
     expect(isAssembleEmpty({ messages: [{ role: "user", content: "x", timestamp: 1 }], estimatedTokens: 1 })).toBe(false);
+    // Only an empty assembly over a non-empty history is worth a warning.
+    expect(shouldWarnAssembleEmpty({ messages: [], estimatedTokens: 0 }, 0)).toBe(false);
+    expect(shouldWarnAssembleEmpty({ messages: [], estimatedTokens: 0 }, 3)).toBe(true);
+    expect(shouldWarnAssembleEmpty(undefined, 1)).toBe(true);
+    expect(shouldWarnAssembleEmpty({ messages: [{ role: "user", content: "x", timestamp: 1 }], estimatedTokens: 1 }, 3)).toBe(false);
   });
 
   it("detects prompt errors from the Codex record or a failure before the turn", () => {

@@ -80,9 +80,8 @@ describe("a 40-turn offline session with the summarizing OpenClaw plugin", () =>
       await result.backgroundMaintenance;
     }
     expect(statuses).toEqual(Array(TURNS).fill("completed"));
-    // The first turn's store is empty (the host says so); after that no turn warns.
-    expect(warnings[0]).toEqual(["assemble returned no messages; using the unassembled prompt"]);
-    expect(warnings.slice(1).flat()).toEqual([]);
+    // No turn warns: the first turn's store is empty, and an empty assembly of an empty session is expected.
+    expect(warnings.flat()).toEqual([]);
 
     const requests = offline.fake.requests;
     const summaryRequests = requests.filter(isSummaryRequest);
