@@ -150,6 +150,11 @@ const offlineOptionsSchema = z
     baseInstructions: z.string().default(OFFLINE_BASE_INSTRUCTIONS),
     /** Catalog context window; Codex reports 95% of it as `modelContextWindow`. */
     contextWindow: z.number().int().positive().default(200_000),
+    /**
+     * What the catalog says the model accepts. With `"image"` Codex runs the model's `view_image` calls (the image goes
+     * to the model as input); with text only it refuses them ("you do not support image inputs").
+     */
+    inputModalities: z.array(z.enum(["text", "image"])).min(1).default(["text"]),
     autoCompactTokenLimit: z.number().int().positive().optional(),
     /** Provider display name. Must not be "OpenAI" unless you want remote compaction. */
     providerName: z.string().min(1).default("Fake Responses"),
@@ -189,7 +194,13 @@ export interface OfflineCodexSettings {
  * const catalog = buildModelCatalog({ slug: "fake-model", baseInstructions: "Be brief.", contextWindow: 200_000 });
  * ```
  */
-export function buildModelCatalog(opts: { slug: string; baseInstructions: string; contextWindow: number }): ModelCatalog {
+export function buildModelCatalog(opts: {
+  slug: string;
+  baseInstructions: string;
+  contextWindow: number;
+  /** Default `["text"]`. */
+  inputModalities?: ReadonlyArray<"text" | "image">;
+}): ModelCatalog {
   const levels = ["low", "medium", "high"].map((effort) => ({ effort, description: `${effort} reasoning` }));
   return {
     models: [
@@ -223,7 +234,7 @@ export function buildModelCatalog(opts: { slug: string; baseInstructions: string
         comp_hash: "0",
         effective_context_window_percent: 95,
         experimental_supported_tools: [],
-        input_modalities: ["text"],
+        input_modalities: [...(opts.inputModalities ?? ["text"])],
         supports_search_tool: false,
         supports_experimental_context: false,
         use_responses_lite: false,
@@ -293,7 +304,12 @@ export function offlineCodexConfig(options: OfflineCodexConfigOptions): OfflineC
   if (o.modelCatalogPath !== undefined) {
     config.model_catalog_json = o.modelCatalogPath;
   } else if (o.generateModelCatalog !== false) {
-    settings.modelCatalog = buildModelCatalog({ slug: o.model, baseInstructions: o.baseInstructions, contextWindow: o.contextWindow });
+    settings.modelCatalog = buildModelCatalog({
+      slug: o.model,
+      baseInstructions: o.baseInstructions,
+      contextWindow: o.contextWindow,
+      inputModalities: o.inputModalities,
+    });
   }
   return settings;
 }

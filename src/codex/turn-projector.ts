@@ -22,10 +22,14 @@
  * | `fileChange` | `"apply_patch"` | `{ changes: [{ path, kind, movePath? }] }` | status line, `A/D/M path` lines, unified diff per file | status not completed |
  * | `mcpToolCall` | `"mcp:<server>/<tool>"` | the call's arguments | the result's text content (else its JSON), or `Error: ...` | status not completed or an error |
  * | `webSearch` | `"web_search"` | `{ query }` (+ `url`/`pattern` for page actions) | `Web search (<action>): <query>` + results JSON | never |
+ * | `imageView` | `"view_image"` | `{ path }` | `Viewed image: <path>` (the image itself is not copied) | never |
+ * | `collabAgentToolCall` | `"spawn_agent"`, `"send_input"`, `"wait_agent"`, `"close_agent"`, ... | `{ message?, targets?, model?, reasoning_effort? }` | `Status: <status>` + one line per agent (`Agent <id>: <status>` and its last message; agents sorted by id) | status not completed |
+ * | `imageGeneration` | `"image_generation"` | `{ prompt }` (the revised prompt) | `Image saved to <path>`, or `Error: ...` | a failure |
  *
  * Native result texts longer than {@link TurnProjectorOptions.toolOutputCapChars} (default 16,000) keep their head and
- * tail around a `[... N characters truncated ...]` marker ({@link capToolOutput}). A web search is run by the model's
- * host, so an assistant message whose only tools are web searches keeps `stopReason: "stop"`.
+ * tail around a `[... N characters truncated ...]` marker ({@link capToolOutput}). A web search or an image generation is
+ * run by the model's host, so an assistant message whose only tools are those keeps `stopReason: "stop"`. The item
+ * projections and views are in native-items.ts.
  *
  * Each plan update (`turn/plan/updated`, the model's `update_plan` tool; or a Plan-mode `plan` item) becomes one
  * custom message after the assistant message (and tool results) of the response that made it, or, when it came before
@@ -48,6 +52,9 @@ import type {
 } from "../context-engine/types.js";
 import { z } from "zod";
 import type { ConsumedParams, IncomingNotification, ParsedThreadItem } from "./schemas.js";
+import { DEFAULT_TOOL_OUTPUT_CAP_CHARS, isNativeItem, nativeView, projectNative, toolArguments, type NativeItem } from "./native-items.js";
+
+export { capToolOutput, DEFAULT_TOOL_OUTPUT_CAP_CHARS, type FileChangeEntry, type NativeItem } from "./native-items.js";
 
 /** One item of the turn, in the order Codex started them. */
 export type ProjectedItem =
@@ -69,69 +76,9 @@ export type ProjectedItem =
       durationMs: number | null;
       completed: boolean;
     }
-  | {
-      kind: "commandExecution";
-      id: string;
-      /** The command as Codex runs it (e.g. `/bin/bash -c '...'`). */
-      command: string;
-      cwd: string;
-      /** "inProgress" | "completed" | "failed" | "declined" in 0.169.0. */
-      status: string;
-      exitCode: number | null;
-      /** stdout and stderr as Codex aggregated them (uncapped; the snapshot's result text is capped). */
-      aggregatedOutput: string | null;
-      durationMs: number | null;
-      completed: boolean;
-    }
-  | {
-      kind: "fileChange";
-      id: string;
-      changes: FileChangeEntry[];
-      /** "inProgress" | "completed" | "failed" | "declined" in 0.169.0. */
-      status: string;
-      completed: boolean;
-    }
-  | {
-      kind: "mcpToolCall";
-      id: string;
-      server: string;
-      tool: string;
-      arguments: unknown;
-      /** "inProgress" | "completed" | "failed" in 0.169.0. */
-      status: string;
-      /** Text of the result's content (text parts joined; other parts as JSON), null without a result. */
-      resultText: string | null;
-      /** The call's error message, null without one. */
-      error: string | null;
-      durationMs: number | null;
-      completed: boolean;
-    }
-  | {
-      kind: "webSearch";
-      id: string;
-      query: string;
-      /** The action's type ("search", "openPage", "findInPage", "other"), null when Codex sent none. */
-      action: string | null;
-      /** `url` of page actions, `pattern` of find-in-page. */
-      url: string | null;
-      pattern: string | null;
-      results: unknown[] | null;
-      completed: boolean;
-    }
-  /** A Plan-mode proposed plan (`plan` item); `update_plan` progress comes as the `planUpdated` event instead. */
-  | { kind: "plan"; id: string; text: string; completed: boolean }
+  | NativeItem
   | { kind: "contextCompaction"; id: string; completed: boolean }
   | { kind: "other"; id: string; type: string; completed: boolean };
-
-/** One file of a `fileChange` item. `diff` is a unified-diff hunk for updates and the file's content for add/delete. */
-export interface FileChangeEntry {
-  path: string;
-  /** "add" | "delete" | "update" in 0.169.0. */
-  kind: string;
-  /** The new path of a moved file (updates only). */
-  movePath: string | null;
-  diff: string;
-}
 
 /** One step of a plan update; `status` as Codex reports it ("pending" | "inProgress" | "completed"). */
 export interface PlanStep {
@@ -253,183 +200,13 @@ function toolResultParts(contentItems: unknown[] | null | undefined): MessagePar
   });
 }
 
-function toolArguments(args: unknown): Record<string, unknown> {
-  if (args && typeof args === "object" && !Array.isArray(args)) return args as Record<string, unknown>;
-  return { value: args };
-}
 
-// -- native items --------------------------------------------------------------------------------------------------
-// schemas.ts validates only the discriminator and id of these item types (they pass through as loose objects), so the
-// fields they are projected from are checked here; an item that does not fit stays kind "other".
-
-const nullableString = z.string().nullable().optional();
-const nullableNumber = z.number().nullable().optional();
-
-const commandExecutionSchema = z.looseObject({
-  id: z.string().min(1),
-  command: z.string(),
-  cwd: z.string(),
-  status: z.string().min(1),
-  aggregatedOutput: nullableString,
-  exitCode: nullableNumber,
-  durationMs: nullableNumber,
-});
-const fileChangeSchema = z.looseObject({
-  id: z.string().min(1),
-  status: z.string().min(1),
-  changes: z.array(
-    z.looseObject({
-      path: z.string(),
-      kind: z.union([z.looseObject({ type: z.string(), move_path: nullableString }), z.string()]),
-      diff: z.string().default(""),
-    }),
-  ),
-});
-const mcpToolCallSchema = z.looseObject({
-  id: z.string().min(1),
-  server: z.string(),
-  tool: z.string(),
-  status: z.string().min(1),
-  arguments: z.unknown(),
-  result: z.looseObject({ content: z.array(z.unknown()).default([]), structuredContent: z.unknown().optional() }).nullable().optional(),
-  error: z.looseObject({ message: z.string() }).nullable().optional(),
-  durationMs: nullableNumber,
-});
-const webSearchSchema = z.looseObject({
-  id: z.string().min(1),
-  query: z.string().default(""),
-  action: z.looseObject({ type: z.string(), url: nullableString, pattern: nullableString }).nullable().optional(),
-  results: z.array(z.unknown()).nullable().optional(),
-});
-const planItemSchema = z.looseObject({ id: z.string().min(1), text: z.string() });
 const planUpdatedSchema = z.looseObject({
   threadId: z.string().min(1),
   turnId: z.string().min(1),
-  explanation: nullableString,
+  explanation: z.string().nullable().optional(),
   plan: z.array(z.looseObject({ step: z.string(), status: z.string() })),
 });
-
-function mcpResultText(result: z.infer<typeof mcpToolCallSchema>["result"]): string | null {
-  if (!result) return null;
-  const parts = result.content.map((c) => {
-    const o = c as { type?: unknown; text?: unknown };
-    return o.type === "text" && typeof o.text === "string" ? o.text : JSON.stringify(c);
-  });
-  if (parts.length === 0 && result.structuredContent !== undefined && result.structuredContent !== null) {
-    return JSON.stringify(result.structuredContent);
-  }
-  return parts.join("\n");
-}
-
-type Completed = { completed: boolean };
-
-function projectCommand(item: unknown, { completed }: Completed): ProjectedItem | undefined {
-  const it = commandExecutionSchema.safeParse(item);
-  if (!it.success) return undefined;
-  const d = it.data;
-  return {
-    kind: "commandExecution",
-    id: d.id,
-    command: d.command,
-    cwd: d.cwd,
-    status: d.status,
-    exitCode: d.exitCode ?? null,
-    aggregatedOutput: d.aggregatedOutput ?? null,
-    durationMs: d.durationMs ?? null,
-    completed,
-  };
-}
-
-function projectFileChange(item: unknown, { completed }: Completed): ProjectedItem | undefined {
-  const it = fileChangeSchema.safeParse(item);
-  if (!it.success) return undefined;
-  const changes = it.data.changes.map((c): FileChangeEntry => {
-    const kind = typeof c.kind === "string" ? c.kind : c.kind.type;
-    const movePath = typeof c.kind === "string" ? null : (c.kind.move_path ?? null);
-    return { path: c.path, kind, movePath, diff: c.diff };
-  });
-  return { kind: "fileChange", id: it.data.id, changes, status: it.data.status, completed };
-}
-
-function projectMcp(item: unknown, { completed }: Completed): ProjectedItem | undefined {
-  const it = mcpToolCallSchema.safeParse(item);
-  if (!it.success) return undefined;
-  const d = it.data;
-  return {
-    kind: "mcpToolCall",
-    id: d.id,
-    server: d.server,
-    tool: d.tool,
-    arguments: d.arguments,
-    status: d.status,
-    resultText: mcpResultText(d.result),
-    error: d.error?.message ?? null,
-    durationMs: d.durationMs ?? null,
-    completed,
-  };
-}
-
-function projectWebSearch(item: unknown, { completed }: Completed): ProjectedItem | undefined {
-  const it = webSearchSchema.safeParse(item);
-  if (!it.success) return undefined;
-  const a = it.data.action;
-  return {
-    kind: "webSearch",
-    id: it.data.id,
-    query: it.data.query,
-    action: a?.type ?? null,
-    url: a?.url ?? null,
-    pattern: a?.pattern ?? null,
-    results: it.data.results ?? null,
-    completed,
-  };
-}
-
-function projectPlanItem(item: unknown, { completed }: Completed): ProjectedItem | undefined {
-  const it = planItemSchema.safeParse(item);
-  return it.success ? { kind: "plan", id: it.data.id, text: it.data.text, completed } : undefined;
-}
-
-const NATIVE_PROJECTORS: Record<string, (item: unknown, c: Completed) => ProjectedItem | undefined> = {
-  commandExecution: projectCommand,
-  fileChange: projectFileChange,
-  mcpToolCall: projectMcp,
-  webSearch: projectWebSearch,
-  plan: projectPlanItem,
-};
-
-/** The typed item of a native tool or plan item, or undefined when `item` is not one (or does not fit its shape). */
-function projectNative(item: ParsedThreadItem, completed: boolean): ProjectedItem | undefined {
-  const projector = Object.prototype.hasOwnProperty.call(NATIVE_PROJECTORS, item.type) ? NATIVE_PROJECTORS[item.type] : undefined;
-  return projector?.(item, { completed });
-}
-
-/**
- * Default of {@link TurnProjectorOptions.toolOutputCapChars}.
- *
- * @example
- * ```ts
- * capToolOutput(output, DEFAULT_TOOL_OUTPUT_CAP_CHARS) === capToolOutput(output); // true
- * ```
- */
-export const DEFAULT_TOOL_OUTPUT_CAP_CHARS = 16_000;
-
-/**
- * Cap a tool output at `capChars` characters: the head and the tail are kept (half each) around a marker naming how
- * many characters were removed. Deterministic; text within the cap is returned unchanged.
- *
- * @example
- * ```ts
- * capToolOutput("a".repeat(30), 10); // => "aaaaa\n[... 20 characters truncated ...]\naaaaa"
- * ```
- */
-export function capToolOutput(text: string, capChars: number = DEFAULT_TOOL_OUTPUT_CAP_CHARS): string {
-  if (text.length <= capChars) return text;
-  const head = Math.ceil(capChars / 2);
-  const tail = capChars - head;
-  const removed = text.length - head - tail;
-  return `${text.slice(0, head)}\n[... ${removed} characters truncated ...]\n${tail > 0 ? text.slice(-tail) : ""}`;
-}
 
 /**
  * How a tool item appears in the transcript: the `toolCall` part and its `toolResult`.
@@ -452,94 +229,6 @@ export interface ToolCallView {
   isError: boolean;
   /** Executed on this side (Codex or the host), so the model waited for the output; false for hosted web search. */
   awaitsOutput: boolean;
-}
-
-function patchKindLetter(kind: string): string {
-  return kind === "add" ? "A" : kind === "delete" ? "D" : "M";
-}
-
-function prefixLines(text: string, prefix: string): string {
-  const body = text.endsWith("\n") ? text.slice(0, -1) : text;
-  return body.length === 0 ? "" : `${body.split("\n").map((l) => `${prefix}${l}`).join("\n")}\n`;
-}
-
-/** A file change as a unified diff (Codex sends add/delete as the file content and updates as bare hunks). */
-function unifiedDiff(c: FileChangeEntry): string {
-  if (c.kind === "add") return `--- /dev/null\n+++ ${c.path}\n${prefixLines(c.diff, "+")}`;
-  if (c.kind === "delete") return `--- ${c.path}\n+++ /dev/null\n${prefixLines(c.diff, "-")}`;
-  const body = c.diff.length === 0 || c.diff.endsWith("\n") ? c.diff : `${c.diff}\n`;
-  return `--- ${c.path}\n+++ ${c.movePath ?? c.path}\n${body}`;
-}
-
-const PATCH_STATUS_LINE: Record<string, string> = {
-  completed: "Patch applied.",
-  declined: "Patch declined: no file was changed.",
-  failed: "Patch failed.",
-};
-
-function fileChangeText(item: Extract<ProjectedItem, { kind: "fileChange" }>): string {
-  const files = item.changes.map((c) => `${patchKindLetter(c.kind)} ${c.path}${c.movePath ? ` -> ${c.movePath}` : ""}`);
-  const diffs = item.changes.map(unifiedDiff).join("");
-  return `${PATCH_STATUS_LINE[item.status] ?? `Patch ${item.status}.`}\n${files.join("\n")}\n\n${diffs}`;
-}
-
-function commandText(item: Extract<ProjectedItem, { kind: "commandExecution" }>): string {
-  if (item.status === "declined") return "Command declined: it was not run.";
-  const exit = item.exitCode === null ? `Status: ${item.status}` : `Exit code: ${item.exitCode}`;
-  return `${exit}\nOutput:\n${item.aggregatedOutput ?? ""}`;
-}
-
-function webSearchArguments(item: Extract<ProjectedItem, { kind: "webSearch" }>): Record<string, unknown> {
-  const args: Record<string, unknown> = { query: item.query };
-  if (item.url !== null) args.url = item.url;
-  if (item.pattern !== null) args.pattern = item.pattern;
-  return args;
-}
-
-function webSearchText(item: Extract<ProjectedItem, { kind: "webSearch" }>): string {
-  const head = `Web search (${item.action ?? "search"}): ${item.url ?? item.query}`;
-  return item.results && item.results.length > 0 ? `${head}\n${JSON.stringify(item.results)}` : head;
-}
-
-type NativeView = Omit<ToolCallView, "resultParts" | "toolCallId">;
-
-function commandView(item: Extract<ProjectedItem, { kind: "commandExecution" }>): NativeView {
-  const failed = item.status !== "completed" || (item.exitCode !== null && item.exitCode !== 0);
-  const args = { command: item.command, cwd: item.cwd };
-  return { toolName: "shell", arguments: args, resultText: commandText(item), isError: failed, awaitsOutput: true };
-}
-
-function fileChangeView(item: Extract<ProjectedItem, { kind: "fileChange" }>): NativeView {
-  const changes = item.changes.map((c) => ({ path: c.path, kind: c.kind, ...(c.movePath !== null ? { movePath: c.movePath } : {}) }));
-  return { toolName: "apply_patch", arguments: { changes }, resultText: fileChangeText(item), isError: item.status !== "completed", awaitsOutput: true };
-}
-
-function mcpView(item: Extract<ProjectedItem, { kind: "mcpToolCall" }>): NativeView {
-  const text = item.error !== null ? `Error: ${item.error}` : (item.resultText ?? `Status: ${item.status}`);
-  const isError = item.status !== "completed" || item.error !== null;
-  return { toolName: `mcp:${item.server}/${item.tool}`, arguments: toolArguments(item.arguments), resultText: text, isError, awaitsOutput: true };
-}
-
-function nativeView(item: ProjectedItem, capChars: number): NativeView | undefined {
-  let view: NativeView;
-  switch (item.kind) {
-    case "commandExecution":
-      view = commandView(item);
-      break;
-    case "fileChange":
-      view = fileChangeView(item);
-      break;
-    case "mcpToolCall":
-      view = mcpView(item);
-      break;
-    case "webSearch":
-      // Run by the model's host: no output goes back from this side, so the model did not wait for one.
-      view = { toolName: "web_search", arguments: webSearchArguments(item), resultText: webSearchText(item), isError: false, awaitsOutput: false };
-      break;
-    default:
-      return undefined;
-  }
-  return { ...view, resultText: view.resultText === null ? null : capToolOutput(view.resultText, capChars) };
 }
 
 /**
@@ -567,7 +256,7 @@ export function toolCallView(item: ProjectedItem, capChars: number = DEFAULT_TOO
       awaitsOutput: true,
     };
   }
-  const view = nativeView(item, capChars);
+  const view = isNativeItem(item) ? nativeView(item, capChars) : undefined;
   if (!view) return undefined;
   const resultText = item.completed ? view.resultText : null;
   return { ...view, toolCallId: item.id, resultText, resultParts: resultText === null ? [] : [{ type: "text", text: resultText }] };
@@ -605,7 +294,16 @@ interface PendingGroup {
   after: CustomMessage[];
 }
 
-const TOOL_KINDS: ReadonlySet<ProjectedItem["kind"]> = new Set(["dynamicToolCall", "commandExecution", "fileChange", "mcpToolCall", "webSearch"]);
+const TOOL_KINDS: ReadonlySet<ProjectedItem["kind"]> = new Set([
+  "dynamicToolCall",
+  "commandExecution",
+  "fileChange",
+  "mcpToolCall",
+  "webSearch",
+  "imageView",
+  "collabAgentToolCall",
+  "imageGeneration",
+]);
 
 /**
  * Feed one turn's notifications in order with {@link TurnProjector.apply}; read the record with
@@ -849,6 +547,9 @@ export class TurnProjector {
       case "fileChange":
       case "mcpToolCall":
       case "webSearch":
+      case "imageView":
+      case "collabAgentToolCall":
+      case "imageGeneration":
         this.addToolCall(item, t);
         break;
       case "plan":

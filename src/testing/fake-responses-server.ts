@@ -25,6 +25,11 @@ export interface FakeFunctionCall {
   /** Object (JSON-encoded for the wire) or an already-encoded JSON string. */
   arguments: unknown;
   callId?: string;
+  /**
+   * The tool's namespace, for a tool offered inside a `namespace` tool (Codex's `spawn_agent` is in `multi_agent_v1`):
+   * Codex routes such a call by name and namespace, and answers "unsupported call" without it.
+   */
+  namespace?: string;
 }
 
 /**
@@ -267,7 +272,8 @@ function writeToolItems(w: ResponseEvents, reply: FakeReply): void {
   calls.forEach((call, i) => {
     const args = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments ?? {});
     const callId = call.callId ?? `call_${n}_${i}`;
-    w.doneItem({ type: "function_call", id: `fc_${n}_${i}`, call_id: callId, name: call.name, arguments: args, status: "completed" }, args.length);
+    const namespace = call.namespace !== undefined ? { namespace: call.namespace } : {};
+    w.doneItem({ type: "function_call", id: `fc_${n}_${i}`, call_id: callId, name: call.name, ...namespace, arguments: args, status: "completed" }, args.length);
   });
   // Ids continue after the function calls' so a reply mixing both never repeats a call id.
   listOf(reply.customToolCall).forEach((call, j) => {
