@@ -223,9 +223,16 @@ export type TurnStreamEvent =
   | { type: "usage"; totalTokens: number };
 
 /** Parameters of `runCodexTurn` / `startCodexTurn`. */
-export type CodexTurnParams = Omit<z.input<typeof codexTurnParamsSchema>, "appServer" | "dynamicTools"> & {
+export type CodexTurnParams = Omit<z.input<typeof codexTurnParamsSchema>, "appServer" | "dynamicTools" | "onApproval" | "onUserInput"> & {
   /** A started `CodexAppServer` (shared across turns and sessions). */
   appServer: import("./codex/app-server.js").CodexAppServer;
+  /**
+   * Host decision on Codex approval requests (command, file change, permission), the turn's own and its sub-agents';
+   * no callback: deny. Bounded by `timeouts.approvalMs`.
+   */
+  onApproval?: import("./codex/approvals.js").ApprovalCallback;
+  /** Host answers to Codex `request_user_input` (the turn's or a sub-agent's); no callback: decline. */
+  onUserInput?: import("./codex/options.js").UserInputCallback;
   dynamicTools?: Array<{
     name: string;
     description: string;

@@ -436,6 +436,7 @@ export class CodexAppServer {
     if (threadId === undefined) return;
     if (n.method === "thread/closed") {
       this.threads.markUnloaded(threadId, proc.generation);
+      this.turns.forgetThread(threadId);
       return;
     }
     this.turns.onNotification(threadId, proc.generation, n);
@@ -445,7 +446,8 @@ export class CodexAppServer {
   private serverRequestDeps() {
     return {
       logger: this.logger,
-      activeRun: (threadId: string) => this.turns.active(threadId),
+      // A sub-agent's approvals and questions go to the turn it works for.
+      activeRun: (threadId: string) => this.turns.runFor(threadId),
       tool: (threadId: string, name: string) => this.threads.get(threadId)?.tools.get(name),
       armIdle: (run: TurnRun) => this.turns.armIdle(run),
       approvalHandler: this.opts.approvalHandler,

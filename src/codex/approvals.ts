@@ -18,6 +18,10 @@ export interface CodexFileChange {
 interface ApprovalBase {
   /** The protocol method the request came in as (v2 `item/.../requestApproval`, or legacy `execCommandApproval` / `applyPatchApproval`). */
   method: string;
+  /**
+   * The asking thread: the turn's own, or a sub-agent's (`spawn_agent`) working for the turn, whose requests the turn's
+   * `onApproval` decides too.
+   */
   threadId: string;
   turnId?: string;
   /** The item (or legacy call id) the request belongs to. */

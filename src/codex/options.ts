@@ -184,6 +184,7 @@ export type UserInputAnswers = Record<string, { answers: string[] }>;
 
 /** A `request_user_input` request (Codex's `ToolRequestUserInputParams`, experimental). */
 export interface CodexUserInputRequest {
+  /** The asking thread: the turn's own, or a sub-agent's working for the turn. */
   threadId: string;
   turnId: string;
   itemId: string;

@@ -179,7 +179,8 @@ async function answerUserInput(deps: ServerRequestDeps, rpc: Responder, req: Ser
   const run = typeof p.threadId === "string" ? deps.activeRun(p.threadId) : undefined;
   const onUserInput = run?.options.onUserInput;
   if (!run || !onUserInput || typeof p.itemId !== "string" || !Array.isArray(p.questions)) return unsupported(deps, rpc, req);
-  const request: CodexUserInputRequest = { threadId: run.threadId, turnId: String(p.turnId ?? run.turnId ?? ""), itemId: p.itemId, questions: p.questions };
+  // The asking thread: the turn's own, or a sub-agent's working for it (its turn id is then the sub-agent's).
+  const request: CodexUserInputRequest = { threadId: p.threadId as string, turnId: String(p.turnId ?? run.turnId ?? ""), itemId: p.itemId, questions: p.questions };
   const r = await withTimeout(() => onUserInput(request), run.options.userInputTimeoutMs);
   if (r.ok && isAnswers(r.value)) {
     deps.logger.info({ event: "codex.userInput.answered", itemId: p.itemId, answers: Object.keys(r.value).length }, "user input answered by the host");

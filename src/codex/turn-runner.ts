@@ -15,6 +15,9 @@ import { TurnProjector, type TurnRecordCore, type TurnRecordError } from "./turn
 import type { RunOverride, TurnRun } from "./turn-run.js";
 import type { CodexTurnWarning } from "./warnings.js";
 
+/** How many levels of sub-agents {@link TurnRunner.runFor} looks through. */
+const MAX_SUB_AGENT_DEPTH = 16;
+
 /** A running turn. */
 export interface CodexTurn {
   threadId: string;
@@ -58,6 +61,11 @@ export interface TurnStartInput {
  */
 export class TurnRunner {
   private readonly runs = new Map<string, TurnRun>();
+  /**
+   * Sub-agent thread -> the thread that spawned or addressed it (from `collabAgentToolCall` items). A sub-agent works
+   * for the turn that waits on it: its approvals and questions are that turn's, and its progress keeps that turn alive.
+   */
+  private readonly subAgentParents = new Map<string, string>();
 
   constructor(private readonly deps: TurnRunnerDeps) {}
 
@@ -65,6 +73,27 @@ export class TurnRunner {
   active(threadId: string): TurnRun | undefined {
     const run = this.runs.get(threadId);
     return run && run.state !== "done" ? run : undefined;
+  }
+
+  /**
+   * The turn a server request of `threadId` belongs to: the thread's own running turn, else (for a sub-agent's thread)
+   * the running turn of the nearest thread above it that has one. Undefined when none runs: the request then gets the
+   * client-level answer (the raw approval handler, else decline).
+   */
+  runFor(threadId: string): TurnRun | undefined {
+    let current: string | undefined = threadId;
+    // Bounded: Codex limits sub-agent depth, and a cycle in a malformed stream must not loop.
+    for (let depth = 0; current !== undefined && depth < MAX_SUB_AGENT_DEPTH; depth++) {
+      const run = this.active(current);
+      if (run) return run;
+      current = this.subAgentParents.get(current);
+    }
+    return undefined;
+  }
+
+  /** A thread was closed: a sub-agent's link to its parent goes with it. */
+  forgetThread(threadId: string): void {
+    this.subAgentParents.delete(threadId);
   }
 
   activeCount(): number {
@@ -221,12 +250,35 @@ export class TurnRunner {
     run.graceTimer = setTimeout(() => this.finish(run, run.pendingOverride!), this.deps.idleInterruptGraceMs);
   }
 
-  /** Route a notification of `generation`'s process to the turn of its thread. */
+  /**
+   * Route a notification of `generation`'s process to the turn of its thread. A sub-agent's notification never enters
+   * the parent's record (the parent's record holds its own sub-agent calls and their results); it counts as activity of
+   * the parent turn waiting on it, and its file changes are kept for the approval requests the parent's host answers.
+   */
   onNotification(threadId: string, generation: number, n: IncomingNotification): void {
+    this.noteSubAgents(threadId, n);
     const run = this.runs.get(threadId);
-    if (!run || run.generation !== generation) return;
+    if (!run) return this.onSubAgentNotification(threadId, generation, n);
+    if (run.generation !== generation) return;
     if (run.state === "starting") run.buffer.push(n);
     else if (run.state === "running") this.apply(run, n);
+  }
+
+  private onSubAgentNotification(threadId: string, generation: number, n: IncomingNotification): void {
+    const parentRun = this.subAgentParents.has(threadId) ? this.runFor(threadId) : undefined;
+    if (!parentRun || parentRun.generation !== generation || parentRun.state !== "running") return;
+    parentRun.noteFileChanges(n);
+    this.armIdle(parentRun);
+  }
+
+  /** Remember which threads a `collabAgentToolCall` item of `threadId` addressed (its sub-agents). */
+  private noteSubAgents(threadId: string, n: IncomingNotification): void {
+    if (!n.consumed || (n.method !== "item/started" && n.method !== "item/completed")) return;
+    const item = n.params.item as { type?: string; receiverThreadIds?: unknown };
+    if (item.type !== "collabAgentToolCall" || !Array.isArray(item.receiverThreadIds)) return;
+    for (const child of item.receiverThreadIds) {
+      if (typeof child === "string" && child !== threadId) this.subAgentParents.set(child, threadId);
+    }
   }
 
   private apply(run: TurnRun, n: IncomingNotification): void {

@@ -3,15 +3,18 @@
  * 0.169.0, offline: the model views a local image (`view_image`) and delegates to a sub-agent (`spawn_agent`, then
  * `wait_agent`; the sub-agent is a second Codex thread whose model requests go to the same fake). Codex runs them and
  * reports `imageView` and `collabAgentToolCall` items; the session transcript must hold each call and its result, so
- * that what the sub-agent answered survives into the history an engine (or a fresh thread) is given.
+ * that what the sub-agent answered survives into the history an engine (or a fresh thread) is given. A sub-agent works
+ * for the turn that waits on it: its approval requests reach that turn's `onApproval`, and its progress keeps that
+ * turn's idle watchdog from firing.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { deflateSync } from "node:zlib";
 import { SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCodexTurn } from "../../src/turn.js";
+import type { CodexApprovalDecision, CodexApprovalRequest } from "../../src/codex/app-server.js";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { readSessionHistory } from "../../src/transcript/session-file.js";
 import { startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
@@ -141,6 +144,88 @@ describe("Codex's image and sub-agent tools in the transcript", () => {
       // The sub-agent's own thread (its task as a user message, its reply) stays out of the parent's transcript.
       expect(messages.filter((m) => m.role === "user").map((m) => m.content)).toEqual(["Delegate the counting."]);
       expect(messages.at(-1)).toMatchObject({ role: "assistant", content: [{ type: "text", text: "The sub-agent counted to three." }] });
+    } finally {
+      env.fake.setDefault(() => ({ text: "ok" }));
+    }
+  });
+
+  /**
+   * The parent spawns a sub-agent for `task` and waits for it; the sub-agent's replies come from `child` (by how many
+   * tool outputs its own request holds). Returns the spawned agent's id once the turn ran.
+   */
+  function scriptDelegation(task: string, child: (outputs: Item[]) => Parameters<OfflineCodex["fake"]["enqueue"]>[0]) {
+    const state = { agentId: "" };
+    env.fake.setDefault((req) => {
+      const input = inputOf(req);
+      const outputs = outputsOf(req);
+      if (!JSON.stringify(input).includes("Delegate:")) return child(outputs) as never;
+      if (outputs.length === 0) return { functionCall: { name: "spawn_agent", namespace: "multi_agent_v1", arguments: { message: task }, callId: "call_spawn" } };
+      if (outputs.length === 1) {
+        state.agentId = (JSON.parse(String(outputs[0]!.output)) as { agent_id: string }).agent_id;
+        return { functionCall: { name: "wait_agent", namespace: "multi_agent_v1", arguments: { targets: [state.agentId], timeout_ms: 60_000 }, callId: "call_wait" } };
+      }
+      return { text: "Parent done." };
+    });
+    return state;
+  }
+
+  it("a sub-agent's command approval goes to the turn's onApproval, whose decision Codex honours", async () => {
+    for (const decision of ["approve", "deny"] as const) {
+      const marker = path.join(ws, `child-${decision}.txt`);
+      const state = scriptDelegation("write the file", (outputs) =>
+        outputs.length === 0
+          ? { functionCall: { name: "exec_command", arguments: { cmd: `echo CHILD-RAN > ${marker}`, workdir: ws } } }
+          : { text: `child saw: ${String(outputs[0]!.output).slice(0, 80)}` },
+      );
+      const asked: CodexApprovalRequest[] = [];
+      const onApproval = (r: CodexApprovalRequest): CodexApprovalDecision => {
+        asked.push(r);
+        return decision;
+      };
+      try {
+        const sessionFile = sessions.file(`approval-${decision}`);
+        // "untrusted": every command that is not known-safe needs an approval, the sub-agent's included.
+        const result = await runCodexTurn({
+          appServer: env.codex,
+          sessionId: `approval-${decision}`,
+          sessionFile,
+          prompt: "Delegate: write the file.",
+          cwd: ws,
+          sandbox: "workspace-write",
+          approvalPolicy: "untrusted",
+          onApproval,
+        });
+        expect(result.status).toBe("completed");
+        // Asked once, for the sub-agent's command, naming the sub-agent's thread (not the turn's).
+        expect(asked.map((r) => [r.kind, r.threadId])).toEqual([["commandExecution", state.agentId]]);
+        expect(asked[0]!.threadId).not.toBe(result.threadId);
+        expect(asked[0]).toMatchObject({ command: expect.stringContaining("CHILD-RAN") });
+        // Codex did what the host decided.
+        expect(existsSync(marker)).toBe(decision === "approve");
+        if (decision === "approve") expect(readFileSync(marker, "utf8")).toBe("CHILD-RAN\n");
+      } finally {
+        env.fake.setDefault(() => ({ text: "ok" }));
+      }
+    }
+  });
+
+  it("a sub-agent that keeps working keeps the waiting turn alive (its idle watchdog counts the sub-agent's progress)", async () => {
+    // The sub-agent streams its answer for ~3 s; the parent, inside wait_agent, hears nothing of its own for that long.
+    scriptDelegation("count slowly", () => ({ text: Array.from({ length: 12 }, (_, i) => `${i + 1} `), delayMs: 250 }));
+    try {
+      const sessionFile = sessions.file("slow-agent");
+      const result = await runCodexTurn({
+        appServer: env.codex,
+        sessionId: "slow-agent",
+        sessionFile,
+        prompt: "Delegate: count slowly.",
+        cwd: ws,
+        timeouts: { turnIdleMs: 1_500 },
+      });
+      expect(result.error).toBeUndefined();
+      expect(result.status).toBe("completed");
+      const wait = toolResults(transcript(sessionFile)).find((r) => r.toolCallId === "call_wait");
+      expect(wait?.content[0]?.text).toContain("1 2 3 4 5 6 7 8 9 10 11 12");
     } finally {
       env.fake.setDefault(() => ({ text: "ok" }));
     }

@@ -1,0 +1,121 @@
+/**
+ * Which turn a sub-agent's server requests and progress belong to (`TurnRunner.runFor`), from the
+ * `collabAgentToolCall` items that name the sub-agent threads. The real-binary behaviour (an approval reaching the
+ * turn's `onApproval`, the idle watchdog kept alive) is in test/integration/codex-agent-tools.test.ts; this covers the
+ * shapes that are hard to produce offline: nested sub-agents, a cycle in a malformed stream, a closed thread.
+ */
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import { validateNotification } from "../../src/codex/rpc.js";
+import type { IncomingNotification } from "../../src/codex/schemas.js";
+import { TurnRunner } from "../../src/codex/turn-runner.js";
+import type { TurnRun } from "../../src/codex/turn-run.js";
+
+function runner(): TurnRunner {
+  return new TurnRunner({
+    logger: pino({ level: "silent" }),
+    rpcRequest: () => Promise.reject(new Error("no rpc in this test")),
+    liveGeneration: () => 1,
+    requestTimeoutMs: 1_000,
+    idleInterruptGraceMs: 1_000,
+  });
+}
+
+/** A running turn of `threadId` as the runner keeps it (registered the way `start` does). */
+function runningTurn(r: TurnRunner, threadId: string): TurnRun & { idleArms: number } {
+  const run = {
+    threadId,
+    generation: 1,
+    state: "running",
+    idleArms: 0,
+    pendingOverride: undefined,
+    toolCallsInFlight: 0,
+    fileChanges: new Map(),
+    // The turn's own notifications are not what these tests look at: its projector takes none.
+    projector: { matches: () => false },
+    armIdle() {
+      run.idleArms++;
+    },
+    noteFileChanges(n: IncomingNotification) {
+      const item = (n.params as { item?: { type?: string; id?: string } }).item;
+      if (item?.type === "fileChange") run.fileChanges.set(item.id!, []);
+    },
+  };
+  (r as unknown as { runs: Map<string, unknown> }).runs.set(threadId, run);
+  return run as unknown as TurnRun & { idleArms: number };
+}
+
+function notification(method: string, params: Record<string, unknown>): IncomingNotification {
+  const c = validateNotification({ method, params });
+  if (c.kind !== "ok") throw new Error(`not ok: ${method}`);
+  return c.notification;
+}
+
+/** A `collabAgentToolCall` item of `sender` addressing `receivers`. */
+function collab(sender: string, receivers: string[], tool = "spawnAgent"): IncomingNotification {
+  return notification("item/completed", {
+    threadId: sender,
+    turnId: `turn-${sender}`,
+    item: { type: "collabAgentToolCall", id: `call-${sender}`, tool, status: "completed", senderThreadId: sender, receiverThreadIds: receivers, prompt: null, model: null, reasoningEffort: null, agentsStates: {} },
+  });
+}
+
+const agentMessage = (threadId: string) =>
+  notification("item/completed", { threadId, turnId: `turn-${threadId}`, item: { type: "agentMessage", id: `m-${threadId}`, text: "x", phase: null } });
+
+describe("sub-agent threads belong to the turn they work for", () => {
+  it("a spawned thread's requests go to the spawning turn; so do its own sub-agents'", () => {
+    const r = runner();
+    const parent = runningTurn(r, "parent");
+    expect(r.runFor("child")).toBeUndefined();
+    r.onNotification("parent", 1, collab("parent", ["child"]));
+    expect(r.runFor("child")).toBe(parent);
+    // The child spawns a grandchild (its notifications name the child as sender).
+    r.onNotification("child", 1, collab("child", ["grandchild"]));
+    expect(r.runFor("grandchild")).toBe(parent);
+    // A thread's own running turn comes first.
+    const own = runningTurn(r, "child");
+    expect(r.runFor("child")).toBe(own);
+    expect(r.runFor("grandchild")).toBe(own);
+  });
+
+  it("a later turn of the parent thread inherits the link (send_input to an agent spawned earlier)", () => {
+    const r = runner();
+    const first = runningTurn(r, "parent");
+    r.onNotification("parent", 1, collab("parent", ["child"]));
+    first.state = "done";
+    expect(r.runFor("child")).toBeUndefined();
+    const second = runningTurn(r, "parent");
+    expect(r.runFor("child")).toBe(second);
+  });
+
+  it("a sub-agent's progress re-arms the waiting turn's idle watchdog and never enters its record", () => {
+    const r = runner();
+    const parent = runningTurn(r, "parent");
+    r.onNotification("parent", 1, collab("parent", ["child"]));
+    const before = parent.idleArms;
+    r.onNotification("child", 1, agentMessage("child"));
+    expect(parent.idleArms).toBe(before + 1);
+    // Another process generation's notification is not this turn's.
+    r.onNotification("child", 2, agentMessage("child"));
+    expect(parent.idleArms).toBe(before + 1);
+    // An unrelated thread's notification does nothing.
+    r.onNotification("stranger", 1, agentMessage("stranger"));
+    expect(parent.idleArms).toBe(before + 1);
+    // The sub-agent's file changes are kept for the approval requests the turn's host answers.
+    r.onNotification("child", 1, notification("item/started", { threadId: "child", turnId: "t", item: { type: "fileChange", id: "fc1", status: "inProgress", changes: [] } }));
+    expect(parent.fileChanges.has("fc1")).toBe(true);
+  });
+
+  it("terminates on a cycle in a malformed stream, and forgets a closed thread", () => {
+    const r = runner();
+    r.onNotification("a", 1, collab("a", ["b"]));
+    r.onNotification("b", 1, collab("b", ["a"]));
+    expect(r.runFor("a")).toBeUndefined();
+    const parent = runningTurn(r, "parent");
+    r.onNotification("parent", 1, collab("parent", ["child"], "wait"));
+    expect(r.runFor("child")).toBe(parent);
+    r.forgetThread("child");
+    expect(r.runFor("child")).toBeUndefined();
+  });
+});
