@@ -310,12 +310,13 @@ function projectImageGeneration(item: unknown, { completed }: Completed): Native
   };
 }
 
-/** Codex's `ImageGenerationFailure` as text (its message when it has one). */
+/** Codex's `ImageGenerationFailure` as text: its `type` (0.169.0 has `usageLimitExceeded`), or a message if one comes. */
 function failureText(failure: unknown): string | null {
   if (failure === undefined || failure === null) return null;
   if (typeof failure === "string") return failure;
-  const message = (failure as { message?: unknown }).message;
-  return typeof message === "string" ? message : JSON.stringify(failure);
+  const { message, type } = failure as { message?: unknown; type?: unknown };
+  if (typeof message === "string") return message;
+  return typeof type === "string" ? type : JSON.stringify(failure);
 }
 
 const NATIVE_PROJECTORS: Record<string, (item: unknown, c: Completed) => NativeItem | undefined> = {

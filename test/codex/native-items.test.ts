@@ -91,8 +91,11 @@ describe("image views and generations", () => {
       isError: false,
       awaitsOutput: false,
     });
-    const failed = { ...done, status: "failed", savedPath: undefined, failure: { message: "blocked by policy" } };
-    expect(view(failed)).toMatchObject({ resultText: "Error: blocked by policy", isError: true });
+    // The pinned protocol's only failure: a usage limit (the item then has no saved file).
+    const failed = { ...done, status: "failed", savedPath: undefined, failure: { type: "usageLimitExceeded", limitId: "images", resetsAt: null } };
+    expect(view(failed)).toMatchObject({ resultText: "Error: usageLimitExceeded", isError: true });
+    // The image bytes Codex may include (`result`, base64) never reach the record.
+    expect(JSON.stringify(project({ ...done, result: "iVBORw0KGgo=" }))).not.toContain("iVBORw0KGgo");
   });
 
   it("in a turn record, a response whose only tool is an image generation keeps stopReason 'stop'", () => {
