@@ -66,6 +66,11 @@ export class TurnRunner {
    * for the turn that waits on it: its approvals and questions are that turn's, and its progress keeps that turn alive.
    */
   private readonly subAgentParents = new Map<string, string>();
+  /**
+   * Running turns of threads this client did not start (sub-agents), thread -> turn id, from their `turn/started` and
+   * `turn/completed`: an interrupt of the turn they work for interrupts them too.
+   */
+  private readonly foreignTurns = new Map<string, string>();
 
   constructor(private readonly deps: TurnRunnerDeps) {}
 
@@ -94,6 +99,7 @@ export class TurnRunner {
   /** A thread was closed: a sub-agent's link to its parent goes with it. */
   forgetThread(threadId: string): void {
     this.subAgentParents.delete(threadId);
+    this.foreignTurns.delete(threadId);
   }
 
   activeCount(): number {
@@ -214,6 +220,7 @@ export class TurnRunner {
 
   private async interrupt(run: TurnRun, graceMs: number): Promise<void> {
     if (run.state !== "running") return;
+    this.interruptSubAgents(run);
     const params: TurnInterruptParams = { threadId: run.threadId, turnId: run.turnId! };
     try {
       await this.deps.rpcRequest("turn/interrupt", params);
@@ -228,6 +235,23 @@ export class TurnRunner {
     }
   }
 
+  /**
+   * Interrupt the running turns of the sub-agents working for `run` (best effort, not awaited). Codex does not: an
+   * interrupted parent leaves its sub-agents running, spending model calls and acting in the workspace after the host
+   * stopped the turn.
+   */
+  private interruptSubAgents(run: TurnRun): void {
+    for (const [threadId, turnId] of this.foreignTurns) {
+      if (this.runFor(threadId) !== run) continue;
+      const params: TurnInterruptParams = { threadId, turnId };
+      this.deps.logger.info({ event: "codex.subAgent.interrupt", threadId, turnId, parentThreadId: run.threadId }, "interrupting a sub-agent of the turn");
+      this.deps.rpcRequest("turn/interrupt", params).catch((err: unknown) => {
+        const code = (err as CodexAppServerError).code;
+        this.deps.logger.warn({ event: "codex.subAgent.interruptFailed", threadId, turnId, code }, "sub-agent turn/interrupt failed");
+      });
+    }
+  }
+
   /** Re-arm the idle watchdog of `run` (called on every notification and around tool calls). */
   armIdle(run: TurnRun): void {
     run.armIdle(() => void this.endByWatchdog(run, { message: `no notification for ${run.idleTimeoutMs} ms; the turn was interrupted`, code: "idleTimeout" }));
@@ -239,6 +263,7 @@ export class TurnRunner {
     run.pendingOverride = { codexStatus: "timedOut", error };
     const { threadId, turnId } = run;
     this.deps.logger.warn({ event: `codex.turn.${error.code}`, threadId, turnId }, "turn stalled; interrupting");
+    this.interruptSubAgents(run);
     try {
       const params: TurnInterruptParams = { threadId, turnId: turnId! };
       await this.deps.rpcRequest("turn/interrupt", params, Math.min(5_000, this.deps.requestTimeoutMs));
@@ -258,7 +283,10 @@ export class TurnRunner {
   onNotification(threadId: string, generation: number, n: IncomingNotification): void {
     this.noteSubAgents(threadId, n);
     const run = this.runs.get(threadId);
-    if (!run) return this.onSubAgentNotification(threadId, generation, n);
+    if (!run) {
+      this.noteForeignTurn(threadId, n);
+      return this.onSubAgentNotification(threadId, generation, n);
+    }
     if (run.generation !== generation) return;
     if (run.state === "starting") run.buffer.push(n);
     else if (run.state === "running") this.apply(run, n);
@@ -269,6 +297,13 @@ export class TurnRunner {
     if (!parentRun || parentRun.generation !== generation || parentRun.state !== "running") return;
     parentRun.noteFileChanges(n);
     this.armIdle(parentRun);
+  }
+
+  /** Track the running turn of a thread this client did not start (it may start before its spawn item arrives). */
+  private noteForeignTurn(threadId: string, n: IncomingNotification): void {
+    if (!n.consumed) return;
+    if (n.method === "turn/started") this.foreignTurns.set(threadId, n.params.turn.id);
+    else if (n.method === "turn/completed" && this.foreignTurns.get(threadId) === n.params.turn.id) this.foreignTurns.delete(threadId);
   }
 
   /** Remember which threads a `collabAgentToolCall` item of `threadId` addressed (its sub-agents). */

@@ -11,10 +11,13 @@ import type { IncomingNotification } from "../../src/codex/schemas.js";
 import { TurnRunner } from "../../src/codex/turn-runner.js";
 import type { TurnRun } from "../../src/codex/turn-run.js";
 
-function runner(): TurnRunner {
+function runner(rpc: Array<{ method: string; params: unknown }> = []): TurnRunner {
   return new TurnRunner({
     logger: pino({ level: "silent" }),
-    rpcRequest: () => Promise.reject(new Error("no rpc in this test")),
+    rpcRequest: (method, params) => {
+      rpc.push({ method, params });
+      return Promise.resolve({});
+    },
     liveGeneration: () => 1,
     requestTimeoutMs: 1_000,
     idleInterruptGraceMs: 1_000,
@@ -25,6 +28,7 @@ function runner(): TurnRunner {
 function runningTurn(r: TurnRunner, threadId: string): TurnRun & { idleArms: number } {
   const run = {
     threadId,
+    turnId: `turn-${threadId}`,
     generation: 1,
     state: "running",
     idleArms: 0,
@@ -117,5 +121,35 @@ describe("sub-agent threads belong to the turn they work for", () => {
     expect(r.runFor("child")).toBe(parent);
     r.forgetThread("child");
     expect(r.runFor("child")).toBeUndefined();
+  });
+
+  it("an interrupt of the turn interrupts its sub-agents' running turns, and no other thread's", async () => {
+    const rpc: Array<{ method: string; params: unknown }> = [];
+    const r = runner(rpc);
+    const parent = runningTurn(r, "parent");
+    const turnStarted = (threadId: string, turnId: string) => notification("turn/started", { threadId, turn: { id: turnId, items: [], status: "inProgress", error: null } });
+    const turnCompleted = (threadId: string, turnId: string) => notification("turn/completed", { threadId, turn: { id: turnId, items: [], status: "completed", error: null } });
+    // The sub-agent's turn may start before the spawn item names it.
+    r.onNotification("child", 1, turnStarted("child", "child-turn"));
+    r.onNotification("parent", 1, collab("parent", ["child"]));
+    r.onNotification("child", 1, collab("child", ["grandchild"]));
+    r.onNotification("grandchild", 1, turnStarted("grandchild", "grandchild-turn"));
+    // Another session's thread running a turn (a compaction, say) on the same client.
+    r.onNotification("other", 1, turnStarted("other", "other-turn"));
+    const interrupt = (run: TurnRun) => (r as unknown as { interrupt(run: TurnRun, graceMs: number): Promise<void> }).interrupt(run, 60_000);
+    await interrupt(parent);
+    const interrupted = () => rpc.filter((c) => c.method === "turn/interrupt").map((c) => c.params);
+    expect(interrupted()).toEqual([
+      { threadId: "child", turnId: "child-turn" },
+      { threadId: "grandchild", turnId: "grandchild-turn" },
+      { threadId: "parent", turnId: "turn-parent" },
+    ]);
+    // A finished sub-agent turn is not interrupted again.
+    rpc.length = 0;
+    r.onNotification("child", 1, turnCompleted("child", "child-turn"));
+    r.onNotification("grandchild", 1, turnCompleted("grandchild", "grandchild-turn"));
+    await interrupt(parent);
+    expect(interrupted()).toEqual([{ threadId: "parent", turnId: "turn-parent" }]);
+    clearTimeout((parent as unknown as { graceTimer?: NodeJS.Timeout }).graceTimer);
   });
 });

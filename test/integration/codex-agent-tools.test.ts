@@ -230,4 +230,39 @@ describe("Codex's image and sub-agent tools in the transcript", () => {
       env.fake.setDefault(() => ({ text: "ok" }));
     }
   });
+
+  it("aborting the turn interrupts the sub-agents working for it (Codex alone leaves them running)", async () => {
+    const state = scriptDelegation("count slowly", () => ({ text: Array.from({ length: 40 }, (_, i) => `${i + 1} `), delayMs: 100 }));
+    const subAgentTurns: Array<{ threadId: string; status: string }> = [];
+    let parentThread: string | undefined;
+    const off = env.codex.onNotification((n) => {
+      const p = n.params as { threadId?: string; turn?: { status?: string } };
+      if (n.method === "turn/completed" && p.threadId !== parentThread) subAgentTurns.push({ threadId: p.threadId ?? "", status: p.turn?.status ?? "" });
+    });
+    const ac = new AbortController();
+    try {
+      const handle = runCodexTurn({
+        appServer: env.codex,
+        sessionId: "abort-agent",
+        sessionFile: sessions.file("abort-agent"),
+        prompt: "Delegate: count slowly.",
+        cwd: ws,
+        signal: ac.signal,
+        onEvent: (e) => {
+          // Abort once the parent is waiting on its sub-agent.
+          if (e.type === "toolCall" && e.tool === "wait_agent") setTimeout(() => ac.abort(), 300);
+        },
+      });
+      const result = await handle;
+      parentThread = result.threadId;
+      expect(result.status).toBe("aborted");
+      // The sub-agent's 4-second answer was cut short: its turn ended interrupted, well before it could finish.
+      const deadline = Date.now() + 5_000;
+      while (!subAgentTurns.some((t) => t.threadId === state.agentId) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      expect(subAgentTurns.filter((t) => t.threadId === state.agentId)).toEqual([{ threadId: state.agentId, status: "interrupted" }]);
+    } finally {
+      off();
+      env.fake.setDefault(() => ({ text: "ok" }));
+    }
+  });
 });
