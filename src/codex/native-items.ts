@@ -90,7 +90,8 @@ export type NativeItem =
   /** A Plan-mode proposed plan (`plan` item); `update_plan` progress comes as the `planUpdated` event instead. */
   | { kind: "plan"; id: string; text: string; completed: boolean };
 
-const NATIVE_KINDS: ReadonlySet<string> = new Set([
+/** The native items that are tool calls (every native item but `plan`). */
+export const NATIVE_TOOL_KINDS: ReadonlyArray<NativeItem["kind"]> = [
   "commandExecution",
   "fileChange",
   "mcpToolCall",
@@ -98,8 +99,9 @@ const NATIVE_KINDS: ReadonlySet<string> = new Set([
   "imageView",
   "collabAgentToolCall",
   "imageGeneration",
-  "plan",
-]);
+];
+
+const NATIVE_KINDS: ReadonlySet<string> = new Set<string>([...NATIVE_TOOL_KINDS, "plan"]);
 
 /** Whether `item` is a native tool or plan item. */
 export function isNativeItem(item: { kind: string }): item is NativeItem {

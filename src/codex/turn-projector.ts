@@ -52,7 +52,7 @@ import type {
 } from "../context-engine/types.js";
 import { z } from "zod";
 import type { ConsumedParams, IncomingNotification, ParsedThreadItem } from "./schemas.js";
-import { DEFAULT_TOOL_OUTPUT_CAP_CHARS, isNativeItem, nativeView, projectNative, toolArguments, type NativeItem } from "./native-items.js";
+import { DEFAULT_TOOL_OUTPUT_CAP_CHARS, isNativeItem, NATIVE_TOOL_KINDS, nativeView, projectNative, toolArguments, type NativeItem } from "./native-items.js";
 
 export { capToolOutput, DEFAULT_TOOL_OUTPUT_CAP_CHARS, type FileChangeEntry, type NativeItem } from "./native-items.js";
 
@@ -294,16 +294,7 @@ interface PendingGroup {
   after: CustomMessage[];
 }
 
-const TOOL_KINDS: ReadonlySet<ProjectedItem["kind"]> = new Set([
-  "dynamicToolCall",
-  "commandExecution",
-  "fileChange",
-  "mcpToolCall",
-  "webSearch",
-  "imageView",
-  "collabAgentToolCall",
-  "imageGeneration",
-]);
+const TOOL_KINDS: ReadonlySet<ProjectedItem["kind"]> = new Set(["dynamicToolCall", ...NATIVE_TOOL_KINDS]);
 
 /**
  * Feed one turn's notifications in order with {@link TurnProjector.apply}; read the record with
@@ -542,16 +533,6 @@ export class TurnProjector {
         g.timestamp = t;
         break;
       }
-      case "dynamicToolCall":
-      case "commandExecution":
-      case "fileChange":
-      case "mcpToolCall":
-      case "webSearch":
-      case "imageView":
-      case "collabAgentToolCall":
-      case "imageGeneration":
-        this.addToolCall(item, t);
-        break;
       case "plan":
         this.addPlanMessage(item.text, t);
         break;
@@ -561,6 +542,8 @@ export class TurnProjector {
         break;
       }
       default:
+        // Dynamic and native tool calls (TOOL_KINDS).
+        if (TOOL_KINDS.has(item.kind)) this.addToolCall(item, t);
         break;
     }
     return events;
