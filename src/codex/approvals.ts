@@ -34,7 +34,9 @@ interface ApprovalBase {
  * An approval request, by kind:
  * - `commandExecution`: run `command` in `cwd` (outside the sandbox, or with more permissions);
  * - `fileChange`: apply `changes` (paths and diffs; `grantRoot` when Codex asks for write access under a root);
- * - `permissions`: grant extra `permissions` (network / file-system profile as Codex describes it) in `cwd`.
+ * - `permissions`: grant extra `permissions` (network / file-system profile as Codex describes it) in `cwd`;
+ * - `mcpToolCall`: let MCP server `server` run its tool `tool` with `arguments` (Codex asks through an MCP elicitation
+ *   marked `codex_approval_kind: "mcp_tool_call"`; other elicitations are not approvals and are declined).
  *
  * @example
  * ```ts
@@ -45,7 +47,18 @@ interface ApprovalBase {
 export type CodexApprovalRequest =
   | (ApprovalBase & { kind: "commandExecution"; command?: string; cwd?: string })
   | (ApprovalBase & { kind: "fileChange"; changes: CodexFileChange[]; grantRoot?: string })
-  | (ApprovalBase & { kind: "permissions"; cwd?: string; permissions: Record<string, unknown> });
+  | (ApprovalBase & { kind: "permissions"; cwd?: string; permissions: Record<string, unknown> })
+  | (ApprovalBase & {
+      kind: "mcpToolCall";
+      server: string;
+      tool: string;
+      arguments: Record<string, unknown>;
+      /** Codex's question, e.g. `Allow the docs MCP server to run tool "search"?`. */
+      message?: string;
+      toolDescription?: string;
+      /** How long Codex offers to remember an approval (`["session", "always"]`); `approveForSession` uses "session". */
+      persist: string[];
+    });
 
 /** The host's answer: approve once, approve for the rest of the session (Codex stops asking for the same thing), or deny. */
 export type CodexApprovalDecision = "approve" | "approveForSession" | "deny";
@@ -60,6 +73,8 @@ export const HOST_APPROVAL_METHODS = new Set([
   "item/permissions/requestApproval",
   "execCommandApproval",
   "applyPatchApproval",
+  // Only its MCP tool-call approvals (toApprovalRequest); a real elicitation (a form to fill) is declined.
+  "mcpServer/elicitation/request",
 ]);
 
 type Params = Record<string, unknown>;
@@ -110,9 +125,29 @@ export function toApprovalRequest(
       return { ...base, kind: "fileChange", changes: legacyFileChanges(p.fileChanges), ...opt("grantRoot", str(p.grantRoot)) };
     case "item/permissions/requestApproval":
       return { ...base, kind: "permissions", ...opt("cwd", str(p.cwd)), permissions: (p.permissions as Params | undefined) ?? {} };
+    case "mcpServer/elicitation/request":
+      return mcpToolCallApproval(base, p);
     default:
       return undefined;
   }
+}
+
+/** An MCP elicitation that is Codex asking to run an MCP tool, as an approval request; undefined for any other one. */
+function mcpToolCallApproval(base: ApprovalBase, p: Params): CodexApprovalRequest | undefined {
+  const meta = (typeof p._meta === "object" && p._meta !== null ? p._meta : {}) as Params;
+  if (meta.codex_approval_kind !== "mcp_tool_call") return undefined;
+  const args = typeof meta.tool_params === "object" && meta.tool_params !== null && !Array.isArray(meta.tool_params) ? (meta.tool_params as Params) : {};
+  const persist = Array.isArray(meta.persist) ? meta.persist.filter((x): x is string => typeof x === "string") : typeof meta.persist === "string" ? [meta.persist] : [];
+  return {
+    ...base,
+    kind: "mcpToolCall",
+    server: str(p.serverName) ?? "",
+    tool: str(meta.tool_name) ?? str(meta.tool_title) ?? "",
+    arguments: args,
+    ...opt("message", str(p.message)),
+    ...opt("toolDescription", str(meta.tool_description)),
+    persist,
+  };
 }
 
 /** Requested permissions granted as asked: the non-null parts of the request profile. */
@@ -138,6 +173,12 @@ export function approvalResponse(request: CodexApprovalRequest, decision: CodexA
     case "item/permissions/requestApproval":
       if (decision === "deny" || request.kind !== "permissions") return { permissions: {}, scope: "turn" };
       return { permissions: grantedPermissions(request.permissions), scope: decision === "approveForSession" ? "session" : "turn" };
+    case "mcpServer/elicitation/request": {
+      if (decision === "deny" || request.kind !== "mcpToolCall") return { action: "decline", content: null, _meta: null };
+      // Remembered for the session only when Codex offers it; otherwise this one call is approved.
+      const persist = decision === "approveForSession" && request.persist.includes("session") ? { persist: "session" } : null;
+      return { action: "accept", content: {}, _meta: persist };
+    }
     default:
       // Legacy execCommandApproval / applyPatchApproval: ReviewDecision.
       if (decision === "approve") return { decision: "approved" };
