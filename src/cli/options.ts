@@ -40,6 +40,17 @@ export interface ServerOptionValues {
   offlineScript?: string;
 }
 
+/** How `--approve` answers Codex's approval requests. */
+export type ApproveAnswer = "deny" | "approve" | "approve-for-session";
+
+/** Values of the options {@link addWorkOptions} declares. */
+export interface WorkOptionValues {
+  cwd?: string;
+  sandbox?: "read-only" | "workspace-write" | "danger-full-access";
+  approvalPolicy?: "untrusted" | "on-request" | "never";
+  approve: ApproveAnswer;
+}
+
 /** Values of the options {@link addInspectOptions} declares. */
 export interface InspectOptionValues {
   inspect?: boolean;
@@ -68,6 +79,23 @@ export function addServerOptions(cmd: Command): Command {
   return cmd
     .option("--offline", 'use the offline fake model (answers "offline reply"); nothing leaves 127.0.0.1')
     .addOption(new Option("--offline-script <file>", "JSON array of fake replies queued for the offline model").hideHelp());
+}
+
+/**
+ * `--cwd`, `--sandbox`, `--approval-policy`, `--approve`: where Codex works, what it may do, and how the CLI answers
+ * its approval requests (commands, patches, permissions, MCP tools; a sub-agent's too). Each request and its answer is
+ * printed as a note (stderr with --json).
+ */
+export function addWorkOptions(cmd: Command): Command {
+  return cmd
+    .option("--cwd <dir>", "Codex's working directory (default: the current directory)")
+    .addOption(new Option("--sandbox <mode>", "what Codex's commands may touch (default read-only)").choices(["read-only", "workspace-write", "danger-full-access"]))
+    .addOption(new Option("--approval-policy <policy>", "when Codex asks before acting").choices(["untrusted", "on-request", "never"]))
+    .addOption(
+      new Option("--approve <answer>", "how the CLI answers Codex's approval requests (each one is printed)")
+        .choices(["deny", "approve", "approve-for-session"])
+        .default("deny"),
+    );
 }
 
 /** `--inspect` and `--inspect-wait`. */

@@ -55,12 +55,17 @@ const offlineScriptSchema = z.array(
       text: z.union([z.string(), z.array(z.string())]).optional(),
       delayMs: z.number().int().min(0).max(60_000).optional(),
       holdOpenMs: z.number().int().min(0).max(600_000).optional(),
+      /** A tool call of the model (e.g. Codex's `exec_command`): the offline Codex then offers its built-in tools. */
+      functionCall: z
+        .object({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()), namespace: z.string().min(1).optional(), callId: z.string().min(1).optional() })
+        .strict()
+        .optional(),
     })
     .strict(),
 );
 
 /**
- * Reads `--offline-script FILE`: a JSON array of fake replies (`{ text?, delayMs?, holdOpenMs? }`) queued for the
+ * Reads `--offline-script FILE`: a JSON array of fake replies (`{ text?, delayMs?, holdOpenMs?, functionCall? }`) queued for the
  * offline model, one per model request, before it falls back to "offline reply". For tests and demos.
  */
 async function readOfflineScript(file: string): Promise<FakeReply[]> {
@@ -82,7 +87,8 @@ async function startOffline(scriptFile: string | undefined): Promise<CliServer> 
   const script = scriptFile === undefined ? [] : await readOfflineScript(scriptFile);
   let env;
   try {
-    env = await startOfflineCodex({ offline: { lean: true } });
+    // Lean (small requests, no built-in tools) unless the script has the model call tools, which need Codex's own.
+    env = await startOfflineCodex({ offline: { lean: !script.some((reply) => reply.functionCall !== undefined) } });
   } catch (err) {
     throw envError(`cannot start the offline codex app-server: ${(err as Error).message}`);
   }

@@ -9,7 +9,10 @@ import type { CodexTurnParams } from "../params.js";
 import { createTrajectoryWriter, type TrajectoryWriter } from "../trajectory/index.js";
 import { loadCliEngine, readPluginConfig, type LoadedEngine } from "./engine.js";
 import { startInspector, type CliInspector } from "./inspector.js";
-import type { EngineOptionValues, InspectOptionValues, ServerOptionValues, TrajectoryOptionValues } from "./options.js";
+import { stat } from "node:fs/promises";
+import type { CodexApprovalDecision, CodexApprovalRequest } from "../codex/approvals.js";
+import { envError } from "./errors.js";
+import type { ApproveAnswer, EngineOptionValues, InspectOptionValues, ServerOptionValues, TrajectoryOptionValues, WorkOptionValues } from "./options.js";
 import type { Out } from "./output.js";
 import { startServer, type CliServer } from "./server.js";
 import { sessionIdOf } from "./session-file.js";
@@ -17,6 +20,7 @@ import { sessionIdOf } from "./session-file.js";
 /** Option values `run` and `chat` both have. */
 export type TurnCommandOptions = EngineOptionValues &
   ServerOptionValues &
+  Partial<WorkOptionValues> &
   InspectOptionValues &
   TrajectoryOptionValues & { session: string; model?: string };
 
@@ -45,6 +49,7 @@ export interface TurnSetup {
  */
 export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out): Promise<TurnSetup> {
   const pluginConfig = opts.pluginConfig !== undefined ? await readPluginConfig(opts.pluginConfig) : undefined;
+  const cwd = opts.cwd !== undefined ? await workingDirectory(opts.cwd) : undefined;
   const inspector = await startInspector(opts.inspect === true, out, opts.inspectUiUrl);
   const cleanups: Array<() => Promise<void> | void> = [async () => inspector?.close()];
   const disposeAll = async () => {
@@ -76,7 +81,7 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out): Prom
       inspector,
       trajectory,
       sessionFile,
-      baseParams: () => turnParams(opts, server, loaded, inspector, sessionFile),
+      baseParams: () => ({ ...turnParams(opts, server, loaded, inspector, sessionFile), ...workParams(opts, cwd, out) }),
       recordTurnRequest: (prompt) => trajectory?.record("request", "codexTurn/run", { sessionFile, prompt, engineId: loaded.engine.info.id }),
       dispose: disposeAll,
     };
@@ -109,3 +114,42 @@ function turnParams(
   };
   return params;
 }
+
+/** `--cwd`, resolved; it must be an existing directory (exit 3 otherwise, before any app-server starts). */
+async function workingDirectory(dir: string): Promise<string> {
+  const resolved = path.resolve(dir);
+  const isDir = await stat(resolved).then((st) => st.isDirectory(), () => false);
+  if (!isDir) throw envError(`--cwd ${dir}: not an existing directory`);
+  return resolved;
+}
+
+const DECISIONS: Record<ApproveAnswer, CodexApprovalDecision> = { deny: "deny", approve: "approve", "approve-for-session": "approveForSession" };
+
+/** What an approval request asks, in one line (no file contents). */
+export function describeApproval(r: CodexApprovalRequest): string {
+  switch (r.kind) {
+    case "commandExecution":
+      return `run ${JSON.stringify(r.command ?? "")}${r.cwd ? ` in ${r.cwd}` : ""}`;
+    case "fileChange":
+      return `change ${r.changes.map((c) => c.path).join(", ") || "files"}`;
+    case "permissions":
+      return `grant permissions ${JSON.stringify(r.permissions)}`;
+    case "mcpToolCall":
+      return `run MCP tool ${r.server}/${r.tool}`;
+  }
+}
+
+/** The work options as turn parameters: `cwd`, `sandbox`, `approvalPolicy`, and `--approve` as the `onApproval` answer. */
+function workParams(opts: Partial<WorkOptionValues>, cwd: string | undefined, out: Out): Partial<CodexTurnParams> {
+  const decision = DECISIONS[opts.approve ?? "deny"];
+  return {
+    ...(cwd !== undefined ? { cwd } : {}),
+    ...(opts.sandbox !== undefined ? { sandbox: opts.sandbox } : {}),
+    ...(opts.approvalPolicy !== undefined ? { approvalPolicy: opts.approvalPolicy } : {}),
+    onApproval: (request: CodexApprovalRequest) => {
+      out.note(`codex-turn: approval ${request.kind}: ${describeApproval(request)} -> ${decision}`);
+      return decision;
+    },
+  };
+}
+

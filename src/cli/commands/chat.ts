@@ -10,7 +10,7 @@ import { createPromptReader } from "../chat/input.js";
 import { createTurnRenderer } from "../chat/render.js";
 import { EXIT } from "../errors.js";
 import { holdInspector } from "../inspector.js";
-import { addEngineOptions, addInspectOptions, addJsonOption, addServerOptions, addTrajectoryOptions, LIVE_PROVIDER_HELP } from "../options.js";
+import { addEngineOptions, addInspectOptions, addJsonOption, addServerOptions, addTrajectoryOptions, addWorkOptions, LIVE_PROVIDER_HELP } from "../options.js";
 import { createOut, type Out } from "../output.js";
 import { runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
 import { settleWithin, watchSignals, type SignalWatch } from "../signals.js";
@@ -125,6 +125,7 @@ export function chatCommand(done: (code: number) => void): Command {
     .option("--model <model>", "model for every turn (default: Codex's configured model)");
   addEngineOptions(cmd);
   addServerOptions(cmd);
+  addWorkOptions(cmd);
   addJsonOption(cmd, "no live display: one JSON line per turn (the fields of run --json)");
   addInspectOptions(cmd);
   addTrajectoryOptions(cmd);

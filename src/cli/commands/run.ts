@@ -11,6 +11,7 @@ import {
   addInspectOptions,
   addJsonOption,
   addServerOptions,
+  addWorkOptions,
   addTrajectoryOptions,
   LIVE_PROVIDER_HELP,
 } from "../options.js";
@@ -97,6 +98,7 @@ export function runCommand(done: (code: number) => void): Command {
     .option("--model <model>", "model for the turn (default: Codex's configured model)");
   addEngineOptions(cmd);
   addServerOptions(cmd);
+  addWorkOptions(cmd);
   addJsonOption(cmd, "print one JSON line: status, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps");
   addInspectOptions(cmd);
   addTrajectoryOptions(cmd);
