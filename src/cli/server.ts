@@ -57,7 +57,12 @@ const offlineScriptSchema = z.array(
       holdOpenMs: z.number().int().min(0).max(600_000).optional(),
       /** A tool call of the model (e.g. Codex's `exec_command`): the offline Codex then offers its built-in tools. */
       functionCall: z
-        .object({ name: z.string().min(1), arguments: z.record(z.string(), z.unknown()), namespace: z.string().min(1).optional(), callId: z.string().min(1).optional() })
+        .object({
+          name: z.string().min(1),
+          arguments: z.record(z.string(), z.unknown()),
+          namespace: z.string().min(1).optional(),
+          callId: z.string().min(1).optional(),
+        })
         .strict()
         .optional(),
     })
@@ -65,8 +70,8 @@ const offlineScriptSchema = z.array(
 );
 
 /**
- * Reads `--offline-script FILE`: a JSON array of fake replies (`{ text?, delayMs?, holdOpenMs?, functionCall? }`) queued for the
- * offline model, one per model request, before it falls back to "offline reply". For tests and demos.
+ * Reads `--offline-script FILE`: a JSON array of fake replies (`{ text?, delayMs?, holdOpenMs?, functionCall? }`) queued
+ * for the offline model, one per model request, before it falls back to "offline reply". For tests and demos.
  */
 async function readOfflineScript(file: string): Promise<FakeReply[]> {
   let raw: unknown;

@@ -3,15 +3,15 @@
  * process exists), the app-server, the engine (through the plugin host, bounded), the trajectory writer, and the
  * `runCodexTurn` parameters they all feed.
  */
+import { stat } from "node:fs/promises";
 import path from "node:path";
 import type { InspectionEvent } from "xstate";
+import type { CodexApprovalDecision, CodexApprovalRequest } from "../codex/approvals.js";
 import type { CodexTurnParams } from "../params.js";
 import { createTrajectoryWriter, type TrajectoryWriter } from "../trajectory/index.js";
 import { loadCliEngine, readPluginConfig, type LoadedEngine } from "./engine.js";
-import { startInspector, type CliInspector } from "./inspector.js";
-import { stat } from "node:fs/promises";
-import type { CodexApprovalDecision, CodexApprovalRequest } from "../codex/approvals.js";
 import { envError } from "./errors.js";
+import { startInspector, type CliInspector } from "./inspector.js";
 import type { ApproveAnswer, EngineOptionValues, InspectOptionValues, ServerOptionValues, TrajectoryOptionValues, WorkOptionValues } from "./options.js";
 import type { Out } from "./output.js";
 import { startServer, type CliServer } from "./server.js";
@@ -152,4 +152,3 @@ function workParams(opts: Partial<WorkOptionValues>, cwd: string | undefined, ou
     },
   };
 }
-
