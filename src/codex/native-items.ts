@@ -339,7 +339,7 @@ export function projectNative(item: ParsedThreadItem, completed: boolean): Nativ
 }
 
 /**
- * Default of {@link TurnProjectorOptions.toolOutputCapChars}.
+ * Default of `TurnProjectorOptions.toolOutputCapChars` (turn-projector.ts).
  *
  * @example
  * ```ts
