@@ -4,6 +4,7 @@ import type { InspectionEvent } from "xstate";
 import type { ContextEngine } from "./context-engine/types.js";
 import type { CodexTurnHooks } from "./hooks/types.js";
 import type { DynamicToolContext } from "./codex/dynamic-tools.js";
+import { promptImagesSchema } from "./codex/prompt-images.js";
 import { accordionConfigSchema } from "./compaction/accordion.js";
 import type { AgentMessage } from "./context-engine/types.js";
 import type {
@@ -116,6 +117,13 @@ export const codexTurnParamsSchema = z
     /** Session files must live under this directory when given. */
     sessionRoot: z.string().min(1).optional(),
     prompt: z.string().min(1, "prompt must not be empty"),
+    /**
+     * Images sent with the prompt, after its text: `{ path }` (an absolute path to a PNG, JPEG, GIF or WebP file; read
+     * once, here) or `{ data, mimeType }` (base64, OpenClaw's image part). Checked before anything is written; the
+     * transcript records them as image parts of the prompt message. The model must accept images (its catalog entry's
+     * `inputModalities`), or Codex replaces each with a note saying it was omitted.
+     */
+    images: promptImagesSchema.optional(),
     contextEngine: z
       .custom<ContextEngine>(looksLikeEngine, "contextEngine must be a context engine: info.id, ingest(), assemble() and compact()")
       .optional(),

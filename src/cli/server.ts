@@ -93,7 +93,8 @@ async function startOffline(scriptFile: string | undefined): Promise<CliServer> 
   let env;
   try {
     // Lean (small requests, no built-in tools) unless the script has the model call tools, which need Codex's own.
-    env = await startOfflineCodex({ offline: { lean: !script.some((reply) => reply.functionCall !== undefined) } });
+    // The fake model takes images (`run --image`), so its catalog entry says so; Codex would replace them otherwise.
+    env = await startOfflineCodex({ offline: { lean: !script.some((reply) => reply.functionCall !== undefined), inputModalities: ["text", "image"] } });
   } catch (err) {
     throw envError(`cannot start the offline codex app-server: ${(err as Error).message}`);
   }

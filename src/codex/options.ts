@@ -5,6 +5,7 @@
 import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { promptImagesSchema } from "./prompt-images.js";
 import type { ApprovalCallback } from "./approvals.js";
 import type { ModelCatalog } from "./config.js";
 import type { AfterToolCall, BeforeToolCall, DynamicToolSpec } from "./dynamic-tools.js";
@@ -201,6 +202,11 @@ export const startTurnSchema = z
     text: z.string().min(1, "text must not be empty"),
     /** The original prompt for the snapshot (default: `text`). */
     originalPrompt: z.string().optional(),
+    /**
+     * Images sent after the text (`{ path }` files, or `{ data, mimeType }` base64), checked and read before the turn
+     * starts; the snapshot's prompt message carries them as image parts. See `PromptImageInput`.
+     */
+    images: promptImagesSchema.optional(),
     additionalContext: additionalContextSchema.optional(),
     model: z.string().min(1).optional(),
     effort: reasoningEffortSchema.optional(),

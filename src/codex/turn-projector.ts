@@ -132,6 +132,8 @@ export interface TurnProjectorOptions {
   turnId: string;
   /** The ORIGINAL user prompt (recorded instead of the projected text Codex received). */
   originalPrompt: string;
+  /** Images sent with the prompt: the snapshot's prompt message is then the text part followed by these. */
+  promptImages?: ReadonlyArray<{ type: "image"; data: string; mimeType: string }>;
   /** Written on assistant messages. */
   model?: string;
   provider?: string;
@@ -653,7 +655,10 @@ export class TurnProjector {
     this.flushGroup(stop, status === "completed" ? undefined : error?.message);
     const prompt: UserMessage = {
       role: "user",
-      content: this.opts.originalPrompt,
+      content:
+        this.opts.promptImages && this.opts.promptImages.length > 0
+          ? [{ type: "text", text: this.opts.originalPrompt }, ...this.opts.promptImages.map((p) => ({ ...p }))]
+          : this.opts.originalPrompt,
       timestamp: this.promptTimestamp ?? this.turnStartedAt ?? this.opts.fallbackTimestamp ?? 0,
     };
     const snapshot: AgentMessage[] = [prompt, ...this.messages.map((m) => structuredClone(m))];

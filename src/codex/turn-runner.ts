@@ -5,6 +5,7 @@
 import type { Logger } from "pino";
 import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
 import { CodexAppServerError } from "./errors.js";
+import { toImagePart, toUserInput, type PromptImage } from "./prompt-images.js";
 import type { TurnInterruptParams } from "./protocol/v2/TurnInterruptParams.js";
 import type { TurnStartParams } from "./protocol/v2/TurnStartParams.js";
 import type { TurnSteerParams } from "./protocol/v2/TurnSteerParams.js";
@@ -46,6 +47,8 @@ export interface TurnRunnerDeps {
 /** Input of one `turn/start`. */
 export interface TurnStartInput {
   text: string;
+  /** Sent after the text, in order. */
+  images?: readonly PromptImage[] | undefined;
   additionalContext?: Record<string, AdditionalContextEntry> | undefined;
   model?: string | undefined;
   effort?: string | undefined;
@@ -114,7 +117,7 @@ export class TurnRunner {
     this.runs.set(run.threadId, run);
     const params: TurnStartParams = defined({
       threadId: run.threadId,
-      input: [{ type: "text" as const, text: input.text, text_elements: [] }],
+      input: [{ type: "text" as const, text: input.text, text_elements: [] }, ...(input.images ?? []).map(toUserInput)],
       additionalContext: input.additionalContext,
       model: input.model,
       effort: input.effort,
@@ -161,6 +164,7 @@ export class TurnRunner {
         threadId: run.threadId,
         turnId,
         originalPrompt: run.originalPrompt,
+        promptImages: run.options.images?.map(toImagePart),
         model: run.model,
         provider: run.provider,
         fallbackTimestamp: run.acceptedAt,

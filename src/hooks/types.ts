@@ -46,6 +46,8 @@ export interface LlmInputEvent {
   developerInstructions?: string;
   /** Number of additional-context entries sent with the turn. */
   contextEntries: number;
+  /** Number of images sent with the prompt (`CodexTurnParams.images`). */
+  imagesCount: number;
 }
 
 /** `llmOutput`: what Codex answered in this turn. */

@@ -92,7 +92,7 @@ export function createPluginTurnHooks(registry: PluginRegistry, pluginId: string
   }
   if (has("llm_input")) {
     hooks.llmInput = async (e: LlmInputEvent) => {
-      await run("llm_input", { runId: e.threadId, sessionId: e.sessionId, provider: base().modelProviderId, model: e.model ?? model(), ...(e.developerInstructions !== undefined ? { systemPrompt: e.developerInstructions } : {}), prompt: e.prompt, historyMessages: [], imagesCount: 0 }, ctxFor(e.sessionId, { runId: e.threadId }));
+      await run("llm_input", { runId: e.threadId, sessionId: e.sessionId, provider: base().modelProviderId, model: e.model ?? model(), ...(e.developerInstructions !== undefined ? { systemPrompt: e.developerInstructions } : {}), prompt: e.prompt, historyMessages: [], imagesCount: e.imagesCount }, ctxFor(e.sessionId, { runId: e.threadId }));
     };
   }
   if (has("llm_output")) {

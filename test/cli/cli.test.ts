@@ -3,26 +3,15 @@
  * CODEX_TURN_FROM_SOURCE=1 makes the bin run src/ (through tsx) even when a dist/ build exists, so the tests always
  * exercise the current sources, never a stale build.
  */
-import { execFile } from "node:child_process";
 import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { repoRoot, runCli } from "../helpers/cli.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const bin = path.join(root, "bin", "codex-turn.js");
+const root = repoRoot;
 
-function cli(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const env = { ...process.env, CODEX_TURN_FROM_SOURCE: "1" };
-    const child = execFile(process.execPath, [bin, ...args], { cwd: root, env, timeout: 120_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-    if (input !== undefined) child.stdin?.end(input);
-  });
-}
+const cli = (args: string[], input?: string) => runCli(args, input !== undefined ? { input } : {});
 
 let dir: string;
 beforeAll(async () => {

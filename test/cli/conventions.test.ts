@@ -3,26 +3,19 @@
  * usage errors (exit 2) for excess arguments, honest exit 3 for missing or unreadable sessions, errors as JSON with
  * --json, a bounded engine load, and SIGINT during `run` (exit 130, no lock left).
  */
-import { execFile, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cliBin, repoRoot, runCli } from "../helpers/cli.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const bin = path.join(root, "bin", "codex-turn.js");
+const root = repoRoot;
+const bin = cliBin;
 const env = { ...process.env, CODEX_TURN_FROM_SOURCE: "1" };
 
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { cwd: root, env, timeout: 120_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: string[]) => runCli(args);
 
 let dir: string;
 beforeAll(async () => {

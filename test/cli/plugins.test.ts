@@ -3,26 +3,16 @@
  * plugin object, with an installed package (by name, resolved from the working directory) that exports `register`
  * alone, and plugins that cannot be loaded (a bad manifest, an unmet host requirement): exit 3 with one line.
  */
-import { execFile } from "node:child_process";
 import { cp, mkdir, mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { repoRoot, runCli } from "../helpers/cli.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const bin = path.join(root, "bin", "codex-turn.js");
+const root = repoRoot;
 const fixture = (name: string) => path.join(root, "test", "fixtures", "openclaw-plugins", name);
 
-function cli(args: string[], cwd: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const env = { ...process.env, CODEX_TURN_FROM_SOURCE: "1" };
-    execFile(process.execPath, [bin, ...args], { cwd, env, timeout: 180_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+const cli = (args: string[], cwd: string) => runCli(args, { cwd, timeoutMs: 180_000 });
 
 let dir: string;
 beforeAll(async () => {

@@ -3,27 +3,17 @@
  * it, against the real app-server and the offline fake model, which is scripted (`--offline-script`) to have Codex
  * run a shell command that writes a file. The file exists exactly when the CLI's answer approved the command.
  */
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { repoRoot, runCli } from "../helpers/cli.js";
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
-const bin = path.join(root, "bin", "codex-turn.js");
+const root = repoRoot;
 
-function cli(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    // A HOME of its own keeps the machine's shell startup files out of the sandboxed command.
-    const env = { ...process.env, CODEX_TURN_FROM_SOURCE: "1", HOME: dir };
-    execFile(process.execPath, [bin, ...args], { cwd: root, env, timeout: 120_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === "number" ? (err as { code: number }).code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+// A HOME of its own keeps the machine's shell startup files out of the sandboxed command.
+const cli = (args: string[]) => runCli(args, { env: { HOME: dir } });
 
 let dir: string;
 beforeAll(async () => {

@@ -42,14 +42,14 @@ describe("plugin hooks as turn hooks", () => {
         api.on(name, ((event: unknown, ctx: unknown) => void seen.push([name, event, ctx])) as never);
       }
     });
-    await hooks.llmInput!({ sessionId: "s1", threadId: "th", prompt: "p", developerInstructions: "d", contextEntries: 0 });
+    await hooks.llmInput!({ sessionId: "s1", threadId: "th", prompt: "p", developerInstructions: "d", contextEntries: 0, imagesCount: 2 });
     await hooks.llmOutput!({ ...base, assistantText: "a", codexStatus: "completed", usage: { inputTokens: 9, cachedInputTokens: 1, outputTokens: 2, reasoningOutputTokens: 0, totalTokens: 11, lastCallInputTokens: 5 } });
     await hooks.agentEnd!({ ...base, status: "failed", error: { phase: "turn", message: "boom" }, messages: [] });
     await hooks.afterToolCall!({ ...base, callId: "c", toolName: "t", native: false, params: { a: 1 }, result: "r", durationMs: 3 });
     await hooks.beforeCompaction!({ sessionId: "s1", backend: "context-engine", trigger: "accordion", ownsCompaction: true });
     await hooks.afterCompaction!({ sessionId: "s1", backend: "codex-app-server", trigger: "native", ownsCompaction: false, compacted: true });
     expect(seen.map(([n, e]) => [n, e])).toEqual([
-      ["llm_input", { runId: "th", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: [], imagesCount: 0 }],
+      ["llm_input", { runId: "th", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: [], imagesCount: 2 }],
       ["llm_output", { runId: "tu", sessionId: "s1", provider: "codex", model: "gpt-test", assistantTexts: ["a"], usage: { input: 5, output: 2, cacheRead: 1, total: 11 } }],
       ["agent_end", { runId: "tu", messages: [], success: false, error: "boom" }],
       ["after_tool_call", { toolName: "t", params: { a: 1 }, runId: "tu", toolCallId: "c", result: "r", durationMs: 3 }],

@@ -2,9 +2,11 @@
  * `codex-turn run "<prompt>" --session FILE`: one turn. SIGINT/SIGTERM abort the turn, wait (bounded) for it to
  * settle so the session lock is released and the app-server closed, then exit 130.
  */
+import path from "node:path";
 import { Command } from "commander";
+import { promptImagesSchema, type PromptImage } from "../../codex/prompt-images.js";
 import { runCodexTurn, type CodexTurnResult } from "../../turn.js";
-import { EXIT, statusExit } from "../errors.js";
+import { EXIT, statusExit, usageError } from "../errors.js";
 import { holdInspector } from "../inspector.js";
 import {
   addEngineOptions,
@@ -22,7 +24,25 @@ import { setUpTurnCommand, type TurnCommandOptions } from "../turn-setup.js";
 /** How long a signalled turn may take to settle before the CLI closes the app-server anyway (ms). */
 export const SIGNAL_SETTLE_MS = 15_000;
 
-type RunOptions = TurnCommandOptions & { json?: boolean };
+type RunOptions = TurnCommandOptions & { json?: boolean; image?: string[] };
+
+/**
+ * `--image` files as turn images (paths resolved against the current directory), checked before anything starts: a
+ * missing, unreadable or non-image file is a usage error (exit 2) naming it.
+ *
+ * @example
+ * ```ts
+ * const images = readImageOptions(["shot.png"]); // [{ data, mimeType: "image/png", path: "/abs/shot.png" }]
+ * ```
+ */
+export function readImageOptions(files: readonly string[]): PromptImage[] {
+  const parsed = promptImagesSchema.safeParse(files.map((f) => ({ path: path.resolve(f) })));
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  throw usageError(`--image ${files[Number(issue.path[0])] ?? ""}: ${issue.message}`);
+}
+
+const collect = (value: string, previous: string[]): string[] => [...previous, value];
 
 /**
  * The JSON line `run --json` prints for a settled turn.
@@ -58,13 +78,14 @@ function printResult(out: Out, r: CodexTurnResult): void {
 
 async function runAction(prompt: string, opts: RunOptions): Promise<number> {
   const out = createOut(opts.json === true);
+  const images = readImageOptions(opts.image ?? []);
   const ac = new AbortController();
   const watch = watchSignals(() => ac.abort());
   try {
     const setup = await setUpTurnCommand(opts, out);
     try {
       setup.recordTurnRequest(prompt);
-      const turn = runCodexTurn({ ...setup.baseParams(), prompt, signal: ac.signal });
+      const turn = runCodexTurn({ ...setup.baseParams(), prompt, ...(images.length > 0 ? { images } : {}), signal: ac.signal });
       const r = await settleWithin(turn, watch, SIGNAL_SETTLE_MS);
       if (r === undefined) {
         out.note(`codex-turn: the turn did not settle within ${SIGNAL_SETTLE_MS} ms of the signal; closing the app-server`);
@@ -95,7 +116,8 @@ export function runCommand(done: (code: number) => void): Command {
     .description("run one turn against a session file and print the reply")
     .argument("<prompt>", "the user's request (quote it: one argument)")
     .requiredOption("--session <file>", "pi session JSONL transcript (created on the first turn)")
-    .option("--model <model>", "model for the turn (default: Codex's configured model)");
+    .option("--model <model>", "model for the turn (default: Codex's configured model)")
+    .option("--image <file>", "send an image (PNG, JPEG, GIF or WebP) with the prompt; repeat for more", collect, []);
   addEngineOptions(cmd);
   addServerOptions(cmd);
   addWorkOptions(cmd);

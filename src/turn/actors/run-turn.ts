@@ -71,6 +71,7 @@ async function startCodexTurn(
     prompt: input.promptText,
     ...(input.developerInstructions !== undefined ? { developerInstructions: input.developerInstructions } : {}),
     contextEntries: Object.keys(input.additionalContext ?? {}).length,
+    imagesCount: p.images?.length ?? 0,
   });
   try {
     const toolEvent = (call: { callId: string; tool: string; arguments?: unknown }, turnId: string): ToolCallHookEvent => ({
@@ -87,6 +88,7 @@ async function startCodexTurn(
       threadId: input.threadId,
       text: input.promptText,
       originalPrompt: input.originalPrompt,
+      ...(p.images && p.images.length > 0 ? { images: p.images } : {}),
       additionalContext: input.additionalContext,
       model: p.model,
       steerQuietWindowMs: p.steerQuietWindowMs,

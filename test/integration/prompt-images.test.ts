@@ -1,0 +1,146 @@
+/**
+ * Images with the prompt, through `runCodexTurn` on the real `codex app-server` 0.169.0, offline: a local file and
+ * base64 bytes reach the model request as `input_image` parts (the file inside Codex's `<image ... path=...>`
+ * wrapper), the transcript's prompt message records them as OpenClaw image parts, hooks and logs see only a count,
+ * and a bad image fails with a typed error before anything is written.
+ */
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCodexTurn } from "../../src/turn.js";
+import { CodexAppServerError } from "../../src/codex/errors.js";
+import { CodexTurnParamsError } from "../../src/params.js";
+import type { LlmInputEvent } from "../../src/hooks/types.js";
+import { readSessionHistory } from "../../src/transcript/session-file.js";
+import { startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
+import { captureLogger, disposeChecked, tempSessions } from "../helpers/turn-env.js";
+
+/** A real 1x1 PNG and GIF. */
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
+const GIF = "R0lGODlhAQABAIAAAP///wAAACwAAAAAAQABAAACAkQBADs=";
+
+let env: OfflineCodex;
+let ws: string;
+let png: string;
+const sessions = tempSessions("prompt-images-");
+
+beforeAll(async () => {
+  ws = mkdtempSync(path.join(tmpdir(), "ctm-images-ws-"));
+  png = path.join(ws, "red.png");
+  writeFileSync(png, Buffer.from(PNG, "base64"));
+  env = await startOfflineCodex({ offline: { inputModalities: ["text", "image"] } });
+});
+afterAll(async () => {
+  await disposeChecked(env);
+  sessions.cleanup();
+  rmSync(ws, { recursive: true, force: true });
+});
+
+type Part = { type: string; text?: string; image_url?: string };
+/** The content of the last user message of a model request. */
+function lastUserContent(r: RecordedRequest): Part[] {
+  const input = ((r.body as { input?: Array<{ role?: string; content?: Part[] }> })?.input ?? []).filter((i) => i.role === "user");
+  return input.at(-1)?.content ?? [];
+}
+
+describe("images with the prompt", () => {
+  it("a file and base64 bytes reach the model after the text; the transcript keeps them as image parts", async () => {
+    const sessionFile = sessions.file("two-images");
+    const seen: LlmInputEvent[] = [];
+    const log = captureLogger();
+    const before = env.fake.requests.length;
+    const prompt = "What differs between these two images?";
+    const result = await runCodexTurn({
+      appServer: env.codex,
+      sessionId: "images",
+      sessionFile,
+      prompt,
+      cwd: ws,
+      images: [{ path: png }, { data: GIF, mimeType: "image/gif" }],
+      hooks: { llmInput: (e) => void seen.push(e) },
+      logger: log.logger,
+    });
+    expect(result.status, JSON.stringify(result.error)).toBe("completed");
+
+    const turnRequests = env.fake.requests.slice(before).filter((r) => r.requestKind === "turn");
+    expect(turnRequests).toHaveLength(1);
+    const content = lastUserContent(turnRequests[0]!);
+    expect(content[0]).toEqual({ type: "input_text", text: prompt });
+    const images = content.filter((p) => p.type === "input_image").map((p) => p.image_url);
+    expect(images).toHaveLength(2);
+    expect(images[0]).toBe(`data:image/png;base64,${PNG}`);
+    // Codex re-encodes a GIF as PNG before sending it (observed with 0.169.0): the same 1x1 image, as a PNG.
+    const second = Buffer.from(images[1]!.replace(/^data:image\/png;base64,/, ""), "base64");
+    expect(second.subarray(1, 4).toString("latin1")).toBe("PNG");
+    expect([second.readUInt32BE(16), second.readUInt32BE(20)]).toEqual([1, 1]);
+    // The file goes as Codex's localImage: the model is told its path.
+    expect(content.some((p) => p.type === "input_text" && p.text?.includes(`path="${png}"`))).toBe(true);
+
+    const expected = [
+      { type: "text", text: prompt },
+      { type: "image", data: PNG, mimeType: "image/png" },
+      { type: "image", data: GIF, mimeType: "image/gif" },
+    ];
+    expect(result.messagesSnapshot[0]).toMatchObject({ role: "user", content: expected });
+    const { messages: history } = await readSessionHistory(sessionFile);
+    expect(history[0]).toMatchObject({ role: "user", content: expected });
+    expect(history.at(-1)).toMatchObject({ role: "assistant" });
+
+    expect(seen.map((e) => e.imagesCount)).toEqual([2]);
+    const logged = JSON.stringify(log.events);
+    expect(logged).not.toContain(PNG.slice(0, 40));
+    expect(logged).not.toContain(GIF.slice(0, 30));
+  }, 60_000);
+
+  it("a bad image rejects with a typed error naming it, before any lock, transcript or model request", async () => {
+    const sessionFile = sessions.file("bad-image");
+    const before = env.fake.requests.length;
+    const missing = path.join(ws, "missing.png");
+    const err = await runCodexTurn({ appServer: env.codex, sessionId: "bad", sessionFile, prompt: "look", images: [{ path: png }, { path: missing }] }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(CodexTurnParamsError);
+    expect((err as CodexTurnParamsError).field).toBe("images.1.path");
+    expect((err as Error).message).toContain(`cannot read ${missing} (ENOENT)`);
+    expect(existsSync(sessionFile)).toBe(false);
+    expect(existsSync(`${sessionFile}.lock`)).toBe(false);
+    expect(env.fake.requests.length).toBe(before);
+  }, 30_000);
+
+  it("the bare client takes the same images, and rejects a bad one as INVALID_ARGUMENT naming the field", async () => {
+    const { threadId } = await env.codex.startThread({ cwd: ws });
+    const bad = await env.codex.startTurn({ threadId, text: "look", images: [{ data: PNG, mimeType: "image/jpeg" }] }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(bad).toBeInstanceOf(CodexAppServerError);
+    expect(bad).toMatchObject({ code: "INVALID_ARGUMENT", field: "images.0.data" });
+    expect((bad as Error).message).toContain("the bytes are image/png, not image/jpeg");
+    const before = env.fake.requests.length;
+    const record = await (await env.codex.startTurn({ threadId, text: "look", images: [{ path: png }] })).completion;
+    expect(record.codexStatus).toBe("completed");
+    expect(record.messagesSnapshot[0]).toMatchObject({ content: [{ type: "text", text: "look" }, { type: "image", data: PNG, mimeType: "image/png" }] });
+    const content = lastUserContent(env.fake.requests.slice(before).find((r) => r.requestKind === "turn")!);
+    expect(content.filter((p) => p.type === "input_image").map((p) => p.image_url)).toEqual([`data:image/png;base64,${PNG}`]);
+  }, 30_000);
+});
+
+describe("images for a text-only model", () => {
+  let textOnly: OfflineCodex;
+  beforeAll(async () => {
+    textOnly = await startOfflineCodex();
+  });
+  afterAll(async () => disposeChecked(textOnly));
+
+  it("Codex replaces each image with a note (observed behaviour the README documents); the transcript still has the image", async () => {
+    const sessionFile = sessions.file("text-only");
+    const result = await runCodexTurn({ appServer: textOnly.codex, sessionId: "text-only", sessionFile, prompt: "describe", cwd: ws, images: [{ data: GIF, mimeType: "image/gif" }] });
+    expect(result.status).toBe("completed");
+    const content = lastUserContent(textOnly.fake.requests.filter((r) => r.requestKind === "turn").at(-1)!);
+    expect(content.some((p) => p.type === "input_image")).toBe(false);
+    expect(content).toContainEqual({ type: "input_text", text: "image content omitted because you do not support image input" });
+    expect((await readSessionHistory(sessionFile)).messages[0]).toMatchObject({ content: [{ type: "text", text: "describe" }, { type: "image", data: GIF, mimeType: "image/gif" }] });
+  }, 60_000);
+});
