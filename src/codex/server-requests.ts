@@ -118,6 +118,21 @@ async function answerToolCall(deps: ServerRequestDeps, rpc: Responder, req: Serv
   );
 }
 
+/**
+ * Run a host decision (approval, user input) with the turn's idle watchdog off: Codex sends nothing while it waits
+ * for our answer, so silence then is the host's (a person reading a command), bounded by the decision's own timeout.
+ */
+async function waitingOnHost<T>(deps: ServerRequestDeps, run: TurnRun, decide: () => Promise<T>): Promise<T> {
+  run.hostDecisionsInFlight++;
+  deps.armIdle(run);
+  try {
+    return await decide();
+  } finally {
+    run.hostDecisionsInFlight--;
+    deps.armIdle(run);
+  }
+}
+
 /** Ask the turn's `onApproval` (bounded); no callback falls back to the raw handler / decline. */
 async function answerHostApproval(deps: ServerRequestDeps, rpc: Responder, req: ServerRequestMessage): Promise<void> {
   // v2 requests name the thread `threadId`, the legacy ones `conversationId`; toApprovalRequest reads either.
@@ -126,7 +141,7 @@ async function answerHostApproval(deps: ServerRequestDeps, rpc: Responder, req: 
   const onApproval = run?.options.onApproval;
   if (!probe || !run || !onApproval) return answerRawApproval(deps, rpc, req);
   const request = toApprovalRequest(req, (itemId) => run.fileChanges.get(itemId) ?? [])!;
-  const r = await withTimeout(() => onApproval(request), run.options.approvalTimeoutMs);
+  const r = await waitingOnHost(deps, run, () => withTimeout(() => onApproval(request), run.options.approvalTimeoutMs));
   let decision: CodexApprovalDecision = "deny";
   let denyReason = "declined by the host";
   if (r.ok && parseApprovalDecision(r.value) !== undefined) {
@@ -181,7 +196,7 @@ async function answerUserInput(deps: ServerRequestDeps, rpc: Responder, req: Ser
   if (!run || !onUserInput || typeof p.itemId !== "string" || !Array.isArray(p.questions)) return unsupported(deps, rpc, req);
   // The asking thread: the turn's own, or a sub-agent's working for it (its turn id is then the sub-agent's).
   const request: CodexUserInputRequest = { threadId: p.threadId as string, turnId: String(p.turnId ?? run.turnId ?? ""), itemId: p.itemId, questions: p.questions };
-  const r = await withTimeout(() => onUserInput(request), run.options.userInputTimeoutMs);
+  const r = await waitingOnHost(deps, run, () => withTimeout(() => onUserInput(request), run.options.userInputTimeoutMs));
   if (r.ok && isAnswers(r.value)) {
     deps.logger.info({ event: "codex.userInput.answered", itemId: p.itemId, answers: Object.keys(r.value).length }, "user input answered by the host");
     rpc.respond(req.id, { answers: r.value });

@@ -66,6 +66,8 @@ export class TurnRun {
   retryTimer: NodeJS.Timeout | undefined;
   graceTimer: NodeJS.Timeout | undefined;
   toolCallsInFlight = 0;
+  /** Approvals and user-input questions the host is deciding (the idle watchdog is off meanwhile). */
+  hostDecisionsInFlight = 0;
   /** Set once we decided how this turn ends (idle/retry timeout); turn/completed then only finishes it. */
   pendingOverride: { codexStatus: "timedOut"; error: TurnRecordError } | undefined;
   readonly acceptedAt = Date.now();
@@ -108,11 +110,11 @@ export class TurnRun {
     this.idleTimer = this.retryTimer = this.graceTimer = undefined;
   }
 
-  /** (Re)arm the idle watchdog; off while a tool call runs or once the end is decided. */
+  /** (Re)arm the idle watchdog; off while a tool call runs or the host decides a request, or once the end is decided. */
   armIdle(onIdle: () => void): void {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = undefined;
-    if (this.state !== "running" || this.pendingOverride || this.toolCallsInFlight > 0) return;
+    if (this.state !== "running" || this.pendingOverride || this.toolCallsInFlight > 0 || this.hostDecisionsInFlight > 0) return;
     this.idleTimer = setTimeout(onIdle, this.idleTimeoutMs);
   }
 

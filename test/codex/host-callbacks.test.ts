@@ -18,7 +18,7 @@ async function scriptedTurn(turnOptions: Record<string, unknown>) {
   const { threadId } = await server.startThread();
   const turn = await server.startTurn({ threadId, text: "hello", ...turnOptions });
   const record = await turn.completion;
-  return { replies: JSON.parse(record.assistantText) as Record<string, unknown>, turn, server };
+  return { replies: JSON.parse(record.assistantText) as Record<string, unknown>, turn, server, record };
 }
 
 describe("host callbacks of a turn (scripted fake app-server)", () => {
@@ -62,5 +62,17 @@ describe("host callbacks of a turn (scripted fake app-server)", () => {
     const broken = await scriptedTurn({ onUserInput: () => ({ q1: "yes" }) });
     expect(broken.replies.userInput).toMatchObject({ error: { code: -32000 } });
     expect(broken.turn.warnings.map((w) => w.code)).toEqual(["userInputCallbackFailed"]);
+  });
+
+  it("a host answering slower than the idle timeout is waited for (the watchdog is off while the host decides)", async () => {
+    const slow = async () => {
+      await new Promise((r) => setTimeout(r, 600));
+      return { q1: { answers: ["late"] } };
+    };
+    const { replies, turn, record } = await scriptedTurn({ onUserInput: slow, idleTimeoutMs: 200 });
+    expect(record.error).toBeUndefined();
+    expect(record.codexStatus).toBe("completed");
+    expect(replies.userInput).toEqual({ answers: { q1: { answers: ["late"] } } });
+    expect(turn.warnings).toEqual([]);
   });
 });

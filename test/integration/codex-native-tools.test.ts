@@ -184,6 +184,24 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     expect(toolMessages(record.messagesSnapshot).filter((t) => t.role === "toolResult").map((t) => t.isError)).toEqual([false, false]);
   });
 
+  it("a host that takes longer than the idle timeout to decide is waited for: Codex is waiting on us, not idle", async () => {
+    const ws = workspace();
+    env.fake.enqueue([{ functionCall: execCommandCall("echo slow > slow.txt", { workdir: ws }) }, { text: "decided slowly" }]);
+    const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "untrusted" });
+    const slowApproval = async (request: CodexApprovalRequest): Promise<CodexApprovalDecision> => {
+      approvals.push(request);
+      await new Promise((r) => setTimeout(r, 2_500)); // a person reading the command
+      return "approve";
+    };
+    const turn = await env.codex.startTurn({ threadId, text: "write it", onApproval: slowApproval, idleTimeoutMs: 1_000 });
+    const record = await turn.completion;
+    expect(record.error).toBeUndefined();
+    expect(record.codexStatus).toBe("completed");
+    expect(approvals.map((a) => a.kind)).toEqual(["commandExecution"]);
+    expect(readFileSync(path.join(ws, "slow.txt"), "utf8")).toBe("slow\n");
+    expect(record.assistantText).toBe("decided slowly");
+  });
+
   it("honours a denial: Codex reports the command and the patch declined, nothing is written", async () => {
     const ws = workspace();
     decision = "deny";
