@@ -40,8 +40,8 @@ export interface ServerOptionValues {
   offlineScript?: string;
 }
 
-/** How `--approve` answers Codex's approval requests. */
-export type ApproveAnswer = "deny" | "approve" | "approve-for-session";
+/** How `--approve` answers Codex's approval requests (`ask`: the person at the chat answers each one). */
+export type ApproveAnswer = "deny" | "approve" | "approve-for-session" | "ask";
 
 /** Values of the options {@link addWorkOptions} declares. */
 export interface WorkOptionValues {
@@ -92,8 +92,8 @@ export function addWorkOptions(cmd: Command): Command {
     .addOption(new Option("--sandbox <mode>", "what Codex's commands may touch (default read-only)").choices(["read-only", "workspace-write", "danger-full-access"]))
     .addOption(new Option("--approval-policy <policy>", "when Codex asks before acting").choices(["untrusted", "on-request", "never"]))
     .addOption(
-      new Option("--approve <answer>", "how the CLI answers Codex's approval requests (each one is printed)")
-        .choices(["deny", "approve", "approve-for-session"])
+      new Option("--approve <answer>", "how the CLI answers Codex's approval requests (each one is printed; ask: chat only, you answer each)")
+        .choices(["deny", "approve", "approve-for-session", "ask"])
         .default("deny"),
     );
 }

@@ -10,7 +10,8 @@ import type { CodexApprovalDecision, CodexApprovalRequest } from "../codex/appro
 import type { CodexTurnParams } from "../params.js";
 import { createTrajectoryWriter, type TrajectoryWriter } from "../trajectory/index.js";
 import { loadCliEngine, readPluginConfig, type LoadedEngine } from "./engine.js";
-import { envError } from "./errors.js";
+import { QUESTION_TIMEOUT_MS } from "./chat/approvals.js";
+import { envError, usageError } from "./errors.js";
 import { startInspector, type CliInspector } from "./inspector.js";
 import type { ApproveAnswer, EngineOptionValues, InspectOptionValues, ServerOptionValues, TrajectoryOptionValues, WorkOptionValues } from "./options.js";
 import type { Out } from "./output.js";
@@ -47,7 +48,8 @@ export interface TurnSetup {
  * try { await runCodexTurn({ ...setup.baseParams(), prompt }); } finally { await setup.dispose(); }
  * ```
  */
-export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out): Promise<TurnSetup> {
+export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, interactive: { askApproval?: ApprovalAsker } = {}): Promise<TurnSetup> {
+  if (opts.approve === "ask" && !interactive.askApproval) throw usageError("--approve ask needs someone to answer: use it with chat");
   const pluginConfig = opts.pluginConfig !== undefined ? await readPluginConfig(opts.pluginConfig) : undefined;
   const cwd = opts.cwd !== undefined ? await workingDirectory(opts.cwd) : undefined;
   const inspector = await startInspector(opts.inspect === true, out, opts.inspectUiUrl);
@@ -81,7 +83,7 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out): Prom
       inspector,
       trajectory,
       sessionFile,
-      baseParams: () => ({ ...turnParams(opts, server, loaded, inspector, sessionFile), ...workParams(opts, cwd, out) }),
+      baseParams: () => ({ ...turnParams(opts, server, loaded, inspector, sessionFile), ...workParams(opts, cwd, out, interactive.askApproval) }),
       recordTurnRequest: (prompt) => trajectory?.record("request", "codexTurn/run", { sessionFile, prompt, engineId: loaded.engine.info.id }),
       dispose: disposeAll,
     };
@@ -123,7 +125,10 @@ async function workingDirectory(dir: string): Promise<string> {
   return resolved;
 }
 
-const DECISIONS: Record<ApproveAnswer, CodexApprovalDecision> = { deny: "deny", approve: "approve", "approve-for-session": "approveForSession" };
+const DECISIONS: Record<Exclude<ApproveAnswer, "ask">, CodexApprovalDecision> = { deny: "deny", approve: "approve", "approve-for-session": "approveForSession" };
+
+/** Asks the person at the terminal (`--approve ask`); the answer is already printed when it resolves. */
+export type ApprovalAsker = (request: CodexApprovalRequest, question: string) => Promise<CodexApprovalDecision>;
 
 /** What an approval request asks, in one line (no file contents). */
 export function describeApproval(r: CodexApprovalRequest): string {
@@ -140,12 +145,23 @@ export function describeApproval(r: CodexApprovalRequest): string {
 }
 
 /** The work options as turn parameters: `cwd`, `sandbox`, `approvalPolicy`, and `--approve` as the `onApproval` answer. */
-function workParams(opts: Partial<WorkOptionValues>, cwd: string | undefined, out: Out): Partial<CodexTurnParams> {
-  const decision = DECISIONS[opts.approve ?? "deny"];
-  return {
+function workParams(opts: Partial<WorkOptionValues>, cwd: string | undefined, out: Out, ask: ApprovalAsker | undefined): Partial<CodexTurnParams> {
+  const where = {
     ...(cwd !== undefined ? { cwd } : {}),
     ...(opts.sandbox !== undefined ? { sandbox: opts.sandbox } : {}),
     ...(opts.approvalPolicy !== undefined ? { approvalPolicy: opts.approvalPolicy } : {}),
+  };
+  if (opts.approve === "ask" && ask) {
+    return {
+      ...where,
+      onApproval: (request: CodexApprovalRequest) => ask(request, `codex-turn: approval ${request.kind}: ${describeApproval(request)}`),
+      // The question's own timeout denies first, visibly; the turn's bound is only the backstop.
+      timeouts: { approvalMs: QUESTION_TIMEOUT_MS + 5_000 },
+    };
+  }
+  const decision = DECISIONS[opts.approve === "ask" || opts.approve === undefined ? "deny" : opts.approve];
+  return {
+    ...where,
     onApproval: (request: CodexApprovalRequest) => {
       out.note(`codex-turn: approval ${request.kind}: ${describeApproval(request)} -> ${decision}`);
       return decision;

@@ -65,5 +65,10 @@ describe("codex-turn run --cwd --sandbox --approval-policy --approve", () => {
     const bad = await cli(["run", "go", "--session", session, "--offline", "--sandbox", "everything"]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("--sandbox");
+    // Nobody can answer a question in `run`: `ask` is chat's.
+    const ask = await cli(["run", "go", "--session", path.join(dir, "ask.jsonl"), "--offline", "--approve", "ask"]);
+    expect(ask.code).toBe(2);
+    expect(ask.stderr).toContain("--approve ask needs someone to answer: use it with chat");
+    expect(existsSync(path.join(dir, "ask.jsonl"))).toBe(false);
   }, 240_000);
 });

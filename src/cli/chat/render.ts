@@ -10,6 +10,8 @@ export interface TurnRenderer {
   onEvent(event: TurnStreamEvent): void;
   /** A line of our own (steer sent, aborting) that must not be glued to streamed text. */
   note(line: string): void;
+  /** Stop the spinner for the rest of the turn (a question waits for typing, which the spinner would overdraw). */
+  stopSpinner(): void;
   /** Ends the display: flushes buffered text; `fallbackText` is printed when nothing streamed (e.g. no deltas). */
   finish(fallbackText: string): void;
 }
@@ -71,6 +73,7 @@ export function createTurnRenderer(out: NodeJS.WritableStream, tty: boolean): Tu
         writeText(event.delta);
       }
     },
+    stopSpinner,
     note(line) {
       if (spinning) out.write(CLEAR_LINE);
       else if (tty && !atLineStart) out.write("\n");

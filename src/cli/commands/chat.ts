@@ -6,6 +6,7 @@
  */
 import { Command } from "commander";
 import { startCodexTurn, type CodexTurnResult } from "../../turn.js";
+import { ApprovalQuestions, QUESTION_TIMEOUT_MS } from "../chat/approvals.js";
 import { createPromptReader } from "../chat/input.js";
 import { createTurnRenderer } from "../chat/render.js";
 import { EXIT } from "../errors.js";
@@ -48,12 +49,21 @@ function reportTurn(out: Out, r: CodexTurnResult, queue: PromptQueue): void {
   if (!out.json) for (const f of r.followUps) out.text(`steer not taken, running next: ${f}`);
 }
 
-async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch): Promise<number> {
+/** Where `--approve ask` questions are shown: the running turn's display, else plain output. */
+interface ChatDisplay {
+  view: ReturnType<typeof createTurnRenderer> | undefined;
+  /** Shows the "> " input prompt again (TTY) after a question. */
+  prompt(): void;
+}
+
+async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch, display: ChatDisplay, questions: ApprovalQuestions | undefined): Promise<number> {
   const queue = new PromptQueue();
   let running: ReturnType<typeof startCodexTurn> | undefined;
   let view: ReturnType<typeof createTurnRenderer> | undefined;
   const reader = createPromptReader(process.stdin, process.stdout, {
     onPrompt: (text) => {
+      // While Codex waits for an approval, the line typed is its answer, not a steer or the next prompt.
+      if (questions?.answer(text)) return;
       if (!running) return queue.push(text);
       running.steer(text);
       if (!out.json) view?.note("(steer sent)");
@@ -65,6 +75,7 @@ async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch): Promise
     },
     onClose: () => queue.close(),
   });
+  display.prompt = () => reader.prompt();
   void watch.first.then(() => {
     running?.abort("signal");
     reader.close();
@@ -75,10 +86,14 @@ async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch): Promise
     for (let prompt = await queue.next(); prompt !== undefined && watch.received === undefined; prompt = await queue.next()) {
       setup.recordTurnRequest(prompt);
       view = out.json ? undefined : createTurnRenderer(process.stdout, reader.tty);
+      display.view = view;
       const turnView = view;
       running = startCodexTurn({ ...setup.baseParams(), prompt, onEvent: (e) => turnView?.onEvent(e) });
       const r = await settleWithin(running.result, watch, SIGNAL_SETTLE_MS);
       running = undefined;
+      // Questions of a turn that ended (aborted, interrupted) can no longer be answered.
+      questions?.denyAll("the turn ended");
+      display.view = undefined;
       if (r === undefined) return EXIT.aborted;
       await r.backgroundMaintenance.catch(() => undefined);
       view?.finish(r.assistantText);
@@ -97,9 +112,22 @@ async function chatAction(opts: ChatOptions): Promise<number> {
   // Ctrl-C on a TTY reaches readline as a key; SIGINT/SIGTERM from outside (kill, a pipe's terminal) come here.
   const watch = watchSignals();
   try {
-    const setup = await setUpTurnCommand(opts, out);
+    const display: ChatDisplay = { view: undefined, prompt: () => undefined };
+    const questions =
+      opts.approve === "ask"
+        ? new ApprovalQuestions((line, asking) => {
+            if (out.json) out.note(line);
+            else if (display.view) {
+              display.view.stopSpinner();
+              display.view.note(line);
+            }
+            else out.text(line);
+            if (asking) display.prompt();
+          }, QUESTION_TIMEOUT_MS)
+        : undefined;
+    const setup = await setUpTurnCommand(opts, out, questions ? { askApproval: (request, question) => questions.ask(request, question) } : {});
     try {
-      const code = await chatLoop(setup, out, watch);
+      const code = await chatLoop(setup, out, watch, display, questions);
       if (watch.received === undefined) await holdInspector(setup.inspector, opts.inspectWait, out);
       return code;
     } finally {
@@ -134,7 +162,9 @@ export function chatCommand(done: (code: number) => void): Command {
     `
 Each line is a prompt; a line ending in "\\" continues on the next, and a bracketed paste is one prompt (sent with
 Enter). A prompt typed while a turn runs is sent as a steer; a steer the turn did not take runs next ("steer not
-taken, running next: ..."). Ctrl-C aborts the running turn; Ctrl-C when idle, or end of input, exits.
+taken, running next: ..."). With --approve ask, each approval request Codex makes is shown as a question and the
+next line typed answers it: y (approve), s (approve for the session), anything else denies; unanswered for 300 s:
+denied. Ctrl-C aborts the running turn; Ctrl-C when idle, or end of input, exits.
 SIGTERM aborts the running turn and exits 130.
 ${LIVE_PROVIDER_HELP}`,
   );

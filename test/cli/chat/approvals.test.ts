@@ -1,0 +1,49 @@
+import { describe, expect, it } from "vitest";
+import { ApprovalQuestions, parseApprovalAnswer } from "../../../src/cli/chat/approvals.js";
+import type { CodexApprovalRequest } from "../../../src/codex/approvals.js";
+
+const request = { kind: "commandExecution" } as CodexApprovalRequest;
+
+describe("chat --approve ask questions", () => {
+  it("y/yes approve, s/session approve for the session, anything else denies", () => {
+    expect(["y", " Yes ", "s", "SESSION", "n", "", "sure", "yess"].map(parseApprovalAnswer)).toEqual([
+      "approve",
+      "approve",
+      "approveForSession",
+      "approveForSession",
+      "deny",
+      "deny",
+      "deny",
+      "deny",
+    ]);
+  });
+
+  it("asks one question at a time, in order; each typed line answers the oldest open one", async () => {
+    const shown: string[] = [];
+    const q = new ApprovalQuestions((l) => shown.push(l), 60_000);
+    expect(q.answer("y")).toBe(false); // nothing open: the line is a prompt or a steer
+    const first = q.ask(request, "run A");
+    const second = q.ask(request, "run B");
+    expect(q.waiting).toBe(true);
+    expect(shown).toEqual(["run A -- approve? [y]es / [s]ession / [N]o"]);
+    expect(q.answer("s")).toBe(true);
+    expect(await first).toBe("approveForSession");
+    expect(shown.slice(1)).toEqual(["run A -> approveForSession", "run B -- approve? [y]es / [s]ession / [N]o"]);
+    expect(q.answer("no")).toBe(true);
+    expect(await second).toBe("deny");
+    expect(q.waiting).toBe(false);
+    expect(shown.at(-1)).toBe("run B -> deny");
+  });
+
+  it("an unanswered question is denied at its timeout, visibly; an ended turn denies what is open", async () => {
+    const shown: string[] = [];
+    const q = new ApprovalQuestions((l) => shown.push(l), 30);
+    expect(await q.ask(request, "run slow")).toBe("deny");
+    expect(shown.at(-1)).toBe("run slow -> deny (no answer within 0 s)");
+    const open = [q.ask(request, "run X"), q.ask(request, "run Y")];
+    q.denyAll("the turn ended");
+    expect(await Promise.all(open)).toEqual(["deny", "deny"]);
+    expect(shown.slice(-2)).toEqual(["run X -> deny (the turn ended)", "run Y -> deny (the turn ended)"]);
+    expect(q.waiting).toBe(false);
+  });
+});
