@@ -18,6 +18,18 @@ import type { CodexTurnWarning } from "./warnings.js";
 
 /** How many levels of sub-agents {@link TurnRunner.runFor} looks through. */
 const MAX_SUB_AGENT_DEPTH = 16;
+/**
+ * Sub-agent links and sub-agent turns kept at most (the least recently noted go first). Closed threads drop theirs at
+ * once; this bounds what threads that are never closed leave behind in a long-lived app-server.
+ */
+export const MAX_SUB_AGENT_LINKS = 10_000;
+
+/** Set `key` as the newest entry of `map`, dropping the oldest beyond {@link MAX_SUB_AGENT_LINKS}. */
+function setBounded<K, V>(map: Map<K, V>, key: K, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  while (map.size > MAX_SUB_AGENT_LINKS) map.delete(map.keys().next().value as K);
+}
 
 /** A running turn. */
 export interface CodexTurn {
@@ -99,10 +111,19 @@ export class TurnRunner {
     return undefined;
   }
 
-  /** A thread was closed: a sub-agent's link to its parent goes with it. */
+  /**
+   * A thread was closed: its link to its parent goes, and so do its sub-agents' links to it (a later turn that
+   * addresses them again names them in its own collab items, which links them anew).
+   */
   forgetThread(threadId: string): void {
     this.subAgentParents.delete(threadId);
     this.foreignTurns.delete(threadId);
+    for (const [child, parent] of this.subAgentParents) if (parent === threadId) this.subAgentParents.delete(child);
+  }
+
+  /** How many sub-agent links and sub-agent turns are kept (for tests and stats). */
+  subAgentCounts(): { links: number; turns: number } {
+    return { links: this.subAgentParents.size, turns: this.foreignTurns.size };
   }
 
   activeCount(): number {
@@ -306,7 +327,7 @@ export class TurnRunner {
   /** Track the running turn of a thread this client did not start (it may start before its spawn item arrives). */
   private noteForeignTurn(threadId: string, n: IncomingNotification): void {
     if (!n.consumed) return;
-    if (n.method === "turn/started") this.foreignTurns.set(threadId, n.params.turn.id);
+    if (n.method === "turn/started") setBounded(this.foreignTurns, threadId, n.params.turn.id);
     else if (n.method === "turn/completed" && this.foreignTurns.get(threadId) === n.params.turn.id) this.foreignTurns.delete(threadId);
   }
 
@@ -316,7 +337,7 @@ export class TurnRunner {
     const item = n.params.item as { type?: string; receiverThreadIds?: unknown };
     if (item.type !== "collabAgentToolCall" || !Array.isArray(item.receiverThreadIds)) return;
     for (const child of item.receiverThreadIds) {
-      if (typeof child === "string" && child !== threadId) this.subAgentParents.set(child, threadId);
+      if (typeof child === "string" && child !== threadId) setBounded(this.subAgentParents, child, threadId);
     }
   }
 

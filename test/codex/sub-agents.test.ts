@@ -8,7 +8,7 @@ import pino from "pino";
 import { describe, expect, it } from "vitest";
 import { validateNotification } from "../../src/codex/rpc.js";
 import type { IncomingNotification } from "../../src/codex/schemas.js";
-import { TurnRunner } from "../../src/codex/turn-runner.js";
+import { MAX_SUB_AGENT_LINKS, TurnRunner } from "../../src/codex/turn-runner.js";
 import type { TurnRun } from "../../src/codex/turn-run.js";
 
 function runner(rpc: Array<{ method: string; params: unknown }> = []): TurnRunner {
@@ -121,6 +121,27 @@ describe("sub-agent threads belong to the turn they work for", () => {
     expect(r.runFor("child")).toBe(parent);
     r.forgetThread("child");
     expect(r.runFor("child")).toBeUndefined();
+  });
+
+  it("a closed parent takes its sub-agents' links with it; the links are bounded in number", () => {
+    const r = runner();
+    r.onNotification("parent", 1, collab("parent", ["c1", "c2"]));
+    r.onNotification("other", 1, collab("other", ["c3"]));
+    expect(r.subAgentCounts().links).toBe(3);
+    r.forgetThread("parent");
+    expect(r.subAgentCounts().links).toBe(1);
+    const other = runningTurn(r, "other");
+    expect(r.runFor("c3")).toBe(other);
+    expect(r.runFor("c1")).toBeUndefined();
+
+    const many = runner();
+    for (let i = 0; i < MAX_SUB_AGENT_LINKS + 5; i++) many.onNotification("p", 1, collab("p", [`child-${i}`]));
+    for (let i = 0; i < MAX_SUB_AGENT_LINKS + 5; i++) many.onNotification(`child-${i}`, 1, notification("turn/started", { threadId: `child-${i}`, turn: { id: `t${i}`, status: "inProgress", error: null, items: [] } }));
+    expect(many.subAgentCounts()).toEqual({ links: MAX_SUB_AGENT_LINKS, turns: MAX_SUB_AGENT_LINKS });
+    // The oldest went first; the newest is still linked.
+    const p = runningTurn(many, "p");
+    expect(many.runFor("child-0")).toBeUndefined();
+    expect(many.runFor(`child-${MAX_SUB_AGENT_LINKS + 4}`)).toBe(p);
   });
 
   it("an interrupt of the turn interrupts its sub-agents' running turns, and no other thread's", async () => {
