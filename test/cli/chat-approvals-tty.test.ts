@@ -3,45 +3,24 @@
  * model scripted to have Codex run a shell command under `--approval-policy untrusted`: the request is shown as a
  * question, the line typed answers it (not a steer), the command runs only when approved, and no lock is left.
  */
-import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tmuxDriver } from "../helpers/tmux.js";
 import { cliBin } from "../helpers/cli.js";
 
 const session = `ctm-chat-ask-${process.pid}`;
 
-function tmux(...args: string[]): string {
-  return execFileSync("tmux", args, { encoding: "utf8" });
-}
-const pane = () => tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", session);
-const type = (text: string) => {
-  tmux("send-keys", "-t", session, "-l", text);
-  tmux("send-keys", "-t", session, "Enter");
-};
-
-async function waitFor(check: (screen: string) => boolean, what: string, timeoutMs = 90_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const screen = pane();
-    if (check(screen)) return screen;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; screen:\n${screen}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const { tmux, pane, type, waitFor, kill } = tmuxDriver(session);
 
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "ctm-chat-ask-"));
 });
 afterAll(async () => {
-  try {
-    tmux("kill-session", "-t", session);
-  } catch {
-    // already gone: the chat exited
-  }
+  kill();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 

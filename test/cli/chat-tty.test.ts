@@ -4,13 +4,13 @@
  * Codex's turn ended is shown and run next as a follow-up, Ctrl-C aborts the running turn, Ctrl-C when idle exits
  * 0, and no session lock is left behind.
  */
-import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { tmuxDriver } from "../helpers/tmux.js";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..", "..");
 const bin = path.join(root, "bin", "codex-turn.js");
@@ -26,35 +26,14 @@ const SCRIPT = [
   { text: words("z", 60), delayMs: 200 }, // turn 4: aborted with Ctrl-C
 ];
 
-function tmux(...args: string[]): string {
-  return execFileSync("tmux", args, { encoding: "utf8" });
-}
-const pane = () => tmux("capture-pane", "-p", "-J", "-S", "-200", "-t", session);
-const type = (text: string) => {
-  tmux("send-keys", "-t", session, "-l", text);
-  tmux("send-keys", "-t", session, "Enter");
-};
-
-async function waitFor(check: (screen: string) => boolean, what: string, timeoutMs = 90_000): Promise<string> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const screen = pane();
-    if (check(screen)) return screen;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}; screen:\n${screen}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+const { tmux, pane, type, waitFor, kill } = tmuxDriver(session);
 
 let dir: string;
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), "ctm-chat-tty-"));
 });
 afterAll(async () => {
-  try {
-    tmux("kill-session", "-t", session);
-  } catch {
-    // already gone: the chat exited
-  }
+  kill();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
