@@ -49,6 +49,7 @@ export interface WorkOptionValues {
   sandbox?: "read-only" | "workspace-write" | "danger-full-access";
   approvalPolicy?: "untrusted" | "on-request" | "never";
   approve: ApproveAnswer;
+  nativeToolHooks?: boolean;
 }
 
 /** Values of the options {@link addInspectOptions} declares. */
@@ -82,7 +83,7 @@ export function addServerOptions(cmd: Command): Command {
 }
 
 /**
- * `--cwd`, `--sandbox`, `--approval-policy`, `--approve`: where Codex works, what it may do, and how the CLI answers
+ * `--cwd`, `--sandbox`, `--approval-policy`, `--approve`, `--native-tool-hooks`: where Codex works, what it may do, and how the CLI answers
  * its approval requests (commands, patches, permissions, MCP tools; a sub-agent's too). Each request and its answer is
  * printed as a note (stderr with --json).
  */
@@ -95,7 +96,8 @@ export function addWorkOptions(cmd: Command): Command {
       new Option("--approve <answer>", "how the CLI answers Codex's approval requests (each one is printed; ask: chat only, you answer each)")
         .choices(["deny", "approve", "approve-for-session", "ask"])
         .default("deny"),
-    );
+    )
+    .option("--native-tool-hooks", "put Codex's own tool calls (commands, patches, MCP tools) to the plugins' before_tool_call hooks, which may block them");
 }
 
 /** `--inspect` and `--inspect-wait`. */

@@ -88,13 +88,16 @@ async function readOfflineScript(file: string): Promise<FakeReply[]> {
   return parsed.data;
 }
 
-async function startOffline(scriptFile: string | undefined): Promise<CliServer> {
+async function startOffline(scriptFile: string | undefined, nativeToolHooks: boolean): Promise<CliServer> {
   const script = scriptFile === undefined ? [] : await readOfflineScript(scriptFile);
   let env;
   try {
     // Lean (small requests, no built-in tools) unless the script has the model call tools, which need Codex's own.
     // The fake model takes images (`run --image`), so its catalog entry says so; Codex would replace them otherwise.
-    env = await startOfflineCodex({ offline: { lean: !script.some((reply) => reply.functionCall !== undefined), inputModalities: ["text", "image"] } });
+    env = await startOfflineCodex({
+      offline: { lean: !script.some((reply) => reply.functionCall !== undefined), inputModalities: ["text", "image"] },
+      ...(nativeToolHooks ? { codex: { nativeToolHooks } } : {}),
+    });
   } catch (err) {
     throw envError(`cannot start the offline codex app-server: ${(err as Error).message}`);
   }
@@ -125,11 +128,12 @@ async function checkCodexHome(): Promise<string> {
  * try { ... } finally { await server.dispose(); }
  * ```
  */
-export async function startServer(options: { offline: boolean; offlineScript?: string }): Promise<CliServer> {
-  if (options.offline) return startOffline(options.offlineScript);
+export async function startServer(options: { offline: boolean; offlineScript?: string; nativeToolHooks?: boolean }): Promise<CliServer> {
+  const nativeToolHooks = options.nativeToolHooks === true;
+  if (options.offline) return startOffline(options.offlineScript, nativeToolHooks);
   const home = await checkCodexHome();
   try {
-    const codex = await CodexAppServer.spawn(liveCodexSpawnOptions());
+    const codex = await CodexAppServer.spawn({ ...liveCodexSpawnOptions(), nativeToolHooks });
     return { codex, fake: undefined, dispose: () => codex.close() };
   } catch (err) {
     throw envError(`cannot start codex app-server (CODEX_HOME ${home}): ${(err as Error).message}`);

@@ -58,7 +58,11 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
     for (const fn of cleanups.splice(0).reverse()) await Promise.resolve(fn()).catch(() => undefined);
   };
   try {
-    const server = await startServer({ offline: opts.offline === true, ...(opts.offlineScript ? { offlineScript: opts.offlineScript } : {}) });
+    const server = await startServer({
+      offline: opts.offline === true,
+      ...(opts.offlineScript ? { offlineScript: opts.offlineScript } : {}),
+      ...(opts.nativeToolHooks ? { nativeToolHooks: true } : {}),
+    });
     cleanups.push(() => server.dispose());
     const loaded = await loadCliEngine({
       spec: opts.engine,

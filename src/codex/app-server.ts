@@ -19,6 +19,16 @@ import { CompactionRunner, type CompactThreadResult } from "./compaction.js";
 import { OFFLINE_KEY_ENV, OFFLINE_PROVIDER_ID } from "./config.js";
 import { CodexAppServerError, invalidArgument } from "./errors.js";
 import {
+  findRelayHook,
+  HOOK_RELAY_ENV,
+  hookRelayCommand,
+  learnedRelayTrust,
+  rememberRelayTrust,
+  startHookRelay,
+  withRelayHook,
+  type HookRelay,
+} from "./native-hooks.js";
+import {
   spawnOptionsSchema,
   startTurnSchema,
   type CodexAppServerOptions,
@@ -31,7 +41,7 @@ import type { AppServerProcess } from "./process.js";
 import type { ClientRequest } from "./protocol/ClientRequest.js";
 import type { RpcStats } from "./rpc.js";
 import type { IncomingNotification } from "./schemas.js";
-import { answerServerRequest } from "./server-requests.js";
+import { answerServerRequest, decidePreToolUse } from "./server-requests.js";
 import { ProcessSupervisor, type ProcessEnd } from "./supervisor.js";
 import { turnSandboxPolicy } from "./thread-params.js";
 import { ThreadRegistry, type ThreadInfo } from "./threads.js";
@@ -124,6 +134,8 @@ export class CodexAppServer {
   private readonly compactions: CompactionRunner;
   private readonly listeners = new Set<(n: { method: string; params: unknown; emittedAtMs?: number }) => void>();
   private readonly counters = { toolCalls: 0, approvalsDeclined: 0, unsupportedServerRequests: 0 };
+  /** The native tool hook relay (`nativeToolHooks`), while this client is open. */
+  private hookRelay: HookRelay | undefined;
 
   private constructor(opts: ResolvedSpawnOptions, command: CodexCommand, codexHome: string, ownsHome: boolean) {
     this.opts = opts;
@@ -181,12 +193,40 @@ export class CodexAppServer {
         await writeFile(catalogPath, `${JSON.stringify(opts.modelCatalog, null, 2)}\n`);
         server.opts.config = { ...(opts.config ?? {}), model_catalog_json: catalogPath };
       }
-      await server.supervisor.start();
+      if (opts.nativeToolHooks) await server.startWithHookRelay();
+      else await server.supervisor.start();
     } catch (err) {
+      await server.hookRelay?.close();
       if (owned) await removeTempCodexHome(home);
       throw err;
     }
     return server;
+  }
+
+  /**
+   * Start with the native tool hook relay (see src/codex/native-hooks.ts): the relay socket, Codex's `PreToolUse`
+   * hook pointing at it, and that hook's trust, learned from `hooks/list` once per process and hook definition (the
+   * first start then restarts the process with the trust in its config).
+   */
+  private async startWithHookRelay(): Promise<void> {
+    this.hookRelay = await startHookRelay((call) => decidePreToolUse(this.serverRequestDeps(), call));
+    this.opts.env = { ...(this.opts.env ?? {}), [HOOK_RELAY_ENV]: this.hookRelay.socketPath };
+    const command = hookRelayCommand();
+    const base = this.opts.config ?? {};
+    const definition = withRelayHook(base, command).hooks;
+    const learned = learnedRelayTrust(definition);
+    this.opts.config = withRelayHook(base, command, learned);
+    await this.supervisor.start();
+    if (learned) return;
+    const found = findRelayHook(await this.supervisor.rpcRequest("hooks/list", { cwds: [this.opts.cwd ?? process.cwd()] }), command);
+    if (!found) throw new CodexAppServerError("SPAWN_FAILED", "codex app-server did not load the native tool hook (nativeToolHooks); is hooks support disabled in its config?");
+    if (found.trusted) return;
+    const trust = { key: found.key, hash: found.hash };
+    rememberRelayTrust(definition, trust);
+    this.opts.config = withRelayHook(base, command, trust);
+    this.logger.info({ event: "codex.hooks.trusted", key: found.key }, "restarting codex app-server with the native tool hook trusted");
+    await this.supervisor.close();
+    await this.supervisor.start();
   }
 
   /** PID of the current process (undefined when none is running). */
@@ -288,6 +328,7 @@ export class CodexAppServer {
   close(): Promise<void> {
     this.closedPromise ??= (async () => {
       await this.supervisor.close();
+      await this.hookRelay?.close();
       this.turns.finishAll({ codexStatus: "failed", error: { message: "codex app-server was closed", code: "CLOSED" } });
       if (this.ownsHome) await removeTempCodexHome(this.codexHome);
     })();

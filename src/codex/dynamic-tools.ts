@@ -37,11 +37,13 @@ export interface DynamicToolSpec {
   handler: (args: unknown, ctx: DynamicToolContext) => Promise<string> | string;
 }
 
-/** A dynamic tool call as the interceptors see it. */
+/** A tool call as the interceptors see it: a dynamic tool, or (`native: true`) one of Codex's own through the hook relay. */
 export interface ToolCallInfo {
   callId: string;
   tool: string;
   arguments: unknown;
+  /** A native tool (shell, apply_patch, MCP) Codex asked about through the hook relay (`nativeToolHooks`). */
+  native?: boolean;
 }
 
 /** What `beforeToolCall` may decide: block (Codex gets `blockReason` as the failed result), or replace the arguments. */
@@ -78,7 +80,10 @@ function typeName(value: unknown): string {
 }
 
 /** Ask `beforeToolCall`; a throw, a timeout or a malformed answer lets the call through unchanged, with a warning. */
-async function interceptBefore(call: ToolCallInfo, o: ToolDispatchOptions): Promise<BeforeToolCallDecision> {
+export async function interceptBefore(
+  call: ToolCallInfo,
+  o: Pick<ToolDispatchOptions, "beforeToolCall" | "interceptorTimeoutMs" | "warn">,
+): Promise<BeforeToolCallDecision> {
   if (!o.beforeToolCall) return {};
   const hook = o.beforeToolCall;
   const r = await withTimeout(() => hook(call), o.interceptorTimeoutMs);

@@ -87,6 +87,12 @@ export const spawnOptionsSchema = z
     restartWindowMs: timeoutMsSchema.default(60_000),
     /** Working directory of the child process (default: process.cwd()). */
     cwd: z.string().min(1).optional(),
+    /**
+     * Ask the turn's `beforeToolCall` before Codex runs a native tool (shell command, patch, MCP tool), which may then
+     * block it: Codex's `PreToolUse` hook, relayed to this process over a private Unix socket. Costs one short Node
+     * process per native tool call. Default false (native calls are only observed).
+     */
+    nativeToolHooks: z.boolean().default(false),
   })
   .strict()
   .refine((o) => !(o.codexHome !== undefined && o.temporaryHome === true), {

@@ -11,13 +11,15 @@ import {
   toApprovalRequest,
   type CodexApprovalDecision,
 } from "./approvals.js";
-import { dispatchToolCall, type DynamicToolSpec } from "./dynamic-tools.js";
+import { dispatchToolCall, interceptBefore, type DynamicToolSpec } from "./dynamic-tools.js";
 import { knownServerRequestMethods } from "./known-methods.js";
+import { nativeToolName, type PreToolUse, type PreToolUseDecision } from "./native-hooks.js";
 import type { ApprovalHandler, CodexUserInputRequest, UserInputAnswers } from "./options.js";
 import type { ServerRequestMessage } from "./rpc.js";
 import { dynamicToolCallParamsSchema } from "./schemas.js";
 import { withTimeout } from "./timeouts.js";
 import type { TurnRun } from "./turn-run.js";
+import type { CodexTurnWarning } from "./warnings.js";
 
 /** Replies when nobody decided: DECLINE in each method's own shape. */
 export const APPROVAL_DECLINES: Record<string, unknown> = {
@@ -131,6 +133,27 @@ async function waitingOnHost<T>(deps: ServerRequestDeps, run: TurnRun, decide: (
     run.hostDecisionsInFlight--;
     deps.armIdle(run);
   }
+}
+
+/**
+ * A native tool call Codex asks about through the hook relay (`nativeToolHooks`): the `beforeToolCall` of the turn
+ * it belongs to (a sub-agent's calls: the turn it works for) decides, bounded like a dynamic tool's; no running turn,
+ * no interceptor, or an interceptor that fails lets it run. Native arguments cannot be rewritten (Codex has no input
+ * replacement for these hooks): a rewrite is ignored with a warning.
+ */
+export async function decidePreToolUse(deps: ServerRequestDeps, call: PreToolUse): Promise<PreToolUseDecision> {
+  const run = deps.activeRun(call.session_id);
+  const hook = run?.options.beforeToolCall;
+  if (!run || !hook) return { decision: "allow" };
+  const info = { callId: call.tool_use_id, tool: nativeToolName(call.tool_name), arguments: call.tool_input, native: true };
+  const warn = (w: Omit<CodexTurnWarning, "threadId">) => run.warn(w);
+  const decision = await waitingOnHost(deps, run, () => interceptBefore(info, { beforeToolCall: hook, interceptorTimeoutMs: run.options.toolInterceptorTimeoutMs, warn }));
+  deps.logger.info({ event: "codex.nativeTool.decided", threadId: call.session_id, callId: info.callId, tool: info.tool, blocked: decision.block === true }, "native tool call decided by the host");
+  if (decision.block) return { decision: "block", reason: decision.blockReason ?? "blocked by a beforeToolCall hook" };
+  if (decision.arguments !== undefined) {
+    warn({ code: "toolInterceptorFailed", message: "beforeToolCall rewrote a native tool's arguments, which Codex cannot take; the call went ahead unchanged", tool: info.tool, callId: info.callId });
+  }
+  return { decision: "allow" };
 }
 
 /** Ask the turn's `onApproval` (bounded); no callback falls back to the raw handler / decline. */

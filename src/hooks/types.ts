@@ -80,10 +80,19 @@ export interface ToolCallHookEvent {
   /** Dynamic tool name, or `shell`, `apply_patch`, `mcp:<server>/<tool>`, `web_search` for native items. */
   toolName: string;
   native: boolean;
+  /**
+   * The call's arguments. Native calls put to `beforeToolCall` through the hook relay (`nativeToolHooks`) carry
+   * Codex's hook input: `{ command }` for a shell command (as the model wrote it) and for a patch (the patch text),
+   * the MCP arguments for an MCP tool. Observed native items carry what the item says (`{ command, cwd }`, ...).
+   */
   params: unknown;
 }
 
-/** `beforeToolCall` may block a dynamic tool call (the reason goes back to Codex as the tool's result) or rewrite its arguments. */
+/**
+ * `beforeToolCall` may block a dynamic tool call (the reason goes back to Codex as the tool's result) or rewrite its
+ * arguments. A native call it may block only when the app-server runs with `nativeToolHooks` (Codex then tells the
+ * model "blocked by PreToolUse hook: <reason>"); its arguments cannot be rewritten.
+ */
 export interface BeforeToolCallResult {
   block?: boolean;
   blockReason?: string;

@@ -3,7 +3,8 @@
  * plugin object, with an installed package (by name, resolved from the working directory) that exports `register`
  * alone, and plugins that cannot be loaded (a bad manifest, an unmet host requirement): exit 3 with one line.
  */
-import { cp, mkdir, mkdtemp, rm } from "node:fs/promises";
+import { existsSync } from "node:fs";
+import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -46,6 +47,21 @@ describe("codex-turn with OpenClaw plugins", () => {
     const out = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { primary: string; result: { details: { runtimeContext: unknown } } };
     expect(out.primary).toBe("engine");
     expect(out.result.details.runtimeContext).toEqual({ provider: "codex", hasLlm: true, hasRewrite: true });
+  }, 240_000);
+
+  it("with --native-tool-hooks a plugin's before_tool_call blocks Codex's own shell command; without it the command runs", async () => {
+    for (const guarded of [true, false]) {
+      const ws = await mkdtemp(path.join(dir, `guard-${guarded}-`));
+      const script = path.join(ws, "script.json");
+      const exec = (file: string) => ({ functionCall: { name: "exec_command", arguments: { cmd: `echo x > ${file}`, workdir: ws } } });
+      await writeFile(script, JSON.stringify([exec("allowed.txt"), exec("forbidden.txt"), { text: "done" }]));
+      const args = ["run", "write both", "--session", path.join(ws, "s.jsonl"), "--offline", "--offline-script", script, "--engine", fixture("tool-guard")];
+      const r = await runCli([...args, "--cwd", ws, "--sandbox", "workspace-write", ...(guarded ? ["--native-tool-hooks"] : []), "--json"], { cwd: dir, env: { HOME: ws } });
+      expect(r.code, r.stderr).toBe(0);
+      expect(JSON.parse(r.stdout.trim().split("\n").at(-1)!)).toMatchObject({ status: "completed", assistantText: "done" });
+      expect(existsSync(path.join(ws, "allowed.txt"))).toBe(true);
+      expect(existsSync(path.join(ws, "forbidden.txt"))).toBe(!guarded);
+    }
   }, 240_000);
 
   it("a bad manifest and an unmet host requirement exit 3 with a one-line error", async () => {

@@ -23,7 +23,14 @@ export function runTurn(
 ): () => void {
   let stopped = false;
   const channel: Channel = { sendBack: (e) => !stopped && sendBack(e), stopped: () => stopped };
-  const state = { turn: undefined as CodexTurn | undefined, interruptRequested: false, pendingSteers: [] as string[], userMessageStarted: false };
+  const state = {
+    turn: undefined as CodexTurn | undefined,
+    interruptRequested: false,
+    pendingSteers: [] as string[],
+    userMessageStarted: false,
+    // Native calls the hook relay already put to `beforeToolCall` (it must not see them twice).
+    nativeAsked: new Set<string>(),
+  };
   const steer = async (turn: CodexTurn, texts: string[]) => {
     for (const text of texts) {
       const outcome = await turn.steer(text);
@@ -61,7 +68,7 @@ async function startCodexTurn(
   deps: TurnDeps,
   input: RunTurnInput,
   channel: Channel,
-  state: { userMessageStarted: boolean },
+  state: { userMessageStarted: boolean; nativeAsked: Set<string> },
 ): Promise<CodexTurn | undefined> {
   const p = deps.params;
   await deps.hooks.observe("llmInput", {
@@ -74,13 +81,13 @@ async function startCodexTurn(
     imagesCount: p.images?.length ?? 0,
   });
   try {
-    const toolEvent = (call: { callId: string; tool: string; arguments?: unknown }, turnId: string): ToolCallHookEvent => ({
+    const toolEvent = (call: { callId: string; tool: string; arguments?: unknown; native?: boolean }, turnId: string): ToolCallHookEvent => ({
       sessionId: p.sessionId,
       threadId: input.threadId,
       turnId,
       callId: call.callId,
       toolName: call.tool,
-      native: false,
+      native: call.native === true,
       params: call.arguments,
     });
     let turnId = "";
@@ -103,7 +110,8 @@ async function startCodexTurn(
       ...(p.onUserInput ? { onUserInput: p.onUserInput } : {}),
       ...(deps.hooks.has("beforeToolCall")
         ? {
-            beforeToolCall: async (call: { callId: string; tool: string; arguments?: unknown }) => {
+            beforeToolCall: async (call: { callId: string; tool: string; arguments?: unknown; native?: boolean }) => {
+              if (call.native) state.nativeAsked.add(call.callId);
               const out = await deps.hooks.beforeToolCall(toolEvent(call, turnId));
               if (!out) return undefined;
               return { ...(out.block ? { block: true, blockReason: out.blockReason ?? "blocked by a beforeToolCall hook" } : {}), ...(out.params !== undefined ? { arguments: out.params } : {}) };
@@ -148,7 +156,7 @@ function handleStreamEvent(
   deps: TurnDeps,
   input: RunTurnInput,
   channel: Channel,
-  state: { userMessageStarted: boolean },
+  state: { userMessageStarted: boolean; nativeAsked: Set<string> },
   event: CodexTurnEvent,
 ): void {
   switch (event.type) {
@@ -190,7 +198,7 @@ function handleStreamEvent(
 function observeItem(
   deps: TurnDeps,
   input: RunTurnInput,
-  state: { userMessageStarted: boolean },
+  state: { userMessageStarted: boolean; nativeAsked: Set<string> },
   event: Extract<CodexTurnEvent, { type: "itemStarted" | "itemCompleted" }>,
 ): void {
   const item = event.item as { kind: string; id: string; tool?: string } & Record<string, unknown>;
@@ -198,7 +206,8 @@ function observeItem(
     if (item.kind === "userMessage") state.userMessageStarted = true;
     if (item.kind === "dynamicToolCall") deps.emit({ type: "toolCall", tool: String(item.tool) });
   }
-  // Native tools (commands, file changes, MCP, web search) are Codex's: the hooks observe them, they cannot block them.
+  // Native tools (commands, file changes, MCP, web search) are Codex's: the hooks observe them here; they can block
+  // them only through the hook relay (`nativeToolHooks`), which asked `beforeToolCall` before the item started.
   const view = item.kind === "dynamicToolCall" ? undefined : toolCallView(event.item);
   if (!view) return;
   const hookEvent: ToolCallHookEvent = {
@@ -212,7 +221,7 @@ function observeItem(
   };
   if (event.type === "itemStarted") {
     deps.emit({ type: "toolCall", tool: view.toolName });
-    void deps.hooks.beforeToolCall(hookEvent);
+    if (!state.nativeAsked.has(view.toolCallId)) void deps.hooks.beforeToolCall(hookEvent);
     return;
   }
   const durationMs = (event.item as { durationMs?: number | null }).durationMs;

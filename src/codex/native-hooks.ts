@@ -1,0 +1,164 @@
+/**
+ * The native tool hook relay (`CodexAppServer.spawn({ nativeToolHooks: true })`): Codex asks the host before it runs
+ * a native tool (a shell command, a patch, an MCP tool), and the host's `beforeToolCall` may block it, as OpenClaw's
+ * Codex runtime relays Codex's `PreToolUse` hook to its plugins' `before_tool_call`.
+ *
+ * How (observed with Codex 0.169.0): the app-server gets a `PreToolUse` command hook in its session config. Codex runs
+ * the command (bin/codex-turn-hook-relay.mjs, under this Node) with the call as JSON on stdin (`session_id` = the
+ * thread, `turn_id`, `tool_name` "Bash" / "apply_patch" / "mcp__<server>__<tool>", `tool_input`, `tool_use_id` = the
+ * item id); the script forwards it over a Unix socket (in a private 0700 directory, named by the
+ * CODEX_TURN_HOOK_RELAY environment variable Codex passes to hooks) and exits 2 with the host's reason to block.
+ * Codex then tells the model "Command blocked by PreToolUse hook: <reason>" and runs nothing.
+ *
+ * Codex runs a configured hook only once it is trusted: `hooks.state."<key>".trusted_hash` must equal the hook's
+ * current hash, which `hooks/list` reports. The spawn asks for it once per process and hook definition and restarts
+ * the app-server with that trust (ours alone: hooks of the user's own config keep their own trust).
+ */
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import net from "node:net";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { z } from "zod";
+
+/** The environment variable naming the relay socket (set on the app-server, inherited by its hooks). */
+export const HOOK_RELAY_ENV = "CODEX_TURN_HOOK_RELAY";
+
+/** Bound Codex puts on one hook run, seconds (the host's own bound, `toolInterceptorTimeoutMs`, comes first). */
+const HOOK_TIMEOUT_SEC = 900;
+
+/** A native tool call as Codex's `PreToolUse` hook describes it. */
+export const preToolUseSchema = z.object({
+  session_id: z.string().min(1),
+  turn_id: z.string().nullish(),
+  tool_name: z.string().min(1),
+  tool_input: z.unknown(),
+  tool_use_id: z.string().min(1),
+});
+export type PreToolUse = z.infer<typeof preToolUseSchema>;
+
+/** The host's answer to one `PreToolUse`. */
+export type PreToolUseDecision = { decision: "allow" } | { decision: "block"; reason: string };
+
+/**
+ * Our transcript's name of a native tool as the hook names it: `shell`, `apply_patch`, `mcp:<server>/<tool>` (what
+ * the `toolCall` parts and `ToolCallHookEvent.toolName` say for the same call).
+ *
+ * @example
+ * ```ts
+ * nativeToolName("Bash"); // "shell"
+ * nativeToolName("mcp__echo__say"); // "mcp:echo/say"
+ * ```
+ */
+export function nativeToolName(hookToolName: string): string {
+  if (hookToolName === "Bash") return "shell";
+  const mcp = /^mcp__(.+?)__(.+)$/.exec(hookToolName);
+  if (mcp) return `mcp:${mcp[1]}/${mcp[2]}`;
+  return hookToolName;
+}
+
+/** The relay script shipped in the package's bin/ (found from this module in src/ and in dist/src/ alike). */
+export function hookRelayScript(): string {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    const candidate = path.join(dir, "bin", "codex-turn-hook-relay.mjs");
+    if (existsSync(candidate)) return candidate;
+    dir = path.dirname(dir);
+  }
+  throw new Error("bin/codex-turn-hook-relay.mjs not found next to the package");
+}
+
+/** POSIX shell single-quoting (Codex runs a hook command through the shell). */
+const shellQuote = (s: string): string => `'${s.replace(/'/g, `'\\''`)}'`;
+
+/** The hook command: this Node running the relay script. Constant per installation, so its trust hash is too. */
+export function hookRelayCommand(): string {
+  return `${shellQuote(process.execPath)} ${shellQuote(hookRelayScript())}`;
+}
+
+/** `config` with our `PreToolUse` group appended (and, when known, its trust). Neither input changes. */
+export function withRelayHook(config: Record<string, unknown>, command: string, trust?: { key: string; hash: string }): Record<string, unknown> {
+  const hooks = { ...((config.hooks as Record<string, unknown> | undefined) ?? {}) };
+  const pre = Array.isArray(hooks.PreToolUse) ? [...(hooks.PreToolUse as unknown[])] : [];
+  pre.push({ hooks: [{ type: "command", command, timeout: HOOK_TIMEOUT_SEC }] });
+  hooks.PreToolUse = pre;
+  if (trust) hooks.state = { ...((hooks.state as Record<string, unknown> | undefined) ?? {}), [trust.key]: { trusted_hash: trust.hash } };
+  return { ...config, hooks };
+}
+
+const hooksListSchema = z.object({
+  data: z.array(z.object({ hooks: z.array(z.object({ key: z.string(), eventName: z.string(), command: z.string().optional(), currentHash: z.string(), trustStatus: z.string() }).passthrough()) }).passthrough()),
+});
+
+/** Our hook in a `hooks/list` answer: its key, hash and trust; undefined when Codex did not load it. */
+export function findRelayHook(listed: unknown, command: string): { key: string; hash: string; trusted: boolean } | undefined {
+  const parsed = hooksListSchema.safeParse(listed);
+  if (!parsed.success) return undefined;
+  for (const entry of parsed.data.data) {
+    const hook = entry.hooks.find((h) => h.eventName === "preToolUse" && h.command === command);
+    if (hook) return { key: hook.key, hash: hook.currentHash, trusted: hook.trustStatus === "trusted" };
+  }
+  return undefined;
+}
+
+/** Trust learned per hook definition (the JSON of the hooks config), so later spawns start trusted at once. */
+const learnedTrust = new Map<string, { key: string; hash: string }>();
+
+/** The trust learned for `hooksConfig` in this process, if any. */
+export function learnedRelayTrust(hooksConfig: unknown): { key: string; hash: string } | undefined {
+  return learnedTrust.get(JSON.stringify(hooksConfig));
+}
+
+/** Remember the trust of `hooksConfig`. */
+export function rememberRelayTrust(hooksConfig: unknown, trust: { key: string; hash: string }): void {
+  learnedTrust.set(JSON.stringify(hooksConfig), trust);
+}
+
+/** A running relay: the socket Codex's hook command talks to. */
+export interface HookRelay {
+  readonly socketPath: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Listen on a fresh Unix socket in a private directory; each connection carries one hook call (a JSON line) and gets
+ * one decision (a JSON line). A malformed call is blocked (the relay fails closed, like the script).
+ */
+export async function startHookRelay(decide: (call: PreToolUse) => Promise<PreToolUseDecision>): Promise<HookRelay> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "ctm-hooks-"));
+  const socketPath = path.join(dir, "relay.sock");
+  const server = net.createServer((socket) => {
+    let buffer = "";
+    socket.setEncoding("utf8");
+    socket.on("error", () => socket.destroy());
+    socket.on("data", (chunk: string) => {
+      buffer += chunk;
+      const nl = buffer.indexOf("\n");
+      if (nl < 0) return;
+      socket.removeAllListeners("data");
+      void answer(buffer.slice(0, nl)).then((reply) => socket.end(`${JSON.stringify(reply)}\n`));
+    });
+  });
+  const answer = async (line: string): Promise<PreToolUseDecision> => {
+    try {
+      const envelope = JSON.parse(line) as { hook?: unknown };
+      const call = preToolUseSchema.safeParse(typeof envelope.hook === "string" ? JSON.parse(envelope.hook) : undefined);
+      if (!call.success) return { decision: "block", reason: "codex-turn: malformed PreToolUse hook input" };
+      return await decide(call.data);
+    } catch {
+      return { decision: "block", reason: "codex-turn: malformed PreToolUse hook input" };
+    }
+  };
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(socketPath, () => resolve());
+  });
+  return {
+    socketPath,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        rmSync(dir, { recursive: true, force: true });
+      }),
+  };
+}

@@ -1,0 +1,125 @@
+/**
+ * Native tool calls put to the host before they run (`nativeToolHooks`), on the real `codex app-server` 0.169.0,
+ * offline: Codex's `PreToolUse` hook reaches the turn's `beforeToolCall` through the relay, which may block a shell
+ * command or a patch (Codex then runs nothing and tells the model why) or let it run. Each call is put to the hook
+ * once; a turn without `beforeToolCall` runs its calls; a second app-server in the same process starts with the hook
+ * already trusted.
+ */
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCodexTurn } from "../../src/turn.js";
+import type { ToolCallHookEvent } from "../../src/hooks/types.js";
+import { applyPatchCall, execCommandCall, startOfflineCodex, toolOutputs, type OfflineCodex } from "../../src/testing/index.js";
+import { captureLogger, disposeChecked, tempSessions } from "../helpers/turn-env.js";
+
+let env: OfflineCodex;
+let home: string;
+const log = captureLogger();
+const sessions = tempSessions("native-hooks-");
+const workspaces: string[] = [];
+
+function workspace(): string {
+  const ws = mkdtempSync(path.join(tmpdir(), "ctm-native-hooks-ws-"));
+  workspaces.push(ws);
+  return ws;
+}
+
+beforeAll(async () => {
+  // A HOME of its own keeps the machine's shell startup files out of the commands.
+  home = workspace();
+  env = await startOfflineCodex({ codex: { nativeToolHooks: true, env: { HOME: home }, logger: log.logger } });
+});
+afterAll(async () => {
+  await disposeChecked(env);
+  sessions.cleanup();
+  for (const ws of workspaces) rmSync(ws, { recursive: true, force: true });
+});
+
+/** Every output Codex sent back to the model for a tool call, across the turn's requests. */
+function outputsSince(from: number): string[] {
+  return env.fake.requests.slice(from).flatMap((r) => toolOutputs(r.body).map((o) => o.output));
+}
+
+describe("native tool calls put to beforeToolCall (nativeToolHooks)", () => {
+  it("blocks a shell command and a patch the hook refuses, runs the command it allows; each call is asked once", async () => {
+    const ws = workspace();
+    env.fake.enqueue([
+      { functionCall: execCommandCall("echo ok > allowed.txt", { workdir: ws }) },
+      { functionCall: execCommandCall("echo no > forbidden.txt", { workdir: ws }) },
+      { customToolCall: applyPatchCall([{ kind: "add", path: "patched.txt", content: "x\n" }]) },
+      { text: "done with the work" },
+    ]);
+    const asked: ToolCallHookEvent[] = [];
+    const from = env.fake.requests.length;
+    const result = await runCodexTurn({
+      appServer: env.codex,
+      sessionId: "hooks",
+      sessionFile: sessions.file("hooks"),
+      prompt: "do the work",
+      cwd: ws,
+      sandbox: "workspace-write",
+      hooks: {
+        beforeToolCall: (e) => {
+          asked.push(e);
+          if (e.toolName === "apply_patch") return { block: true, blockReason: "no patches in this workspace" };
+          const command = String((e.params as { command?: unknown }).command);
+          return command.includes("forbidden") ? { block: true, blockReason: "forbidden files are off limits" } : undefined;
+        },
+      },
+    });
+    expect(result.status, JSON.stringify(result.error)).toBe("completed");
+    expect(result.assistantText).toBe("done with the work");
+    expect(readFileSync(path.join(ws, "allowed.txt"), "utf8")).toBe("ok\n");
+    expect(existsSync(path.join(ws, "forbidden.txt"))).toBe(false);
+    expect(existsSync(path.join(ws, "patched.txt"))).toBe(false);
+
+    // Asked before each call ran, once each (not again when its item started), as native calls.
+    expect(asked.map((e) => [e.toolName, e.native, e.callId])).toEqual([
+      ["shell", true, "call_0_0"],
+      ["shell", true, "call_1_0"],
+      ["apply_patch", true, "call_2_0"],
+    ]);
+    expect(asked[0]!.params).toEqual({ command: "echo ok > allowed.txt" });
+    expect(String((asked[2]!.params as { command: string }).command)).toContain("*** Add File: patched.txt");
+    // The model was told why.
+    const outputs = outputsSince(from).join("\n");
+    expect(outputs).toContain("blocked by PreToolUse hook: forbidden files are off limits");
+    expect(outputs).toContain("blocked by PreToolUse hook: no patches in this workspace");
+    expect(log.events.filter((e) => e.event === "codex.nativeTool.decided").map((e) => e.blocked)).toEqual([false, true, true]);
+  }, 90_000);
+
+  it("a turn without beforeToolCall runs its native calls", async () => {
+    const ws = workspace();
+    env.fake.enqueue([{ functionCall: execCommandCall("echo free > free.txt", { workdir: ws }) }, { text: "ran" }]);
+    const result = await runCodexTurn({ appServer: env.codex, sessionId: "free", sessionFile: sessions.file("free"), prompt: "go", cwd: ws, sandbox: "workspace-write" });
+    expect(result.status).toBe("completed");
+    expect(readFileSync(path.join(ws, "free.txt"), "utf8")).toBe("free\n");
+  }, 60_000);
+
+  it("the hook's trust is learned once per process: the first app-server restarted to trust it, the next starts trusted", async () => {
+    expect(log.events.filter((e) => e.event === "codex.hooks.trusted")).toHaveLength(1);
+    const second = captureLogger();
+    const other = await startOfflineCodex({ fake: env.fake, codex: { nativeToolHooks: true, env: { HOME: home }, logger: second.logger } });
+    try {
+      expect(second.events.filter((e) => e.event === "codex.hooks.trusted")).toHaveLength(0);
+      expect(second.events.filter((e) => e.event === "codex.spawned")).toHaveLength(1);
+      const ws = workspace();
+      env.fake.enqueue([{ functionCall: execCommandCall("echo two > two.txt", { workdir: ws }) }, { text: "blocked again" }]);
+      const result = await runCodexTurn({
+        appServer: other.codex,
+        sessionId: "second",
+        sessionFile: sessions.file("second"),
+        prompt: "go",
+        cwd: ws,
+        sandbox: "workspace-write",
+        hooks: { beforeToolCall: () => ({ block: true, blockReason: "nothing runs here" }) },
+      });
+      expect(result.status).toBe("completed");
+      expect(existsSync(path.join(ws, "two.txt"))).toBe(false);
+    } finally {
+      await disposeChecked(other);
+    }
+  }, 90_000);
+});
