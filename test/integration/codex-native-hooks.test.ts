@@ -29,7 +29,8 @@ function workspace(): string {
 beforeAll(async () => {
   // A HOME of its own keeps the machine's shell startup files out of the commands.
   home = workspace();
-  env = await startOfflineCodex({ codex: { nativeToolHooks: true, env: { HOME: home }, logger: log.logger } });
+  const mcp = { echo: { command: process.execPath, args: [path.join(import.meta.dirname, "..", "fixtures", "mcp", "echo-server.mjs")] } };
+  env = await startOfflineCodex({ codex: { nativeToolHooks: true, env: { HOME: home }, logger: log.logger, config: { mcp_servers: mcp } } });
 });
 afterAll(async () => {
   await disposeChecked(env);
@@ -88,6 +89,39 @@ describe("native tool calls put to beforeToolCall (nativeToolHooks)", () => {
     expect(outputs).toContain("blocked by PreToolUse hook: forbidden files are off limits");
     expect(outputs).toContain("blocked by PreToolUse hook: no patches in this workspace");
     expect(log.events.filter((e) => e.event === "codex.nativeTool.decided").map((e) => e.blocked)).toEqual([false, true, true]);
+  }, 90_000);
+
+  it("blocks an MCP tool call by its server, tool and arguments", async () => {
+    const ws = workspace();
+    const echo = (text: string, i: number) => ({ functionCall: { name: "echo", namespace: "mcp__echo", arguments: { text }, callId: `call_mcp_${i}` } });
+    env.fake.enqueue([echo("hello", 0), echo("forbidden words", 1), { text: "echoed" }]);
+    const asked: ToolCallHookEvent[] = [];
+    const from = env.fake.requests.length;
+    const result = await runCodexTurn({
+      appServer: env.codex,
+      sessionId: "mcp",
+      sessionFile: sessions.file("mcp"),
+      prompt: "echo twice",
+      cwd: ws,
+      // Codex asks before any MCP tool: the allowed call is then approved; the blocked one never gets that far.
+      approvalPolicy: "on-request",
+      onApproval: () => "approve",
+      hooks: {
+        beforeToolCall: (e) => {
+          asked.push(e);
+          return JSON.stringify(e.params).includes("forbidden") ? { block: true, blockReason: "no forbidden words" } : undefined;
+        },
+      },
+    });
+    expect(result.status, JSON.stringify(result.error)).toBe("completed");
+    expect(asked.map((e) => [e.toolName, e.native, e.params])).toEqual([
+      ["mcp:echo/echo", true, { text: "hello" }],
+      ["mcp:echo/echo", true, { text: "forbidden words" }],
+    ]);
+    const outputs = outputsSince(from).join("\n");
+    expect(outputs).toContain("ECHO: hello"); // the allowed call ran: the server echoed it
+    expect(outputs).toContain("Tool call blocked by PreToolUse hook: no forbidden words");
+    expect(outputs).not.toContain("ECHO: forbidden words");
   }, 90_000);
 
   it("a turn without beforeToolCall runs its native calls", async () => {
