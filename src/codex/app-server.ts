@@ -19,7 +19,7 @@ import { CompactionRunner, type CompactThreadResult } from "./compaction.js";
 import { OFFLINE_KEY_ENV, OFFLINE_PROVIDER_ID } from "./config.js";
 import { CodexAppServerError, invalidArgument } from "./errors.js";
 import {
-  findRelayHook,
+  findRelayHooks,
   HOOK_RELAY_ENV,
   hookRelayCommand,
   learnedRelayTrust,
@@ -41,7 +41,7 @@ import type { AppServerProcess } from "./process.js";
 import type { ClientRequest } from "./protocol/ClientRequest.js";
 import type { RpcStats } from "./rpc.js";
 import type { IncomingNotification } from "./schemas.js";
-import { answerServerRequest, decidePreToolUse } from "./server-requests.js";
+import { answerServerRequest, decideRelayedHook } from "./server-requests.js";
 import { ProcessSupervisor, type ProcessEnd } from "./supervisor.js";
 import { turnSandboxPolicy } from "./thread-params.js";
 import { ThreadRegistry, type ThreadInfo } from "./threads.js";
@@ -209,7 +209,7 @@ export class CodexAppServer {
    * first start then restarts the process with the trust in its config).
    */
   private async startWithHookRelay(): Promise<void> {
-    this.hookRelay = await startHookRelay((call) => decidePreToolUse(this.serverRequestDeps(), call));
+    this.hookRelay = await startHookRelay((call) => decideRelayedHook(this.serverRequestDeps(), call));
     this.opts.env = { ...(this.opts.env ?? {}), [HOOK_RELAY_ENV]: this.hookRelay.socketPath };
     const command = hookRelayCommand();
     const base = this.opts.config ?? {};
@@ -218,13 +218,13 @@ export class CodexAppServer {
     this.opts.config = withRelayHook(base, command, learned);
     await this.supervisor.start();
     if (learned) return;
-    const found = findRelayHook(await this.supervisor.rpcRequest("hooks/list", { cwds: [this.opts.cwd ?? process.cwd()] }), command);
-    if (!found) throw new CodexAppServerError("SPAWN_FAILED", "codex app-server did not load the native tool hook (nativeToolHooks); is hooks support disabled in its config?");
-    if (found.trusted) return;
-    const trust = { key: found.key, hash: found.hash };
+    const found = findRelayHooks(await this.supervisor.rpcRequest("hooks/list", { cwds: [this.opts.cwd ?? process.cwd()] }), command);
+    if (!found) throw new CodexAppServerError("SPAWN_FAILED", "codex app-server did not load the native tool hooks (nativeToolHooks); is hooks support disabled in its config?");
+    if (found.every((h) => h.trusted)) return;
+    const trust = found.map((h) => ({ key: h.key, hash: h.hash }));
     rememberRelayTrust(definition, trust);
     this.opts.config = withRelayHook(base, command, trust);
-    this.logger.info({ event: "codex.hooks.trusted", key: found.key }, "restarting codex app-server with the native tool hook trusted");
+    this.logger.info({ event: "codex.hooks.trusted", hooks: trust.length }, "restarting codex app-server with the native tool hooks trusted");
     await this.supervisor.close();
     await this.supervisor.start();
   }
@@ -490,6 +490,8 @@ export class CodexAppServer {
       logger: this.logger,
       // A sub-agent's approvals and questions go to the turn it works for.
       activeRun: (threadId: string) => this.turns.runFor(threadId),
+      // A Stop is the thread's own turn ending (a sub-agent's final answer is not the turn's).
+      ownRun: (threadId: string) => this.turns.active(threadId),
       tool: (threadId: string, name: string) => this.threads.get(threadId)?.tools.get(name),
       armIdle: (run: TurnRun) => this.turns.armIdle(run),
       approvalHandler: this.opts.approvalHandler,

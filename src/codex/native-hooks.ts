@@ -10,6 +10,10 @@
  * CODEX_TURN_HOOK_RELAY environment variable Codex passes to hooks) and exits 2 with the host's reason to block.
  * Codex then tells the model "Command blocked by PreToolUse hook: <reason>" and runs nothing.
  *
+ * The same command is Codex's `Stop` hook (the agent's natural final answer): the turn's `beforeFinalize` may ask for
+ * one more model pass (block with a reason, which Codex sends as a `hookPrompt` user message). A tool call the relay
+ * cannot settle is blocked (fail closed); a `Stop` it cannot settle ends the turn (blocking would loop).
+ *
  * Codex runs a configured hook only once it is trusted: `hooks.state."<key>".trusted_hash` must equal the hook's
  * current hash, which `hooks/list` reports. The spawn asks for it once per process and hook definition and restarts
  * the app-server with that trust (ours alone: hooks of the user's own config keep their own trust).
@@ -29,6 +33,7 @@ const HOOK_TIMEOUT_SEC = 900;
 
 /** A native tool call as Codex's `PreToolUse` hook describes it. */
 export const preToolUseSchema = z.object({
+  hook_event_name: z.literal("PreToolUse"),
   session_id: z.string().min(1),
   turn_id: z.string().nullish(),
   tool_name: z.string().min(1),
@@ -37,7 +42,24 @@ export const preToolUseSchema = z.object({
 });
 export type PreToolUse = z.infer<typeof preToolUseSchema>;
 
-/** The host's answer to one `PreToolUse`. */
+/**
+ * The agent's natural final answer, as Codex's `Stop` hook describes it; `stop_hook_active` once the turn already
+ * continued because of a `Stop` hook. Blocking it makes Codex run one more model pass with the reason as a prompt.
+ */
+export const stopSchema = z.object({
+  hook_event_name: z.literal("Stop"),
+  session_id: z.string().min(1),
+  turn_id: z.string().nullish(),
+  stop_hook_active: z.boolean().default(false),
+  last_assistant_message: z.string().nullish(),
+});
+export type StopHookCall = z.infer<typeof stopSchema>;
+
+/** A hook call the relay carries. */
+export const relayedHookSchema = z.discriminatedUnion("hook_event_name", [preToolUseSchema, stopSchema]);
+export type RelayedHook = z.infer<typeof relayedHookSchema>;
+
+/** The host's answer: allow (the tool runs; the turn ends), or block with a reason (no run; one more model pass). */
 export type PreToolUseDecision = { decision: "allow" } | { decision: "block"; reason: string };
 
 /**
@@ -76,13 +98,22 @@ export function hookRelayCommand(): string {
   return `${shellQuote(process.execPath)} ${shellQuote(hookRelayScript())}`;
 }
 
-/** `config` with our `PreToolUse` group appended (and, when known, its trust). Neither input changes. */
-export function withRelayHook(config: Record<string, unknown>, command: string, trust?: { key: string; hash: string }): Record<string, unknown> {
+/** The hook events the relay carries (Codex's config names), each trusted separately. */
+export const RELAYED_HOOK_EVENTS = ["PreToolUse", "Stop"] as const;
+
+/** `config` with our hook group appended to each relayed event (and, when known, their trust). Neither input changes. */
+export function withRelayHook(config: Record<string, unknown>, command: string, trust: ReadonlyArray<{ key: string; hash: string }> = []): Record<string, unknown> {
   const hooks = { ...((config.hooks as Record<string, unknown> | undefined) ?? {}) };
-  const pre = Array.isArray(hooks.PreToolUse) ? [...(hooks.PreToolUse as unknown[])] : [];
-  pre.push({ hooks: [{ type: "command", command, timeout: HOOK_TIMEOUT_SEC }] });
-  hooks.PreToolUse = pre;
-  if (trust) hooks.state = { ...((hooks.state as Record<string, unknown> | undefined) ?? {}), [trust.key]: { trusted_hash: trust.hash } };
+  for (const event of RELAYED_HOOK_EVENTS) {
+    const groups = Array.isArray(hooks[event]) ? [...(hooks[event] as unknown[])] : [];
+    groups.push({ hooks: [{ type: "command", command, timeout: HOOK_TIMEOUT_SEC }] });
+    hooks[event] = groups;
+  }
+  if (trust.length > 0) {
+    const state = { ...((hooks.state as Record<string, unknown> | undefined) ?? {}) };
+    for (const t of trust) state[t.key] = { trusted_hash: t.hash };
+    hooks.state = state;
+  }
   return { ...config, hooks };
 }
 
@@ -90,27 +121,40 @@ const hooksListSchema = z.object({
   data: z.array(z.object({ hooks: z.array(z.object({ key: z.string(), eventName: z.string(), command: z.string().optional(), currentHash: z.string(), trustStatus: z.string() }).passthrough()) }).passthrough()),
 });
 
-/** Our hook in a `hooks/list` answer: its key, hash and trust; undefined when Codex did not load it. */
-export function findRelayHook(listed: unknown, command: string): { key: string; hash: string; trusted: boolean } | undefined {
+/** One of our hooks in a `hooks/list` answer: its key, hash and trust. */
+export interface RelayHookEntry {
+  key: string;
+  hash: string;
+  trusted: boolean;
+}
+
+/**
+ * Our hooks in a `hooks/list` answer (one per relayed event, by command); undefined unless Codex loaded all of them.
+ */
+export function findRelayHooks(listed: unknown, command: string): RelayHookEntry[] | undefined {
   const parsed = hooksListSchema.safeParse(listed);
   if (!parsed.success) return undefined;
-  for (const entry of parsed.data.data) {
-    const hook = entry.hooks.find((h) => h.eventName === "preToolUse" && h.command === command);
-    if (hook) return { key: hook.key, hash: hook.currentHash, trusted: hook.trustStatus === "trusted" };
+  const ours = parsed.data.data.flatMap((entry) => entry.hooks).filter((h) => h.command === command);
+  const found: RelayHookEntry[] = [];
+  for (const event of RELAYED_HOOK_EVENTS) {
+    const name = `${event[0]!.toLowerCase()}${event.slice(1)}`;
+    const hook = ours.find((h) => h.eventName === name);
+    if (!hook) return undefined;
+    found.push({ key: hook.key, hash: hook.currentHash, trusted: hook.trustStatus === "trusted" });
   }
-  return undefined;
+  return found;
 }
 
 /** Trust learned per hook definition (the JSON of the hooks config), so later spawns start trusted at once. */
-const learnedTrust = new Map<string, { key: string; hash: string }>();
+const learnedTrust = new Map<string, ReadonlyArray<{ key: string; hash: string }>>();
 
 /** The trust learned for `hooksConfig` in this process, if any. */
-export function learnedRelayTrust(hooksConfig: unknown): { key: string; hash: string } | undefined {
+export function learnedRelayTrust(hooksConfig: unknown): ReadonlyArray<{ key: string; hash: string }> | undefined {
   return learnedTrust.get(JSON.stringify(hooksConfig));
 }
 
 /** Remember the trust of `hooksConfig`. */
-export function rememberRelayTrust(hooksConfig: unknown, trust: { key: string; hash: string }): void {
+export function rememberRelayTrust(hooksConfig: unknown, trust: ReadonlyArray<{ key: string; hash: string }>): void {
   learnedTrust.set(JSON.stringify(hooksConfig), trust);
 }
 
@@ -124,7 +168,7 @@ export interface HookRelay {
  * Listen on a fresh Unix socket in a private directory; each connection carries one hook call (a JSON line) and gets
  * one decision (a JSON line). A malformed call is blocked (the relay fails closed, like the script).
  */
-export async function startHookRelay(decide: (call: PreToolUse) => Promise<PreToolUseDecision>): Promise<HookRelay> {
+export async function startHookRelay(decide: (call: RelayedHook) => Promise<PreToolUseDecision>): Promise<HookRelay> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "ctm-hooks-"));
   const socketPath = path.join(dir, "relay.sock");
   const server = net.createServer((socket) => {
@@ -140,14 +184,18 @@ export async function startHookRelay(decide: (call: PreToolUse) => Promise<PreTo
     });
   });
   const answer = async (line: string): Promise<PreToolUseDecision> => {
+    let raw: unknown;
     try {
       const envelope = JSON.parse(line) as { hook?: unknown };
-      const call = preToolUseSchema.safeParse(typeof envelope.hook === "string" ? JSON.parse(envelope.hook) : undefined);
-      if (!call.success) return { decision: "block", reason: "codex-turn: malformed PreToolUse hook input" };
-      return await decide(call.data);
+      raw = typeof envelope.hook === "string" ? JSON.parse(envelope.hook) : undefined;
     } catch {
-      return { decision: "block", reason: "codex-turn: malformed PreToolUse hook input" };
+      raw = undefined;
     }
+    const call = relayedHookSchema.safeParse(raw);
+    if (call.success) return decide(call.data);
+    // Fail closed for a tool call (it does not run); a Stop we cannot read ends the turn (blocking it would loop).
+    const isStop = (raw as { hook_event_name?: unknown } | undefined)?.hook_event_name === "Stop";
+    return isStop ? { decision: "allow" } : { decision: "block", reason: "codex-turn: malformed hook input" };
   };
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -198,6 +198,21 @@ export interface CodexUserInputRequest {
   questions: Array<{ id: string; header: string; question: string; isOther: boolean; isSecret: boolean; options: Array<{ label: string; description: string }> | null }>;
 }
 
+/** The agent's final answer as `beforeFinalize` sees it (`stopHookActive`: this turn already revised once). */
+export interface FinalizeRequest {
+  threadId: string;
+  turnId: string;
+  assistantText: string;
+  stopHookActive: boolean;
+  /** Extra model passes already asked for in this turn. */
+  revisions: number;
+}
+
+/** `StartTurnOptions.beforeFinalize`: `{ action: "revise", reason }` asks for one more model pass; anything else ends the turn. */
+export type BeforeFinalize = (
+  request: FinalizeRequest,
+) => { action: "revise"; reason: string } | undefined | void | Promise<{ action: "revise"; reason: string } | undefined | void>;
+
 /** Host callback for `request_user_input`; `undefined` declines (as without a callback). */
 export type UserInputCallback = (request: CodexUserInputRequest) => UserInputAnswers | undefined | Promise<UserInputAnswers | undefined>;
 
@@ -229,6 +244,12 @@ export const startTurnSchema = z
     toolInterceptorTimeoutMs: timeoutMsSchema.default(60_000),
     beforeToolCall: fn<BeforeToolCall>("beforeToolCall").optional(),
     afterToolCall: fn<AfterToolCall>("afterToolCall").optional(),
+    /**
+     * With `nativeToolHooks`: asked when the agent gives its natural final answer (Codex's `Stop` hook); returning
+     * `{ action: "revise", reason }` makes Codex run one more model pass with `reason` as a user message (at most 3 per
+     * turn). Bounded by `toolInterceptorTimeoutMs`; anything else ends the turn.
+     */
+    beforeFinalize: fn<BeforeFinalize>("beforeFinalize").optional(),
     /** Decides command, file-change and permission approval requests. Absent: deny. */
     onApproval: fn<ApprovalCallback>("onApproval").optional(),
     /** Bound on one `onApproval` call; no answer in time denies. Default 60 s. */

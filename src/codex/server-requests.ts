@@ -13,7 +13,7 @@ import {
 } from "./approvals.js";
 import { dispatchToolCall, interceptBefore, type DynamicToolSpec } from "./dynamic-tools.js";
 import { knownServerRequestMethods } from "./known-methods.js";
-import { nativeToolName, type PreToolUse, type PreToolUseDecision } from "./native-hooks.js";
+import { nativeToolName, type PreToolUse, type PreToolUseDecision, type RelayedHook, type StopHookCall } from "./native-hooks.js";
 import type { ApprovalHandler, CodexUserInputRequest, UserInputAnswers } from "./options.js";
 import type { ServerRequestMessage } from "./rpc.js";
 import { dynamicToolCallParamsSchema } from "./schemas.js";
@@ -44,8 +44,10 @@ export interface Responder {
 /** What the router needs from the client. */
 export interface ServerRequestDeps {
   logger: Logger;
-  /** The running turn of a thread. */
+  /** The running turn a thread's requests belong to (a sub-agent's: the turn it works for). */
   activeRun(threadId: string): TurnRun | undefined;
+  /** The thread's own running turn. */
+  ownRun(threadId: string): TurnRun | undefined;
   /** The tool handler registered for a thread. */
   tool(threadId: string, name: string): DynamicToolSpec | undefined;
   /** Re-arm the idle watchdog of a turn (tool calls switch it off while they run). */
@@ -133,6 +135,41 @@ async function waitingOnHost<T>(deps: ServerRequestDeps, run: TurnRun, decide: (
     run.hostDecisionsInFlight--;
     deps.armIdle(run);
   }
+}
+
+/** Most extra model passes `beforeFinalize` may ask for in one turn; beyond that the turn ends (with a warning). */
+export const MAX_FINALIZE_REVISIONS = 3;
+
+/** A hook call from the relay, to its decision. */
+export function decideRelayedHook(deps: ServerRequestDeps, call: RelayedHook): Promise<PreToolUseDecision> {
+  return call.hook_event_name === "Stop" ? decideStop(deps, call) : decidePreToolUse(deps, call);
+}
+
+/**
+ * The agent's natural final answer (Codex's `Stop` hook, through the relay): the thread's own turn's `beforeFinalize`
+ * may ask for one more model pass (`{ action: "revise", reason }`; Codex sends the reason as a user message), at most
+ * {@link MAX_FINALIZE_REVISIONS} times per turn. No turn, no callback, a failed or malformed answer: the turn ends.
+ */
+export async function decideStop(deps: ServerRequestDeps, call: StopHookCall): Promise<PreToolUseDecision> {
+  const run = deps.ownRun(call.session_id);
+  const hook = run?.options.beforeFinalize;
+  if (!run || !hook) return { decision: "allow" };
+  const event = { threadId: run.threadId, turnId: run.turnId ?? String(call.turn_id ?? ""), assistantText: call.last_assistant_message ?? "", stopHookActive: call.stop_hook_active, revisions: run.finalizeRevisions };
+  const r = await waitingOnHost(deps, run, () => withTimeout(() => hook(event), run.options.toolInterceptorTimeoutMs));
+  const value = r.ok ? r.value : undefined;
+  const revise = value && typeof value === "object" && value.action === "revise" && typeof value.reason === "string" && value.reason.trim() !== "" ? value.reason : undefined;
+  if (!r.ok || (value !== undefined && revise === undefined)) {
+    const why = !r.ok ? (r.reason === "timeout" ? `did not answer within ${run.options.toolInterceptorTimeoutMs} ms` : "threw") : "returned a malformed decision";
+    run.warn({ code: "finalizeCallbackFailed", message: `beforeFinalize ${why}; the turn ended` });
+  }
+  if (revise === undefined) return { decision: "allow" };
+  if (run.finalizeRevisions >= MAX_FINALIZE_REVISIONS) {
+    run.warn({ code: "finalizeRevisionLimit", message: `beforeFinalize asked for more than ${MAX_FINALIZE_REVISIONS} extra model passes; the turn ended` });
+    return { decision: "allow" };
+  }
+  run.finalizeRevisions++;
+  deps.logger.info({ event: "codex.finalize.revise", threadId: run.threadId, turnId: run.turnId, revisions: run.finalizeRevisions }, "beforeFinalize asked for one more model pass");
+  return { decision: "block", reason: revise };
 }
 
 /**

@@ -59,6 +59,8 @@ export { capToolOutput, DEFAULT_TOOL_OUTPUT_CAP_CHARS, type FileChangeEntry, typ
 /** One item of the turn, in the order Codex started them. */
 export type ProjectedItem =
   | { kind: "userMessage"; id: string; text: string; completed: boolean }
+  /** A hook's prompt (a `Stop` hook that asked for one more model pass): a user message of the turn. */
+  | { kind: "hookPrompt"; id: string; text: string; completed: boolean }
   | { kind: "agentMessage"; id: string; text: string; phase: string | null; completed: boolean }
   | { kind: "reasoning"; id: string; summary: string[]; content: string[]; completed: boolean }
   | {
@@ -437,6 +439,11 @@ export class TurnProjector {
         const it = item as Extract<ParsedThreadItem, { type: "agentMessage" }>;
         return { kind: "agentMessage", id: it.id, text: it.text, phase: it.phase ?? null, completed };
       }
+      case "hookPrompt": {
+        const fragments = (item as { fragments?: unknown }).fragments;
+        const texts = Array.isArray(fragments) ? fragments.map((f) => (f as { text?: unknown })?.text).filter((t): t is string => typeof t === "string") : [];
+        return { kind: "hookPrompt", id: item.id, text: texts.join("\n"), completed };
+      }
       case "reasoning": {
         const it = item as Extract<ParsedThreadItem, { type: "reasoning" }>;
         return { kind: "reasoning", id: it.id, summary: it.summary, content: it.content ?? [], completed };
@@ -518,6 +525,14 @@ export class TurnProjector {
           this.flushGroup("stop");
           const msg: UserMessage = { role: "user", content: item.text, timestamp: t };
           this.messages.push(msg);
+        }
+        break;
+      case "hookPrompt":
+        // The model saw it as a user message after its answer (Codex wraps it in <hook_prompt>): the answer before it
+        // and the revised one after it are separate assistant messages, the last one the turn's final answer.
+        if (item.text.length > 0) {
+          this.flushGroup("stop");
+          this.messages.push({ role: "user", content: item.text, timestamp: t } satisfies UserMessage);
         }
         break;
       case "reasoning": {

@@ -66,6 +66,8 @@ export class TurnRun {
   retryTimer: NodeJS.Timeout | undefined;
   graceTimer: NodeJS.Timeout | undefined;
   toolCallsInFlight = 0;
+  /** Extra model passes `beforeFinalize` asked for in this turn (through the relay's Stop hook). */
+  finalizeRevisions = 0;
   /** Approvals and user-input questions the host is deciding (the idle watchdog is off meanwhile). */
   hostDecisionsInFlight = 0;
   /** Set once we decided how this turn ends (idle/retry timeout); turn/completed then only finishes it. */

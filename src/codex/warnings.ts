@@ -16,7 +16,11 @@ export type CodexTurnWarningCode =
   /** `onApproval` threw or returned something else than "approve" / "approveForSession" / "deny"; denied. */
   | "approvalCallbackFailed"
   /** `onUserInput` threw, timed out or returned a malformed answer; the request was declined. */
-  | "userInputCallbackFailed";
+  | "userInputCallbackFailed"
+  /** `beforeFinalize` threw, timed out or returned a malformed decision; the turn ended with its answer. */
+  | "finalizeCallbackFailed"
+  /** `beforeFinalize` asked for more extra model passes than allowed in one turn; the turn ended. */
+  | "finalizeRevisionLimit";
 
 /**
  * One warning of a running turn (also on `CodexTurn.warnings` and passed to `StartTurnOptions.onWarning`).

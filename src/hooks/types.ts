@@ -112,7 +112,20 @@ export interface BeforeAgentFinalizeEvent {
   threadId: string;
   turnId: string;
   assistantText: string;
+  /** The turn's status; `"inProgress"` when asked at Codex's `Stop` hook (through the relay), before the turn ends. */
   codexStatus: string;
+  /** Asked again after a revision this hook asked for (OpenClaw's `stopHookActive`). */
+  stopHookActive: boolean;
+}
+
+/**
+ * `beforeAgentFinalize` may ask for one more model pass before the turn ends (`reason` reaches the model as a user
+ * message) when the app-server runs with `nativeToolHooks` (Codex's `Stop` hook, relayed). Without it the hook runs
+ * after the turn and its result is ignored.
+ */
+export interface BeforeAgentFinalizeResult {
+  action: "revise";
+  reason: string;
 }
 
 /**
@@ -139,7 +152,7 @@ export interface CodexTurnHooks {
   agentEnd?(event: AgentEndEvent): void | Promise<void>;
   beforeToolCall?(event: ToolCallHookEvent): BeforeToolCallResult | void | Promise<BeforeToolCallResult | void>;
   afterToolCall?(event: AfterToolCallEvent): void | Promise<void>;
-  beforeAgentFinalize?(event: BeforeAgentFinalizeEvent): void | Promise<void>;
+  beforeAgentFinalize?(event: BeforeAgentFinalizeEvent): BeforeAgentFinalizeResult | void | Promise<BeforeAgentFinalizeResult | void>;
   beforeCompaction?(event: CompactionHookEvent): void | Promise<void>;
   afterCompaction?(event: CompactionHookEvent): void | Promise<void>;
   /** Every lifecycle state the machine enters, in order. */

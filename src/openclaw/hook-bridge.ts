@@ -109,7 +109,17 @@ export function createPluginTurnHooks(registry: PluginRegistry, pluginId: string
   }
   if (has("before_agent_finalize")) {
     hooks.beforeAgentFinalize = async (e: BeforeAgentFinalizeEvent) => {
-      await run("before_agent_finalize", { runId: e.turnId, sessionId: e.sessionId, turnId: e.turnId, provider: base().modelProviderId, model: model(), stopHookActive: false, lastAssistantMessage: e.assistantText }, ctxFor(e.sessionId, { runId: e.turnId }));
+      const results = await run(
+        "before_agent_finalize",
+        { runId: e.turnId, sessionId: e.sessionId, turnId: e.turnId, provider: base().modelProviderId, model: model(), stopHookActive: e.stopHookActive, lastAssistantMessage: e.assistantText },
+        ctxFor(e.sessionId, { runId: e.turnId }),
+      );
+      // The first plugin asking for a revision wins (OpenClaw: "request one more model pass").
+      for (const raw of results) {
+        const r = raw as { action?: unknown; reason?: unknown } | undefined;
+        if (r?.action === "revise" && typeof r.reason === "string" && r.reason.trim() !== "") return { action: "revise" as const, reason: r.reason };
+      }
+      return undefined;
     };
   }
   if (has("before_tool_call")) hooks.beforeToolCall = (e) => beforeToolCall(e, run, ctxFor);

@@ -8,6 +8,8 @@ import { callEngine } from "../context-engine/lifecycle.js";
 import type {
   BeforePromptBuildContext,
   BeforePromptBuildResult,
+  BeforeAgentFinalizeEvent,
+  BeforeAgentFinalizeResult,
   BeforeToolCallResult,
   CodexTurnHooks,
   ToolCallHookEvent,
@@ -15,10 +17,16 @@ import type {
 import { errorLabel } from "../log/error-label.js";
 
 /** Observation hooks: fire and forget from the turn's point of view (their failures are warnings). */
-export type ObservationHook = "llmInput" | "llmOutput" | "agentEnd" | "afterToolCall" | "beforeAgentFinalize" | "beforeCompaction" | "afterCompaction";
+export type ObservationHook = "llmInput" | "llmOutput" | "agentEnd" | "afterToolCall" | "beforeCompaction" | "afterCompaction";
 
 const beforePromptBuildResultSchema = z
   .object({ prompt: z.string().min(1).optional(), developerInstructions: z.string().optional() })
+  .strict()
+  .optional()
+  .nullable();
+
+const beforeAgentFinalizeResultSchema = z
+  .object({ action: z.literal("revise"), reason: z.string().trim().min(1) })
   .strict()
   .optional()
   .nullable();
@@ -36,6 +44,8 @@ export interface HookRunner {
   observe<K extends ObservationHook>(name: K, event: Parameters<NonNullable<CodexTurnHooks[K]>>[0]): Promise<void>;
   /** `beforePromptBuild`: throws (bounded, validated) so the machine's `hooks` state can report it. */
   beforePromptBuild(ctx: BeforePromptBuildContext, signal?: AbortSignal): Promise<BeforePromptBuildResult | undefined>;
+  /** `beforeAgentFinalize`: a revision request, else undefined (absent, failed or malformed: the turn ends). */
+  beforeAgentFinalize(event: BeforeAgentFinalizeEvent): Promise<BeforeAgentFinalizeResult | undefined>;
   /** `beforeToolCall`: undefined when absent, failed or malformed (the call then runs unchanged). */
   beforeToolCall(event: ToolCallHookEvent): Promise<BeforeToolCallResult | undefined>;
   /** `onState`: synchronous observer. */
@@ -78,6 +88,18 @@ export function createHookRunner(p: {
         throw new Error(`malformed result: ${issue?.path.join(".") || "(result)"}: ${issue?.message ?? "invalid"}`);
       }
       return parsed.data ?? undefined;
+    },
+    async beforeAgentFinalize(event) {
+      const hook = hooks.beforeAgentFinalize;
+      if (typeof hook !== "function") return undefined;
+      try {
+        const parsed = beforeAgentFinalizeResultSchema.safeParse(await call("beforeAgentFinalize", () => hook.call(hooks, event)));
+        if (!parsed.success) throw new Error(`malformed result: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+        return parsed.data ?? undefined;
+      } catch (error) {
+        failed("beforeAgentFinalize", error);
+        return undefined;
+      }
     },
     async beforeToolCall(event) {
       const hook = hooks.beforeToolCall;

@@ -49,16 +49,17 @@ describe("codex-turn with OpenClaw plugins", () => {
     expect(out.result.details.runtimeContext).toEqual({ provider: "codex", hasLlm: true, hasRewrite: true });
   }, 240_000);
 
-  it("with --native-tool-hooks a plugin's before_tool_call blocks Codex's own shell command; without it the command runs", async () => {
+  it("with --native-tool-hooks a plugin blocks Codex's own shell command and gets its final-answer revision; without, neither", async () => {
     for (const guarded of [true, false]) {
       const ws = await mkdtemp(path.join(dir, `guard-${guarded}-`));
       const script = path.join(ws, "script.json");
       const exec = (file: string) => ({ functionCall: { name: "exec_command", arguments: { cmd: `echo x > ${file}`, workdir: ws } } });
-      await writeFile(script, JSON.stringify([exec("allowed.txt"), exec("forbidden.txt"), { text: "done" }]));
+      await writeFile(script, JSON.stringify([exec("allowed.txt"), exec("forbidden.txt"), { text: "done" }, { text: "done. Summary: one file written" }]));
       const args = ["run", "write both", "--session", path.join(ws, "s.jsonl"), "--offline", "--offline-script", script, "--engine", fixture("tool-guard")];
       const r = await runCli([...args, "--cwd", ws, "--sandbox", "workspace-write", ...(guarded ? ["--native-tool-hooks"] : []), "--json"], { cwd: dir, env: { HOME: ws } });
       expect(r.code, r.stderr).toBe(0);
-      expect(JSON.parse(r.stdout.trim().split("\n").at(-1)!)).toMatchObject({ status: "completed", assistantText: "done" });
+      const expected = guarded ? "done. Summary: one file written" : "done";
+      expect(JSON.parse(r.stdout.trim().split("\n").at(-1)!)).toMatchObject({ status: "completed", assistantText: expected });
       expect(existsSync(path.join(ws, "allowed.txt"))).toBe(true);
       expect(existsSync(path.join(ws, "forbidden.txt"))).toBe(!guarded);
     }

@@ -6,7 +6,7 @@
 import { execFile } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import {
-  findRelayHook,
+  findRelayHooks,
   HOOK_RELAY_ENV,
   hookRelayCommand,
   hookRelayScript,
@@ -14,7 +14,7 @@ import {
   startHookRelay,
   withRelayHook,
   type HookRelay,
-  type PreToolUse,
+  type RelayedHook,
 } from "../../src/codex/native-hooks.js";
 
 const relays: HookRelay[] = [];
@@ -35,6 +35,8 @@ function runHookScript(stdin: string, socketPath: string | undefined): Promise<{
   });
 }
 
+const stop = (active: boolean) =>
+  JSON.stringify({ session_id: "thr", turn_id: "tu", hook_event_name: "Stop", stop_hook_active: active, last_assistant_message: "the answer" });
 const call = (command: string) =>
   JSON.stringify({ session_id: "thr", turn_id: "tu", hook_event_name: "PreToolUse", tool_name: "Bash", tool_input: { command }, tool_use_id: "call_1" });
 
@@ -49,49 +51,59 @@ describe("native tool hook relay", () => {
     ]);
   });
 
-  it("adds its hook after the user's own and trusts only its own key", () => {
+  it("adds its PreToolUse and Stop hooks after the user's own and trusts only its own keys", () => {
     const user = { model: "m", hooks: { PreToolUse: [{ hooks: [{ type: "command", command: "/usr/local/bin/guard" }] }] } };
-    const config = withRelayHook(user, "node relay", { key: "k1", hash: "sha256:ab" });
+    const config = withRelayHook(user, "node relay", [
+      { key: "k1", hash: "sha256:ab" },
+      { key: "k2", hash: "sha256:cd" },
+    ]);
+    const ours = { hooks: [{ type: "command", command: "node relay", timeout: 900 }] };
     expect(config).toEqual({
       model: "m",
       hooks: {
-        PreToolUse: [{ hooks: [{ type: "command", command: "/usr/local/bin/guard" }] }, { hooks: [{ type: "command", command: "node relay", timeout: 900 }] }],
-        state: { k1: { trusted_hash: "sha256:ab" } },
+        PreToolUse: [{ hooks: [{ type: "command", command: "/usr/local/bin/guard" }] }, ours],
+        Stop: [ours],
+        state: { k1: { trusted_hash: "sha256:ab" }, k2: { trusted_hash: "sha256:cd" } },
       },
     });
     expect(user.hooks.PreToolUse).toHaveLength(1); // the input is not changed
     expect(hookRelayCommand()).toBe(`'${process.execPath}' '${hookRelayScript()}'`);
   });
 
-  it("finds its hook in a hooks/list answer by command", () => {
-    const listed = {
-      data: [
-        {
-          cwd: "/w",
-          hooks: [
-            { key: "user:pre_tool_use:0:0", eventName: "preToolUse", command: "/usr/local/bin/guard", currentHash: "sha256:1", trustStatus: "trusted" },
-            { key: "flags:pre_tool_use:1:0", eventName: "preToolUse", command: "node relay", currentHash: "sha256:2", trustStatus: "untrusted" },
-          ],
-        },
-      ],
-    };
-    expect(findRelayHook(listed, "node relay")).toEqual({ key: "flags:pre_tool_use:1:0", hash: "sha256:2", trusted: false });
-    expect(findRelayHook(listed, "other")).toBeUndefined();
-    expect(findRelayHook({ nope: true }, "node relay")).toBeUndefined();
+  it("finds its hooks in a hooks/list answer by command, one per relayed event", () => {
+    const hooks = [
+      { key: "user:pre_tool_use:0:0", eventName: "preToolUse", command: "/usr/local/bin/guard", currentHash: "sha256:1", trustStatus: "trusted" },
+      { key: "flags:pre_tool_use:1:0", eventName: "preToolUse", command: "node relay", currentHash: "sha256:2", trustStatus: "untrusted" },
+      { key: "flags:stop:0:0", eventName: "stop", command: "node relay", currentHash: "sha256:3", trustStatus: "trusted" },
+    ];
+    expect(findRelayHooks({ data: [{ cwd: "/w", hooks }] }, "node relay")).toEqual([
+      { key: "flags:pre_tool_use:1:0", hash: "sha256:2", trusted: false },
+      { key: "flags:stop:0:0", hash: "sha256:3", trusted: true },
+    ]);
+    // Codex did not load one of them: not usable.
+    expect(findRelayHooks({ data: [{ cwd: "/w", hooks: hooks.slice(0, 2) }] }, "node relay")).toBeUndefined();
+    expect(findRelayHooks({ data: [{ cwd: "/w", hooks }] }, "other")).toBeUndefined();
+    expect(findRelayHooks({ nope: true }, "node relay")).toBeUndefined();
   });
 
   it("the hook script allows on allow and blocks, with the host's reason, on block", async () => {
-    const seen: PreToolUse[] = [];
+    const seen: RelayedHook[] = [];
     const relay = await startHookRelay(async (c) => {
       seen.push(c);
+      if (c.hook_event_name === "Stop") return c.stop_hook_active ? { decision: "allow" } : { decision: "block", reason: "add a summary" };
       return String((c.tool_input as { command: string }).command).includes("rm") ? { decision: "block", reason: "no deleting" } : { decision: "allow" };
     });
     relays.push(relay);
     expect(await runHookScript(call("ls"), relay.socketPath)).toEqual({ code: 0, stdout: "", stderr: "" });
     expect(await runHookScript(call("rm -rf x"), relay.socketPath)).toEqual({ code: 2, stdout: "", stderr: "no deleting\n" });
-    expect(seen.map((c) => [c.session_id, c.tool_name, c.tool_use_id])).toEqual([
-      ["thr", "Bash", "call_1"],
-      ["thr", "Bash", "call_1"],
+    // A Stop: "block" asks for one more model pass (exit 2 with the reason), "allow" ends the turn.
+    expect(await runHookScript(stop(false), relay.socketPath)).toEqual({ code: 2, stdout: "", stderr: "add a summary\n" });
+    expect(await runHookScript(stop(true), relay.socketPath)).toEqual({ code: 0, stdout: "", stderr: "" });
+    expect(seen.map((c) => [c.hook_event_name, c.session_id])).toEqual([
+      ["PreToolUse", "thr"],
+      ["PreToolUse", "thr"],
+      ["Stop", "thr"],
+      ["Stop", "thr"],
     ]);
   });
 
@@ -99,7 +111,7 @@ describe("native tool hook relay", () => {
     const relay = await startHookRelay(async () => ({ decision: "allow" }));
     relays.push(relay);
     const malformed = await runHookScript("not json", relay.socketPath);
-    expect([malformed.code, malformed.stderr]).toEqual([2, "codex-turn: malformed PreToolUse hook input\n"]);
+    expect([malformed.code, malformed.stderr]).toEqual([2, "codex-turn: malformed hook input\n"]);
     const missingField = await runHookScript(JSON.stringify({ session_id: "thr", tool_name: "Bash" }), relay.socketPath);
     expect(missingField.code).toBe(2);
     const unreachable = await runHookScript(call("ls"), `${relay.socketPath}.gone`);
@@ -107,5 +119,8 @@ describe("native tool hook relay", () => {
     expect(unreachable.stderr).toMatch(/^codex-turn hook relay: the host is unreachable \(ENOENT\)/);
     const unset = await runHookScript(call("ls"), undefined);
     expect([unset.code, unset.stderr]).toEqual([2, "codex-turn hook relay: CODEX_TURN_HOOK_RELAY is not set\n"]);
+    // A Stop the relay cannot settle ends the turn (blocking it would ask for model passes forever).
+    expect((await runHookScript(stop(false), `${relay.socketPath}.gone`)).code).toBe(0);
+    expect((await runHookScript(JSON.stringify({ hook_event_name: "Stop" }), relay.socketPath)).code).toBe(0);
   });
 });

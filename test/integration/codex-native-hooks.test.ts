@@ -10,9 +10,10 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCodexTurn } from "../../src/turn.js";
-import type { ToolCallHookEvent } from "../../src/hooks/types.js";
+import type { BeforeAgentFinalizeEvent, ToolCallHookEvent } from "../../src/hooks/types.js";
+import { readSessionHistory } from "../../src/transcript/session-file.js";
 import { applyPatchCall, execCommandCall, startOfflineCodex, toolOutputs, type OfflineCodex } from "../../src/testing/index.js";
-import { captureLogger, disposeChecked, tempSessions } from "../helpers/turn-env.js";
+import { captureLogger, disposeChecked, messageText, tempSessions } from "../helpers/turn-env.js";
 
 let env: OfflineCodex;
 let home: string;
@@ -123,6 +124,59 @@ describe("native tool calls put to beforeToolCall (nativeToolHooks)", () => {
     expect(outputs).toContain("Tool call blocked by PreToolUse hook: no forbidden words");
     expect(outputs).not.toContain("ECHO: forbidden words");
   }, 90_000);
+
+  it("beforeAgentFinalize can ask for one more model pass: the reason reaches the model, the revised answer is final", async () => {
+    const seen: BeforeAgentFinalizeEvent[] = [];
+    const sessionFile = sessions.file("revise");
+    env.fake.enqueue([{ text: "first answer" }, { text: "revised answer, with a summary" }]);
+    const from = env.fake.requests.length;
+    const result = await runCodexTurn({
+      appServer: env.codex,
+      sessionId: "revise",
+      sessionFile,
+      prompt: "answer me",
+      hooks: {
+        beforeAgentFinalize: (e) => {
+          seen.push(e);
+          return e.stopHookActive ? undefined : { action: "revise", reason: "Add a one-line summary." };
+        },
+      },
+    });
+    expect(result.status, JSON.stringify(result.error)).toBe("completed");
+    expect(result.assistantText).toBe("revised answer, with a summary");
+    // Asked at each natural final answer, not again after the turn.
+    expect(seen.map((e) => [e.assistantText, e.stopHookActive, e.codexStatus])).toEqual([
+      ["first answer", false, "inProgress"],
+      ["revised answer, with a summary", true, "inProgress"],
+    ]);
+    const requests = env.fake.requests.slice(from);
+    expect(requests).toHaveLength(2);
+    expect(JSON.stringify(requests[1]!.body)).toContain("Add a one-line summary.");
+    // The transcript holds what the model saw, in order.
+    const { messages } = await readSessionHistory(sessionFile);
+    expect(messages.map((m) => [m.role, messageText(m)])).toEqual([
+      ["user", "answer me"],
+      ["assistant", "first answer"],
+      ["user", "Add a one-line summary."],
+      ["assistant", "revised answer, with a summary"],
+    ]);
+  }, 60_000);
+
+  it("revisions are capped per turn, with a warning", async () => {
+    env.fake.enqueue([{ text: "a1" }, { text: "a2" }, { text: "a3" }, { text: "a4" }]);
+    let asked = 0;
+    const result = await runCodexTurn({
+      appServer: env.codex,
+      sessionId: "cap",
+      sessionFile: sessions.file("cap"),
+      prompt: "never good enough",
+      hooks: { beforeAgentFinalize: () => (asked++, { action: "revise", reason: `try again (${asked})` }) },
+    });
+    expect(result.status).toBe("completed");
+    expect(result.assistantText).toBe("a4");
+    expect(asked).toBe(4);
+    expect(result.warnings.join("\n")).toMatch(/more than 3 extra model passes/);
+  }, 60_000);
 
   it("a turn without beforeToolCall runs its native calls", async () => {
     const ws = workspace();

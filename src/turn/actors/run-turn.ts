@@ -4,6 +4,7 @@
  */
 import type { RunTurnEmitted, RunTurnInput, RunTurnReceived, TurnRecord } from "../../../machines/turn.contract.js";
 import type { CodexTurn } from "../../codex/app-server.js";
+import type { FinalizeRequest } from "../../codex/options.js";
 import { toolCallView, type CodexTurnEvent } from "../../codex/turn-projector.js";
 import type { ToolCallHookEvent } from "../../hooks/types.js";
 import { errorCode } from "../../log/error-label.js";
@@ -30,6 +31,8 @@ export function runTurn(
     userMessageStarted: false,
     // Native calls the hook relay already put to `beforeToolCall` (it must not see them twice).
     nativeAsked: new Set<string>(),
+    // The relay's Stop hook already put the final answer to `beforeAgentFinalize` (not again after the turn).
+    finalizeAsked: false,
   };
   const steer = async (turn: CodexTurn, texts: string[]) => {
     for (const text of texts) {
@@ -55,7 +58,7 @@ export function runTurn(
     if (state.pendingSteers.length > 0) void steer(turn, state.pendingSteers.splice(0));
     const record = await turn.completion;
     state.turn = undefined;
-    await observeTurnEnd(deps, record);
+    await observeTurnEnd(deps, record, state.finalizeAsked);
     channel.sendBack({ type: "TURN.ENDED", record });
   })();
   return () => {
@@ -68,7 +71,7 @@ async function startCodexTurn(
   deps: TurnDeps,
   input: RunTurnInput,
   channel: Channel,
-  state: { userMessageStarted: boolean; nativeAsked: Set<string> },
+  state: { userMessageStarted: boolean; nativeAsked: Set<string>; finalizeAsked: boolean },
 ): Promise<CodexTurn | undefined> {
   const p = deps.params;
   await deps.hooks.observe("llmInput", {
@@ -118,6 +121,24 @@ async function startCodexTurn(
             },
           }
         : {}),
+      // The agent's natural final answer, through the relay's Stop hook (`nativeToolHooks`): the hook may ask for one
+      // more model pass. Without the relay Codex never calls this, and the hook runs after the turn (observeTurnEnd).
+      ...(deps.hooks.has("beforeAgentFinalize")
+        ? {
+            beforeFinalize: async (request: FinalizeRequest) => {
+              state.finalizeAsked = true;
+              const out = await deps.hooks.beforeAgentFinalize({
+                sessionId: p.sessionId,
+                threadId: request.threadId,
+                turnId: request.turnId,
+                assistantText: request.assistantText,
+                codexStatus: "inProgress",
+                stopHookActive: request.stopHookActive,
+              });
+              return out?.action === "revise" ? { action: "revise" as const, reason: out.reason } : undefined;
+            },
+          }
+        : {}),
       ...(deps.hooks.has("afterToolCall")
         ? {
             afterToolCall: (call: { callId: string; tool: string; arguments?: unknown; result?: string; error?: string; durationMs?: number }) =>
@@ -146,17 +167,17 @@ function pick(call: { result?: string; error?: string; durationMs?: number }) {
 }
 
 /** `llmOutput` and `beforeAgentFinalize`: the turn ended; the mirror and the engine's finalize come next. */
-async function observeTurnEnd(deps: TurnDeps, record: TurnRecord): Promise<void> {
+async function observeTurnEnd(deps: TurnDeps, record: TurnRecord, finalizeAsked: boolean): Promise<void> {
   const base = { sessionId: deps.params.sessionId, threadId: record.threadId, turnId: record.turnId, assistantText: record.assistantText, codexStatus: record.codexStatus };
   await deps.hooks.observe("llmOutput", { ...base, ...(record.usage ? { usage: record.usage } : {}) });
-  await deps.hooks.observe("beforeAgentFinalize", base);
+  if (!finalizeAsked) await deps.hooks.beforeAgentFinalize({ ...base, stopHookActive: false });
 }
 
 function handleStreamEvent(
   deps: TurnDeps,
   input: RunTurnInput,
   channel: Channel,
-  state: { userMessageStarted: boolean; nativeAsked: Set<string> },
+  state: { userMessageStarted: boolean; nativeAsked: Set<string>; finalizeAsked: boolean },
   event: CodexTurnEvent,
 ): void {
   switch (event.type) {
@@ -198,7 +219,7 @@ function handleStreamEvent(
 function observeItem(
   deps: TurnDeps,
   input: RunTurnInput,
-  state: { userMessageStarted: boolean; nativeAsked: Set<string> },
+  state: { userMessageStarted: boolean; nativeAsked: Set<string>; finalizeAsked: boolean },
   event: Extract<CodexTurnEvent, { type: "itemStarted" | "itemCompleted" }>,
 ): void {
   const item = event.item as { kind: string; id: string; tool?: string } & Record<string, unknown>;
