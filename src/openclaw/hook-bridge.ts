@@ -125,13 +125,28 @@ export function createPluginTurnHooks(registry: PluginRegistry, pluginId: string
   if (has("before_tool_call")) hooks.beforeToolCall = (e) => beforeToolCall(e, run, ctxFor);
   if (has("after_tool_call")) {
     hooks.afterToolCall = async (e: AfterToolCallEvent) => {
-      const event = { toolName: e.toolName, params: toolParams(e.params), runId: e.turnId, toolCallId: e.callId, ...(e.result !== undefined ? { result: e.result } : {}), ...(e.error !== undefined ? { error: e.error } : {}), ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}) };
-      await run("after_tool_call", event, ctxFor(e.sessionId, { toolName: e.toolName, toolCallId: e.callId, runId: e.turnId }));
+      const toolName = openClawToolName(e);
+      const event = { toolName, params: toolParams(e.params), runId: e.turnId, toolCallId: e.callId, ...(e.result !== undefined ? { result: e.result } : {}), ...(e.error !== undefined ? { error: e.error } : {}), ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}) };
+      await run("after_tool_call", event, ctxFor(e.sessionId, { toolName, toolCallId: e.callId, runId: e.turnId }));
     };
   }
   if (has("before_compaction")) hooks.beforeCompaction = async (e) => void (await run("before_compaction", compactionEvent(e, false), ctxFor(e.sessionId)));
   if (has("after_compaction")) hooks.afterCompaction = async (e) => void (await run("after_compaction", compactionEvent(e, true), ctxFor(e.sessionId)));
   return hooks;
+}
+
+/**
+ * The tool id an OpenClaw plugin knows a call by. OpenClaw's Codex runtime maps Codex's native shell (hook name
+ * `Bash`, `exec_command`) to its own `exec` tool, so a plugin guarding `exec` guards Codex's commands too; every other
+ * name (dynamic tools, `apply_patch`, `view_image`, `spawn_agent`, `mcp:<server>/<tool>`, ...) is the same.
+ *
+ * @example
+ * ```ts
+ * openClawToolName({ toolName: "shell", native: true } as ToolCallHookEvent); // "exec"
+ * ```
+ */
+export function openClawToolName(e: Pick<ToolCallHookEvent, "toolName" | "native">): string {
+  return e.native && e.toolName === "shell" ? "exec" : e.toolName;
 }
 
 async function beforeToolCall(
@@ -140,7 +155,8 @@ async function beforeToolCall(
   ctxFor: (sessionId: string | undefined, extra?: Record<string, unknown>) => unknown,
 ): Promise<BeforeToolCallResult | undefined> {
   let params = toolParams(e.params);
-  const results = await run("before_tool_call", { toolName: e.toolName, params, runId: e.turnId, toolCallId: e.callId }, ctxFor(e.sessionId, { toolName: e.toolName, toolCallId: e.callId, runId: e.turnId }));
+  const toolName = openClawToolName(e);
+  const results = await run("before_tool_call", { toolName, params, runId: e.turnId, toolCallId: e.callId }, ctxFor(e.sessionId, { toolName, toolCallId: e.callId, runId: e.turnId }));
   let rewritten = false;
   for (const raw of results) {
     const r = raw as { block?: unknown; blockReason?: unknown; params?: unknown } | undefined;

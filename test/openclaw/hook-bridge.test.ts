@@ -73,6 +73,19 @@ describe("plugin hooks as turn hooks", () => {
     expect(await pass.beforeAgentFinalize!(event)).toBeUndefined();
   });
 
+  it("Codex's native shell reaches plugins as OpenClaw's exec tool; other names are unchanged", async () => {
+    const names: string[] = [];
+    const hooks = pluginWith((api) => {
+      api.on("before_tool_call", ((e: { toolName: string }) => void names.push(e.toolName)) as never);
+      api.on("after_tool_call", ((e: { toolName: string }) => void names.push(`after:${e.toolName}`)) as never);
+    });
+    await hooks.beforeToolCall!({ ...base, callId: "c1", toolName: "shell", native: true, params: { command: "ls" } });
+    await hooks.afterToolCall!({ ...base, callId: "c1", toolName: "shell", native: true, params: { command: "ls" }, result: "ok" });
+    await hooks.beforeToolCall!({ ...base, callId: "c2", toolName: "shell", native: false, params: {} });
+    await hooks.beforeToolCall!({ ...base, callId: "c3", toolName: "apply_patch", native: true, params: {} });
+    expect(names).toEqual(["exec", "after:exec", "shell", "apply_patch"]);
+  });
+
   it("before_tool_call can block or rewrite a call", async () => {
     const block = pluginWith((api) => api.on("before_tool_call", (() => ({ block: true, blockReason: "not here" })) as never));
     expect(await block.beforeToolCall!({ ...base, callId: "c", toolName: "rm", native: false, params: {} })).toEqual({ block: true, blockReason: "not here" });
