@@ -20,6 +20,7 @@ import { OFFLINE_KEY_ENV, OFFLINE_PROVIDER_ID } from "./config.js";
 import { CodexAppServerError, invalidArgument } from "./errors.js";
 import {
   findRelayHooks,
+  computeRelayTrust,
   HOOK_RELAY_ENV,
   hookRelayCommand,
   learnedRelayTrust,
@@ -204,9 +205,10 @@ export class CodexAppServer {
   }
 
   /**
-   * Start with the native tool hook relay (see src/codex/native-hooks.ts): the relay socket, Codex's `PreToolUse`
-   * hook pointing at it, and that hook's trust, learned from `hooks/list` once per process and hook definition (the
-   * first start then restarts the process with the trust in its config).
+   * Start with the native tool hook relay (see src/codex/native-hooks.ts): the relay socket, Codex's `PreToolUse` and
+   * `Stop` hooks pointing at it, and their trust, computed as Codex hashes hooks and checked with `hooks/list`. Should
+   * Codex disagree (another version's hashing), the hash it reports is learned for this process and the app-server
+   * restarted once with it; hooks that still are not trusted fail the spawn (a relay Codex never calls guards nothing).
    */
   private async startWithHookRelay(): Promise<void> {
     this.hookRelay = await startHookRelay((call) => decideRelayedHook(this.serverRequestDeps(), call));
@@ -214,19 +216,20 @@ export class CodexAppServer {
     const command = hookRelayCommand();
     const base = this.opts.config ?? {};
     const definition = withRelayHook(base, command).hooks;
-    const learned = learnedRelayTrust(definition);
-    this.opts.config = withRelayHook(base, command, learned);
+    // Computed as Codex hashes hooks; a trust learned from hooks/list (another Codex's hashing) takes precedence.
+    this.opts.config = withRelayHook(base, command, learnedRelayTrust(definition) ?? computeRelayTrust(base, command));
     await this.supervisor.start();
-    if (learned) return;
     const found = findRelayHooks(await this.supervisor.rpcRequest("hooks/list", { cwds: [this.opts.cwd ?? process.cwd()] }), command);
     if (!found) throw new CodexAppServerError("SPAWN_FAILED", "codex app-server did not load the native tool hooks (nativeToolHooks); is hooks support disabled in its config?");
     if (found.every((h) => h.trusted)) return;
     const trust = found.map((h) => ({ key: h.key, hash: h.hash }));
     rememberRelayTrust(definition, trust);
     this.opts.config = withRelayHook(base, command, trust);
-    this.logger.info({ event: "codex.hooks.trusted", hooks: trust.length }, "restarting codex app-server with the native tool hooks trusted");
+    this.logger.warn({ event: "codex.hooks.trusted", hooks: trust.length }, "codex hashed the native tool hooks differently; restarting with the trust it reported");
     await this.supervisor.close();
     await this.supervisor.start();
+    const again = findRelayHooks(await this.supervisor.rpcRequest("hooks/list", { cwds: [this.opts.cwd ?? process.cwd()] }), command);
+    if (!again?.every((h) => h.trusted)) throw new CodexAppServerError("SPAWN_FAILED", "codex app-server does not trust the native tool hooks (nativeToolHooks)");
   }
 
   /** PID of the current process (undefined when none is running). */

@@ -15,9 +15,11 @@
  * cannot settle is blocked (fail closed); a `Stop` it cannot settle ends the turn (blocking would loop).
  *
  * Codex runs a configured hook only once it is trusted: `hooks.state."<key>".trusted_hash` must equal the hook's
- * current hash, which `hooks/list` reports. The spawn asks for it once per process and hook definition and restarts
- * the app-server with that trust (ours alone: hooks of the user's own config keep their own trust).
+ * current hash. The spawn computes it ({@link computeRelayTrust}) and checks with `hooks/list` that Codex agrees; if a
+ * Codex version hashes differently, it learns the hash there and restarts the app-server once with it (ours alone:
+ * hooks of the user's own config keep their own trust).
  */
+import { createHash } from "node:crypto";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import net from "node:net";
 import os from "node:os";
@@ -101,12 +103,46 @@ export function hookRelayCommand(): string {
 /** The hook events the relay carries (Codex's config names), each trusted separately. */
 export const RELAYED_HOOK_EVENTS = ["PreToolUse", "Stop"] as const;
 
+/** Codex's key label of each relayed event (in hook keys and in the trust hash). */
+const EVENT_LABELS: Record<(typeof RELAYED_HOOK_EVENTS)[number], string> = { PreToolUse: "pre_tool_use", Stop: "stop" };
+
+/** Our handler, every field spelled out: Codex hashes the handler with its defaults filled in. */
+const relayHandler = (command: string) => ({ type: "command", command, timeout: HOOK_TIMEOUT_SEC, async: false });
+
+/** JSON with object keys sorted at every level (Codex's canonical form for hook hashes). */
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(",")}]`;
+  if (value && typeof value === "object") {
+    const entries = Object.keys(value as Record<string, unknown>)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
+    return `{${entries.join(",")}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * The trust Codex needs for our hooks, computed as Codex computes a hook's hash (observed with 0.169.0, as OpenClaw's
+ * relay does): sha256 of the canonical JSON of `{ event_name, hooks: [handler] }` (no matcher: we match every tool),
+ * keyed `/<session-flags>/config.toml:<event>:<group index>:0`, our group coming after the user's own session-flag
+ * groups. The spawn checks it with `hooks/list` and falls back to learning it there.
+ */
+export function computeRelayTrust(config: Record<string, unknown>, command: string): Array<{ key: string; hash: string }> {
+  const hooks = (config.hooks as Record<string, unknown> | undefined) ?? {};
+  return RELAYED_HOOK_EVENTS.map((event) => {
+    const label = EVENT_LABELS[event];
+    const index = Array.isArray(hooks[event]) ? (hooks[event] as unknown[]).length : 0;
+    const digest = createHash("sha256").update(canonicalJson({ event_name: label, hooks: [relayHandler(command)] })).digest("hex");
+    return { key: `/<session-flags>/config.toml:${label}:${index}:0`, hash: `sha256:${digest}` };
+  });
+}
+
 /** `config` with our hook group appended to each relayed event (and, when known, their trust). Neither input changes. */
 export function withRelayHook(config: Record<string, unknown>, command: string, trust: ReadonlyArray<{ key: string; hash: string }> = []): Record<string, unknown> {
   const hooks = { ...((config.hooks as Record<string, unknown> | undefined) ?? {}) };
   for (const event of RELAYED_HOOK_EVENTS) {
     const groups = Array.isArray(hooks[event]) ? [...(hooks[event] as unknown[])] : [];
-    groups.push({ hooks: [{ type: "command", command, timeout: HOOK_TIMEOUT_SEC }] });
+    groups.push({ hooks: [relayHandler(command)] });
     hooks[event] = groups;
   }
   if (trust.length > 0) {

@@ -6,6 +6,7 @@
 import { execFile } from "node:child_process";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  computeRelayTrust,
   findRelayHooks,
   HOOK_RELAY_ENV,
   hookRelayCommand,
@@ -57,7 +58,7 @@ describe("native tool hook relay", () => {
       { key: "k1", hash: "sha256:ab" },
       { key: "k2", hash: "sha256:cd" },
     ]);
-    const ours = { hooks: [{ type: "command", command: "node relay", timeout: 900 }] };
+    const ours = { hooks: [{ type: "command", command: "node relay", timeout: 900, async: false }] };
     expect(config).toEqual({
       model: "m",
       hooks: {
@@ -68,6 +69,17 @@ describe("native tool hook relay", () => {
     });
     expect(user.hooks.PreToolUse).toHaveLength(1); // the input is not changed
     expect(hookRelayCommand()).toBe(`'${process.execPath}' '${hookRelayScript()}'`);
+  });
+
+  it("computes its hooks' trust keys after the user's own session-flag groups, with hashes fixed by the command", () => {
+    const none = computeRelayTrust({}, "node relay");
+    expect(none.map((t) => t.key)).toEqual(["/<session-flags>/config.toml:pre_tool_use:0:0", "/<session-flags>/config.toml:stop:0:0"]);
+    const user = computeRelayTrust({ hooks: { PreToolUse: [{ hooks: [] }, { hooks: [] }] } }, "node relay");
+    expect(user.map((t) => t.key)).toEqual(["/<session-flags>/config.toml:pre_tool_use:2:0", "/<session-flags>/config.toml:stop:0:0"]);
+    expect(user.map((t) => t.hash)).toEqual(none.map((t) => t.hash));
+    for (const t of none) expect(t.hash).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(computeRelayTrust({}, "node other")[0]!.hash).not.toBe(none[0]!.hash);
+    expect(none[0]!.hash).not.toBe(none[1]!.hash);
   });
 
   it("finds its hooks in a hooks/list answer by command, one per relayed event", () => {
