@@ -67,6 +67,19 @@ export function createHookRunner(p: {
   };
   const call = async <T>(name: string, fn: () => T | Promise<T>, signal?: AbortSignal): Promise<T> =>
     callEngine(`${name} hook`, async () => fn(), { timeoutMs: p.timeoutMs, ...(signal ? { signal } : {}) });
+  /** A deciding hook: its validated result, else undefined (absent, failed or malformed: a warning). */
+  const decide = async <T>(name: "beforeAgentFinalize" | "beforeToolCall", schema: z.ZodType<T | null | undefined>, event: unknown): Promise<T | undefined> => {
+    const hook = hooks[name] as ((e: unknown) => unknown) | undefined;
+    if (typeof hook !== "function") return undefined;
+    try {
+      const parsed = schema.safeParse(await call(name, () => hook.call(hooks, event)));
+      if (!parsed.success) throw new Error(`malformed result: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+      return parsed.data ?? undefined;
+    } catch (error) {
+      failed(name, error);
+      return undefined;
+    }
+  };
   return {
     has: (name) => typeof hooks[name] === "function",
     async observe(name, event) {
@@ -89,30 +102,8 @@ export function createHookRunner(p: {
       }
       return parsed.data ?? undefined;
     },
-    async beforeAgentFinalize(event) {
-      const hook = hooks.beforeAgentFinalize;
-      if (typeof hook !== "function") return undefined;
-      try {
-        const parsed = beforeAgentFinalizeResultSchema.safeParse(await call("beforeAgentFinalize", () => hook.call(hooks, event)));
-        if (!parsed.success) throw new Error(`malformed result: ${parsed.error.issues[0]?.message ?? "invalid"}`);
-        return parsed.data ?? undefined;
-      } catch (error) {
-        failed("beforeAgentFinalize", error);
-        return undefined;
-      }
-    },
-    async beforeToolCall(event) {
-      const hook = hooks.beforeToolCall;
-      if (typeof hook !== "function") return undefined;
-      try {
-        const parsed = beforeToolCallResultSchema.safeParse(await call("beforeToolCall", () => hook.call(hooks, event)));
-        if (!parsed.success) throw new Error(`malformed result: ${parsed.error.issues[0]?.message ?? "invalid"}`);
-        return parsed.data ?? undefined;
-      } catch (error) {
-        failed("beforeToolCall", error);
-        return undefined;
-      }
-    },
+    beforeAgentFinalize: (event) => decide("beforeAgentFinalize", beforeAgentFinalizeResultSchema, event),
+    beforeToolCall: (event) => decide("beforeToolCall", beforeToolCallResultSchema, event),
     onState(state) {
       try {
         hooks.onState?.(state);

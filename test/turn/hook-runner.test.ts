@@ -1,0 +1,43 @@
+import pino from "pino";
+import { describe, expect, it } from "vitest";
+import type { BeforeAgentFinalizeEvent, CodexTurnHooks } from "../../src/hooks/types.js";
+import { createHookRunner } from "../../src/turn/hook-runner.js";
+
+const event: BeforeAgentFinalizeEvent = { sessionId: "s", threadId: "th", turnId: "tu", assistantText: "done", codexStatus: "inProgress", stopHookActive: false };
+
+function runner(hooks: CodexTurnHooks) {
+  const warnings: string[] = [];
+  const r = createHookRunner({ hooks, timeoutMs: 200, logger: pino({ level: "silent" }), ids: {}, warn: (w) => warnings.push(w) });
+  return { r, warnings };
+}
+
+describe("deciding hooks (beforeAgentFinalize, beforeToolCall)", () => {
+  it("a revision request passes; nothing, a malformed answer, a throw or a hang is no decision, the last three with a warning", async () => {
+    expect(await runner({ beforeAgentFinalize: () => ({ action: "revise", reason: "cite it" }) }).r.beforeAgentFinalize(event)).toEqual({ action: "revise", reason: "cite it" });
+    const quiet = runner({ beforeAgentFinalize: () => undefined });
+    expect(await quiet.r.beforeAgentFinalize(event)).toBeUndefined();
+    expect(quiet.warnings).toEqual([]);
+    for (const hook of [
+      () => ({ action: "revise", reason: "   " }),
+      () => ({ action: "rewrite", reason: "x" }),
+      () => {
+        throw new Error("boom");
+      },
+      () => new Promise<never>(() => undefined),
+    ] as Array<CodexTurnHooks["beforeAgentFinalize"]>) {
+      const bad = runner({ beforeAgentFinalize: hook });
+      expect(await bad.r.beforeAgentFinalize(event)).toBeUndefined();
+      expect(bad.warnings).toHaveLength(1);
+      expect(bad.warnings[0]).toMatch(/^beforeAgentFinalize hook failed \(/);
+    }
+    expect(await runner({}).r.beforeAgentFinalize(event)).toBeUndefined();
+  });
+
+  it("beforeToolCall: a block passes; a malformed answer is no decision, with a warning", async () => {
+    const call = { sessionId: "s", threadId: "th", turnId: "tu", callId: "c", toolName: "shell", native: true, params: {} };
+    expect(await runner({ beforeToolCall: () => ({ block: true, blockReason: "no" }) }).r.beforeToolCall(call)).toEqual({ block: true, blockReason: "no" });
+    const bad = runner({ beforeToolCall: () => ({ block: "yes" }) as never });
+    expect(await bad.r.beforeToolCall(call)).toBeUndefined();
+    expect(bad.warnings[0]).toMatch(/^beforeToolCall hook failed \(malformed result/);
+  });
+});
