@@ -64,20 +64,25 @@ export type RelayedHook = z.infer<typeof relayedHookSchema>;
 /** The host's answer: allow (the tool runs; the turn ends), or block with a reason (no run; one more model pass). */
 export type PreToolUseDecision = { decision: "allow" } | { decision: "block"; reason: string };
 
+/** The namespace Codex 0.169.0 puts its sub-agent tools in; the hook names them `multi_agent_v1wait_agent`, ... */
+const MULTI_AGENT_NAMESPACE = "multi_agent_v1";
+
 /**
- * Our transcript's name of a native tool as the hook names it: `shell`, `apply_patch`, `mcp:<server>/<tool>` (what
- * the `toolCall` parts and `ToolCallHookEvent.toolName` say for the same call).
+ * Our transcript's name of a native tool as the hook names it: `shell`, `apply_patch`, `mcp:<server>/<tool>`,
+ * `spawn_agent` / `wait_agent` / ... (what the `toolCall` parts and `ToolCallHookEvent.toolName` say for the same call).
  *
  * @example
  * ```ts
  * nativeToolName("Bash"); // "shell"
  * nativeToolName("mcp__echo__say"); // "mcp:echo/say"
+ * nativeToolName("multi_agent_v1wait_agent"); // "wait_agent"
  * ```
  */
 export function nativeToolName(hookToolName: string): string {
   if (hookToolName === "Bash") return "shell";
   const mcp = /^mcp__(.+?)__(.+)$/.exec(hookToolName);
   if (mcp) return `mcp:${mcp[1]}/${mcp[2]}`;
+  if (hookToolName.startsWith(MULTI_AGENT_NAMESPACE) && hookToolName.length > MULTI_AGENT_NAMESPACE.length) return hookToolName.slice(MULTI_AGENT_NAMESPACE.length);
   return hookToolName;
 }
 

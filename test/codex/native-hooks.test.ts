@@ -43,12 +43,15 @@ const call = (command: string) =>
 
 describe("native tool hook relay", () => {
   it("names native tools as the transcript does", () => {
-    expect(["Bash", "apply_patch", "mcp__echo__say", "mcp__my_server__a__b", "web_search"].map(nativeToolName)).toEqual([
+    // As Codex 0.169.0's PreToolUse names them (observed: spawn_agent bare, the other sub-agent tools namespaced).
+    expect(["Bash", "apply_patch", "mcp__echo__say", "mcp__my_server__a__b", "web_search", "spawn_agent", "multi_agent_v1wait_agent"].map(nativeToolName)).toEqual([
       "shell",
       "apply_patch",
       "mcp:echo/say",
       "mcp:my_server/a__b",
       "web_search",
+      "spawn_agent",
+      "wait_agent",
     ]);
   });
 

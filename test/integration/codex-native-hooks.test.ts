@@ -126,6 +126,33 @@ describe("native tool calls put to beforeToolCall (nativeToolHooks)", () => {
     expect(outputs).not.toContain("ECHO: forbidden words");
   }, 90_000);
 
+  it("sub-agent tools are put to beforeToolCall under their transcript names, once each; a blocked spawn starts no agent", async () => {
+    const asked: ToolCallHookEvent[] = [];
+    const from = env.fake.requests.length;
+    env.fake.enqueue([
+      { functionCall: { name: "spawn_agent", namespace: "multi_agent_v1", arguments: { message: "count to three" }, callId: "call_spawn" } },
+      { text: "I will count myself: one two three." },
+    ]);
+    const result = await runCodexTurn({
+      appServer: env.codex,
+      sessionId: "agents",
+      sessionFile: sessions.file("agents"),
+      prompt: "Delegate the counting.",
+      cwd: workspace(),
+      hooks: {
+        beforeToolCall: (e) => {
+          asked.push(e);
+          return e.toolName === "spawn_agent" ? { block: true, blockReason: "no sub-agents in this session" } : undefined;
+        },
+      },
+    });
+    expect(result.status, JSON.stringify(result.error)).toBe("completed");
+    expect(asked.map((e) => [e.toolName, e.native, e.callId])).toEqual([["spawn_agent", true, "call_spawn"]]);
+    expect(outputsSince(from).join("\n")).toContain("no sub-agents in this session");
+    // No sub-agent thread asked the model anything: every request since is this turn's own.
+    expect(env.fake.requests.slice(from)).toHaveLength(2);
+  }, 60_000);
+
   it("beforeAgentFinalize can ask for one more model pass: the reason reaches the model, the revised answer is final", async () => {
     const seen: BeforeAgentFinalizeEvent[] = [];
     const sessionFile = sessions.file("revise");
