@@ -123,8 +123,9 @@ async function answerToolCall(deps: ServerRequestDeps, rpc: Responder, req: Serv
 }
 
 /**
- * Run a host decision (approval, user input) with the turn's idle watchdog off: Codex sends nothing while it waits
- * for our answer, so silence then is the host's (a person reading a command), bounded by the decision's own timeout.
+ * Run a host decision (approval, user input, a relayed hook: a native tool call or the final answer) with the turn's
+ * idle watchdog off: Codex sends nothing while it waits for our answer, so silence then is the host's (a person
+ * reading a command), bounded by the decision's own timeout.
  */
 async function waitingOnHost<T>(deps: ServerRequestDeps, run: TurnRun, decide: () => Promise<T>): Promise<T> {
   run.hostDecisionsInFlight++;

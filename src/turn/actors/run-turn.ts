@@ -84,16 +84,8 @@ async function startCodexTurn(
     imagesCount: p.images?.length ?? 0,
   });
   try {
-    const toolEvent = (call: { callId: string; tool: string; arguments?: unknown; native?: boolean }, turnId: string): ToolCallHookEvent => ({
-      sessionId: p.sessionId,
-      threadId: input.threadId,
-      turnId,
-      callId: call.callId,
-      toolName: call.tool,
-      native: call.native === true,
-      params: call.arguments,
-    });
-    let turnId = "";
+    // The turn id is known once Codex accepted the turn; interceptor calls come after that.
+    const ids = { turnId: "" };
     const turn = await deps.appServer.startTurn({
       threadId: input.threadId,
       text: input.promptText,
@@ -111,43 +103,10 @@ async function startCodexTurn(
       onWarning: (w: { message?: string; code?: string }) => deps.hostWarnings.push(w.message ?? String(w.code)),
       ...(p.onApproval ? { onApproval: p.onApproval } : {}),
       ...(p.onUserInput ? { onUserInput: p.onUserInput } : {}),
-      ...(deps.hooks.has("beforeToolCall")
-        ? {
-            beforeToolCall: async (call: { callId: string; tool: string; arguments?: unknown; native?: boolean }) => {
-              if (call.native) state.nativeAsked.add(call.callId);
-              const out = await deps.hooks.beforeToolCall(toolEvent(call, turnId));
-              if (!out) return undefined;
-              return { ...(out.block ? { block: true, blockReason: out.blockReason ?? "blocked by a beforeToolCall hook" } : {}), ...(out.params !== undefined ? { arguments: out.params } : {}) };
-            },
-          }
-        : {}),
-      // The agent's natural final answer, through the relay's Stop hook (`nativeToolHooks`): the hook may ask for one
-      // more model pass. Without the relay Codex never calls this, and the hook runs after the turn (observeTurnEnd).
-      ...(deps.hooks.has("beforeAgentFinalize")
-        ? {
-            beforeFinalize: async (request: FinalizeRequest) => {
-              state.finalizeAsked = true;
-              const out = await deps.hooks.beforeAgentFinalize({
-                sessionId: p.sessionId,
-                threadId: request.threadId,
-                turnId: request.turnId,
-                assistantText: request.assistantText,
-                codexStatus: "inProgress",
-                stopHookActive: request.stopHookActive,
-              });
-              return out?.action === "revise" ? { action: "revise" as const, reason: out.reason } : undefined;
-            },
-          }
-        : {}),
-      ...(deps.hooks.has("afterToolCall")
-        ? {
-            afterToolCall: (call: { callId: string; tool: string; arguments?: unknown; result?: string; error?: string; durationMs?: number }) =>
-              deps.hooks.observe("afterToolCall", { ...toolEvent(call, turnId), ...pick(call) }),
-          }
-        : {}),
+      ...hostInterceptors(deps, input, state, ids),
       onEvent: (event: CodexTurnEvent) => handleStreamEvent(deps, input, channel, state, event),
     } as never);
-    turnId = turn.turnId;
+    ids.turnId = turn.turnId;
     return turn;
   } catch (error) {
     channel.sendBack({
@@ -156,6 +115,52 @@ async function startCodexTurn(
     });
     return undefined;
   }
+}
+
+type InterceptedCall = { callId: string; tool: string; arguments?: unknown; native?: boolean };
+
+/**
+ * The turn's hooks as the client's interceptors: `beforeToolCall` (dynamic tools; native ones through the hook relay),
+ * `afterToolCall`, and `beforeFinalize` (the agent's natural final answer through the relay's Stop hook: the hook may
+ * ask for one more model pass; without the relay Codex never calls it, and the hook runs after the turn instead).
+ * Only the hooks the host has are passed, so Codex is not asked about what nobody decides.
+ */
+function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: { nativeAsked: Set<string>; finalizeAsked: boolean }, ids: { turnId: string }) {
+  const p = deps.params;
+  const toolEvent = (call: InterceptedCall): ToolCallHookEvent => ({
+    sessionId: p.sessionId,
+    threadId: input.threadId,
+    turnId: ids.turnId,
+    callId: call.callId,
+    toolName: call.tool,
+    native: call.native === true,
+    params: call.arguments,
+  });
+  const beforeToolCall = async (call: InterceptedCall) => {
+    if (call.native) state.nativeAsked.add(call.callId);
+    const out = await deps.hooks.beforeToolCall(toolEvent(call));
+    if (!out) return undefined;
+    return { ...(out.block ? { block: true, blockReason: out.blockReason ?? "blocked by a beforeToolCall hook" } : {}), ...(out.params !== undefined ? { arguments: out.params } : {}) };
+  };
+  const afterToolCall = (call: InterceptedCall & { result?: string; error?: string; durationMs?: number }) =>
+    deps.hooks.observe("afterToolCall", { ...toolEvent(call), ...pick(call) });
+  const beforeFinalize = async (request: FinalizeRequest) => {
+    state.finalizeAsked = true;
+    const out = await deps.hooks.beforeAgentFinalize({
+      sessionId: p.sessionId,
+      threadId: request.threadId,
+      turnId: request.turnId,
+      assistantText: request.assistantText,
+      codexStatus: "inProgress",
+      stopHookActive: request.stopHookActive,
+    });
+    return out?.action === "revise" ? { action: "revise" as const, reason: out.reason } : undefined;
+  };
+  return {
+    ...(deps.hooks.has("beforeToolCall") ? { beforeToolCall } : {}),
+    ...(deps.hooks.has("afterToolCall") ? { afterToolCall } : {}),
+    ...(deps.hooks.has("beforeAgentFinalize") ? { beforeFinalize } : {}),
+  };
 }
 
 function pick(call: { result?: string; error?: string; durationMs?: number }) {
