@@ -1,5 +1,5 @@
 /**
- * `codex-turn run --image`: image files sent with the prompt, spawned as a user runs it against the real app-server and
+ * `codex-turn run --image` and chat's `/image FILE`: image files sent with the prompt, spawned as a user runs it against the real app-server and
  * the offline fake model (whose catalog entry takes images). The session transcript's prompt message holds the image;
  * a file that is not an image is a usage error (exit 2) naming it, and nothing is written.
  */
@@ -34,6 +34,22 @@ describe("codex-turn run --image", () => {
       { type: "text", text: "what colour is this?" },
       { type: "image", data: PNG, mimeType: "image/png" },
     ]);
+  }, 120_000);
+
+  it("chat: /image FILE attaches an image to the next prompt only; a bad file is reported and the chat goes on", async () => {
+    const session = path.join(dir, "chat-images.jsonl");
+    const lines = ["first", "/image red.png", "second", "/image notes.txt", "third"].join("\n");
+    const r = await runCli(["chat", "--session", session, "--offline"], { cwd: dir, input: `${lines}\n` });
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain("(image attached: red.png; it goes with your next prompt)");
+    expect(r.stdout).toContain(`(image not attached: /image notes.txt: ${path.join(dir, "notes.txt")} is not a PNG, JPEG, GIF or WebP image)`);
+    const prompts = (await readFile(session, "utf8"))
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { type: string; message?: { role: string; content: unknown } })
+      .filter((e) => e.type === "message" && e.message?.role === "user")
+      .map((e) => e.message!.content);
+    expect(prompts).toEqual(["first", [{ type: "text", text: "second" }, { type: "image", data: PNG, mimeType: "image/png" }], "third"]);
   }, 120_000);
 
   it("a file that is not an image is a usage error naming it; no session is written", async () => {

@@ -5,6 +5,7 @@
  * turn always settles before the app-server closes (bounded).
  */
 import { Command } from "commander";
+import type { PromptImage } from "../../codex/prompt-images.js";
 import { startCodexTurn, type CodexTurnResult } from "../../turn.js";
 import { ApprovalQuestions, QUESTION_TIMEOUT_MS } from "../chat/approvals.js";
 import { createPromptReader } from "../chat/input.js";
@@ -13,20 +14,27 @@ import { EXIT } from "../errors.js";
 import { holdInspector } from "../inspector.js";
 import { addEngineOptions, addInspectOptions, addJsonOption, addServerOptions, addTrajectoryOptions, addWorkOptions, LIVE_PROVIDER_HELP } from "../options.js";
 import { createOut, type Out } from "../output.js";
-import { runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
+import { readImageOptions, runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
 import { settleWithin, watchSignals, type SignalWatch } from "../signals.js";
 import { setUpTurnCommand, type TurnCommandOptions, type TurnSetup } from "../turn-setup.js";
 
 type ChatOptions = TurnCommandOptions & { json?: boolean };
 
+/** A prompt to run, with the images attached (`/image FILE`) before it was typed. */
+interface QueuedPrompt {
+  text: string;
+  images: PromptImage[];
+}
+
 /** The prompt queue between the reader and the turn loop. */
 class PromptQueue {
-  private readonly items: string[] = [];
+  private readonly items: QueuedPrompt[] = [];
   private wake: (() => void) | undefined;
   closed = false;
-  push(text: string, first = false): void {
-    if (first) this.items.unshift(text);
-    else this.items.push(text);
+  push(text: string, first = false, images: PromptImage[] = []): void {
+    const item = { text, images };
+    if (first) this.items.unshift(item);
+    else this.items.push(item);
     this.wake?.();
   }
   close(): void {
@@ -34,10 +42,23 @@ class PromptQueue {
     this.wake?.();
   }
   /** The next prompt, or undefined once closed and drained. */
-  async next(): Promise<string | undefined> {
+  async next(): Promise<QueuedPrompt | undefined> {
     while (this.items.length === 0 && !this.closed) await new Promise<void>((r) => (this.wake = r));
     this.wake = undefined;
     return this.items.shift();
+  }
+}
+
+/** A line starting with this attaches an image file to the next prompt. */
+const IMAGE_COMMAND = "/image ";
+
+/** `/image FILE`: check the file now (a bad one is reported and dropped; the chat goes on) and keep it for the next prompt. */
+function attachImage(file: string, attached: PromptImage[], say: (line: string) => void): void {
+  try {
+    attached.push(...readImageOptions([file], IMAGE_COMMAND.trim()));
+    say(`(image attached: ${file}; it goes with your next prompt)`);
+  } catch (error) {
+    say(`(image not attached: ${error instanceof Error ? error.message : String(error)})`);
   }
 }
 
@@ -60,11 +81,15 @@ async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch, display:
   const queue = new PromptQueue();
   let running: ReturnType<typeof startCodexTurn> | undefined;
   let view: ReturnType<typeof createTurnRenderer> | undefined;
+  // Images attached with `/image FILE`, sent with the next prompt that is queued (not with a steer).
+  const attached: PromptImage[] = [];
+  const say = (line: string) => (out.json ? out.note(line) : view ? view.note(line) : out.text(line));
   const reader = createPromptReader(process.stdin, process.stdout, {
     onPrompt: (text) => {
       // While Codex waits for an approval, the line typed is its answer, not a steer or the next prompt.
       if (questions?.answer(text)) return;
-      if (!running) return queue.push(text);
+      if (text.startsWith(IMAGE_COMMAND)) return attachImage(text.slice(IMAGE_COMMAND.length).trim(), attached, say);
+      if (!running) return queue.push(text, false, attached.splice(0));
       running.steer(text);
       if (!out.json) view?.note("(steer sent)");
     },
@@ -83,12 +108,14 @@ async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch, display:
   let exitCode: number = EXIT.ok;
   try {
     reader.prompt();
-    for (let prompt = await queue.next(); prompt !== undefined && watch.received === undefined; prompt = await queue.next()) {
+    for (let next = await queue.next(); next !== undefined && watch.received === undefined; next = await queue.next()) {
+      const prompt = next.text;
       setup.recordTurnRequest(prompt);
       view = out.json ? undefined : createTurnRenderer(process.stdout, reader.tty);
       display.view = view;
       const turnView = view;
-      running = startCodexTurn({ ...setup.baseParams(), prompt, onEvent: (e) => turnView?.onEvent(e) });
+      const images = next.images.length > 0 ? { images: next.images } : {};
+      running = startCodexTurn({ ...setup.baseParams(), prompt, ...images, onEvent: (e) => turnView?.onEvent(e) });
       const r = await settleWithin(running.result, watch, SIGNAL_SETTLE_MS);
       running = undefined;
       // Questions of a turn that ended (aborted, interrupted) can no longer be answered.
@@ -161,10 +188,11 @@ export function chatCommand(done: (code: number) => void): Command {
     "after",
     `
 Each line is a prompt; a line ending in "\\" continues on the next, and a bracketed paste is one prompt (sent with
-Enter). A prompt typed while a turn runs is sent as a steer; a steer the turn did not take runs next ("steer not
-taken, running next: ..."). With --approve ask, each approval request Codex makes is shown as a question and the
-next line typed answers it: y (approve), s (approve for the session), anything else denies; unanswered for 300 s:
-denied. Ctrl-C aborts the running turn; Ctrl-C when idle, or end of input, exits.
+Enter). "/image FILE" attaches an image (PNG, JPEG, GIF or WebP) to the next prompt. A prompt typed while a turn
+runs is sent as a steer; a steer the turn did not take runs next ("steer not taken, running next: ..."). With
+--approve ask, each approval request Codex makes is shown as a question and the next line typed answers it: y
+(approve), s (approve for the session), anything else denies; unanswered for 300 s: denied. Ctrl-C aborts the
+running turn; Ctrl-C when idle, or end of input, exits.
 SIGTERM aborts the running turn and exits 130.
 ${LIVE_PROVIDER_HELP}`,
   );

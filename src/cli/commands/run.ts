@@ -35,11 +35,11 @@ type RunOptions = TurnCommandOptions & { json?: boolean; image?: string[] };
  * const images = readImageOptions(["shot.png"]); // [{ data, mimeType: "image/png", path: "/abs/shot.png" }]
  * ```
  */
-export function readImageOptions(files: readonly string[]): PromptImage[] {
+export function readImageOptions(files: readonly string[], option = "--image"): PromptImage[] {
   const parsed = promptImagesSchema.safeParse(files.map((f) => ({ path: path.resolve(f) })));
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  throw usageError(`--image ${files[Number(issue.path[0])] ?? ""}: ${issue.message}`);
+  throw usageError(`${option} ${files[Number(issue.path[0])] ?? ""}: ${issue.message}`);
 }
 
 const collect = (value: string, previous: string[]): string[] => [...previous, value];
