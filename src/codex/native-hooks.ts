@@ -212,7 +212,11 @@ export interface HookRelay {
 export async function startHookRelay(decide: (call: RelayedHook) => Promise<PreToolUseDecision>): Promise<HookRelay> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "ctm-hooks-"));
   const socketPath = path.join(dir, "relay.sock");
+  // Open hook connections, ended at close(): a hook still waiting for a decision must not hold the close up.
+  const open = new Set<net.Socket>();
   const server = net.createServer((socket) => {
+    open.add(socket);
+    socket.on("close", () => open.delete(socket));
     let buffer = "";
     socket.setEncoding("utf8");
     socket.on("error", () => socket.destroy());
@@ -247,6 +251,7 @@ export async function startHookRelay(decide: (call: RelayedHook) => Promise<PreT
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
+        for (const socket of open) socket.destroy();
         rmSync(dir, { recursive: true, force: true });
       }),
   };

@@ -122,6 +122,21 @@ describe("native tool hook relay", () => {
     ]);
   });
 
+  it("close() ends a hook still waiting for a decision (it then fails closed) instead of waiting for it", async () => {
+    let asked!: () => void;
+    const waiting = new Promise<void>((resolve) => (asked = resolve));
+    const relay = await startHookRelay(() => {
+      asked();
+      return new Promise<never>(() => undefined); // a host that never decides
+    });
+    const pending = runHookScript(call("ls"), relay.socketPath);
+    await waiting; // the script is connected and waits for the decision
+    await relay.close(); // without ending that connection, close() would wait forever (the test times out)
+    const r = await pending;
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("codex-turn hook relay:");
+  });
+
   it("fails closed: malformed input, an unreachable host or no socket configured block the call", async () => {
     const relay = await startHookRelay(async () => ({ decision: "allow" }));
     relays.push(relay);
