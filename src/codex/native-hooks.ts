@@ -236,11 +236,16 @@ export async function startHookRelay(decide: (call: RelayedHook) => Promise<PreT
     } catch {
       raw = undefined;
     }
+    // Fail closed for a tool call (it does not run); a Stop we cannot settle ends the turn (blocking it would loop).
+    const isStop = (raw as { hook_event_name?: unknown } | null | undefined)?.hook_event_name === "Stop";
     const call = relayedHookSchema.safeParse(raw);
-    if (call.success) return decide(call.data);
-    // Fail closed for a tool call (it does not run); a Stop we cannot read ends the turn (blocking it would loop).
-    const isStop = (raw as { hook_event_name?: unknown } | undefined)?.hook_event_name === "Stop";
-    return isStop ? { decision: "allow" } : { decision: "block", reason: "codex-turn: malformed hook input" };
+    if (!call.success) return isStop ? { decision: "allow" } : { decision: "block", reason: "codex-turn: malformed hook input" };
+    try {
+      return await decide(call.data);
+    } catch {
+      // Never leave the hook waiting (Codex would wait for its timeout).
+      return isStop ? { decision: "allow" } : { decision: "block", reason: "codex-turn: the host failed to decide" };
+    }
   };
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);

@@ -122,6 +122,15 @@ describe("native tool hook relay", () => {
     ]);
   });
 
+  it("a decision that throws still answers: the tool call is blocked, a Stop ends the turn", async () => {
+    const relay = await startHookRelay(async () => {
+      throw new Error("host bug");
+    });
+    relays.push(relay);
+    expect(await runHookScript(call("ls"), relay.socketPath)).toEqual({ code: 2, stdout: "", stderr: "codex-turn: the host failed to decide\n" });
+    expect((await runHookScript(stop(false), relay.socketPath)).code).toBe(0);
+  });
+
   it("close() ends a hook still waiting for a decision (it then fails closed) instead of waiting for it", async () => {
     let asked!: () => void;
     const waiting = new Promise<void>((resolve) => (asked = resolve));
