@@ -29,7 +29,7 @@ export const MAX_PROMPT_IMAGE_BYTES = 20 * 1024 * 1024;
  *
  * @example
  * ```ts
- * const images: PromptImageInput[] = [{ path: "/work/screenshot.png" }, { data: pngBase64, mimeType: "image/png" }];
+ * const images: PromptImageInput[] = [{ path: path.resolve("screenshot.png") }, { data: pngBase64, mimeType: "image/png" }];
  * await runCodexTurn({ ...params, prompt: "What is wrong in these?", images });
  * ```
  */
