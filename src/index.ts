@@ -78,11 +78,15 @@ export { assertContextEngine, engineFacts, isLegacyEngine, ContextEngineContract
 export { EngineCallTimeoutError } from "./context-engine/lifecycle.js";
 export {
   loadContextEngine,
+  loadOpenClawPlugins,
   PluginLoadError,
   SubagentRequestError,
   type HostSubagentRuntime,
   type LoadContextEngineOptions,
   type LoadedContextEngine,
+  type LoadOpenClawPluginsOptions,
+  type LoadedOpenClawPlugins,
+  type OpenClawPluginSpec,
   type LlmPolicy,
   type PluginLoadErrorCode,
 } from "./openclaw/index.js";

@@ -10,10 +10,11 @@ import type { Logger } from "pino";
 import type { CodexAppServer } from "../codex/app-server.js";
 import { assertContextEngine } from "../context-engine/contract.js";
 import { createWindowEngine } from "../context-engine/engines/index.js";
-import { loadContextEngine } from "../openclaw/index.js";
+import { loadOpenClawPlugins, PluginLoadError, type OpenClawPluginSpec } from "../openclaw/index.js";
 import type { ContextEngine } from "../context-engine/types.js";
 import type { CodexTurnParams } from "../params.js";
 import { CliError, envError } from "./errors.js";
+import type { EngineOptionValues } from "./options.js";
 
 /** What a command gets from engine loading; the shape of the plugin host's `loadContextEngine` result. */
 export interface LoadedEngine {
@@ -29,8 +30,14 @@ export interface LoadedEngine {
 
 /** Inputs of {@link loadCliEngine}. */
 export interface LoadCliEngineOptions {
-  /** `--engine` value; undefined for the default window engine. */
+  /** `--engine` value; undefined for the default window engine (unless a `--plugin` registers an engine). */
   spec: string | undefined;
+  /** `--plugin` values: plugins loaded beside the engine. */
+  plugins?: readonly string[];
+  /** `--plugins-config`: configurations by plugin id. */
+  pluginConfigs?: Record<string, unknown>;
+  /** `--context-engine`: the engine id to use when the plugins register several. */
+  contextEngine?: string;
   /** The default engine's options when no `--engine` is given. */
   defaultEngine: Parameters<typeof createWindowEngine>[0];
   appServer: CodexAppServer;
@@ -74,13 +81,26 @@ export async function loadEngineModule(spec: string): Promise<ContextEngine> {
   return engine as ContextEngine;
 }
 
-async function loadSpec(spec: string, options: LoadCliEngineOptions, signal: AbortSignal): Promise<LoadedEngine> {
+/** The flag a plugin load error is about: `--engine X`, `--plugin X`, or the plugin set as a whole. */
+function flagOf(err: unknown, options: LoadCliEngineOptions): string {
+  const spec = err instanceof PluginLoadError ? err.spec : undefined;
+  if (spec !== undefined && spec === options.spec) return `--engine ${spec}`;
+  if (spec !== undefined && options.plugins?.includes(spec)) return `--plugin ${spec}`;
+  return options.spec !== undefined && !options.plugins?.length ? `--engine ${options.spec}` : "plugins";
+}
+
+async function loadSpecs(options: LoadCliEngineOptions, signal: AbortSignal): Promise<LoadedEngine> {
+  const specs: OpenClawPluginSpec[] = [
+    ...(options.spec !== undefined ? [{ spec: options.spec, ...(options.pluginConfig ? { config: options.pluginConfig } : {}), engine: true }] : []),
+    ...(options.plugins ?? []).map((spec) => ({ spec })),
+  ];
   try {
-    const loaded = await loadContextEngine(spec, {
+    const loaded = await loadOpenClawPlugins(specs, {
       cwd: process.cwd(),
       appServer: options.appServer,
       signal,
-      ...(options.pluginConfig ? { pluginConfig: options.pluginConfig } : {}),
+      ...(options.pluginConfigs ? { pluginConfigs: options.pluginConfigs } : {}),
+      ...(options.contextEngine !== undefined ? { contextEngine: options.contextEngine } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.model ? { model: options.model } : {}),
       ...(options.tokenBudget !== undefined ? { tokenBudget: options.tokenBudget } : {}),
@@ -88,7 +108,8 @@ async function loadSpec(spec: string, options: LoadCliEngineOptions, signal: Abo
       ...(options.sessionKey !== undefined ? { sessionKey: options.sessionKey } : {}),
     });
     return {
-      engine: loaded.engine,
+      // No plugin registered an engine: the default engine, with the plugins' hooks and tools (OpenClaw's legacy engine).
+      engine: loaded.engine ?? createWindowEngine(options.defaultEngine),
       dynamicTools: loaded.dynamicTools as CodexTurnParams["dynamicTools"],
       hooks: loaded.hooks,
       runtimeContext: loaded.runtimeContext,
@@ -99,7 +120,7 @@ async function loadSpec(spec: string, options: LoadCliEngineOptions, signal: Abo
     if (err instanceof CliError) throw err;
     const code = (err as { code?: unknown } | null)?.code;
     const where = typeof code === "string" ? ` (${code})` : "";
-    throw envError(`--engine ${spec}${where}: ${(err as Error)?.message ?? String(err)}`, "ENGINE_LOAD_FAILED");
+    throw envError(`${flagOf(err, options)}${where}: ${(err as Error)?.message ?? String(err)}`, "ENGINE_LOAD_FAILED");
   }
 }
 
@@ -114,20 +135,22 @@ async function loadSpec(spec: string, options: LoadCliEngineOptions, signal: Abo
  */
 export async function loadCliEngine(options: LoadCliEngineOptions): Promise<LoadedEngine> {
   const { spec } = options;
-  if (spec === undefined) {
+  if (spec === undefined && !options.plugins?.length) {
+    if (options.contextEngine !== undefined) throw envError("--context-engine needs plugins to choose from (--engine or --plugin)", "ENGINE_LOAD_FAILED");
     const engine = createWindowEngine(options.defaultEngine);
     return { engine, close: async () => undefined };
   }
+  const what = spec !== undefined && !options.plugins?.length ? `--engine ${spec}: the engine did not load` : "plugins: the plugins did not load";
   let timer: NodeJS.Timeout | undefined;
   const ac = new AbortController();
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       ac.abort();
-      reject(envError(`--engine ${spec}: the engine did not load within ${options.timeoutMs} ms (--engine-timeout)`, "ENGINE_TIMEOUT"));
+      reject(envError(`${what} within ${options.timeoutMs} ms (--engine-timeout)`, "ENGINE_TIMEOUT"));
     }, options.timeoutMs);
   });
   try {
-    return await Promise.race([loadSpec(spec, options, ac.signal), timeout]);
+    return await Promise.race([loadSpecs(options, ac.signal), timeout]);
   } finally {
     clearTimeout(timer);
   }
@@ -141,21 +164,64 @@ export async function loadCliEngine(options: LoadCliEngineOptions): Promise<Load
  * const pluginConfig = await readPluginConfig("./lossless.json");
  * ```
  */
-export async function readPluginConfig(file: string): Promise<Record<string, unknown>> {
+export async function readPluginConfig(file: string, flag = "--plugin-config"): Promise<Record<string, unknown>> {
   let text: string;
   try {
     text = await readFile(file, "utf8");
   } catch (err) {
-    throw envError(`--plugin-config ${file}: cannot read: ${(err as Error).message}`, "PLUGIN_CONFIG_INVALID");
+    throw envError(`${flag} ${file}: cannot read: ${(err as Error).message}`, "PLUGIN_CONFIG_INVALID");
   }
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw envError(`--plugin-config ${file}: not JSON: ${(err as Error).message}`, "PLUGIN_CONFIG_INVALID");
+    throw envError(`${flag} ${file}: not JSON: ${(err as Error).message}`, "PLUGIN_CONFIG_INVALID");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
-    throw envError(`--plugin-config ${file}: must be a JSON object`, "PLUGIN_CONFIG_INVALID");
+    throw envError(`${flag} ${file}: must be a JSON object`, "PLUGIN_CONFIG_INVALID");
   }
   return value as Record<string, unknown>;
+}
+
+/**
+ * Reads `--plugins-config FILE`: a JSON object of plugin configurations by plugin id (each value a JSON object).
+ *
+ * @example
+ * ```ts
+ * const pluginConfigs = await readPluginsConfig("./plugins.json"); // { "recall-memory": { dbPath: "./mem.json" } }
+ * ```
+ */
+export async function readPluginsConfig(file: string): Promise<Record<string, Record<string, unknown>>> {
+  const value = await readPluginConfig(file, "--plugins-config");
+  for (const [id, config] of Object.entries(value)) {
+    if (typeof config !== "object" || config === null || Array.isArray(config)) {
+      throw envError(`--plugins-config ${file}: ${id}: must be a JSON object (that plugin's configuration)`, "PLUGIN_CONFIG_INVALID");
+    }
+  }
+  return value as Record<string, Record<string, unknown>>;
+}
+
+/**
+ * The engine options of a command (`--engine`, `--plugin-config`, `--plugin`, `--plugins-config`, `--context-engine`,
+ * `--budget`, `--engine-timeout`) as {@link loadCliEngine} takes them, the config files read and checked.
+ *
+ * @example
+ * ```ts
+ * const loaded = await loadCliEngine({ ...(await engineLoadInputs(opts)), defaultEngine: {}, appServer });
+ * ```
+ */
+export async function engineLoadInputs(
+  opts: EngineOptionValues,
+): Promise<Pick<LoadCliEngineOptions, "spec" | "plugins" | "pluginConfig" | "pluginConfigs" | "contextEngine" | "tokenBudget" | "timeoutMs">> {
+  const pluginConfig = opts.pluginConfig !== undefined ? await readPluginConfig(opts.pluginConfig) : undefined;
+  const pluginConfigs = opts.pluginsConfig !== undefined ? await readPluginsConfig(opts.pluginsConfig) : undefined;
+  return {
+    spec: opts.engine,
+    timeoutMs: opts.engineTimeout,
+    ...(opts.plugin?.length ? { plugins: opts.plugin } : {}),
+    ...(pluginConfig ? { pluginConfig } : {}),
+    ...(pluginConfigs ? { pluginConfigs } : {}),
+    ...(opts.contextEngine !== undefined ? { contextEngine: opts.contextEngine } : {}),
+    ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}),
+  };
 }

@@ -9,7 +9,7 @@ import type { InspectionEvent } from "xstate";
 import type { CodexApprovalDecision, CodexApprovalRequest } from "../codex/approvals.js";
 import type { CodexTurnParams } from "../params.js";
 import { createTrajectoryWriter, type TrajectoryWriter } from "../trajectory/index.js";
-import { loadCliEngine, readPluginConfig, type LoadedEngine } from "./engine.js";
+import { engineLoadInputs, loadCliEngine, type LoadedEngine } from "./engine.js";
 import { QUESTION_TIMEOUT_MS } from "./chat/approvals.js";
 import { envError, usageError } from "./errors.js";
 import { startInspector, type CliInspector } from "./inspector.js";
@@ -50,7 +50,7 @@ export interface TurnSetup {
  */
 export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, interactive: { askApproval?: ApprovalAsker } = {}): Promise<TurnSetup> {
   if (opts.approve === "ask" && !interactive.askApproval) throw usageError("--approve ask needs someone to answer: use it with chat");
-  const pluginConfig = opts.pluginConfig !== undefined ? await readPluginConfig(opts.pluginConfig) : undefined;
+  const engineInputs = await engineLoadInputs(opts);
   const cwd = opts.cwd !== undefined ? await workingDirectory(opts.cwd) : undefined;
   const inspector = await startInspector(opts.inspect === true, out, opts.inspectUiUrl);
   const cleanups: Array<() => Promise<void> | void> = [async () => inspector?.close()];
@@ -65,12 +65,9 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
     });
     cleanups.push(() => server.dispose());
     const loaded = await loadCliEngine({
-      spec: opts.engine,
+      ...engineInputs,
       defaultEngine: opts.budget !== undefined ? { tokenBudget: opts.budget } : {},
       appServer: server.codex,
-      timeoutMs: opts.engineTimeout,
-      ...(pluginConfig ? { pluginConfig } : {}),
-      ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}),
       ...(opts.model ? { model: opts.model } : {}),
       sessionId: sessionIdOf(path.resolve(opts.session)),
       ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),

@@ -146,7 +146,7 @@ export function createPluginApi(opts: CreatePluginApiOptions): HostPluginApi {
     },
     on(hookName, handler, hookOpts) {
       if (typeof handler !== "function") throw new TypeError(`on(${String(hookName)}): handler must be a function`);
-      registry.hooks.push({ name: hookName, handler, priority: hookOpts?.priority ?? 0, order: order++ });
+      registry.hooks.push({ name: hookName, handler, priority: hookOpts?.priority ?? 0, order: order++, pluginId: opts.id });
     },
     session: { controls: { registerSessionAction } },
     registerSessionAction,

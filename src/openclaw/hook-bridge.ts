@@ -18,18 +18,22 @@ export interface HookContextBase {
   workspaceDir: string;
 }
 
-/** Run every handler of `name`; results in order. Throws after all ran if any threw. */
+/**
+ * Run every handler of `name`; results in order. Throws after all ran if any threw, naming each failing plugin (the
+ * handler's own plugin when several plugins are loaded together, else `pluginId`).
+ */
 export async function runPluginHook(registry: PluginRegistry, pluginId: string, name: string, event: unknown, ctx: unknown): Promise<unknown[]> {
   const results: unknown[] = [];
-  const failures: string[] = [];
-  for (const { handler } of hookHandlers(registry, name)) {
+  const failures = new Map<string, string[]>();
+  for (const { handler, pluginId: owner } of hookHandlers(registry, name)) {
     try {
       results.push(await (handler as (e: unknown, c: unknown) => unknown)(event, ctx));
     } catch (error) {
-      failures.push(errorText(error));
+      const who = owner ?? pluginId;
+      failures.set(who, [...(failures.get(who) ?? []), errorText(error)]);
     }
   }
-  if (failures.length > 0) throw new Error(`plugin ${pluginId} ${name} hook failed: ${failures.join("; ")}`);
+  if (failures.size > 0) throw new Error([...failures].map(([who, texts]) => `plugin ${who} ${name} hook failed: ${texts.join("; ")}`).join("; "));
   return results;
 }
 
@@ -37,25 +41,66 @@ function joinText(...parts: Array<string | undefined>): string {
   return parts.filter((p): p is string => typeof p === "string" && p.trim() !== "").join("\n\n");
 }
 
-/** OpenClaw's `before_prompt_build` results folded into our prompt / developer-instructions change. */
-export function foldPromptBuildResults(ctx: BeforePromptBuildContext, results: readonly unknown[]): BeforePromptBuildResult | undefined {
-  let prompt = ctx.prompt;
-  let instructions = ctx.developerInstructions;
-  let changed = false;
+/** OpenClaw's prompt-build result (`before_prompt_build`, and the legacy `before_agent_start`'s prompt fields). */
+export interface PromptBuildResult {
+  systemPrompt?: string;
+  prependContext?: string;
+  appendContext?: string;
+  prependSystemContext?: string;
+  appendSystemContext?: string;
+}
+
+const SEGMENT_FIELDS = ["prependContext", "appendContext", "prependSystemContext", "appendSystemContext"] as const;
+
+/**
+ * The handlers' results of one hook merged as OpenClaw's hook runner merges them: the first `systemPrompt` wins (the
+ * highest-priority handler's), text segments are concatenated in handler order with a blank line between.
+ *
+ * @example
+ * ```ts
+ * mergePromptBuildResults([{ systemPrompt: "A", prependContext: "x" }, { systemPrompt: "B", prependContext: "y" }]);
+ * // => { systemPrompt: "A", prependContext: "x\n\ny" }
+ * ```
+ */
+export function mergePromptBuildResults(results: readonly unknown[]): PromptBuildResult | undefined {
+  let merged: PromptBuildResult | undefined;
   for (const raw of results) {
     if (typeof raw !== "object" || raw === null) continue;
-    const r = raw as { systemPrompt?: unknown; prependContext?: unknown; appendContext?: unknown; prependSystemContext?: unknown; appendSystemContext?: unknown };
-    const str = (v: unknown) => (typeof v === "string" ? v : undefined);
-    if (str(r.systemPrompt) !== undefined) instructions = str(r.systemPrompt);
-    const prepend = str(r.prependSystemContext);
-    const append = str(r.appendSystemContext);
-    if (prepend || append) instructions = joinText(prepend, instructions, append);
-    const before = str(r.prependContext);
-    const after = str(r.appendContext);
-    if (before || after) prompt = joinText(before, prompt, after);
-    changed ||= [r.systemPrompt, prepend, append, before, after].some((v) => typeof v === "string");
+    const r = raw as Record<string, unknown>;
+    const next: PromptBuildResult = { ...merged };
+    if (next.systemPrompt === undefined && typeof r.systemPrompt === "string") next.systemPrompt = r.systemPrompt;
+    for (const field of SEGMENT_FIELDS) {
+      const value = r[field];
+      if (typeof value === "string") next[field] = joinText(next[field], value) || value;
+    }
+    merged = next;
   }
-  if (!changed) return undefined;
+  return merged;
+}
+
+/**
+ * The prompt-build phase as OpenClaw resolves it: `before_prompt_build`'s merged result, then the legacy
+ * `before_agent_start`'s (memory plugins' auto-recall, e.g. memory-lancedb's `prependContext`); the new hook's
+ * `systemPrompt` wins, text segments are joined (the new hook's first). Applied to the turn's prompt and developer
+ * instructions: `systemPrompt` replaces them, system context goes around them, context around the prompt.
+ *
+ * @example
+ * ```ts
+ * foldPromptBuildResults({ prompt: "hi", developerInstructions: "base", messages: [], sessionId: "s" }, [{ prependContext: "<m>" }], []);
+ * // => { prompt: "<m>\n\nhi", developerInstructions: "base" }
+ * ```
+ */
+export function foldPromptBuildResults(ctx: BeforePromptBuildContext, promptBuild: readonly unknown[], beforeAgentStart: readonly unknown[] = []): BeforePromptBuildResult | undefined {
+  const current = mergePromptBuildResults(promptBuild);
+  const legacy = mergePromptBuildResults(beforeAgentStart);
+  if (!current && !legacy) return undefined;
+  const pick = (field: (typeof SEGMENT_FIELDS)[number]) => joinText(current?.[field], legacy?.[field]) || undefined;
+  const systemPrompt = current?.systemPrompt ?? legacy?.systemPrompt;
+  const [prepend, append, before, after] = [pick("prependSystemContext"), pick("appendSystemContext"), pick("prependContext"), pick("appendContext")];
+  if (systemPrompt === undefined && [prepend, append, before, after].every((v) => v === undefined)) return undefined;
+  let instructions = systemPrompt ?? ctx.developerInstructions;
+  if (prepend || append) instructions = joinText(prepend, instructions, append);
+  const prompt = before || after ? joinText(before, ctx.prompt, after) : ctx.prompt;
   return { prompt, ...(instructions !== undefined ? { developerInstructions: instructions } : {}) };
 }
 
@@ -86,9 +131,13 @@ export function createPluginTurnHooks(registry: PluginRegistry, pluginId: string
   const run = (name: string, event: unknown, ctx: unknown) => runPluginHook(registry, pluginId, name, event, ctx);
   const model = () => base().modelId ?? "default";
   const hooks: CodexTurnHooks = {};
-  if (has("before_prompt_build")) {
-    hooks.beforePromptBuild = async (ctx: BeforePromptBuildContext) =>
-      foldPromptBuildResults(ctx, await run("before_prompt_build", { prompt: ctx.prompt, messages: [...ctx.messages] }, ctxFor(ctx.sessionId)));
+  if (has("before_prompt_build") || has("before_agent_start")) {
+    hooks.beforePromptBuild = async (ctx: BeforePromptBuildContext) => {
+      const event = { prompt: ctx.prompt, messages: [...ctx.messages] };
+      const promptBuild = has("before_prompt_build") ? await run("before_prompt_build", event, ctxFor(ctx.sessionId)) : [];
+      const beforeAgentStart = has("before_agent_start") ? await run("before_agent_start", event, ctxFor(ctx.sessionId)) : [];
+      return foldPromptBuildResults(ctx, promptBuild, beforeAgentStart);
+    };
   }
   if (has("llm_input")) {
     hooks.llmInput = async (e: LlmInputEvent) => {

@@ -2,7 +2,15 @@
  * The OpenClaw plugin host: load a plugin (or a bare engine module) and get the engine, tools, hooks and runtime
  * context to run turns with.
  */
-export { loadContextEngine, type LoadContextEngineOptions, type LoadedContextEngine } from "./loader.js";
+export {
+  loadContextEngine,
+  loadOpenClawPlugins,
+  type LoadContextEngineOptions,
+  type LoadedContextEngine,
+  type LoadOpenClawPluginsOptions,
+  type LoadedOpenClawPlugins,
+  type OpenClawPluginSpec,
+} from "./loader.js";
 export { PluginLoadError, type PluginLoadErrorCode } from "./errors.js";
 export { OPENCLAW_PLUGIN_API_VERSION, type HostPluginApi, type HostPluginRuntime } from "./api.js";
 export {

@@ -1,6 +1,8 @@
 /**
  * `loadContextEngine(spec, opts)`: load an OpenClaw plugin (or a bare engine module) and return the engine it
  * registered, with the dynamic tools, turn hooks and runtime context the turn host passes to `runCodexTurn`.
+ * `loadOpenClawPlugins(plugins, opts)`: several plugins at once, as OpenClaw runs them (a context engine beside memory,
+ * guard and tool plugins): one engine (or none), every plugin's hooks, tools and commands together.
  */
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -13,12 +15,13 @@ import type { CodexTurnHooks } from "../hooks/types.js";
 import { silentLogger } from "../log/logger.js";
 import { createPluginApi, type HostOpenClawConfig } from "./api.js";
 import { validatePluginConfig } from "./config.js";
-import { classifyEntry, type PluginEntryShape } from "./entry.js";
+import { classifyEntry, type EngineModuleShape, type PluginEntryShape } from "./entry.js";
 import { PluginLoadError, errorText } from "./errors.js";
 import { createPluginTurnHooks, runPluginHook } from "./hook-bridge.js";
 import { CODEX_DEFAULT_MODEL, CODEX_LLM_PROVIDER, DEFAULT_LLM_POLICY, createCodexLlm, type CodexLlm, type LlmPolicy } from "./llm.js";
 import { locatePlugin, parsePluginSpec, type LocatedPlugin } from "./locate.js";
-import { createPluginRegistry, type PluginRegistry } from "./registry.js";
+import { createPluginRegistry, mergePluginRegistries, type PluginRegistry } from "./registry.js";
+import { engineCandidates, selectEngine, type EngineCandidate, type EngineOffer } from "./engine-choice.js";
 import { describeUnmet, hostCapabilities, unmetHostRequirements } from "./requirements.js";
 import { setSdkHostLogger } from "./sdk/index.js";
 import { installOpenClawSdkResolver, nativeImport } from "./sdk-resolver.js";
@@ -100,18 +103,6 @@ async function createEngine(create: () => unknown, spec: string, engineId?: stri
   }
 }
 
-function pickEngineId(registry: PluginRegistry, spec: string, requested: string | undefined, manifestId: string | undefined): string {
-  const ids = [...registry.engines.keys()];
-  if (ids.length === 0) throw new PluginLoadError("NO_ENGINE", spec, "register(api) registered no context engine");
-  if (requested !== undefined) {
-    if (registry.engines.has(requested)) return requested;
-    throw new PluginLoadError("UNKNOWN_ENGINE_ID", spec, `no engine ${requested}; registered: ${ids.join(", ")}`);
-  }
-  if (ids.length === 1) return ids[0]!;
-  if (manifestId !== undefined && registry.engines.has(manifestId)) return manifestId;
-  throw new PluginLoadError("UNKNOWN_ENGINE_ID", spec, `registers ${ids.length} engines (${ids.join(", ")}); pick one with ${spec}#<engine-id>`);
-}
-
 function checkRequirements(engine: ContextEngine, spec: string, hasLlm: boolean): void {
   const unmet = unmetHostRequirements((engine.info as { hostRequirements?: unknown }).hostRequirements, hostCapabilities({ llm: hasLlm }));
   if (unmet.length === 0) return;
@@ -136,48 +127,139 @@ function resolveLlmPolicy(spec: string, policy: unknown): LlmPolicy {
   };
 }
 
-function buildConfig(pluginId: string, pluginConfig: unknown, model: string | undefined, llmPolicy: LlmPolicy): HostOpenClawConfig {
+/** OpenClaw's config as the plugins see it: every loaded plugin's entry (its config and llm policy), and the model. */
+function buildConfig(entries: ReadonlyArray<{ pluginId: string; config: unknown }>, model: string | undefined, llmPolicy: LlmPolicy): HostOpenClawConfig {
+  const byId: HostOpenClawConfig["plugins"]["entries"] = {};
+  for (const { pluginId, config } of entries) byId[pluginId] = { enabled: true, ...(config !== undefined ? { config } : {}), llm: llmPolicy };
   return {
-    plugins: { entries: { [pluginId]: { enabled: true, ...(pluginConfig !== undefined ? { config: pluginConfig } : {}), llm: llmPolicy } } },
+    plugins: { entries: byId },
     ...(model ? { agents: { defaults: { model: { primary: `${CODEX_LLM_PROVIDER}/${model}` } } } } : {}),
   };
 }
 
+/** One plugin to load, with its configuration (`api.pluginConfig`). */
+export interface OpenClawPluginSpec {
+  /** A plugin directory, entry file or bare engine module, or an installed package name; `#engine-id` picks its engine. */
+  spec: string;
+  /** The plugin's configuration, checked against its schema. */
+  config?: unknown;
+  /** Take the context engine from this plugin (its only engine, or the one named like its manifest id). */
+  engine?: boolean;
+}
+
+/** Options of {@link loadOpenClawPlugins}: those of {@link loadContextEngine} (configuration is per plugin) and the engine choice. */
+export interface LoadOpenClawPluginsOptions extends Omit<LoadContextEngineOptions, "pluginConfig"> {
+  /**
+   * The context engine's id (OpenClaw's `plugins.slots.contextEngine`). Default: the engine of the plugin marked
+   * `engine: true` or named with `#engine-id`, else the only engine any plugin registered, else none (turns then run
+   * without an engine, OpenClaw's legacy engine). Several candidates without a choice is `UNKNOWN_ENGINE_ID`.
+   */
+  contextEngine?: string;
+  /**
+   * Configurations by plugin id (OpenClaw's `plugins.entries.<id>.config`), for plugins given without `config`. An id
+   * no loaded plugin has is `CONFIG_INVALID` (a misspelt id would otherwise leave a plugin unconfigured).
+   */
+  pluginConfigs?: Readonly<Record<string, unknown>>;
+}
+
+/** What {@link loadOpenClawPlugins} returns: {@link LoadedContextEngine} for several plugins, the engine optional. */
+export interface LoadedOpenClawPlugins extends Omit<LoadedContextEngine, "engine"> {
+  engine: ContextEngine | undefined;
+  /** The loaded plugins' ids, in load order (a bare engine module has none). */
+  pluginIds: string[];
+  /** Tools and commands dropped because an earlier plugin registered the name (OpenClaw: "plugin tool name conflict"). */
+  conflicts: Array<{ pluginId: string; tool?: string; command?: string }>;
+}
+
+/** One imported spec: an OpenClaw plugin (registered later) or a bare engine module. */
+interface ImportedPlugin {
+  input: OpenClawPluginSpec;
+  requestedEngine: string | undefined;
+  located: LocatedPlugin;
+  shape: PluginEntryShape | EngineModuleShape;
+  pluginId: string | undefined;
+  config: unknown;
+}
+
+async function importPlugin(input: OpenClawPluginSpec, opts: LoadOpenClawPluginsOptions): Promise<ImportedPlugin> {
+  const { target, engineId } = parsePluginSpec(input.spec);
+  const located = await locatePlugin(target, opts.cwd, input.spec);
+  opts.signal?.throwIfAborted();
+  const mod = await importEntry(located, input.spec);
+  const shape = classifyEntry(mod, located.manifest !== undefined || located.packageJson?.openclaw !== undefined);
+  if (!shape) throw new PluginLoadError("ENTRY_INVALID", input.spec, `${located.entry} exports no plugin (register) and no engine`);
+  if (shape.kind === "engine") return { input, requestedEngine: engineId, located, shape, pluginId: undefined, config: undefined };
+  const pluginId = located.manifest?.id ?? shape.id ?? located.packageJson?.name ?? path.basename(located.rootDir);
+  const given = input.config !== undefined ? input.config : opts.pluginConfigs && Object.hasOwn(opts.pluginConfigs, pluginId) ? opts.pluginConfigs[pluginId] : undefined;
+  const config = validatePluginConfig(input.spec, shape.configSchema, located.manifest?.configSchema, given);
+  return { input, requestedEngine: engineId, located, shape, pluginId, config };
+}
+
 /** Call the plugin's `register(api)`; returns what it registered. */
 async function registerPlugin(
-  entry: PluginEntryShape,
-  located: LocatedPlugin,
-  spec: string,
-  opts: LoadContextEngineOptions,
-  llm: { llm: CodexLlm; policy: LlmPolicy; subagent?: HostSubagentRuntime },
+  p: ImportedPlugin & { shape: PluginEntryShape; pluginId: string },
+  hostConfig: HostOpenClawConfig,
+  llm: CodexLlm,
+  subagent: HostSubagentRuntime | undefined,
   logger: Logger,
-) {
-  const pluginId = located.manifest?.id ?? entry.id ?? located.packageJson?.name ?? path.basename(located.rootDir);
-  const config = validatePluginConfig(spec, entry.configSchema, located.manifest?.configSchema, opts.pluginConfig);
+): Promise<PluginRegistry> {
   const registry = createPluginRegistry();
-  const hostConfig = buildConfig(pluginId, config, opts.model, llm.policy);
-  const version = located.manifest?.version ?? entry.version ?? located.packageJson?.version;
-  const description = located.manifest?.description ?? entry.description;
+  const { located, shape, pluginId } = p;
+  const version = located.manifest?.version ?? shape.version ?? located.packageJson?.version;
+  const description = located.manifest?.description ?? shape.description;
   const api = createPluginApi({
     id: pluginId,
-    name: located.manifest?.name ?? entry.name ?? pluginId,
+    name: located.manifest?.name ?? shape.name ?? pluginId,
     ...(version !== undefined ? { version } : {}),
     ...(description !== undefined ? { description } : {}),
     source: located.entry,
     rootDir: located.rootDir,
-    ...(config !== undefined ? { pluginConfig: config as Record<string, unknown> } : {}),
+    ...(p.config !== undefined ? { pluginConfig: p.config as Record<string, unknown> } : {}),
     config: hostConfig,
-    llm: llm.llm,
-    ...(llm.subagent ? { subagent: llm.subagent } : {}),
+    llm,
+    ...(subagent ? { subagent } : {}),
     logger: logger.child({ pluginId }),
     registry,
   });
   try {
-    await entry.register(api);
+    await shape.register(api);
   } catch (error) {
-    throw new PluginLoadError("REGISTER_FAILED", spec, `register(api) threw: ${errorText(error)}`, { cause: error });
+    throw new PluginLoadError("REGISTER_FAILED", p.input.spec, `register(api) threw: ${errorText(error)}`, { cause: error });
   }
-  return { pluginId, registry, hostConfig };
+  return registry;
+}
+
+/** Every plugin's tools, resolved plugin by plugin; a later plugin's tool of a taken name is dropped (OpenClaw's rule). */
+function resolveAllTools(
+  plugins: ReadonlyArray<{ spec: string; pluginId: string; registry: PluginRegistry }>,
+  opts: LoadOpenClawPluginsOptions,
+  hostConfig: HostOpenClawConfig,
+  conflicts: LoadedOpenClawPlugins["conflicts"],
+): PluginDynamicTool[] {
+  const tools: PluginDynamicTool[] = [];
+  const names = new Set<string>();
+  for (const p of plugins) {
+    let own: PluginDynamicTool[];
+    try {
+      own = resolvePluginTools(p.registry.tools, {
+        config: hostConfig,
+        workspaceDir: opts.cwd,
+        ...(opts.sessionId !== undefined ? { sessionId: opts.sessionId } : {}),
+        ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
+      });
+    } catch (error) {
+      throw new PluginLoadError("REGISTER_FAILED", p.spec, errorText(error), { cause: error });
+    }
+    for (const tool of own) {
+      if (names.has(tool.name)) {
+        conflicts.push({ pluginId: p.pluginId, tool: tool.name });
+        continue;
+      }
+      names.add(tool.name);
+      tools.push(tool);
+    }
+  }
+  return tools;
 }
 
 /**
@@ -196,101 +278,122 @@ async function registerPlugin(
  * ```
  */
 export async function loadContextEngine(spec: string, opts: LoadContextEngineOptions): Promise<LoadedContextEngine> {
+  const { pluginConfig, ...rest } = opts;
+  const loaded = await loadOpenClawPlugins([{ spec, ...(pluginConfig !== undefined ? { config: pluginConfig } : {}), engine: true }], rest);
+  const { engine, pluginIds: _ids, conflicts: _conflicts, ...result } = loaded;
+  // `engine: true` made a plugin without one fail (NO_ENGINE) before anything started.
+  return { ...result, engine: engine! };
+}
+
+/**
+ * Load several OpenClaw plugins together, as OpenClaw runs them: a context engine (e.g. lossless-claw) beside memory
+ * plugins (auto-recall through `before_agent_start` / `before_prompt_build`, auto-capture through `agent_end`), guard
+ * plugins (`before_tool_call`) and tool plugins. Each plugin gets its own API and configuration (and sees every loaded
+ * plugin's entry in `api.config`); plugins register in the given order; hooks of all plugins run by priority, then in
+ * that order; a tool or command name taken by an earlier plugin is dropped from the later one (`conflicts`, and a
+ * warning log). `close()` fires every plugin's `gateway_stop` (last loaded first), then disposes the engine.
+ *
+ * @example
+ * ```ts
+ * const loaded = await loadOpenClawPlugins(
+ *   [{ spec: "@martian-engineering/lossless-claw", engine: true }, { spec: "./plugins/memory", config: { dbPath: "./mem.json" } }],
+ *   { cwd: process.cwd(), appServer },
+ * );
+ * try {
+ *   await runCodexTurn({ ...params, ...(loaded.engine ? { contextEngine: loaded.engine } : {}), dynamicTools: loaded.dynamicTools,
+ *     hooks: loaded.hooks, runtimeContext: loaded.runtimeContext });
+ * } finally {
+ *   await loaded.close();
+ * }
+ * ```
+ */
+export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[], opts: LoadOpenClawPluginsOptions): Promise<LoadedOpenClawPlugins> {
+  const specs = plugins.map((p) => p.spec).join(", ");
+  if (plugins.length === 0) throw new PluginLoadError("PLUGIN_NOT_FOUND", "(none)", "no plugin given");
   const logger = opts.logger ?? silentLogger;
-  const { target, engineId: requested } = parsePluginSpec(spec);
-  const policy = resolveLlmPolicy(spec, opts.llmPolicy);
-  const located = await locatePlugin(target, opts.cwd, spec);
+  const policy = resolveLlmPolicy(plugins[0]!.spec, opts.llmPolicy);
   installOpenClawSdkResolver();
   setSdkHostLogger(logger);
   opts.signal?.throwIfAborted();
-  const mod = await importEntry(located, spec);
-  const shape = classifyEntry(mod, located.manifest !== undefined || located.packageJson?.openclaw !== undefined);
-  if (!shape) throw new PluginLoadError("ENTRY_INVALID", spec, `${located.entry} exports no plugin (register) and no engine`);
-  const model = opts.model;
-  const pluginIdGuess = located.manifest?.id ?? (shape.kind === "plugin" ? shape.id : undefined);
-  const llm = createCodexLlm({ ...(opts.appServer ? { appServer: opts.appServer } : {}), ...(model ? { model } : {}), ...(pluginIdGuess ? { pluginId: pluginIdGuess } : {}), logger, policy });
-  const runtimeContext: Record<string, unknown> = {
-    provider: CODEX_LLM_PROVIDER,
-    model: model ?? CODEX_DEFAULT_MODEL,
-    llm,
-    ...(opts.tokenBudget !== undefined ? { tokenBudget: opts.tokenBudget } : {}),
-  };
-  if (shape.kind === "engine") {
-    const engine = await createEngine(shape.create, spec);
-    checkRequirements(engine, spec, opts.appServer !== undefined);
-    return bareEngineResult(engine, runtimeContext);
+  const imported: ImportedPlugin[] = [];
+  for (const input of plugins) imported.push(await importPlugin(input, opts));
+  const asPlugins = imported.filter((p): p is ImportedPlugin & { shape: PluginEntryShape; pluginId: string } => p.shape.kind === "plugin");
+  const seen = new Set<string>();
+  for (const p of asPlugins) {
+    if (seen.has(p.pluginId)) throw new PluginLoadError("CONFIG_INVALID", p.input.spec, `plugin ${p.pluginId} is given twice`);
+    seen.add(p.pluginId);
   }
-  // Child runs use the loaded plugin's own wiring, which exists only once the load returns.
+  const stray = Object.keys(opts.pluginConfigs ?? {}).filter((id) => !seen.has(id));
+  if (stray.length > 0) throw new PluginLoadError("CONFIG_INVALID", specs, `pluginConfigs names no loaded plugin: ${stray.join(", ")} (loaded: ${[...seen].join(", ") || "none"})`);
+  const hostConfig = buildConfig(asPlugins.map((p) => ({ pluginId: p.pluginId, config: p.config })), opts.model, policy);
+  const llmFor = (pluginId: string | undefined) => createCodexLlm({ ...(opts.appServer ? { appServer: opts.appServer } : {}), ...(opts.model ? { model: opts.model } : {}), ...(pluginId ? { pluginId } : {}), logger, policy });
+  // Child runs use the loaded plugins' own wiring, which exists only once the load returns.
   let wiring: SubagentTurnWiring | undefined;
-  const subagents = opts.appServer
+  const subagents = opts.appServer && asPlugins.length > 0
     ? createSubagentHost({
         appServer: opts.appServer,
-        llm,
+        llm: llmFor(asPlugins[0]!.pluginId),
         cwd: opts.cwd,
         ...(opts.subagentSessionDir !== undefined ? { sessionDir: opts.subagentSessionDir } : {}),
-        ...(model ? { model } : {}),
+        ...(opts.model ? { model: opts.model } : {}),
         policy,
-        ...(pluginIdGuess ? { pluginId: pluginIdGuess } : {}),
+        pluginId: asPlugins[0]!.pluginId,
         ...(opts.tokenBudget !== undefined ? { tokenBudget: opts.tokenBudget } : {}),
         logger,
         wiring: () => wiring,
       })
     : undefined;
-  const { pluginId, registry, hostConfig } = await registerPlugin(shape, located, spec, opts, { llm, policy, ...(subagents ? { subagent: subagents.runtime } : {}) }, logger);
-  opts.signal?.throwIfAborted();
-  const engineId = pickEngineId(registry, spec, requested, located.manifest?.id);
-  const engine = await createEngine(() => registry.engines.get(engineId)!({ config: hostConfig, workspaceDir: opts.cwd }), spec, engineId);
+  const registries = new Map<string, PluginRegistry>();
+  for (const p of asPlugins) {
+    registries.set(p.pluginId, await registerPlugin(p, hostConfig, llmFor(p.pluginId), subagents?.runtime, logger));
+    opts.signal?.throwIfAborted();
+  }
+  const offers: EngineOffer[] = imported.map((p) => ({
+    spec: p.input.spec,
+    asked: p.input.engine === true,
+    requestedEngine: p.requestedEngine,
+    ...(p.shape.kind === "engine" ? { module: p.shape.create } : { pluginId: p.pluginId!, registry: registries.get(p.pluginId!)!, manifestId: p.located.manifest?.id }),
+  }));
+  const chosen = selectEngine(engineCandidates(offers, { config: hostConfig, workspaceDir: opts.cwd }), opts.contextEngine, specs);
+  const engine = chosen ? await createEngine(chosen.create, chosen.spec, chosen.pluginId ? chosen.engineId : undefined) : undefined;
   try {
-    checkRequirements(engine, spec, opts.appServer !== undefined);
-    const loaded = await assemblePluginResult({ spec, opts, logger, pluginId, registry, hostConfig, engine, runtimeContext });
-    wiring = loaded;
+    if (engine) checkRequirements(engine, chosen!.spec, opts.appServer !== undefined);
+    const runtimeContext: Record<string, unknown> = {
+      provider: CODEX_LLM_PROVIDER,
+      model: opts.model ?? CODEX_DEFAULT_MODEL,
+      llm: llmFor(chosen?.pluginId ?? asPlugins[0]?.pluginId),
+      ...(opts.tokenBudget !== undefined ? { tokenBudget: opts.tokenBudget } : {}),
+    };
+    const parts = asPlugins.map((p) => ({ spec: p.input.spec, pluginId: p.pluginId, registry: registries.get(p.pluginId)! }));
+    const loaded = await assemblePlugins({ opts, logger, parts, hostConfig, engine, engineSpec: chosen, runtimeContext });
+    wiring = { ...(engine ? { engine } : {}), dynamicTools: loaded.dynamicTools, hooks: loaded.hooks, runtimeContext };
     if (!subagents) return loaded;
     let closed: Promise<void> | undefined;
-    // Child runs end before the plugin's gateway_stop and the engine's dispose.
+    // Child runs end before the plugins' gateway_stop and the engine's dispose.
     return { ...loaded, close: () => (closed ??= subagents.close().then(() => loaded.close())) };
   } catch (error) {
-    await engine.dispose?.().catch(() => undefined);
+    await engine?.dispose?.().catch(() => undefined);
+    await subagents?.close().catch(() => undefined);
     throw error;
   }
 }
 
-function bareEngineResult(engine: ContextEngine, runtimeContext: Record<string, unknown>): LoadedContextEngine {
-  let closed: Promise<void> | undefined;
-  return {
-    engine,
-    dynamicTools: [],
-    hooks: {},
-    runtimeContext,
-    commands: [],
-    recordedRegistrations: new Map(),
-    sessionEnd: async () => undefined,
-    beforeReset: async () => undefined,
-    close: () => (closed ??= Promise.resolve(engine.dispose?.()).then(() => undefined)),
-  };
-}
-
-async function assemblePluginResult(p: {
-  spec: string;
-  opts: LoadContextEngineOptions;
+async function assemblePlugins(p: {
+  opts: LoadOpenClawPluginsOptions;
   logger: Logger;
-  pluginId: string;
-  registry: PluginRegistry;
+  parts: ReadonlyArray<{ spec: string; pluginId: string; registry: PluginRegistry }>;
   hostConfig: HostOpenClawConfig;
-  engine: ContextEngine;
+  engine: ContextEngine | undefined;
+  engineSpec: EngineCandidate | undefined;
   runtimeContext: Record<string, unknown>;
-}): Promise<LoadedContextEngine> {
-  const { spec, opts, registry, pluginId, engine } = p;
-  let dynamicTools: PluginDynamicTool[];
-  try {
-    dynamicTools = resolvePluginTools(registry.tools, {
-      config: p.hostConfig,
-      workspaceDir: opts.cwd,
-      ...(opts.sessionId !== undefined ? { sessionId: opts.sessionId } : {}),
-      ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
-    });
-  } catch (error) {
-    throw new PluginLoadError("REGISTER_FAILED", spec, errorText(error), { cause: error });
-  }
+}): Promise<LoadedOpenClawPlugins> {
+  const { opts, parts, engine, logger } = p;
+  const conflicts: LoadedOpenClawPlugins["conflicts"] = [];
+  const dynamicTools = resolveAllTools(parts, opts, p.hostConfig, conflicts);
+  const { registry, commandConflicts } = mergePluginRegistries(parts);
+  conflicts.push(...commandConflicts);
+  for (const c of conflicts) logger.warn({ event: "openclaw.plugin.conflict", pluginId: c.pluginId, ...(c.tool ? { tool: c.tool } : { command: c.command }) }, "plugin tool or command name conflict: the earlier plugin's is kept");
+  const label = parts.map((x) => x.pluginId).join("+") || "(engine module)";
   const hookBase = () => ({
     modelProviderId: CODEX_LLM_PROVIDER,
     ...(opts.model ? { modelId: opts.model } : {}),
@@ -299,36 +402,48 @@ async function assemblePluginResult(p: {
     workspaceDir: opts.cwd,
   });
   const gatewayCtx = { config: p.hostConfig, workspaceDir: opts.cwd };
-  try {
-    await runPluginHook(registry, pluginId, "gateway_start", { port: 0 }, gatewayCtx);
-  } catch (error) {
-    throw new PluginLoadError("REGISTER_FAILED", spec, errorText(error), { cause: error });
+  const started: typeof parts[number][] = [];
+  const stopAll = async () => {
+    const failures: unknown[] = [];
+    for (const part of [...started].reverse()) {
+      await runPluginHook(part.registry, part.pluginId, "gateway_stop", { reason: "shutdown" }, gatewayCtx).catch((error: unknown) => failures.push(error));
+    }
+    return failures;
+  };
+  for (const part of parts) {
+    try {
+      await runPluginHook(part.registry, part.pluginId, "gateway_start", { port: 0 }, gatewayCtx);
+      started.push(part);
+    } catch (error) {
+      await stopAll();
+      throw new PluginLoadError("REGISTER_FAILED", part.spec, errorText(error), { cause: error });
+    }
   }
-  p.logger.info(
-    { event: "openclaw.plugin.loaded", pluginId, engineId: engine.info.id, tools: dynamicTools.length, hooks: registry.hooks.length, commands: registry.commands.length },
-    "plugin loaded",
-  );
+  for (const part of parts) {
+    logger.info(
+      { event: "openclaw.plugin.loaded", pluginId: part.pluginId, ...(p.engineSpec?.pluginId === part.pluginId && engine ? { engineId: engine.info.id } : {}), toolRegistrations: part.registry.tools.length, hooks: part.registry.hooks.length, commands: part.registry.commands.length },
+      "plugin loaded",
+    );
+  }
   let closed: Promise<void> | undefined;
   const close = async () => {
-    let stopError: unknown;
-    try {
-      await runPluginHook(registry, pluginId, "gateway_stop", { reason: "shutdown" }, gatewayCtx);
-    } catch (error) {
-      stopError = error;
-    }
-    await engine.dispose?.();
-    if (stopError) throw stopError;
+    const failures = await stopAll();
+    await engine?.dispose?.();
+    if (failures.length > 0) throw failures[0];
   };
+  const enginePluginId = p.engineSpec?.pluginId;
   return {
     engine,
     dynamicTools,
-    hooks: createPluginTurnHooks(registry, pluginId, hookBase),
+    hooks: createPluginTurnHooks(registry, label, hookBase),
     runtimeContext: p.runtimeContext,
     commands: registry.commands.map(({ name, description }) => ({ name, ...(description !== undefined ? { description } : {}) })),
-    pluginId,
+    ...(enginePluginId !== undefined ? { pluginId: enginePluginId } : parts.length === 1 ? { pluginId: parts[0]!.pluginId } : {}),
+    pluginIds: parts.map((x) => x.pluginId),
+    conflicts,
     recordedRegistrations: registry.recordedOnly,
-    sessionEnd: async (event) => void (await runPluginHook(registry, pluginId, "session_end", event, { sessionId: event.sessionId, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) })),
-    beforeReset: async (event) => void (await runPluginHook(registry, pluginId, "before_reset", event, { ...hookBase(), sessionId: event.sessionId })),
+    sessionEnd: async (event) => void (await runPluginHook(registry, label, "session_end", event, { sessionId: event.sessionId, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) })),
+    beforeReset: async (event) => void (await runPluginHook(registry, label, "before_reset", event, { ...hookBase(), sessionId: event.sessionId })),
     close: () => (closed ??= close()),
   };
 }

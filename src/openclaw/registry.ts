@@ -21,6 +21,8 @@ export interface HookRegistration {
   handler: PluginHookHandler;
   priority: number;
   order: number;
+  /** The plugin that registered it (named in hook failures when several plugins are loaded together). */
+  pluginId?: string;
 }
 
 /** One `api.registerTool(toolOrFactory, opts)` registration. */
@@ -60,4 +62,39 @@ export function createPluginRegistry(): PluginRegistry {
  */
 export function hookHandlers(registry: PluginRegistry, name: string): HookRegistration[] {
   return registry.hooks.filter((h) => h.name === name).sort((a, b) => b.priority - a.priority || a.order - b.order);
+}
+
+/**
+ * Several plugins' registrations as one registry, as OpenClaw keeps them: hooks from every plugin in one list, run by
+ * priority and then in load order (the first plugin's handlers before the second's at equal priority); commands in
+ * load order, a later plugin's command of an already registered name dropped (returned in `commandConflicts`).
+ * Engines and tools stay per plugin (the loader picks the engine and resolves tools plugin by plugin).
+ *
+ * @example
+ * ```ts
+ * const { registry } = mergePluginRegistries([{ pluginId: "a", registry: ra }, { pluginId: "b", registry: rb }]);
+ * hookHandlers(registry, "agent_end"); // a's and b's handlers
+ * ```
+ */
+export function mergePluginRegistries(parts: ReadonlyArray<{ pluginId: string; registry: PluginRegistry }>): {
+  registry: PluginRegistry;
+  commandConflicts: Array<{ pluginId: string; command: string }>;
+} {
+  const merged = createPluginRegistry();
+  const commandConflicts: Array<{ pluginId: string; command: string }> = [];
+  const commandNames = new Set<string>();
+  let order = 0;
+  for (const { pluginId, registry } of parts) {
+    for (const hook of [...registry.hooks].sort((a, b) => a.order - b.order)) merged.hooks.push({ ...hook, pluginId, order: order++ });
+    for (const command of registry.commands) {
+      if (commandNames.has(command.name)) {
+        commandConflicts.push({ pluginId, command: command.name });
+        continue;
+      }
+      commandNames.add(command.name);
+      merged.commands.push(command);
+    }
+    for (const [method, count] of registry.recordedOnly) merged.recordedOnly.set(method, (merged.recordedOnly.get(method) ?? 0) + count);
+  }
+  return { registry: merged, commandConflicts };
 }

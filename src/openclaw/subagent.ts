@@ -91,7 +91,8 @@ export interface HostSubagentRuntime {
 
 /** What a child turn runs with: the loaded plugin's engine, tools, hooks and runtime context. */
 export interface SubagentTurnWiring {
-  engine: ContextEngine;
+  /** Absent when the loaded plugins registered no context engine. */
+  engine?: ContextEngine;
   dynamicTools: PluginDynamicTool[];
   hooks: CodexTurnHooks;
   runtimeContext: Record<string, unknown>;
@@ -333,7 +334,7 @@ function startChildRun(state: SubagentHostState, runId: string, p: SubagentRunPa
       sessionFile: await state.dir.fileFor(p.sessionKey),
       prompt: p.message,
       cwd: p.cwd ?? opts.cwd,
-      contextEngine: wiring.engine,
+      ...(wiring.engine ? { contextEngine: wiring.engine } : {}),
       dynamicTools: p.disableTools ? [] : wiring.dynamicTools,
       hooks: wiring.hooks,
       runtimeContext: wiring.runtimeContext,

@@ -4,7 +4,7 @@
  * alone, and plugins that cannot be loaded (a bad manifest, an unmet host requirement): exit 3 with one line.
  */
 import { existsSync } from "node:fs";
-import { cp, mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -63,6 +63,37 @@ describe("codex-turn with OpenClaw plugins", () => {
       expect(existsSync(path.join(ws, "allowed.txt"))).toBe(true);
       expect(existsSync(path.join(ws, "forbidden.txt"))).toBe(!guarded);
     }
+  }, 240_000);
+
+  it("--plugin loads a memory plugin beside the engine (--plugins-config by id): turn 1's memory is recalled into turn 2", async () => {
+    const ws = await mkdtemp(path.join(dir, "memory-"));
+    const db = path.join(ws, "memories.json");
+    const configs = path.join(ws, "plugins.json");
+    await writeFile(configs, JSON.stringify({ "recall-memory": { dbPath: db }, summarizer: { tokenBudget: 50_000 } }));
+    const session = path.join(ws, "s.jsonl");
+    const trajectory = path.join(ws, "t.jsonl");
+    const base = ["--session", session, "--offline", "--engine", fixture("summarizer"), "--plugin", fixture("recall-memory"), "--plugins-config", configs, "--json"];
+    const first = await cli(["run", "Remember that I prefer tabs over spaces.", ...base], ws);
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(await readFile(db, "utf8")).memories.map((m: { text: string }) => m.text)).toEqual(["Remember that I prefer tabs over spaces."]);
+    const second = await cli(["run", "Do I prefer tabs or spaces?", ...base, "--trajectory", trajectory, "--trajectory-full"], ws);
+    expect(second.code, second.stderr).toBe(0);
+    // The prompt Codex was given (its user message item) carries the recalled memory ahead of the question.
+    expect(await readFile(trajectory, "utf8")).toContain("1. [preference] Remember that I prefer tabs over spaces.\\n</relevant-memories>\\n\\nDo I prefer tabs or spaces?");
+    // A memory plugin alone: the default engine runs the turn, with the plugin's hooks and tools.
+    const aloneConfig = path.join(ws, "alone.json");
+    const aloneArgs = ["run", "Remember that my editor is vim.", "--session", path.join(ws, "alone.jsonl"), "--offline", "--plugin", fixture("recall-memory"), "--plugins-config", aloneConfig, "--json"];
+    const missing = await cli(aloneArgs, ws);
+    expect(missing.code).toBe(3);
+    expect(missing.stdout + missing.stderr).toContain(`--plugins-config ${aloneConfig}: cannot read`);
+    await writeFile(aloneConfig, JSON.stringify({ "recall-memory": { dbPath: db } }));
+    const ok = await cli(aloneArgs, ws);
+    expect(ok.code, ok.stderr).toBe(0);
+    expect(JSON.parse(await readFile(db, "utf8")).memories).toHaveLength(2);
+    // A configuration for a plugin that is not loaded is refused in one line (a misspelt id would leave one unconfigured).
+    const stray = await cli(["run", "never runs", "--session", path.join(ws, "stray.jsonl"), "--offline", "--plugin", fixture("recall-memory"), "--plugins-config", configs], ws);
+    expect(stray.code).toBe(3);
+    expect(stray.stderr.trim()).toMatch(/^codex-turn: --plugin \S+recall-memory \(CONFIG_INVALID\): plugin \S+: pluginConfigs names no loaded plugin: summarizer \(loaded: recall-memory\)$/);
   }, 240_000);
 
   it("a bad manifest and an unmet host requirement exit 3 with a one-line error", async () => {

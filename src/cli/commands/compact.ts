@@ -4,7 +4,7 @@
 import { Command } from "commander";
 import type { CompactionOutput } from "../../compaction/index.js";
 import { compactCodexSession } from "../../compaction/session.js";
-import { loadCliEngine, readPluginConfig } from "../engine.js";
+import { engineLoadInputs, loadCliEngine } from "../engine.js";
 import { EXIT } from "../errors.js";
 import { addEngineOptions, addJsonOption, addServerOptions, LIVE_PROVIDER_HELP, type EngineOptionValues, type ServerOptionValues } from "../options.js";
 import { createOut, type Out } from "../output.js";
@@ -36,18 +36,15 @@ function printResult(out: Out, r: CompactionOutput): void {
 async function compactAction(opts: CompactOptions): Promise<number> {
   const out = createOut(opts.json === true);
   const sessionFile = await requireExistingSession(opts.session);
-  const pluginConfig = opts.pluginConfig !== undefined ? await readPluginConfig(opts.pluginConfig) : undefined;
+  const engineInputs = await engineLoadInputs(opts);
   const ac = new AbortController();
   const watch = watchSignals(() => ac.abort());
   const server = await startServer({ offline: opts.offline === true, ...(opts.offlineScript ? { offlineScript: opts.offlineScript } : {}) });
   try {
     const loaded = await loadCliEngine({
-      spec: opts.engine,
+      ...engineInputs,
       defaultEngine: { ownsCompaction: true, ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}) },
       appServer: server.codex,
-      timeoutMs: opts.engineTimeout,
-      ...(pluginConfig ? { pluginConfig } : {}),
-      ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}),
       ...(opts.model ? { model: opts.model } : {}),
       sessionId: sessionIdOf(sessionFile),
       ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
