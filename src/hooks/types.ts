@@ -14,6 +14,11 @@ export interface BeforePromptBuildContext {
 export interface BeforePromptBuildResult {
   prompt?: string;
   developerInstructions?: string;
+  /**
+   * Problems the hook had while still returning a result (one of several plugins' handlers failed, the others'
+   * changes apply, as OpenClaw runs them): each becomes a turn warning. No prompt text belongs here.
+   */
+  warnings?: string[];
 }
 
 /** Which compaction path ran: Codex's own (`codex-app-server`) or the context engine's. */

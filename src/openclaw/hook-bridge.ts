@@ -18,22 +18,28 @@ export interface HookContextBase {
   workspaceDir: string;
 }
 
-/**
- * Run every handler of `name`; results in order. Throws after all ran if any threw, naming each failing plugin (the
- * handler's own plugin when several plugins are loaded together, else `pluginId`).
- */
-export async function runPluginHook(registry: PluginRegistry, pluginId: string, name: string, event: unknown, ctx: unknown): Promise<unknown[]> {
+/** Every handler of `name` run in OpenClaw's order: the results of those that returned, the failures by plugin. */
+export async function settlePluginHook(registry: PluginRegistry, pluginId: string, name: string, event: unknown, ctx: unknown): Promise<{ results: unknown[]; failures: string[] }> {
   const results: unknown[] = [];
-  const failures = new Map<string, string[]>();
+  const byPlugin = new Map<string, string[]>();
   for (const { handler, pluginId: owner } of hookHandlers(registry, name)) {
     try {
       results.push(await (handler as (e: unknown, c: unknown) => unknown)(event, ctx));
     } catch (error) {
       const who = owner ?? pluginId;
-      failures.set(who, [...(failures.get(who) ?? []), errorText(error)]);
+      byPlugin.set(who, [...(byPlugin.get(who) ?? []), errorText(error)]);
     }
   }
-  if (failures.size > 0) throw new Error([...failures].map(([who, texts]) => `plugin ${who} ${name} hook failed: ${texts.join("; ")}`).join("; "));
+  return { results, failures: [...byPlugin].map(([who, texts]) => `plugin ${who} ${name} hook failed: ${texts.join("; ")}`) };
+}
+
+/**
+ * Run every handler of `name`; results in order. Throws after all ran if any threw, naming each failing plugin (the
+ * handler's own plugin when several plugins are loaded together, else `pluginId`).
+ */
+export async function runPluginHook(registry: PluginRegistry, pluginId: string, name: string, event: unknown, ctx: unknown): Promise<unknown[]> {
+  const { results, failures } = await settlePluginHook(registry, pluginId, name, event, ctx);
+  if (failures.length > 0) throw new Error(failures.join("; "));
   return results;
 }
 
@@ -134,9 +140,14 @@ export function createPluginTurnHooks(registry: PluginRegistry, pluginId: string
   if (has("before_prompt_build") || has("before_agent_start")) {
     hooks.beforePromptBuild = async (ctx: BeforePromptBuildContext) => {
       const event = { prompt: ctx.prompt, messages: [...ctx.messages] };
-      const promptBuild = has("before_prompt_build") ? await run("before_prompt_build", event, ctxFor(ctx.sessionId)) : [];
-      const beforeAgentStart = has("before_agent_start") ? await run("before_agent_start", event, ctxFor(ctx.sessionId)) : [];
-      return foldPromptBuildResults(ctx, promptBuild, beforeAgentStart);
+      const settle = (name: string) => (has(name) ? settlePluginHook(registry, pluginId, name, event, ctxFor(ctx.sessionId)) : { results: [], failures: [] });
+      const promptBuild = await settle("before_prompt_build");
+      const beforeAgentStart = await settle("before_agent_start");
+      const failures = [...promptBuild.failures, ...beforeAgentStart.failures];
+      // As OpenClaw's hook runner: a failing handler is skipped, the others' changes apply; all failing fails the hook.
+      if (failures.length > 0 && promptBuild.results.length + beforeAgentStart.results.length === 0) throw new Error(failures.join("; "));
+      const folded = foldPromptBuildResults(ctx, promptBuild.results, beforeAgentStart.results);
+      return failures.length > 0 ? { ...folded, warnings: failures } : folded;
     };
   }
   if (has("llm_input")) {

@@ -20,7 +20,7 @@ import { errorLabel } from "../log/error-label.js";
 export type ObservationHook = "llmInput" | "llmOutput" | "agentEnd" | "afterToolCall" | "beforeCompaction" | "afterCompaction";
 
 const beforePromptBuildResultSchema = z
-  .object({ prompt: z.string().min(1).optional(), developerInstructions: z.string().optional() })
+  .object({ prompt: z.string().min(1).optional(), developerInstructions: z.string().optional(), warnings: z.array(z.string()).optional() })
   .strict()
   .optional()
   .nullable();
@@ -99,6 +99,10 @@ export function createHookRunner(p: {
       if (!parsed.success) {
         const issue = parsed.error.issues[0];
         throw new Error(`malformed result: ${issue?.path.join(".") || "(result)"}: ${issue?.message ?? "invalid"}`);
+      }
+      for (const warning of parsed.data?.warnings ?? []) {
+        p.warn(`beforePromptBuild hook: ${warning}`);
+        p.logger.warn({ ...p.ids, event: "hook partly failed", hook: "beforePromptBuild" }, "hook partly failed");
       }
       return parsed.data ?? undefined;
     },

@@ -105,6 +105,21 @@ describe("loadOpenClawPlugins", () => {
     expect(out).toEqual({ prompt: "from b\n\nfrom a\n\nlegacy\n\nquestion", developerInstructions: "B system\n\nlegacy tail" });
   });
 
+  it("a failing recall handler does not cost the other plugins their prompt changes: those apply, the failure is a warning", async () => {
+    const broken = await tempPlugin("broken-memory", `api.on("before_agent_start", () => { throw new Error("embeddings endpoint unreachable"); });`);
+    const ok = await tempPlugin("context", `api.on("before_prompt_build", () => ({ prependContext: "workspace notes" }));`);
+    loaded = await loadOpenClawPlugins([{ spec: ok }, { spec: broken }], { cwd, appServer: server() });
+    expect(await loaded.hooks.beforePromptBuild!(promptCtx("question"))).toEqual({
+      prompt: "workspace notes\n\nquestion",
+      developerInstructions: "base",
+      warnings: ["plugin broken-memory before_agent_start hook failed: embeddings endpoint unreachable"],
+    });
+    await loaded.close();
+    // Every handler failing fails the hook (the turn then keeps the unmodified prompt, with a warning).
+    loaded = await loadOpenClawPlugins([{ spec: broken }], { cwd, appServer: server() });
+    await expect(loaded.hooks.beforePromptBuild!(promptCtx("question"))).rejects.toThrow(/^plugin broken-memory before_agent_start hook failed: embeddings endpoint unreachable$/);
+  });
+
   it("runs hooks of all plugins by priority, then load order", async () => {
     const seen: string[] = [];
     (globalThis as Record<string, unknown>).__ctmSeen = seen;

@@ -41,3 +41,16 @@ describe("deciding hooks (beforeAgentFinalize, beforeToolCall)", () => {
     expect(bad.warnings[0]).toMatch(/^beforeToolCall hook failed \(malformed result/);
   });
 });
+
+describe("beforePromptBuild", () => {
+  it("applies a result that reports warnings and turns each warning into a turn warning", async () => {
+    const ctx = { sessionId: "s", prompt: "question", messages: [] };
+    const partly = runner({ beforePromptBuild: () => ({ prompt: "ctx\n\nquestion", warnings: ["plugin a before_agent_start hook failed: offline"] }) });
+    expect(await partly.r.beforePromptBuild(ctx)).toMatchObject({ prompt: "ctx\n\nquestion" });
+    expect(partly.warnings).toEqual(["beforePromptBuild hook: plugin a before_agent_start hook failed: offline"]);
+    const clean = runner({ beforePromptBuild: () => ({ prompt: "other" }) });
+    await clean.r.beforePromptBuild(ctx);
+    expect(clean.warnings).toEqual([]);
+    await expect(runner({ beforePromptBuild: () => ({ warnings: "not a list" }) as never }).r.beforePromptBuild(ctx)).rejects.toThrow(/^malformed result: warnings:/);
+  });
+});
