@@ -24,6 +24,8 @@ export interface LoadedEngine {
   /** Extra runtime context the plugin host provides (passed to the turn as `runtimeContext`). */
   runtimeContext?: Record<string, unknown>;
   commands?: unknown[];
+  /** The plugins' `session_start` handlers (absent without plugins). */
+  sessionStart?: (event: { sessionId: string; sessionKey?: string }) => Promise<void>;
   /** Releases what loading started (plugin `gateway_stop`, engine `dispose`). */
   close(): Promise<void>;
 }
@@ -114,6 +116,7 @@ async function loadSpecs(options: LoadCliEngineOptions, signal: AbortSignal): Pr
       hooks: loaded.hooks,
       runtimeContext: loaded.runtimeContext,
       commands: [...loaded.commands],
+      sessionStart: (event) => loaded.sessionStart(event),
       close: () => loaded.close(),
     };
   } catch (err) {

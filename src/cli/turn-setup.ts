@@ -73,6 +73,7 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
       ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
     });
     cleanups.push(() => loaded.close());
+    await announceNewSession(loaded, path.resolve(opts.session), opts.sessionKey, out);
     const trajectory =
       opts.trajectory !== undefined ? createTrajectoryWriter({ file: path.resolve(opts.trajectory), full: opts.trajectoryFull === true }) : undefined;
     const detach = trajectory?.attach(server.codex);
@@ -91,6 +92,19 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
   } catch (err) {
     await disposeAll();
     throw err;
+  }
+}
+
+/**
+ * A session file that does not exist yet is a new session: the plugins' `session_start` handlers hear of it before its
+ * first turn (as OpenClaw fires them when it creates a session). A failing handler is a note, not a failed command.
+ */
+async function announceNewSession(loaded: LoadedEngine, sessionFile: string, sessionKey: string | undefined, out: Out): Promise<void> {
+  if (!loaded.sessionStart || (await stat(sessionFile).catch(() => undefined))) return;
+  try {
+    await loaded.sessionStart({ sessionId: sessionIdOf(sessionFile), ...(sessionKey !== undefined ? { sessionKey } : {}) });
+  } catch (error) {
+    out.note(`warning: ${(error as Error).message}`);
   }
 }
 

@@ -39,6 +39,12 @@ export interface LoadedContextEngine {
   pluginId?: string;
   /** Registration methods the plugin called that this host records without acting on, with counts. */
   recordedRegistrations: ReadonlyMap<string, number>;
+  /**
+   * Fire the plugin's `session_start` handlers when a host begins a new session (OpenClaw fires it when a session is
+   * created; `resumedFrom` names the session it continues, e.g. after a reset). The CLI calls it before a new session
+   * file's first turn.
+   */
+  sessionStart(event: { sessionId: string; sessionKey?: string; resumedFrom?: string }): Promise<void>;
   /** Fire the plugin's `session_end` handlers (e.g. when a host retires a session). */
   sessionEnd(event: { sessionId: string; sessionKey?: string; messageCount: number; reason?: string; sessionFile?: string }): Promise<void>;
   /** Fire the plugin's `before_reset` handlers (before a host resets a session's transcript). */
@@ -442,6 +448,7 @@ async function assemblePlugins(p: {
     pluginIds: parts.map((x) => x.pluginId),
     conflicts,
     recordedRegistrations: registry.recordedOnly,
+    sessionStart: async (event) => void (await runPluginHook(registry, label, "session_start", event, { sessionId: event.sessionId, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) })),
     sessionEnd: async (event) => void (await runPluginHook(registry, label, "session_end", event, { sessionId: event.sessionId, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) })),
     beforeReset: async (event) => void (await runPluginHook(registry, label, "before_reset", event, { ...hookBase(), sessionId: event.sessionId })),
     close: () => (closed ??= close()),

@@ -76,8 +76,11 @@ describe("codex-turn with OpenClaw plugins", () => {
     const first = await cli(["run", "Remember that I prefer tabs over spaces.", ...base], ws);
     expect(first.code, first.stderr).toBe(0);
     expect(JSON.parse(await readFile(db, "utf8")).memories.map((m: { text: string }) => m.text)).toEqual(["Remember that I prefer tabs over spaces."]);
+    // The new session file's first turn announced the session to the plugins (session_start), once.
+    expect(JSON.parse(await readFile(db, "utf8")).sessions).toHaveLength(1);
     const second = await cli(["run", "Do I prefer tabs or spaces?", ...base, "--trajectory", trajectory, "--trajectory-full"], ws);
     expect(second.code, second.stderr).toBe(0);
+    expect(JSON.parse(await readFile(db, "utf8")).sessions).toHaveLength(1);
     // The prompt Codex was given (its user message item) carries the recalled memory ahead of the question.
     expect(await readFile(trajectory, "utf8")).toContain("1. [preference] Remember that I prefer tabs over spaces.\\n</relevant-memories>\\n\\nDo I prefer tabs or spaces?");
     // A memory plugin alone: the default engine runs the turn, with the plugin's hooks and tools.

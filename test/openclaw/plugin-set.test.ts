@@ -76,6 +76,9 @@ describe("loadOpenClawPlugins", () => {
     });
     await loaded.hooks.agentEnd!({ sessionId: "s1", threadId: "t", turnId: "u", status: "completed", messages: [{ role: "user", content: "Remember that I prefer tabs over spaces." }] } as never);
     expect(recallRecord().captures).toEqual(["mem-1"]);
+    await loaded.sessionStart({ sessionId: "s2", sessionKey: "main" });
+    expect(recallRecord().events).toContain("session_start s2 s2");
+    expect(JSON.parse(await readFile(db, "utf8")).sessions).toEqual(["s2"]);
     expect(JSON.parse(await readFile(db, "utf8")).memories).toEqual([{ id: "mem-1", text: "Remember that I prefer tabs over spaces.", category: "preference" }]);
   });
 
