@@ -87,6 +87,9 @@ export {
   type LoadOpenClawPluginsOptions,
   type LoadedOpenClawPlugins,
   type OpenClawPluginSpec,
+  type PluginCommandInvocation,
+  type PluginCommandOutcome,
+  type PluginCommandSession,
   type LlmPolicy,
   type PluginLoadErrorCode,
 } from "./openclaw/index.js";

@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import type { CodexAppServer } from "../codex/app-server.js";
 import { assertContextEngine } from "../context-engine/contract.js";
 import { createWindowEngine } from "../context-engine/engines/index.js";
-import { loadOpenClawPlugins, PluginLoadError, type OpenClawPluginSpec } from "../openclaw/index.js";
+import { loadOpenClawPlugins, PluginLoadError, type LoadedOpenClawPlugins, type OpenClawPluginSpec } from "../openclaw/index.js";
 import type { ContextEngine } from "../context-engine/types.js";
 import type { CodexTurnParams } from "../params.js";
 import { CliError, envError } from "./errors.js";
@@ -24,6 +24,10 @@ export interface LoadedEngine {
   /** Extra runtime context the plugin host provides (passed to the turn as `runtimeContext`). */
   runtimeContext?: Record<string, unknown>;
   commands?: unknown[];
+  /** The plugin command a line invokes (absent without plugins). */
+  findCommand?: LoadedOpenClawPlugins["findCommand"];
+  /** Answer a plugin command line (absent without plugins). */
+  runCommand?: LoadedOpenClawPlugins["runCommand"];
   /** The plugins' `session_start` handlers (absent without plugins). */
   sessionStart?: (event: { sessionId: string; sessionKey?: string }) => Promise<void>;
   /** Releases what loading started (plugin `gateway_stop`, engine `dispose`). */
@@ -116,6 +120,8 @@ async function loadSpecs(options: LoadCliEngineOptions, signal: AbortSignal): Pr
       hooks: loaded.hooks,
       runtimeContext: loaded.runtimeContext,
       commands: [...loaded.commands],
+      findCommand: (line) => loaded.findCommand(line),
+      runCommand: (line, session) => loaded.runCommand(line, session),
       sessionStart: (event) => loaded.sessionStart(event),
       close: () => loaded.close(),
     };

@@ -13,6 +13,7 @@ import { engineLoadInputs, loadCliEngine, type LoadedEngine } from "./engine.js"
 import { QUESTION_TIMEOUT_MS } from "./chat/approvals.js";
 import { envError, usageError } from "./errors.js";
 import { startInspector, type CliInspector } from "./inspector.js";
+import { answerPluginCommand, type PluginCommandAnswer } from "./plugin-command.js";
 import type { ApproveAnswer, EngineOptionValues, InspectOptionValues, ServerOptionValues, TrajectoryOptionValues, WorkOptionValues } from "./options.js";
 import type { Out } from "./output.js";
 import { startServer, type CliServer } from "./server.js";
@@ -36,6 +37,8 @@ export interface TurnSetup {
   baseParams(): Omit<CodexTurnParams, "prompt">;
   /** Records our own turn request in the trajectory (prompt redacted unless --trajectory-full). */
   recordTurnRequest(prompt: string): void;
+  /** Answers `line` when it is a plugin command (`/name args`), printing the reply; see `answerPluginCommand`. */
+  answerCommand(line: string, out: Out, say?: (line: string) => void): Promise<PluginCommandAnswer>;
   dispose(): Promise<void>;
 }
 
@@ -86,6 +89,8 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
       trajectory,
       sessionFile,
       baseParams: () => ({ ...turnParams(opts, server, loaded, inspector, sessionFile), ...workParams(opts, cwd, out, interactive.askApproval) }),
+      answerCommand: (line, cmdOut, say) =>
+        answerPluginCommand(loaded, line, { sessionId: sessionIdOf(sessionFile), sessionFile, ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}) }, cmdOut, say),
       recordTurnRequest: (prompt) => trajectory?.record("request", "codexTurn/run", { sessionFile, prompt, engineId: loaded.engine.info.id }),
       dispose: disposeAll,
     };

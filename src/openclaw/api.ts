@@ -18,7 +18,11 @@ export const OPENCLAW_PLUGIN_API_VERSION = "2026.9.6";
 
 /** OpenClaw's `config` as this host builds it: the plugin's entry (its config and llm policy), and the model when known. */
 export type HostOpenClawConfig = Record<string, unknown> & {
-  plugins: { entries: Record<string, { enabled: boolean; config?: unknown; llm?: { allowModelOverride: boolean; allowedModels: string[] } }> };
+  plugins: {
+    entries: Record<string, { enabled: boolean; config?: unknown; llm?: { allowModelOverride: boolean; allowedModels: string[] } }>;
+    /** OpenClaw's slots: `contextEngine` (the engine the turns run with, "legacy" for none), `memory` (a memory plugin). */
+    slots?: { contextEngine?: string; memory?: string };
+  };
 };
 
 /** The runtime helpers plugins use. */

@@ -13,6 +13,8 @@ export interface PluginEntryShape {
   description?: string;
   version?: string;
   configSchema?: unknown;
+  /** The plugin object's own `kind` (OpenClaw's plugin kinds: "memory", "context-engine", ...). */
+  pluginKind?: string | string[];
 }
 
 /** A bare engine module: `create()` yields the engine (maybe a promise). */
@@ -32,6 +34,7 @@ function pluginFromObject(def: Record<string, unknown>): PluginEntryShape {
     ...(str(def.description) !== undefined ? { description: str(def.description) } : {}),
     ...(str(def.version) !== undefined ? { version: str(def.version) } : {}),
     ...(def.configSchema !== undefined ? { configSchema: def.configSchema } : {}),
+    ...(typeof def.kind === "string" || (Array.isArray(def.kind) && def.kind.every((k) => typeof k === "string")) ? { pluginKind: def.kind as string | string[] } : {}),
   };
 }
 

@@ -21,6 +21,7 @@ import { createPluginTurnHooks, runPluginHook } from "./hook-bridge.js";
 import { CODEX_DEFAULT_MODEL, CODEX_LLM_PROVIDER, DEFAULT_LLM_POLICY, createCodexLlm, type CodexLlm, type LlmPolicy } from "./llm.js";
 import { locatePlugin, parsePluginSpec, type LocatedPlugin } from "./locate.js";
 import { createPluginRegistry, mergePluginRegistries, type PluginRegistry } from "./registry.js";
+import { matchPluginCommand, runPluginCommand, type PluginCommandInvocation, type PluginCommandOutcome, type PluginCommandSession } from "./commands.js";
 import { engineCandidates, selectEngine, type EngineCandidate, type EngineOffer } from "./engine-choice.js";
 import { describeUnmet, hostCapabilities, unmetHostRequirements } from "./requirements.js";
 import { setSdkHostLogger } from "./sdk/index.js";
@@ -36,6 +37,13 @@ export interface LoadedContextEngine {
   /** Merged into every engine call's runtime context: `provider`, `model`, `llm` (and `tokenBudget` when given). */
   runtimeContext: Record<string, unknown>;
   commands: ReadonlyArray<{ name: string; description?: string }>;
+  /** The plugin command a user's line invokes (`/name args`), or undefined for an ordinary prompt. */
+  findCommand(line: string): PluginCommandInvocation | undefined;
+  /**
+   * Answer a user's `/name args` line with the plugin's command handler (no model), as OpenClaw's chat surfaces do;
+   * undefined when the line is no command. A failing handler rejects with an error naming the command.
+   */
+  runCommand(line: string, session: PluginCommandSession): Promise<PluginCommandOutcome | undefined>;
   pluginId?: string;
   /** Registration methods the plugin called that this host records without acting on, with counts. */
   recordedRegistrations: ReadonlyMap<string, number>;
@@ -332,6 +340,9 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
   const stray = Object.keys(opts.pluginConfigs ?? {}).filter((id) => !seen.has(id));
   if (stray.length > 0) throw new PluginLoadError("CONFIG_INVALID", specs, `pluginConfigs names no loaded plugin: ${stray.join(", ")} (loaded: ${[...seen].join(", ") || "none"})`);
   const hostConfig = buildConfig(asPlugins.map((p) => ({ pluginId: p.pluginId, config: p.config })), opts.model, policy);
+  // OpenClaw's slots as the plugins read them (lossless-claw's `/lcm status` reports whether it is the selected engine).
+  const memoryPlugin = asPlugins.find((p) => [p.located.manifest?.kind, p.shape.pluginKind].flat().includes("memory"));
+  hostConfig.plugins.slots = { ...(opts.contextEngine !== undefined ? { contextEngine: opts.contextEngine } : {}), ...(memoryPlugin ? { memory: memoryPlugin.pluginId } : {}) };
   const llmFor = (pluginId: string | undefined) => createCodexLlm({ ...(opts.appServer ? { appServer: opts.appServer } : {}), ...(opts.model ? { model: opts.model } : {}), ...(pluginId ? { pluginId } : {}), logger, policy });
   // Child runs use the loaded plugins' own wiring, which exists only once the load returns.
   let wiring: SubagentTurnWiring | undefined;
@@ -361,6 +372,8 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
     ...(p.shape.kind === "engine" ? { module: p.shape.create } : { pluginId: p.pluginId!, registry: registries.get(p.pluginId!)!, manifestId: p.located.manifest?.id }),
   }));
   const chosen = selectEngine(engineCandidates(offers, { config: hostConfig, workspaceDir: opts.cwd }), opts.contextEngine, specs);
+  hostConfig.plugins.slots.contextEngine = chosen?.engineId ?? (chosen ? undefined : "legacy");
+  if (hostConfig.plugins.slots.contextEngine === undefined) delete hostConfig.plugins.slots.contextEngine;
   const engine = chosen ? await createEngine(chosen.create, chosen.spec, chosen.pluginId ? chosen.engineId : undefined) : undefined;
   try {
     if (engine) checkRequirements(engine, chosen!.spec, opts.appServer !== undefined);
@@ -444,6 +457,8 @@ async function assemblePlugins(p: {
     hooks: createPluginTurnHooks(registry, label, hookBase),
     runtimeContext: p.runtimeContext,
     commands: registry.commands.map(({ name, description }) => ({ name, ...(description !== undefined ? { description } : {}) })),
+    findCommand: (line) => matchPluginCommand(registry.commands, line),
+    runCommand: (line, session) => runPluginCommand(registry.commands, line, { config: p.hostConfig, session, runtimeContext: { llm: p.runtimeContext.llm } }),
     ...(enginePluginId !== undefined ? { pluginId: enginePluginId } : parts.length === 1 ? { pluginId: parts[0]!.pluginId } : {}),
     pluginIds: parts.map((x) => x.pluginId),
     conflicts,

@@ -99,6 +99,32 @@ describe("codex-turn with OpenClaw plugins", () => {
     expect(stray.stderr.trim()).toMatch(/^codex-turn: --plugin \S+recall-memory \(CONFIG_INVALID\): plugin \S+: pluginConfigs names no loaded plugin: summarizer \(loaded: recall-memory\)$/);
   }, 240_000);
 
+  it("a plugin command is answered by the plugin without a turn, in run and between chat turns; continueAgent runs the turn too", async () => {
+    const ws = await mkdtemp(path.join(dir, "commands-"));
+    const session = path.join(ws, "s.jsonl");
+    const base = ["--session", session, "--offline", "--engine", fixture("summarizer"), "--session-key", "main"];
+    const status = await cli(["run", "/summary", ...base, "--json"], ws);
+    expect(status.code, status.stderr).toBe(0);
+    const sessionId = path.basename(session, ".jsonl");
+    expect(status.stdout.trim().split("\n").map((l) => JSON.parse(l))).toEqual([
+      { command: "summary", text: `summaries=0 session=${sessionId} key=main channel=cli owner=true args= llm=true`, media: [], isError: false, continueAgent: false },
+    ]);
+    expect(existsSync(session)).toBe(false); // no turn ran
+    const failed = await cli(["run", "/summary fail", ...base], ws);
+    expect(failed.code).toBe(1);
+    expect(failed.stdout).toContain("(command /summary failed: summary store unavailable)");
+    const both = await cli(["run", "/summary then ask", ...base, "--json"], ws);
+    expect(both.code, both.stderr).toBe(0);
+    const lines = both.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(lines.map((l) => l.command ?? l.status)).toEqual(["summary", "completed"]);
+    // chat: a command line between two prompts is answered in order; typed during no turn, it never reaches the model.
+    const chat = await runCli(["chat", ...base, "--json"], { cwd: ws, input: "first prompt\n/summary now\nsecond prompt\n" });
+    expect(chat.code, chat.stderr).toBe(0);
+    const records = chat.stdout.trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>);
+    expect(records.map((r) => r.command ?? r.status)).toEqual(["completed", "summary", "completed"]);
+    expect(records[1]!.text).toBe(`summaries=0 session=${sessionId} key=main channel=cli owner=true args=now llm=true`);
+  }, 240_000);
+
   it("a bad manifest and an unmet host requirement exit 3 with a one-line error", async () => {
     const results = await Promise.all(
       ["bad-manifest", "unmet-requirement"].map((name) =>

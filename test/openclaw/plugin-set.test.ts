@@ -69,6 +69,8 @@ describe("loadOpenClawPlugins", () => {
     const entries = (summarizerRecord().registeredWith!.config as { plugins: { entries: Record<string, { config?: unknown }> } }).plugins.entries;
     expect(Object.keys(entries)).toEqual(["summarizer", "recall-memory", "tool-guard"]);
     expect(entries["recall-memory"]!.config).toEqual({ dbPath: db });
+    // OpenClaw's slots: the chosen engine and the memory plugin (lossless-claw's /lcm status reads the engine slot).
+    expect((summarizerRecord().registeredWith!.config as { plugins: { slots?: unknown } }).plugins.slots).toEqual({ memory: "recall-memory", contextEngine: "summarizer" });
     // The guard's before_tool_call and the memory plugin's agent_end are the turn's hooks.
     expect(await loaded.hooks.beforeToolCall!({ sessionId: "s1", threadId: "t", turnId: "u", callId: "c", toolName: "shell", native: true, params: { command: "cat forbidden.txt" } })).toEqual({
       block: true,
@@ -160,6 +162,25 @@ describe("loadOpenClawPlugins", () => {
     ]);
   });
 
+  it("answers a user's /command line with the plugin's handler and OpenClaw's command context; other lines are prompts", async () => {
+    const quiet = await tempPlugin("quiet", `api.registerCommand({ name: "ping", description: "no args", handler: () => ({ text: "pong", mediaUrl: "file:///tmp/p.png" }) });`);
+    loaded = await loadOpenClawPlugins([{ spec: fixture("summarizer"), engine: true }, { spec: quiet }], { cwd, appServer: server() });
+    expect(loaded.findCommand("/summary")).toEqual({ name: "summary", commandBody: "/summary" });
+    expect(loaded.findCommand("  /SUMMARY  last week ")).toEqual({ name: "summary", args: "last week", commandBody: "/summary last week" });
+    for (const line of ["/summaryx", "summary", "hello /summary", "/ping now", "/"]) expect(loaded.findCommand(line)).toBeUndefined();
+    expect(await loaded.runCommand("/summary last week", { sessionId: "s1", sessionKey: "main" })).toEqual({
+      command: "summary",
+      text: "summaries=0 session=s1 key=main channel=cli owner=true args=last week llm=true",
+      media: [],
+      isError: false,
+      continueAgent: false,
+    });
+    expect((await loaded.runCommand("/summary then ask", {}))!.continueAgent).toBe(true);
+    expect(await loaded.runCommand("/ping", {})).toMatchObject({ text: "pong", media: ["file:///tmp/p.png"] });
+    expect(await loaded.runCommand("what is /summary?", {})).toBeUndefined();
+    await expect(loaded.runCommand("/summary fail", {})).rejects.toThrow(/^\/summary failed: summary store unavailable$/);
+  });
+
   it("picks the engine: the plugin asked for, the contextEngine id, the only one, or none; several without a choice is an error", async () => {
     const db = path.join(dir, "m.json");
     const both = [{ spec: fixture("summarizer") }, { spec: fixture("tool-guard") }];
@@ -168,6 +189,7 @@ describe("loadOpenClawPlugins", () => {
     expect(ambiguous.message).toContain("2 context engines registered (summarizer#summarizer, tool-guard#tool-guard)");
     loaded = await loadOpenClawPlugins(both, { cwd, appServer: server(), contextEngine: "tool-guard" });
     expect(loaded.engine?.info.id).toBe("tool-guard");
+    expect((summarizerRecord().registeredWith!.config as { plugins: { slots?: unknown } }).plugins.slots).toEqual({ contextEngine: "tool-guard" });
     expect(loaded.pluginId).toBe("tool-guard");
     await loaded.close();
     loaded = await loadOpenClawPlugins([{ spec: fixture("summarizer") }, { spec: `${fixture("tool-guard")}#tool-guard` }], { cwd, appServer: server() });
@@ -176,9 +198,10 @@ describe("loadOpenClawPlugins", () => {
     loaded = await loadOpenClawPlugins([{ spec: fixture("recall-memory"), config: { dbPath: db } }, { spec: fixture("summarizer") }], { cwd, appServer: server() });
     expect(loaded.engine?.info.id).toBe("summarizer");
     await loaded.close();
-    loaded = await loadOpenClawPlugins([{ spec: fixture("recall-memory"), config: { dbPath: db } }], { cwd, appServer: server() });
+    loaded = await loadOpenClawPlugins([{ spec: fixture("recall-memory"), config: { dbPath: db } }, { spec: await tempPlugin("peek", "globalThis.__ctmConfig = api.config;") }], { cwd, appServer: server() });
     expect(loaded.engine).toBeUndefined();
-    expect(loaded.pluginId).toBe("recall-memory");
+    expect(((globalThis as Record<string, unknown>).__ctmConfig as { plugins: { slots?: unknown } }).plugins.slots).toEqual({ memory: "recall-memory", contextEngine: "legacy" });
+    delete (globalThis as Record<string, unknown>).__ctmConfig;
     const unknown = await loadError(loadOpenClawPlugins([{ spec: fixture("summarizer") }], { cwd, appServer: server(), contextEngine: "lossless-claw" }));
     expect(unknown.code).toBe("UNKNOWN_ENGINE_ID");
     expect(unknown.message).toContain("no engine lossless-claw; registered: summarizer");

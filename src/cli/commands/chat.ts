@@ -20,10 +20,12 @@ import { setUpTurnCommand, type TurnCommandOptions, type TurnSetup } from "../tu
 
 type ChatOptions = TurnCommandOptions & { json?: boolean };
 
-/** A prompt to run, with the images attached (`/image FILE`) before it was typed. */
+/** A prompt to run, with the images attached (`/image FILE`) before it was typed; or a plugin command line. */
 interface QueuedPrompt {
   text: string;
   images: PromptImage[];
+  /** A plugin command (`/name args`): answered by the plugin, a turn only if it asks for one. */
+  command?: boolean;
 }
 
 /** The prompt queue between the reader and the turn loop. */
@@ -31,8 +33,8 @@ class PromptQueue {
   private readonly items: QueuedPrompt[] = [];
   private wake: (() => void) | undefined;
   closed = false;
-  push(text: string, first = false, images: PromptImage[] = []): void {
-    const item = { text, images };
+  push(text: string, first = false, images: PromptImage[] = [], command = false): void {
+    const item = { text, images, ...(command ? { command } : {}) };
     if (first) this.items.unshift(item);
     else this.items.push(item);
     this.wake?.();
@@ -89,6 +91,11 @@ async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch, display:
       // While Codex waits for an approval, the line typed is its answer, not a steer or the next prompt.
       if (questions?.answer(text)) return;
       if (text.startsWith(IMAGE_COMMAND)) return attachImage(text.slice(IMAGE_COMMAND.length).trim(), attached, say);
+      // A plugin command is never a steer: it runs between turns, in the order typed.
+      if (setup.loaded.findCommand?.(text)) {
+        if (running) say("(plugin command queued: it runs when the turn ends)");
+        return queue.push(text, false, [], true);
+      }
       if (!running) return queue.push(text, false, attached.splice(0));
       running.steer(text);
       if (!out.json) view?.note("(steer sent)");
@@ -110,6 +117,10 @@ async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch, display:
     reader.prompt();
     for (let next = await queue.next(); next !== undefined && watch.received === undefined; next = await queue.next()) {
       const prompt = next.text;
+      if (next.command && (await setup.answerCommand(prompt, out)) !== "continueAgent") {
+        if (queue.closed === false) reader.prompt();
+        continue;
+      }
       setup.recordTurnRequest(prompt);
       view = out.json ? undefined : createTurnRenderer(process.stdout, reader.tty);
       display.view = view;
@@ -188,7 +199,8 @@ export function chatCommand(done: (code: number) => void): Command {
     "after",
     `
 Each line is a prompt; a line ending in "\\" continues on the next, and a bracketed paste is one prompt (sent with
-Enter). "/image FILE" attaches an image (PNG, JPEG, GIF or WebP) to the next prompt. A prompt typed while a turn
+Enter). "/image FILE" attaches an image (PNG, JPEG, GIF or WebP) to the next prompt. "/name args" runs a loaded
+plugin's command (e.g. "/lcm status"), answered by the plugin without the model, between turns. A prompt typed while a turn
 runs is sent as a steer; a steer the turn did not take runs next ("steer not taken, running next: ..."). With
 --approve ask, each approval request Codex makes is shown as a question and the next line typed answers it: y
 (approve), s (approve for the session), anything else denies; unanswered for 300 s: denied. Ctrl-C aborts the

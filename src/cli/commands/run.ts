@@ -84,6 +84,9 @@ async function runAction(prompt: string, opts: RunOptions): Promise<number> {
   try {
     const setup = await setUpTurnCommand(opts, out);
     try {
+      // A plugin command (`/lcm status`) is the plugin's to answer, without a turn unless it asks for one.
+      const answer = await setup.answerCommand(prompt, out);
+      if (answer === "answered" || answer === "failed") return answer === "failed" ? EXIT.turnFailed : EXIT.ok;
       setup.recordTurnRequest(prompt);
       const turn = runCodexTurn({ ...setup.baseParams(), prompt, ...(images.length > 0 ? { images } : {}), signal: ac.signal });
       const r = await settleWithin(turn, watch, SIGNAL_SETTLE_MS);
