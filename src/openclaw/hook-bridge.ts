@@ -6,6 +6,7 @@
  */
 import type { AgentEndEvent, AfterToolCallEvent, BeforeAgentFinalizeEvent, BeforePromptBuildContext, BeforePromptBuildResult, BeforeToolCallResult, CodexTurnHooks, CompactionHookEvent, LlmInputEvent, LlmOutputEvent, ToolCallHookEvent } from "../hooks/types.js";
 import { errorText } from "./errors.js";
+import { decideFinalize, type FinalizeRetryBudget } from "./finalize-decision.js";
 import { hookHandlers, type PluginRegistry } from "./registry.js";
 
 /** What every hook context carries (OpenClaw's `PluginHookAgentContext` fields this host knows). */
@@ -137,6 +138,7 @@ export function createPluginTurnHooks(registry: PluginRegistry, pluginId: string
   const run = (name: string, event: unknown, ctx: unknown) => runPluginHook(registry, pluginId, name, event, ctx);
   const model = () => base().modelId ?? "default";
   const hooks: CodexTurnHooks = {};
+  const finalizeRetries: FinalizeRetryBudget = new Map();
   if (has("before_prompt_build") || has("before_agent_start")) {
     hooks.beforePromptBuild = async (ctx: BeforePromptBuildContext) => {
       const event = { prompt: ctx.prompt, messages: [...ctx.messages] };
@@ -174,12 +176,9 @@ export function createPluginTurnHooks(registry: PluginRegistry, pluginId: string
         { runId: e.turnId, sessionId: e.sessionId, turnId: e.turnId, provider: base().modelProviderId, model: model(), stopHookActive: e.stopHookActive, lastAssistantMessage: e.assistantText },
         ctxFor(e.sessionId, { runId: e.turnId }),
       );
-      // The first plugin asking for a revision wins (OpenClaw: "request one more model pass").
-      for (const raw of results) {
-        const r = raw as { action?: unknown; reason?: unknown } | undefined;
-        if (r?.action === "revise" && typeof r.reason === "string" && r.reason.trim() !== "") return { action: "revise" as const, reason: r.reason };
-      }
-      return undefined;
+      // OpenClaw's rule over all handlers: finalize wins, reasons join, retries are bounded per turn and key.
+      const decision = decideFinalize(results, e.turnId, finalizeRetries);
+      return decision.action === "revise" ? { action: "revise" as const, reason: decision.reason } : undefined;
     };
   }
   if (has("before_tool_call")) hooks.beforeToolCall = (e) => beforeToolCall(e, run, ctxFor);

@@ -59,7 +59,7 @@ describe("plugin hooks as turn hooks", () => {
     expect(seen[0]![2]).toMatchObject({ sessionId: "s1", modelProviderId: "codex", modelId: "gpt-test", workspaceDir: "/work" });
   });
 
-  it("before_agent_finalize can ask for one more model pass; the first plugin asking wins", async () => {
+  it("before_agent_finalize can ask for one more model pass; the reasons of all handlers asking join (OpenClaw's rule)", async () => {
     const events: unknown[] = [];
     const revise = pluginWith((api) => {
       api.on("before_agent_finalize", ((e: unknown) => (events.push(e), undefined)) as never);
@@ -67,7 +67,7 @@ describe("plugin hooks as turn hooks", () => {
       api.on("before_agent_finalize", (() => ({ action: "revise", reason: "second" })) as never);
     });
     const event = { sessionId: "s1", threadId: "th", turnId: "tu", assistantText: "done", codexStatus: "inProgress", stopHookActive: true };
-    expect(await revise.beforeAgentFinalize!(event)).toEqual({ action: "revise", reason: "cite the file" });
+    expect(await revise.beforeAgentFinalize!(event)).toEqual({ action: "revise", reason: "cite the file\n\nsecond" });
     expect(events).toEqual([{ runId: "tu", sessionId: "s1", turnId: "tu", provider: "codex", model: "gpt-test", stopHookActive: true, lastAssistantMessage: "done" }]);
     const pass = pluginWith((api) => api.on("before_agent_finalize", (() => ({ action: "revise", reason: "  " })) as never));
     expect(await pass.beforeAgentFinalize!(event)).toBeUndefined();

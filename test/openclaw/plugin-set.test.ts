@@ -125,6 +125,16 @@ describe("loadOpenClawPlugins", () => {
     await expect(loaded.hooks.beforePromptBuild!(promptCtx("question"))).rejects.toThrow(/^plugin broken-memory before_agent_start hook failed: embeddings endpoint unreachable$/);
   });
 
+  it("before_agent_finalize across plugins: finalize from any plugin wins over a revision, revision reasons join", async () => {
+    const reviser = await tempPlugin("reviser", `api.on("before_agent_finalize", () => ({ action: "revise", reason: "add a summary" }));`);
+    const also = await tempPlugin("also", `api.on("before_agent_finalize", () => ({ action: "revise", reason: "cite the file" }));`);
+    const closer = await tempPlugin("closer", `api.on("before_agent_finalize", (e) => (e.lastAssistantMessage === "final" ? { action: "finalize" } : undefined));`);
+    loaded = await loadOpenClawPlugins([{ spec: reviser }, { spec: also }, { spec: closer }], { cwd, appServer: server() });
+    const event = { sessionId: "s", threadId: "t", turnId: "u", codexStatus: "inProgress" as const, stopHookActive: false };
+    expect(await loaded.hooks.beforeAgentFinalize!({ ...event, assistantText: "draft" })).toEqual({ action: "revise", reason: "add a summary\n\ncite the file" });
+    expect(await loaded.hooks.beforeAgentFinalize!({ ...event, assistantText: "final" })).toBeUndefined();
+  });
+
   it("runs hooks of all plugins by priority, then load order", async () => {
     const seen: string[] = [];
     (globalThis as Record<string, unknown>).__ctmSeen = seen;
