@@ -90,6 +90,9 @@ export {
   type PluginCommandInvocation,
   type PluginCommandOutcome,
   type PluginCommandSession,
+  type PluginApprovalCallback,
+  type PluginApprovalDecision,
+  type PluginToolApprovalRequest,
   type LlmPolicy,
   type PluginLoadErrorCode,
 } from "./openclaw/index.js";

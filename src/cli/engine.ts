@@ -10,7 +10,7 @@ import type { Logger } from "pino";
 import type { CodexAppServer } from "../codex/app-server.js";
 import { assertContextEngine } from "../context-engine/contract.js";
 import { createWindowEngine } from "../context-engine/engines/index.js";
-import { loadOpenClawPlugins, PluginLoadError, type LoadedOpenClawPlugins, type OpenClawPluginSpec } from "../openclaw/index.js";
+import { loadOpenClawPlugins, PluginLoadError, type LoadedOpenClawPlugins, type OpenClawPluginSpec, type PluginApprovalCallback } from "../openclaw/index.js";
 import type { ContextEngine } from "../context-engine/types.js";
 import type { CodexTurnParams } from "../params.js";
 import { CliError, envError } from "./errors.js";
@@ -44,6 +44,8 @@ export interface LoadCliEngineOptions {
   pluginConfigs?: Record<string, unknown>;
   /** `--context-engine`: the engine id to use when the plugins register several. */
   contextEngine?: string;
+  /** Decides plugins' `requireApproval` (from `--approve`). */
+  onPluginApproval?: PluginApprovalCallback;
   /** The default engine's options when no `--engine` is given. */
   defaultEngine: Parameters<typeof createWindowEngine>[0];
   appServer: CodexAppServer;
@@ -107,6 +109,7 @@ async function loadSpecs(options: LoadCliEngineOptions, signal: AbortSignal): Pr
       signal,
       ...(options.pluginConfigs ? { pluginConfigs: options.pluginConfigs } : {}),
       ...(options.contextEngine !== undefined ? { contextEngine: options.contextEngine } : {}),
+      ...(options.onPluginApproval ? { onPluginApproval: options.onPluginApproval } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.model ? { model: options.model } : {}),
       ...(options.tokenBudget !== undefined ? { tokenBudget: options.tokenBudget } : {}),

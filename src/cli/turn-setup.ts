@@ -8,6 +8,7 @@ import path from "node:path";
 import type { InspectionEvent } from "xstate";
 import type { CodexApprovalDecision, CodexApprovalRequest } from "../codex/approvals.js";
 import type { CodexTurnParams } from "../params.js";
+import type { PluginApprovalCallback } from "../openclaw/index.js";
 import { createTrajectoryWriter, type TrajectoryWriter } from "../trajectory/index.js";
 import { engineLoadInputs, loadCliEngine, type LoadedEngine } from "./engine.js";
 import { QUESTION_TIMEOUT_MS } from "./chat/approvals.js";
@@ -69,6 +70,7 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
     cleanups.push(() => server.dispose());
     const loaded = await loadCliEngine({
       ...engineInputs,
+      onPluginApproval: pluginApprover(opts.approve, out, interactive.askApproval),
       defaultEngine: opts.budget !== undefined ? { tokenBudget: opts.budget } : {},
       appServer: server.codex,
       ...(opts.model ? { model: opts.model } : {}),
@@ -147,8 +149,8 @@ async function workingDirectory(dir: string): Promise<string> {
 
 const DECISIONS: Record<Exclude<ApproveAnswer, "ask">, CodexApprovalDecision> = { deny: "deny", approve: "approve", "approve-for-session": "approveForSession" };
 
-/** Asks the person at the terminal (`--approve ask`); the answer is already printed when it resolves. */
-export type ApprovalAsker = (request: CodexApprovalRequest, question: string) => Promise<CodexApprovalDecision>;
+/** Asks the person at the terminal (`--approve ask`) a one-line question; the answer is already printed when it resolves. */
+export type ApprovalAsker = (question: string) => Promise<CodexApprovalDecision>;
 
 /** What an approval request asks, in one line (no file contents). */
 export function describeApproval(r: CodexApprovalRequest): string {
@@ -164,6 +166,22 @@ export function describeApproval(r: CodexApprovalRequest): string {
   }
 }
 
+const PLUGIN_DECISIONS = { approve: "allow-once", approveForSession: "allow-always", deny: "deny" } as const;
+
+/**
+ * `--approve` for plugins' `requireApproval` (a `before_tool_call` asking before a tool runs): `ask` puts the question
+ * to the person at the chat; otherwise the fixed answer (deny by default), printed as a note.
+ */
+function pluginApprover(approve: ApproveAnswer | undefined, out: Out, ask: ApprovalAsker | undefined): PluginApprovalCallback {
+  return async (request) => {
+    const what = `codex-turn: plugin ${request.pluginId} asks approval for ${request.toolName}: ${request.title}${request.description ? ` (${request.description})` : ""}`;
+    if (approve === "ask" && ask) return PLUGIN_DECISIONS[await ask(what)];
+    const decision = PLUGIN_DECISIONS[DECISIONS[approve === "ask" || approve === undefined ? "deny" : approve]];
+    out.note(`${what} -> ${decision}`);
+    return decision;
+  };
+}
+
 /** The work options as turn parameters: `cwd`, `sandbox`, `approvalPolicy`, and `--approve` as the `onApproval` answer. */
 function workParams(opts: Partial<WorkOptionValues>, cwd: string | undefined, out: Out, ask: ApprovalAsker | undefined): Partial<CodexTurnParams> {
   const where = {
@@ -174,7 +192,7 @@ function workParams(opts: Partial<WorkOptionValues>, cwd: string | undefined, ou
   if (opts.approve === "ask" && ask) {
     return {
       ...where,
-      onApproval: (request: CodexApprovalRequest) => ask(request, `codex-turn: approval ${request.kind}: ${describeApproval(request)}`),
+      onApproval: (request: CodexApprovalRequest) => ask(`codex-turn: approval ${request.kind}: ${describeApproval(request)}`),
       // The question's own timeout denies first, visibly; the turn's bound is only the backstop.
       timeouts: { approvalMs: QUESTION_TIMEOUT_MS + 5_000 },
     };

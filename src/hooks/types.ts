@@ -162,4 +162,15 @@ export interface CodexTurnHooks {
   afterCompaction?(event: CompactionHookEvent): void | Promise<void>;
   /** Every lifecycle state the machine enters, in order. */
   onState?(state: string): void;
+  /**
+   * What a `beforeToolCall` that throws, times out or answers something malformed means for the call: `"allow"` (the
+   * default: it runs, with a warning) or `"block"` (it is blocked with "Tool call blocked because before_tool_call hook
+   * failed": OpenClaw's fail-closed policy, which the OpenClaw plugin host sets).
+   */
+  beforeToolCallFailure?: "allow" | "block";
+  /**
+   * Bound on one `beforeToolCall`, ms (default: the turn's `timeouts.engineCallMs`). A hook that waits for a person
+   * (a plugin's `requireApproval`) needs longer; the OpenClaw plugin host sets it when it has an approver.
+   */
+  beforeToolCallTimeoutMs?: number;
 }

@@ -5,8 +5,10 @@
  * message carries each plugin's own text, so the turn host's warning shows it.
  */
 import type { AgentEndEvent, AfterToolCallEvent, BeforeAgentFinalizeEvent, BeforePromptBuildContext, BeforePromptBuildResult, BeforeToolCallResult, CodexTurnHooks, CompactionHookEvent, LlmInputEvent, LlmOutputEvent, ToolCallHookEvent } from "../hooks/types.js";
+import { BEFORE_TOOL_CALL_FAILURE_REASON } from "../turn/hook-runner.js";
 import { errorText } from "./errors.js";
 import { decideFinalize, type FinalizeRetryBudget } from "./finalize-decision.js";
+import { DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS, decidePluginApproval, type ApprovalOutcome, type PluginApprovalCallback, type RememberedApprovals } from "./tool-approval.js";
 import { hookHandlers, type PluginRegistry } from "./registry.js";
 
 /** What every hook context carries (OpenClaw's `PluginHookAgentContext` fields this host knows). */
@@ -20,18 +22,26 @@ export interface HookContextBase {
 }
 
 /** Every handler of `name` run in OpenClaw's order: the results of those that returned, the failures by plugin. */
-export async function settlePluginHook(registry: PluginRegistry, pluginId: string, name: string, event: unknown, ctx: unknown): Promise<{ results: unknown[]; failures: string[] }> {
+export async function settlePluginHook(
+  registry: PluginRegistry,
+  pluginId: string,
+  name: string,
+  event: unknown,
+  ctx: unknown,
+): Promise<{ results: unknown[]; owners: string[]; failures: string[] }> {
   const results: unknown[] = [];
+  const owners: string[] = [];
   const byPlugin = new Map<string, string[]>();
   for (const { handler, pluginId: owner } of hookHandlers(registry, name)) {
     try {
       results.push(await (handler as (e: unknown, c: unknown) => unknown)(event, ctx));
+      owners.push(owner ?? pluginId);
     } catch (error) {
       const who = owner ?? pluginId;
       byPlugin.set(who, [...(byPlugin.get(who) ?? []), errorText(error)]);
     }
   }
-  return { results, failures: [...byPlugin].map(([who, texts]) => `plugin ${who} ${name} hook failed: ${texts.join("; ")}`) };
+  return { results, owners, failures: [...byPlugin].map(([who, texts]) => `plugin ${who} ${name} hook failed: ${texts.join("; ")}`) };
 }
 
 /**
@@ -132,7 +142,12 @@ function compactionEvent(e: CompactionHookEvent, after: boolean): Record<string,
  * await runCodexTurn({ ...params, hooks });
  * ```
  */
-export function createPluginTurnHooks(registry: PluginRegistry, pluginId: string, base: () => HookContextBase): CodexTurnHooks {
+export function createPluginTurnHooks(
+  registry: PluginRegistry,
+  pluginId: string,
+  base: () => HookContextBase,
+  options: { onPluginApproval?: PluginApprovalCallback; pluginApprovalTimeoutMs?: number } = {},
+): CodexTurnHooks {
   const has = (name: string) => registry.hooks.some((h) => h.name === name);
   const ctxFor = (sessionId: string | undefined, extra: Record<string, unknown> = {}) => ({ ...base(), ...(sessionId ? { sessionId } : {}), ...extra });
   const run = (name: string, event: unknown, ctx: unknown) => runPluginHook(registry, pluginId, name, event, ctx);
@@ -142,7 +157,7 @@ export function createPluginTurnHooks(registry: PluginRegistry, pluginId: string
   if (has("before_prompt_build") || has("before_agent_start")) {
     hooks.beforePromptBuild = async (ctx: BeforePromptBuildContext) => {
       const event = { prompt: ctx.prompt, messages: [...ctx.messages] };
-      const settle = (name: string) => (has(name) ? settlePluginHook(registry, pluginId, name, event, ctxFor(ctx.sessionId)) : { results: [], failures: [] });
+      const settle = (name: string) => (has(name) ? settlePluginHook(registry, pluginId, name, event, ctxFor(ctx.sessionId)) : { results: [], owners: [], failures: [] });
       const promptBuild = await settle("before_prompt_build");
       const beforeAgentStart = await settle("before_agent_start");
       const failures = [...promptBuild.failures, ...beforeAgentStart.failures];
@@ -181,7 +196,19 @@ export function createPluginTurnHooks(registry: PluginRegistry, pluginId: string
       return decision.action === "revise" ? { action: "revise" as const, reason: decision.reason } : undefined;
     };
   }
-  if (has("before_tool_call")) hooks.beforeToolCall = (e) => beforeToolCall(e, run, ctxFor);
+  if (has("before_tool_call")) {
+    const approvals: RememberedApprovals = new Set();
+    const settle = (event: unknown, ctx: unknown) => settlePluginHook(registry, pluginId, "before_tool_call", event, ctx);
+    const approvalMs = options.pluginApprovalTimeoutMs ?? DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS;
+    hooks.beforeToolCall = (e) =>
+      beforeToolCall(e, settle, ctxFor, (raw, owner) =>
+        decidePluginApproval(raw, { pluginId: owner, toolName: openClawToolName(e), toolCallId: e.callId, sessionId: e.sessionId }, options.onPluginApproval, approvals, approvalMs),
+      );
+    // OpenClaw's before_tool_call is fail-closed: a handler that throws, hangs or answers nonsense blocks the call.
+    hooks.beforeToolCallFailure = "block";
+    // A person deciding an approval needs longer than an engine call; the handlers' own work gets 10 s on top.
+    if (options.onPluginApproval) hooks.beforeToolCallTimeoutMs = approvalMs + 10_000;
+  }
   if (has("after_tool_call")) {
     hooks.afterToolCall = async (e: AfterToolCallEvent) => {
       const toolName = openClawToolName(e);
@@ -210,20 +237,28 @@ export function openClawToolName(e: Pick<ToolCallHookEvent, "toolName" | "native
 
 async function beforeToolCall(
   e: ToolCallHookEvent,
-  run: (name: string, event: unknown, ctx: unknown) => Promise<unknown[]>,
+  settle: (event: unknown, ctx: unknown) => Promise<{ results: unknown[]; owners: string[]; failures: string[] }>,
   ctxFor: (sessionId: string | undefined, extra?: Record<string, unknown>) => unknown,
+  approve: (requireApproval: unknown, pluginId: string) => Promise<ApprovalOutcome>,
 ): Promise<BeforeToolCallResult | undefined> {
   let params = toolParams(e.params);
   const toolName = openClawToolName(e);
-  const results = await run("before_tool_call", { toolName, params, runId: e.turnId, toolCallId: e.callId }, ctxFor(e.sessionId, { toolName, toolCallId: e.callId, runId: e.turnId }));
+  const { results, owners, failures } = await settle({ toolName, params, runId: e.turnId, toolCallId: e.callId }, ctxFor(e.sessionId, { toolName, toolCallId: e.callId, runId: e.turnId }));
+  if (failures.length > 0) return { block: true, blockReason: BEFORE_TOOL_CALL_FAILURE_REASON };
   let rewritten = false;
-  for (const raw of results) {
-    const r = raw as { block?: unknown; blockReason?: unknown; params?: unknown } | undefined;
-    if (r?.block === true) return { block: true, ...(typeof r.blockReason === "string" ? { blockReason: r.blockReason } : {}) };
+  let approval: { raw: unknown; owner: string } | undefined;
+  for (const [i, raw] of results.entries()) {
+    const r = raw as { block?: unknown; blockReason?: unknown; params?: unknown; requireApproval?: unknown } | undefined;
+    if (r?.block === true) return { block: true, blockReason: typeof r.blockReason === "string" && r.blockReason !== "" ? r.blockReason : "Tool call blocked by plugin hook" };
+    if (r?.requireApproval !== undefined && r.requireApproval !== null) approval ??= { raw: r.requireApproval, owner: owners[i]! };
     if (typeof r?.params === "object" && r.params !== null) {
-      params = r.params as Record<string, unknown>;
+      params = { ...params, ...(r.params as Record<string, unknown>) };
       rewritten = true;
     }
+  }
+  if (approval) {
+    const outcome = await approve(approval.raw, approval.owner);
+    if (!outcome.allow) return { block: true, blockReason: outcome.reason };
   }
   return rewritten ? { params } : undefined;
 }

@@ -22,6 +22,7 @@ import { CODEX_DEFAULT_MODEL, CODEX_LLM_PROVIDER, DEFAULT_LLM_POLICY, createCode
 import { locatePlugin, parsePluginSpec, type LocatedPlugin } from "./locate.js";
 import { createPluginRegistry, mergePluginRegistries, type PluginRegistry } from "./registry.js";
 import { matchPluginCommand, runPluginCommand, type PluginCommandInvocation, type PluginCommandOutcome, type PluginCommandSession } from "./commands.js";
+import type { PluginApprovalCallback } from "./tool-approval.js";
 import { engineCandidates, selectEngine, type EngineCandidate, type EngineOffer } from "./engine-choice.js";
 import { describeUnmet, hostCapabilities, unmetHostRequirements } from "./requirements.js";
 import { setSdkHostLogger } from "./sdk/index.js";
@@ -91,6 +92,15 @@ export interface LoadContextEngineOptions {
    * by `close()`. Without `appServer` there is no `runtime.subagent` (plugins detect its absence).
    */
   subagentSessionDir?: string;
+  /**
+   * Decides what a plugin's `before_tool_call` sends for approval (`requireApproval`): `"allow-once"`,
+   * `"allow-always"` (remembered for that plugin, tool and title while loaded) or `"deny"`. Without it such calls are
+   * blocked ("Plugin approval unavailable (no approval route)"), as OpenClaw does with no approval route. An approval
+   * unanswered within the request's `timeoutMs` (default 120 s), at most `pluginApprovalTimeoutMs`, blocks the call.
+   */
+  onPluginApproval?: PluginApprovalCallback;
+  /** The longest a plugin approval may wait, ms (default 120,000, OpenClaw's default). */
+  pluginApprovalTimeoutMs?: number;
 }
 
 async function importEntry(located: LocatedPlugin, spec: string): Promise<Record<string, unknown>> {
@@ -454,7 +464,10 @@ async function assemblePlugins(p: {
   return {
     engine,
     dynamicTools,
-    hooks: createPluginTurnHooks(registry, label, hookBase),
+    hooks: createPluginTurnHooks(registry, label, hookBase, {
+      ...(opts.onPluginApproval ? { onPluginApproval: opts.onPluginApproval } : {}),
+      ...(opts.pluginApprovalTimeoutMs !== undefined ? { pluginApprovalTimeoutMs: opts.pluginApprovalTimeoutMs } : {}),
+    }),
     runtimeContext: p.runtimeContext,
     commands: registry.commands.map(({ name, description }) => ({ name, ...(description !== undefined ? { description } : {}) })),
     findCommand: (line) => matchPluginCommand(registry.commands, line),

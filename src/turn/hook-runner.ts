@@ -16,6 +16,9 @@ import type {
 } from "../hooks/types.js";
 import { errorLabel } from "../log/error-label.js";
 
+/** Why a call is blocked when its `beforeToolCall` failed under `beforeToolCallFailure: "block"` (OpenClaw's words). */
+export const BEFORE_TOOL_CALL_FAILURE_REASON = "Tool call blocked because before_tool_call hook failed";
+
 /** Observation hooks: fire and forget from the turn's point of view (their failures are warnings). */
 export type ObservationHook = "llmInput" | "llmOutput" | "agentEnd" | "afterToolCall" | "beforeCompaction" | "afterCompaction";
 
@@ -67,19 +70,28 @@ export function createHookRunner(p: {
   };
   const call = async <T>(name: string, fn: () => T | Promise<T>, signal?: AbortSignal): Promise<T> =>
     callEngine(`${name} hook`, async () => fn(), { timeoutMs: p.timeoutMs, ...(signal ? { signal } : {}) });
-  /** A deciding hook: its validated result, else undefined (absent, failed or malformed: a warning). */
-  const decide = async <T>(name: "beforeAgentFinalize" | "beforeToolCall", schema: z.ZodType<T | null | undefined>, event: unknown): Promise<T | undefined> => {
+  /** A deciding hook: its validated result, else `onFailure` (absent: undefined; failed or malformed: a warning too). */
+  const decide = async <T>(
+    name: "beforeAgentFinalize" | "beforeToolCall",
+    schema: z.ZodType<T | null | undefined>,
+    event: unknown,
+    o: { onFailure?: T; timeoutMs?: number } = {},
+  ): Promise<T | undefined> => {
     const hook = hooks[name] as ((e: unknown) => unknown) | undefined;
     if (typeof hook !== "function") return undefined;
     try {
-      const parsed = schema.safeParse(await call(name, () => hook.call(hooks, event)));
+      const run = () => hook.call(hooks, event);
+      const raw = o.timeoutMs !== undefined ? await callEngine(`${name} hook`, async () => run(), { timeoutMs: o.timeoutMs }) : await call(name, run);
+      const parsed = schema.safeParse(raw);
       if (!parsed.success) throw new Error(`malformed result: ${parsed.error.issues[0]?.message ?? "invalid"}`);
       return parsed.data ?? undefined;
     } catch (error) {
       failed(name, error);
-      return undefined;
+      return o.onFailure;
     }
   };
+  // Fail-closed hosts (the OpenClaw plugin host) block a call whose hook failed instead of letting it run.
+  const toolCallFailure: BeforeToolCallResult | undefined = hooks.beforeToolCallFailure === "block" ? { block: true, blockReason: BEFORE_TOOL_CALL_FAILURE_REASON } : undefined;
   return {
     has: (name) => typeof hooks[name] === "function",
     async observe(name, event) {
@@ -107,7 +119,11 @@ export function createHookRunner(p: {
       return parsed.data ?? undefined;
     },
     beforeAgentFinalize: (event) => decide("beforeAgentFinalize", beforeAgentFinalizeResultSchema, event),
-    beforeToolCall: (event) => decide("beforeToolCall", beforeToolCallResultSchema, event),
+    beforeToolCall: (event) =>
+      decide("beforeToolCall", beforeToolCallResultSchema, event, {
+        ...(toolCallFailure ? { onFailure: toolCallFailure } : {}),
+        ...(hooks.beforeToolCallTimeoutMs !== undefined ? { timeoutMs: hooks.beforeToolCallTimeoutMs } : {}),
+      }),
     onState(state) {
       try {
         hooks.onState?.(state);

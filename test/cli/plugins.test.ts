@@ -125,6 +125,19 @@ describe("codex-turn with OpenClaw plugins", () => {
     expect(records[1]!.text).toBe(`summaries=0 session=${sessionId} key=main channel=cli owner=true args=now llm=true`);
   }, 240_000);
 
+  it("a plugin's requireApproval for Codex's own command is put to --approve: deny blocks it, approve lets it run", async () => {
+    for (const approve of ["deny", "approve"] as const) {
+      const ws = await mkdtemp(path.join(dir, `approval-${approve}-`));
+      const script = path.join(ws, "script.json");
+      await writeFile(script, JSON.stringify([{ functionCall: { name: "exec_command", arguments: { cmd: "echo x > guarded.txt", workdir: ws } } }, { text: "done. Summary: tried" }]));
+      const args = ["run", "write it", "--session", path.join(ws, "s.jsonl"), "--offline", "--offline-script", script, "--engine", fixture("tool-guard")];
+      const r = await runCli([...args, "--cwd", ws, "--sandbox", "workspace-write", "--native-tool-hooks", "--approve", approve], { cwd: dir, env: { HOME: ws } });
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.stdout).toContain(`codex-turn: plugin tool-guard asks approval for exec: Write a guarded file (the command writes a file the guard protects) -> ${approve === "deny" ? "deny" : "allow-once"}`);
+      expect(existsSync(path.join(ws, "guarded.txt"))).toBe(approve === "approve");
+    }
+  }, 240_000);
+
   it("a bad manifest and an unmet host requirement exit 3 with a one-line error", async () => {
     const results = await Promise.all(
       ["bad-manifest", "unmet-requirement"].map((name) =>

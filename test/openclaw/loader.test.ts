@@ -39,8 +39,10 @@ describe("loadContextEngine: OpenClaw plugins", () => {
     expect(loaded.commands).toEqual([{ name: "summary", description: "Show the summarizer's state" }]);
     expect(loaded.recordedRegistrations.get("registerService")).toBe(1);
     expect(Object.keys(loaded.hooks).sort()).toEqual(
-      ["afterCompaction", "afterToolCall", "agentEnd", "beforeAgentFinalize", "beforeCompaction", "beforePromptBuild", "beforeToolCall", "llmInput", "llmOutput"].sort(),
+      ["afterCompaction", "afterToolCall", "agentEnd", "beforeAgentFinalize", "beforeCompaction", "beforePromptBuild", "beforeToolCall", "beforeToolCallFailure", "llmInput", "llmOutput"].sort(),
     );
+    // OpenClaw's before_tool_call is fail-closed.
+    expect(loaded.hooks.beforeToolCallFailure).toBe("block");
     expect(loaded.runtimeContext).toMatchObject({ provider: "codex", model: "gpt-test", tokenBudget: 900 });
     expect(typeof (loaded.runtimeContext.llm as { complete?: unknown }).complete).toBe("function");
     const rec = summarizerRecord();

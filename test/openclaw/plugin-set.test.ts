@@ -135,6 +135,59 @@ describe("loadOpenClawPlugins", () => {
     expect(await loaded.hooks.beforeAgentFinalize!({ ...event, assistantText: "final" })).toBeUndefined();
   });
 
+  it("before_tool_call: a failing handler blocks the call (fail-closed); requireApproval runs the call only when approved", async () => {
+    const resolutions: string[] = [];
+    (globalThis as Record<string, unknown>).__ctmResolutions = resolutions;
+    const gate = await tempPlugin(
+      "gate",
+      `api.on("before_tool_call", (e) => {
+        if (e.params.command === "crash") throw new Error("policy store offline");
+        if (String(e.params.command).startsWith("deploy")) return {
+          params: { reason: "gated" },
+          requireApproval: { title: "Deploy", description: "runs the deploy script", severity: "critical", timeoutMs: 200,
+            onResolution: (d) => { globalThis.__ctmResolutions.push(d); } },
+        };
+      });`,
+    );
+    const veto = await tempPlugin("veto", `api.on("before_tool_call", (e) => (e.params.command === "deploy --force" ? { block: true, blockReason: "no force" } : undefined));`);
+    const asked: unknown[] = [];
+    let answer: "allow-once" | "allow-always" | "deny" | "hang" = "deny";
+    loaded = await loadOpenClawPlugins([{ spec: gate }, { spec: veto }], {
+      cwd,
+      appServer: server(),
+      onPluginApproval: (request) => {
+        asked.push(request);
+        return answer === "hang" ? new Promise<never>(() => undefined) : answer;
+      },
+    });
+    // With an approver, the hook's bound is the approval's (OpenClaw's 120 s default) plus the handlers' own 10 s.
+    expect(loaded.hooks.beforeToolCallTimeoutMs).toBe(130_000);
+    const call = (command: string, callId = "c1") => loaded!.hooks.beforeToolCall!({ sessionId: "s1", threadId: "t", turnId: "u", callId, toolName: "shell", native: true, params: { command } });
+    expect(await call("crash")).toEqual({ block: true, blockReason: "Tool call blocked because before_tool_call hook failed" });
+    expect(await call("ls")).toBeUndefined();
+    expect(await call("deploy")).toEqual({ block: true, blockReason: "Denied by user" });
+    expect(asked).toEqual([{ pluginId: "gate", toolName: "exec", toolCallId: "c1", sessionId: "s1", title: "Deploy", description: "runs the deploy script", severity: "critical", allowedDecisions: ["allow-once", "allow-always", "deny"] }]);
+    // Another plugin's block wins before anyone is asked.
+    expect(await call("deploy --force")).toEqual({ block: true, blockReason: "no force" });
+    expect(asked).toHaveLength(1);
+    answer = "allow-once";
+    expect(await call("deploy")).toEqual({ params: { command: "deploy", reason: "gated" } });
+    answer = "hang";
+    expect(await call("deploy")).toEqual({ block: true, blockReason: "Approval timed out" });
+    answer = "allow-always";
+    expect(await call("deploy", "c2")).toEqual({ params: { command: "deploy", reason: "gated" } });
+    const before = asked.length;
+    expect(await call("deploy", "c3")).toEqual({ params: { command: "deploy", reason: "gated" } });
+    expect(asked).toHaveLength(before); // remembered: not asked again
+    expect(resolutions).toEqual(["deny", "allow-once", "timeout", "allow-always", "allow-always"]);
+    await loaded.close();
+    // No approver: blocked, as OpenClaw without an approval route.
+    loaded = await loadOpenClawPlugins([{ spec: gate }], { cwd, appServer: server() });
+    expect(await call("deploy")).toEqual({ block: true, blockReason: "Plugin approval unavailable (no approval route)" });
+    expect(loaded.hooks.beforeToolCallTimeoutMs).toBeUndefined();
+    delete (globalThis as Record<string, unknown>).__ctmResolutions;
+  });
+
   it("runs hooks of all plugins by priority, then load order", async () => {
     const seen: string[] = [];
     (globalThis as Record<string, unknown>).__ctmSeen = seen;

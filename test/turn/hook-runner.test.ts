@@ -54,3 +54,35 @@ describe("beforePromptBuild", () => {
     await expect(runner({ beforePromptBuild: () => ({ warnings: "not a list" }) as never }).r.beforePromptBuild(ctx)).rejects.toThrow(/^malformed result: warnings:/);
   });
 });
+
+describe("beforeToolCallFailure", () => {
+  it("\"block\": a hook that throws, hangs or answers nonsense blocks the call (OpenClaw's fail-closed policy), with a warning", async () => {
+    const call = { sessionId: "s", threadId: "th", turnId: "tu", callId: "c", toolName: "shell", native: true, params: {} };
+    for (const hook of [
+      () => {
+        throw new Error("guard crashed");
+      },
+      () => new Promise<never>(() => undefined),
+      () => ({ block: "maybe" }) as never,
+    ] as Array<CodexTurnHooks["beforeToolCall"]>) {
+      const closed = runner({ beforeToolCall: hook, beforeToolCallFailure: "block" });
+      expect(await closed.r.beforeToolCall(call)).toEqual({ block: true, blockReason: "Tool call blocked because before_tool_call hook failed" });
+      expect(closed.warnings).toHaveLength(1);
+      const open = runner({ beforeToolCall: hook });
+      expect(await open.r.beforeToolCall(call)).toBeUndefined();
+    }
+    // A hook that answers is unaffected by the policy.
+    expect(await runner({ beforeToolCall: () => undefined, beforeToolCallFailure: "block" }).r.beforeToolCall(call)).toBeUndefined();
+  });
+});
+
+describe("beforeToolCallTimeoutMs", () => {
+  it("bounds beforeToolCall instead of the engine-call bound: a person may take longer than an engine call", async () => {
+    const call = { sessionId: "s", threadId: "th", turnId: "tu", callId: "c", toolName: "shell", native: true, params: {} };
+    const slow = () => new Promise((resolve) => setTimeout(() => resolve({ block: true, blockReason: "decided late" }), 300));
+    const patient = createHookRunner({ hooks: { beforeToolCall: slow, beforeToolCallTimeoutMs: 2_000 }, timeoutMs: 100, logger: pino({ level: "silent" }), ids: {}, warn: () => undefined });
+    expect(await patient.beforeToolCall(call)).toEqual({ block: true, blockReason: "decided late" });
+    const hasty = createHookRunner({ hooks: { beforeToolCall: slow }, timeoutMs: 100, logger: pino({ level: "silent" }), ids: {}, warn: () => undefined });
+    expect(await hasty.beforeToolCall(call)).toBeUndefined();
+  });
+});

@@ -1,10 +1,10 @@
 /**
- * `chat --approve ask`: the person at the chat answers Codex's approval requests. A request is shown as a question;
+ * `chat --approve ask`: the person at the chat answers Codex's approval requests (and plugins' `requireApproval`). A request is shown as a question;
  * the next line typed answers it (instead of being a steer). Requests that arrive together (a sub-agent's too) are
  * asked one at a time, in order. A question nobody answers within `timeoutMs` is denied, shown as such, before the
  * turn's own bound (`timeouts.approvalMs`) would deny it silently; an aborted turn denies what is still open.
  */
-import type { CodexApprovalDecision, CodexApprovalRequest } from "../../codex/approvals.js";
+import type { CodexApprovalDecision } from "../../codex/approvals.js";
 
 /** How long a question waits for the person (then denied, shown as such). */
 export const QUESTION_TIMEOUT_MS = 300_000;
@@ -53,8 +53,8 @@ export class ApprovalQuestions {
     return this.open.length > 0;
   }
 
-  /** Ask about `request` (`question` is its one-line description); resolves with the decision. */
-  ask(_request: CodexApprovalRequest, question: string): Promise<CodexApprovalDecision> {
+  /** Ask `question` (a request's one-line description); resolves with the decision. */
+  ask(question: string): Promise<CodexApprovalDecision> {
     return new Promise((resolve) => {
       this.open.push({ question, resolve, timer: undefined });
       if (this.open.length === 1) this.present();

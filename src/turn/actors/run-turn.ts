@@ -10,6 +10,9 @@ import type { ToolCallHookEvent } from "../../hooks/types.js";
 import { errorCode } from "../../log/error-label.js";
 import type { TurnDeps } from "../deps.js";
 
+/** How much longer the client waits for an interceptor than the hook runner waits for the hook. */
+const INTERCEPTOR_MARGIN_MS = 5_000;
+
 interface Channel {
   sendBack(event: RunTurnEmitted): void;
   stopped(): boolean;
@@ -98,7 +101,8 @@ async function startCodexTurn(
       ...(p.timeouts?.toolCallMs !== undefined ? { toolCallTimeoutMs: p.timeouts.toolCallMs } : {}),
       ...(p.timeouts?.approvalMs !== undefined ? { approvalTimeoutMs: p.timeouts.approvalMs, userInputTimeoutMs: p.timeouts.approvalMs } : {}),
       ...(p.timeouts?.retryWithoutProgressMs !== undefined ? { retryWithoutProgressMs: p.timeouts.retryWithoutProgressMs } : {}),
-      toolInterceptorTimeoutMs: deps.engineCallMs,
+      // A little over the hook runner's own bound, so the runner's decision (fail-closed hosts block) comes first.
+      toolInterceptorTimeoutMs: Math.max(deps.engineCallMs, p.hooks?.beforeToolCallTimeoutMs ?? 0) + INTERCEPTOR_MARGIN_MS,
       // Codex-side warnings (a tool handler that timed out or returned a non-string): ids and names only.
       onWarning: (w: { message?: string; code?: string }) => deps.hostWarnings.push(w.message ?? String(w.code)),
       ...(p.onApproval ? { onApproval: p.onApproval } : {}),

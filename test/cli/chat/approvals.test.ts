@@ -22,8 +22,8 @@ describe("chat --approve ask questions", () => {
     const shown: string[] = [];
     const q = new ApprovalQuestions((l) => shown.push(l), 60_000);
     expect(q.answer("y")).toBe(false); // nothing open: the line is a prompt or a steer
-    const first = q.ask(request, "run A");
-    const second = q.ask(request, "run B");
+    const first = q.ask("run A");
+    const second = q.ask("run B");
     expect(q.waiting).toBe(true);
     expect(shown).toEqual(["run A -- approve? [y]es / [s]ession / [N]o"]);
     expect(q.answer("s")).toBe(true);
@@ -38,9 +38,9 @@ describe("chat --approve ask questions", () => {
   it("an unanswered question is denied at its timeout, visibly; an ended turn denies what is open", async () => {
     const shown: string[] = [];
     const q = new ApprovalQuestions((l) => shown.push(l), 30);
-    expect(await q.ask(request, "run slow")).toBe("deny");
+    expect(await q.ask("run slow")).toBe("deny");
     expect(shown.at(-1)).toBe("run slow -> deny (no answer within 0 s)");
-    const open = [q.ask(request, "run X"), q.ask(request, "run Y")];
+    const open = [q.ask("run X"), q.ask("run Y")];
     q.denyAll("the turn ended");
     expect(await Promise.all(open)).toEqual(["deny", "deny"]);
     expect(shown.slice(-2)).toEqual(["run X -> deny (the turn ended)", "run Y -> deny (the turn ended)"]);

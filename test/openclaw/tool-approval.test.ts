@@ -1,0 +1,37 @@
+/** A plugin's requireApproval answer, decided: allowed decisions, malformed requests, a failing approver. */
+import { describe, expect, it } from "vitest";
+import { decidePluginApproval } from "../../src/openclaw/tool-approval.js";
+
+const call = { pluginId: "gate", toolName: "exec", toolCallId: "c1" };
+
+describe("decidePluginApproval", () => {
+  it("an answer the plugin does not allow counts as deny; the plugin's own id and timeout reason are used", async () => {
+    const seen: string[] = [];
+    const raw = { title: "Wipe", description: "", allowedDecisions: ["deny"], pluginId: "owner", onResolution: (d: string) => void seen.push(d) };
+    expect(await decidePluginApproval(raw, call, () => "allow-once", new Set())).toEqual({ allow: false, reason: "Denied by user" });
+    expect(seen).toEqual(["deny"]);
+    const asked: string[] = [];
+    await decidePluginApproval({ title: "Wipe", description: "d", timeoutMs: 20, timeoutReason: "nobody answered" }, call, (r) => (asked.push(r.pluginId), new Promise(() => undefined)), new Set()).then((o) =>
+      expect(o).toEqual({ allow: false, reason: "nobody answered" }),
+    );
+    expect(await decidePluginApproval(raw, call, (r) => (asked.push(r.pluginId), "deny"), new Set())).toMatchObject({ allow: false });
+    expect(asked).toEqual(["gate", "owner"]);
+  });
+
+  it("a malformed request or a failing approver blocks the call", async () => {
+    expect(await decidePluginApproval({ description: "no title" }, call, () => "allow-once", new Set())).toEqual({
+      allow: false,
+      reason: "Plugin approval required (the plugin's approval request is malformed)",
+    });
+    expect(
+      await decidePluginApproval({ title: "T", description: "" }, call, () => {
+        throw new Error("ui gone");
+      }, new Set()),
+    ).toEqual({ allow: false, reason: "Plugin approval required (the approver failed)" });
+  });
+
+  it("a plugin's onResolution that throws changes nothing", async () => {
+    const raw = { title: "T", description: "", onResolution: () => { throw new Error("observer broke"); } };
+    expect(await decidePluginApproval(raw, call, () => "allow-once", new Set())).toEqual({ allow: true });
+  });
+});
