@@ -1,6 +1,6 @@
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import type { BeforeAgentFinalizeEvent, CodexTurnHooks } from "../../src/hooks/types.js";
+import type { BeforeAgentFinalizeEvent, BeforeToolCallResult, CodexTurnHooks } from "../../src/hooks/types.js";
 import { createHookRunner } from "../../src/turn/hook-runner.js";
 
 const event: BeforeAgentFinalizeEvent = { sessionId: "s", threadId: "th", turnId: "tu", assistantText: "done", codexStatus: "inProgress", stopHookActive: false };
@@ -79,7 +79,7 @@ describe("beforeToolCallFailure", () => {
 describe("beforeToolCallTimeoutMs", () => {
   it("bounds beforeToolCall instead of the engine-call bound: a person may take longer than an engine call", async () => {
     const call = { sessionId: "s", threadId: "th", turnId: "tu", callId: "c", toolName: "shell", native: true, params: {} };
-    const slow = () => new Promise((resolve) => setTimeout(() => resolve({ block: true, blockReason: "decided late" }), 300));
+    const slow = () => new Promise<BeforeToolCallResult>((resolve) => setTimeout(() => resolve({ block: true, blockReason: "decided late" }), 300));
     const patient = createHookRunner({ hooks: { beforeToolCall: slow, beforeToolCallTimeoutMs: 2_000 }, timeoutMs: 100, logger: pino({ level: "silent" }), ids: {}, warn: () => undefined });
     expect(await patient.beforeToolCall(call)).toEqual({ block: true, blockReason: "decided late" });
     const hasty = createHookRunner({ hooks: { beforeToolCall: slow }, timeoutMs: 100, logger: pino({ level: "silent" }), ids: {}, warn: () => undefined });
