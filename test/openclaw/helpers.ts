@@ -3,7 +3,9 @@ import { cp, mkdir, mkdtemp } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { expect } from "vitest";
 import type { CodexAppServer } from "../../src/codex/app-server.js";
+import { PluginLoadError } from "../../src/openclaw/index.js";
 
 export const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/openclaw-plugins");
 export const fixture = (name: string) => path.join(FIXTURES, name);
@@ -72,4 +74,16 @@ export function scriptedAppServer(reply = "a short summary", status: "completed"
     },
   };
   return { server: server as unknown as CodexAppServer, threads, turns };
+}
+
+/** The `PluginLoadError` a load rejects with (its message one line, as the CLI prints it). */
+export async function loadError(promise: Promise<unknown>): Promise<PluginLoadError> {
+  const caught = await promise.then(
+    () => undefined,
+    (error: unknown) => error,
+  );
+  expect(caught).toBeInstanceOf(PluginLoadError);
+  const error = caught as PluginLoadError;
+  expect(error.message).not.toContain("\n");
+  return error;
 }

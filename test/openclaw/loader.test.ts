@@ -5,18 +5,7 @@ import { pathToFileURL } from "node:url";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadContextEngine, PluginLoadError, type LoadedContextEngine } from "../../src/openclaw/index.js";
 import { nativeImport } from "../../src/openclaw/sdk-resolver.js";
-import { fixture, installFixturesAsPackages, resetSummarizerRecord, scriptedAppServer, summarizerRecord } from "./helpers.js";
-
-async function loadError(promise: Promise<unknown>): Promise<PluginLoadError> {
-  const caught = await promise.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  expect(caught).toBeInstanceOf(PluginLoadError);
-  const error = caught as PluginLoadError;
-  expect(error.message).not.toContain("\n");
-  return error;
-}
+import { fixture, loadError, installFixturesAsPackages, resetSummarizerRecord, scriptedAppServer, summarizerRecord } from "./helpers.js";
 
 const cwd = process.cwd();
 let loaded: LoadedContextEngine | undefined;

@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadContextEngine, loadOpenClawPlugins, PluginLoadError, type LoadedOpenClawPlugins } from "../../src/openclaw/index.js";
 import type { BeforePromptBuildContext } from "../../src/hooks/types.js";
-import { fixture, resetSummarizerRecord, scriptedAppServer, summarizerRecord } from "./helpers.js";
+import { fixture, loadError, resetSummarizerRecord, scriptedAppServer, summarizerRecord } from "./helpers.js";
 
 const cwd = process.cwd();
 const RECALL = Symbol.for("ctm.fixture.recall-memory");
@@ -24,15 +24,6 @@ async function tempPlugin(id: string, body: string): Promise<string> {
   const file = path.join(dir, `${id}.mjs`);
   await writeFile(file, `export default { id: ${JSON.stringify(id)}, register(api) {\n${body}\n} };\n`);
   return file;
-}
-
-async function loadError(promise: Promise<unknown>): Promise<PluginLoadError> {
-  const caught = await promise.then(
-    () => undefined,
-    (error: unknown) => error,
-  );
-  expect(caught).toBeInstanceOf(PluginLoadError);
-  return caught as PluginLoadError;
 }
 
 /** The Codex app-server stand-in the summarizer's `runtime-llm-complete` requirement needs. */
