@@ -91,6 +91,7 @@ export {
   type PluginCommandOutcome,
   type PluginCommandSession,
   type PluginApprovalCallback,
+  type PluginHookPolicy,
   type PluginApprovalDecision,
   type PluginToolApprovalRequest,
   type LlmPolicy,

@@ -10,7 +10,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import type { CodexLlm } from "./llm.js";
 import type { HostSubagentRuntime } from "./subagent.js";
-import type { ContextEngineFactory, PluginHookHandler, PluginRegistry } from "./registry.js";
+import { hookPolicyRefusal, type ContextEngineFactory, type PluginHookHandler, type PluginHookPolicy, type PluginRegistry } from "./registry.js";
 import { toSdkLogger, type SdkLogger } from "./sdk/index.js";
 
 /** The OpenClaw plugin-API version this host implements (the `openclaw` release its types are checked against). */
@@ -19,7 +19,7 @@ export const OPENCLAW_PLUGIN_API_VERSION = "2026.9.6";
 /** OpenClaw's `config` as this host builds it: the plugin's entry (its config and llm policy), and the model when known. */
 export type HostOpenClawConfig = Record<string, unknown> & {
   plugins: {
-    entries: Record<string, { enabled: boolean; config?: unknown; llm?: { allowModelOverride: boolean; allowedModels: string[] } }>;
+    entries: Record<string, { enabled: boolean; config?: unknown; hooks?: PluginHookPolicy; llm?: { allowModelOverride: boolean; allowedModels: string[] } }>;
     /** OpenClaw's slots: `contextEngine` (the engine the turns run with, "legacy" for none), `memory` (a memory plugin). */
     slots?: { contextEngine?: string; memory?: string };
   };
@@ -77,6 +77,8 @@ const RECORDED_ONLY = [
 
 export interface CreatePluginApiOptions {
   id: string;
+  /** OpenClaw's `plugins.entries.<id>.hooks`: which hooks the plugin may register. */
+  hookPolicy?: PluginHookPolicy;
   name: string;
   version?: string;
   description?: string;
@@ -150,6 +152,13 @@ export function createPluginApi(opts: CreatePluginApiOptions): HostPluginApi {
     },
     on(hookName, handler, hookOpts) {
       if (typeof handler !== "function") throw new TypeError(`on(${String(hookName)}): handler must be a function`);
+      // As OpenClaw: a refused hook is not registered (the plugin loads; the refusal is logged and listed).
+      const refusal = hookPolicyRefusal(opts.id, hookName, opts.hookPolicy);
+      if (refusal) {
+        registry.blockedHooks.push({ pluginId: opts.id, hook: hookName, reason: refusal });
+        logger.warn({ event: "openclaw.plugin.hook.blocked", pluginId: opts.id, hook: hookName }, `typed hook "${hookName}" ${refusal}`);
+        return;
+      }
       registry.hooks.push({ name: hookName, handler, priority: hookOpts?.priority ?? 0, order: order++, pluginId: opts.id });
     },
     session: { controls: { registerSessionAction } },

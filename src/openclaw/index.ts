@@ -11,6 +11,7 @@ export {
   type LoadedOpenClawPlugins,
   type OpenClawPluginSpec,
 } from "./loader.js";
+export type { PluginHookPolicy } from "./registry.js";
 export type { PluginApprovalCallback, PluginApprovalDecision, PluginToolApprovalRequest } from "./tool-approval.js";
 export type { PluginCommandInvocation, PluginCommandOutcome, PluginCommandSession } from "./commands.js";
 export { PluginLoadError, type PluginLoadErrorCode } from "./errors.js";

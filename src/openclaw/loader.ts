@@ -20,7 +20,7 @@ import { PluginLoadError, errorText } from "./errors.js";
 import { createPluginTurnHooks, runPluginHook } from "./hook-bridge.js";
 import { CODEX_DEFAULT_MODEL, CODEX_LLM_PROVIDER, DEFAULT_LLM_POLICY, createCodexLlm, type CodexLlm, type LlmPolicy } from "./llm.js";
 import { locatePlugin, parsePluginSpec, type LocatedPlugin } from "./locate.js";
-import { createPluginRegistry, mergePluginRegistries, type PluginRegistry } from "./registry.js";
+import { createPluginRegistry, mergePluginRegistries, type PluginHookPolicy, type PluginRegistry } from "./registry.js";
 import { matchPluginCommand, runPluginCommand, type PluginCommandInvocation, type PluginCommandOutcome, type PluginCommandSession } from "./commands.js";
 import type { PluginApprovalCallback } from "./tool-approval.js";
 import { engineCandidates, selectEngine, type EngineCandidate, type EngineOffer } from "./engine-choice.js";
@@ -152,9 +152,9 @@ function resolveLlmPolicy(spec: string, policy: unknown): LlmPolicy {
 }
 
 /** OpenClaw's config as the plugins see it: every loaded plugin's entry (its config and llm policy), and the model. */
-function buildConfig(entries: ReadonlyArray<{ pluginId: string; config: unknown }>, model: string | undefined, llmPolicy: LlmPolicy): HostOpenClawConfig {
+function buildConfig(entries: ReadonlyArray<{ pluginId: string; config: unknown; hooks?: PluginHookPolicy }>, model: string | undefined, llmPolicy: LlmPolicy): HostOpenClawConfig {
   const byId: HostOpenClawConfig["plugins"]["entries"] = {};
-  for (const { pluginId, config } of entries) byId[pluginId] = { enabled: true, ...(config !== undefined ? { config } : {}), llm: llmPolicy };
+  for (const { pluginId, config, hooks } of entries) byId[pluginId] = { enabled: true, ...(config !== undefined ? { config } : {}), ...(hooks ? { hooks: { ...hooks } } : {}), llm: llmPolicy };
   return {
     plugins: { entries: byId },
     ...(model ? { agents: { defaults: { model: { primary: `${CODEX_LLM_PROVIDER}/${model}` } } } } : {}),
@@ -169,6 +169,13 @@ export interface OpenClawPluginSpec {
   config?: unknown;
   /** Take the context engine from this plugin (its only engine, or the one named like its manifest id). */
   engine?: boolean;
+  /**
+   * OpenClaw's `plugins.entries.<id>.hooks`: `allowConversationAccess: false` refuses the plugin's conversation hooks
+   * (`llm_input`, `llm_output`, `before_agent_finalize`, `agent_end`, ...), `allowPromptInjection: false` its
+   * prompt-changing ones (`before_prompt_build`, `before_agent_start`). Both default to allowed here: the caller chose
+   * the plugin (OpenClaw refuses conversation hooks of non-bundled plugins unless allowed).
+   */
+  hooks?: PluginHookPolicy;
 }
 
 /** Options of {@link loadOpenClawPlugins}: those of {@link loadContextEngine} (configuration is per plugin) and the engine choice. */
@@ -193,6 +200,8 @@ export interface LoadedOpenClawPlugins extends Omit<LoadedContextEngine, "engine
   pluginIds: string[];
   /** Tools and commands dropped because an earlier plugin registered the name (OpenClaw: "plugin tool name conflict"). */
   conflicts: Array<{ pluginId: string; tool?: string; command?: string }>;
+  /** Hook registrations a plugin's hook policy refused. */
+  blockedHooks: ReadonlyArray<{ pluginId: string; hook: string; reason: string }>;
 }
 
 /** One imported spec: an OpenClaw plugin (registered later) or a bare engine module. */
@@ -239,6 +248,7 @@ async function registerPlugin(
     source: located.entry,
     rootDir: located.rootDir,
     ...(p.config !== undefined ? { pluginConfig: p.config as Record<string, unknown> } : {}),
+    ...(p.input.hooks ? { hookPolicy: p.input.hooks } : {}),
     config: hostConfig,
     llm,
     ...(subagent ? { subagent } : {}),
@@ -304,7 +314,7 @@ function resolveAllTools(
 export async function loadContextEngine(spec: string, opts: LoadContextEngineOptions): Promise<LoadedContextEngine> {
   const { pluginConfig, ...rest } = opts;
   const loaded = await loadOpenClawPlugins([{ spec, ...(pluginConfig !== undefined ? { config: pluginConfig } : {}), engine: true }], rest);
-  const { engine, pluginIds: _ids, conflicts: _conflicts, ...result } = loaded;
+  const { engine, pluginIds: _ids, conflicts: _conflicts, blockedHooks: _blocked, ...result } = loaded;
   // `engine: true` made a plugin without one fail (NO_ENGINE) before anything started.
   return { ...result, engine: engine! };
 }
@@ -349,7 +359,7 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
   }
   const stray = Object.keys(opts.pluginConfigs ?? {}).filter((id) => !seen.has(id));
   if (stray.length > 0) throw new PluginLoadError("CONFIG_INVALID", specs, `pluginConfigs names no loaded plugin: ${stray.join(", ")} (loaded: ${[...seen].join(", ") || "none"})`);
-  const hostConfig = buildConfig(asPlugins.map((p) => ({ pluginId: p.pluginId, config: p.config })), opts.model, policy);
+  const hostConfig = buildConfig(asPlugins.map((p) => ({ pluginId: p.pluginId, config: p.config, ...(p.input.hooks ? { hooks: p.input.hooks } : {}) })), opts.model, policy);
   // OpenClaw's slots as the plugins read them (lossless-claw's `/lcm status` reports whether it is the selected engine).
   const memoryPlugin = asPlugins.find((p) => [p.located.manifest?.kind, p.shape.pluginKind].flat().includes("memory"));
   hostConfig.plugins.slots = { ...(opts.contextEngine !== undefined ? { contextEngine: opts.contextEngine } : {}), ...(memoryPlugin ? { memory: memoryPlugin.pluginId } : {}) };
@@ -475,6 +485,7 @@ async function assemblePlugins(p: {
     ...(enginePluginId !== undefined ? { pluginId: enginePluginId } : parts.length === 1 ? { pluginId: parts[0]!.pluginId } : {}),
     pluginIds: parts.map((x) => x.pluginId),
     conflicts,
+    blockedHooks: registry.blockedHooks,
     recordedRegistrations: registry.recordedOnly,
     sessionStart: async (event) => void (await runPluginHook(registry, label, "session_start", event, { sessionId: event.sessionId, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) })),
     sessionEnd: async (event) => void (await runPluginHook(registry, label, "session_end", event, { sessionId: event.sessionId, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) })),

@@ -45,11 +45,13 @@ export interface PluginRegistry {
   hooks: HookRegistration[];
   /** Registration methods the plugin called that this host accepts but does not act on, with counts. */
   recordedOnly: Map<string, number>;
+  /** Hook registrations the plugin's hook policy refused (OpenClaw's `plugins.entries.<id>.hooks`), with why. */
+  blockedHooks: Array<{ pluginId: string; hook: string; reason: string }>;
 }
 
 /** An empty registry. */
 export function createPluginRegistry(): PluginRegistry {
-  return { engines: new Map(), tools: [], commands: [], hooks: [], recordedOnly: new Map() };
+  return { engines: new Map(), tools: [], commands: [], hooks: [], recordedOnly: new Map(), blockedHooks: [] };
 }
 
 /**
@@ -95,6 +97,43 @@ export function mergePluginRegistries(parts: ReadonlyArray<{ pluginId: string; r
       merged.commands.push(command);
     }
     for (const [method, count] of registry.recordedOnly) merged.recordedOnly.set(method, (merged.recordedOnly.get(method) ?? 0) + count);
+    merged.blockedHooks.push(...registry.blockedHooks);
   }
   return { registry: merged, commandConflicts };
+}
+
+/** OpenClaw's per-plugin hook policy (`plugins.entries.<id>.hooks`). */
+export interface PluginHookPolicy {
+  /** `false`: the plugin's conversation hooks (`llm_input`, `llm_output`, `before_agent_finalize`, `agent_end`, ...) are not registered. */
+  allowConversationAccess?: boolean;
+  /** `false`: the plugin's prompt-changing hooks (`before_prompt_build`, `before_agent_start`) are not registered. */
+  allowPromptInjection?: boolean;
+}
+
+/** The hooks OpenClaw counts as raw conversation access. */
+export const CONVERSATION_HOOKS: ReadonlySet<string> = new Set([
+  "before_model_resolve",
+  "before_agent_reply",
+  "llm_input",
+  "llm_output",
+  "before_agent_finalize",
+  "agent_end",
+  "before_agent_run",
+]);
+
+/** The hooks that change what the model is prompted with. */
+export const PROMPT_INJECTION_HOOKS: ReadonlySet<string> = new Set(["before_prompt_build", "before_agent_start"]);
+
+/**
+ * Why `policy` refuses a registration of `hook` by `pluginId`, or undefined when it may register.
+ *
+ * @example
+ * ```ts
+ * hookPolicyRefusal("mem", "agent_end", { allowConversationAccess: false }); // "blocked by plugins.entries.mem.hooks.allowConversationAccess=false"
+ * ```
+ */
+export function hookPolicyRefusal(pluginId: string, hook: string, policy: PluginHookPolicy | undefined): string | undefined {
+  if (policy?.allowConversationAccess === false && CONVERSATION_HOOKS.has(hook)) return `blocked by plugins.entries.${pluginId}.hooks.allowConversationAccess=false`;
+  if (policy?.allowPromptInjection === false && PROMPT_INJECTION_HOOKS.has(hook)) return `blocked by plugins.entries.${pluginId}.hooks.allowPromptInjection=false`;
+  return undefined;
 }

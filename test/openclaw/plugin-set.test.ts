@@ -179,6 +179,27 @@ describe("loadOpenClawPlugins", () => {
     delete (globalThis as Record<string, unknown>).__ctmResolutions;
   });
 
+  it("applies OpenClaw's per-plugin hook policy: conversation hooks or prompt injection refused, the plugin still loads", async () => {
+    const db = path.join(dir, "m.json");
+    const peek = await tempPlugin("peek", "globalThis.__ctmConfig = api.config;");
+    loaded = await loadOpenClawPlugins(
+      [{ spec: fixture("recall-memory"), config: { dbPath: db }, hooks: { allowConversationAccess: false } }, { spec: peek }],
+      { cwd, appServer: server() },
+    );
+    expect(loaded.blockedHooks).toEqual([{ pluginId: "recall-memory", hook: "agent_end", reason: "blocked by plugins.entries.recall-memory.hooks.allowConversationAccess=false" }]);
+    expect(loaded.hooks.agentEnd).toBeUndefined();
+    expect(typeof loaded.hooks.beforePromptBuild).toBe("function"); // recall is prompt injection, not conversation access
+    expect(loaded.dynamicTools.map((t) => t.name)).toContain("memory_recall");
+    const entries = ((globalThis as Record<string, unknown>).__ctmConfig as { plugins: { entries: Record<string, { hooks?: unknown }> } }).plugins.entries;
+    expect(entries["recall-memory"]!.hooks).toEqual({ allowConversationAccess: false });
+    await loaded.close();
+    loaded = await loadOpenClawPlugins([{ spec: fixture("recall-memory"), config: { dbPath: db }, hooks: { allowPromptInjection: false } }], { cwd, appServer: server() });
+    expect(loaded.blockedHooks.map((b) => b.hook)).toEqual(["before_agent_start"]);
+    expect(loaded.hooks.beforePromptBuild).toBeUndefined();
+    expect(typeof loaded.hooks.agentEnd).toBe("function");
+    delete (globalThis as Record<string, unknown>).__ctmConfig;
+  });
+
   it("runs hooks of all plugins by priority, then load order", async () => {
     const seen: string[] = [];
     (globalThis as Record<string, unknown>).__ctmSeen = seen;
