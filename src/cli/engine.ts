@@ -44,6 +44,8 @@ export interface LoadCliEngineOptions {
   pluginConfigs?: Record<string, unknown>;
   /** `--context-engine`: the engine id to use when the plugins register several. */
   contextEngine?: string;
+  /** `--openclaw-config`: an OpenClaw config whose `plugins` section configures the loaded plugins. */
+  openClawConfig?: Record<string, unknown>;
   /** Decides plugins' `requireApproval` (from `--approve`). */
   onPluginApproval?: PluginApprovalCallback;
   /** The default engine's options when no `--engine` is given. */
@@ -109,6 +111,7 @@ async function loadSpecs(options: LoadCliEngineOptions, signal: AbortSignal): Pr
       signal,
       ...(options.pluginConfigs ? { pluginConfigs: options.pluginConfigs } : {}),
       ...(options.contextEngine !== undefined ? { contextEngine: options.contextEngine } : {}),
+      ...(options.openClawConfig ? { openClawConfig: options.openClawConfig } : {}),
       ...(options.onPluginApproval ? { onPluginApproval: options.onPluginApproval } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.model ? { model: options.model } : {}),
@@ -149,6 +152,7 @@ export async function loadCliEngine(options: LoadCliEngineOptions): Promise<Load
   const { spec } = options;
   if (spec === undefined && !options.plugins?.length) {
     if (options.contextEngine !== undefined) throw envError("--context-engine needs plugins to choose from (--engine or --plugin)", "ENGINE_LOAD_FAILED");
+    if (options.openClawConfig !== undefined) throw envError("--openclaw-config configures the plugins given with --engine or --plugin; none was given", "ENGINE_LOAD_FAILED");
     const engine = createWindowEngine(options.defaultEngine);
     return { engine, close: async () => undefined };
   }
@@ -214,7 +218,7 @@ export async function readPluginsConfig(file: string): Promise<Record<string, Re
 }
 
 /**
- * The engine options of a command (`--engine`, `--plugin-config`, `--plugin`, `--plugins-config`, `--context-engine`,
+ * The engine options of a command (`--engine`, `--plugin-config`, `--plugin`, `--plugins-config`, `--openclaw-config`, `--context-engine`,
  * `--budget`, `--engine-timeout`) as {@link loadCliEngine} takes them, the config files read and checked.
  *
  * @example
@@ -224,8 +228,9 @@ export async function readPluginsConfig(file: string): Promise<Record<string, Re
  */
 export async function engineLoadInputs(
   opts: EngineOptionValues,
-): Promise<Pick<LoadCliEngineOptions, "spec" | "plugins" | "pluginConfig" | "pluginConfigs" | "contextEngine" | "tokenBudget" | "timeoutMs">> {
+): Promise<Pick<LoadCliEngineOptions, "spec" | "plugins" | "pluginConfig" | "pluginConfigs" | "openClawConfig" | "contextEngine" | "tokenBudget" | "timeoutMs">> {
   const pluginConfig = opts.pluginConfig !== undefined ? await readPluginConfig(opts.pluginConfig) : undefined;
+  const openClawConfig = opts.openclawConfig !== undefined ? await readPluginConfig(opts.openclawConfig, "--openclaw-config") : undefined;
   const pluginConfigs = opts.pluginsConfig !== undefined ? await readPluginsConfig(opts.pluginsConfig) : undefined;
   return {
     spec: opts.engine,
@@ -233,6 +238,7 @@ export async function engineLoadInputs(
     ...(opts.plugin?.length ? { plugins: opts.plugin } : {}),
     ...(pluginConfig ? { pluginConfig } : {}),
     ...(pluginConfigs ? { pluginConfigs } : {}),
+    ...(openClawConfig ? { openClawConfig } : {}),
     ...(opts.contextEngine !== undefined ? { contextEngine: opts.contextEngine } : {}),
     ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}),
   };

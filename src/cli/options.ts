@@ -32,6 +32,7 @@ export interface EngineOptionValues {
   /** `--plugin`, repeatable: OpenClaw plugins loaded beside the engine. */
   plugin?: string[];
   pluginsConfig?: string;
+  openclawConfig?: string;
   contextEngine?: string;
   budget?: number;
   sessionKey?: string;
@@ -69,14 +70,15 @@ export interface TrajectoryOptionValues {
   trajectoryFull?: boolean;
 }
 
-/** `--engine`, `--plugin-config`, `--plugin`, `--plugins-config`, `--context-engine`, `--budget`, `--session-key`, `--engine-timeout`. */
+/** `--engine`, `--plugin-config`, `--plugin`, `--plugins-config`, `--openclaw-config`, `--context-engine`, `--budget`, `--session-key`, `--engine-timeout`. */
 export function addEngineOptions(cmd: Command): Command {
   return cmd
     .option("--engine <spec>", "context engine: a module path, an installed package name, or package#engine-id (OpenClaw plugins too)")
     .option("--plugin-config <file>", "JSON object handed to the plugin as its configuration")
     .option("--plugin <spec>", "another OpenClaw plugin loaded beside the engine (memory, guard or tool plugins); repeatable", (v: string, prev: string[] = []) => [...prev, v])
     .option("--plugins-config <file>", "JSON object of plugin configurations by plugin id ({ \"<id>\": {...} }), as OpenClaw's plugins.entries.<id>.config")
-    .option("--context-engine <id>", "the context engine to use when the loaded plugins register several (OpenClaw's plugins.slots.contextEngine)")
+    .option("--openclaw-config <file>", "an OpenClaw config (JSON, e.g. openclaw.json without comments): plugins.entries.<id>.config/.hooks and plugins.slots.contextEngine")
+    .option("--context-engine <id>", "the context engine to use when the loaded plugins register several (OpenClaw's plugins.slots.contextEngine; legacy: none)")
     .option("--budget <tokens>", "context token budget for the engine (assemble, afterTurn, compact)", positiveInt)
     .option("--session-key <key>", "session key passed to the engine")
     .option("--engine-timeout <ms>", "give up (exit 3) when the engine does not load within this time", positiveInt, 30_000);

@@ -6,6 +6,9 @@ import type { HostOpenClawConfig } from "./api.js";
 import { PluginLoadError } from "./errors.js";
 import type { PluginRegistry } from "./registry.js";
 
+/** The slot value naming OpenClaw's built-in engine (no plugin engine). */
+export const LEGACY_ENGINE_ID = "legacy";
+
 /** What one loaded spec offers: a registered plugin (its registry) or a bare engine module. */
 export type EngineOffer = {
   spec: string;
@@ -61,7 +64,7 @@ export function engineCandidates(offers: readonly EngineOffer[], factoryCtx: { c
 }
 
 /**
- * The engine the turns run with: the one with id `contextEngine` when given, else the one a spec asked for, else the
+ * The engine the turns run with: none for `contextEngine` "legacy", the one with id `contextEngine` when given, else the one a spec asked for, else the
  * only candidate, else none (undefined). Several candidates and no choice is `UNKNOWN_ENGINE_ID`, naming them.
  *
  * @example
@@ -70,6 +73,8 @@ export function engineCandidates(offers: readonly EngineOffer[], factoryCtx: { c
  * ```
  */
 export function selectEngine(candidates: readonly EngineCandidate[], contextEngine: string | undefined, specs: string): EngineCandidate | undefined {
+  // OpenClaw's "legacy" slot value is its built-in engine: no plugin engine.
+  if (contextEngine === LEGACY_ENGINE_ID) return undefined;
   if (contextEngine !== undefined) {
     const match = candidates.filter((c) => c.engineId === contextEngine);
     if (match.length === 1) return match[0];

@@ -191,6 +191,46 @@ export interface LoadOpenClawPluginsOptions extends Omit<LoadContextEngineOption
    * no loaded plugin has is `CONFIG_INVALID` (a misspelt id would otherwise leave a plugin unconfigured).
    */
   pluginConfigs?: Readonly<Record<string, unknown>>;
+  /**
+   * An OpenClaw config (e.g. the contents of `openclaw.json`, parsed); its `plugins` section is used:
+   * `plugins.entries.<id>.config` and `.hooks` for the loaded plugins (entries of plugins not loaded are ignored; a
+   * loaded plugin with `enabled: false` is `CONFIG_INVALID`), `plugins.slots.contextEngine` for the engine ("legacy":
+   * none). A plugin's own `config`/`hooks`, `pluginConfigs`, `contextEngine` and a spec asking for the engine
+   * (`engine: true`, `#engine-id`) take precedence.
+   */
+  openClawConfig?: unknown;
+}
+
+const openClawConfigSchema = z.looseObject({
+  plugins: z
+    .looseObject({
+      entries: z
+        .record(
+          z.string(),
+          z.looseObject({
+            enabled: z.boolean().optional(),
+            config: z.unknown().optional(),
+            hooks: z.looseObject({ allowConversationAccess: z.boolean().optional(), allowPromptInjection: z.boolean().optional() }).optional(),
+          }),
+        )
+        .optional(),
+      slots: z.looseObject({ contextEngine: z.string().min(1).optional() }).optional(),
+    })
+    .optional(),
+});
+
+type OpenClawEntries = NonNullable<NonNullable<z.infer<typeof openClawConfigSchema>["plugins"]>["entries"]>;
+
+/** The `plugins` section of an OpenClaw config; `CONFIG_INVALID` naming the field when it has the wrong shape. */
+function openClawPlugins(config: unknown, specs: string): { entries: OpenClawEntries; contextEngine?: string } {
+  if (config === undefined) return { entries: {} };
+  const parsed = openClawConfigSchema.safeParse(config);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    throw new PluginLoadError("CONFIG_INVALID", specs, `openClawConfig.${issue.path.join(".") || "(config)"}: ${issue.message}`);
+  }
+  const slot = parsed.data.plugins?.slots?.contextEngine;
+  return { entries: parsed.data.plugins?.entries ?? {}, ...(slot !== undefined ? { contextEngine: slot } : {}) };
 }
 
 /** What {@link loadOpenClawPlugins} returns: {@link LoadedContextEngine} for several plugins, the engine optional. */
@@ -212,9 +252,11 @@ interface ImportedPlugin {
   shape: PluginEntryShape | EngineModuleShape;
   pluginId: string | undefined;
   config: unknown;
+  /** The hook policy: the spec's, else the OpenClaw config entry's. */
+  hooks?: PluginHookPolicy;
 }
 
-async function importPlugin(input: OpenClawPluginSpec, opts: LoadOpenClawPluginsOptions): Promise<ImportedPlugin> {
+async function importPlugin(input: OpenClawPluginSpec, opts: LoadOpenClawPluginsOptions, entries: OpenClawEntries): Promise<ImportedPlugin> {
   const { target, engineId } = parsePluginSpec(input.spec);
   const located = await locatePlugin(target, opts.cwd, input.spec);
   opts.signal?.throwIfAborted();
@@ -223,9 +265,12 @@ async function importPlugin(input: OpenClawPluginSpec, opts: LoadOpenClawPlugins
   if (!shape) throw new PluginLoadError("ENTRY_INVALID", input.spec, `${located.entry} exports no plugin (register) and no engine`);
   if (shape.kind === "engine") return { input, requestedEngine: engineId, located, shape, pluginId: undefined, config: undefined };
   const pluginId = located.manifest?.id ?? shape.id ?? located.packageJson?.name ?? path.basename(located.rootDir);
-  const given = input.config !== undefined ? input.config : opts.pluginConfigs && Object.hasOwn(opts.pluginConfigs, pluginId) ? opts.pluginConfigs[pluginId] : undefined;
-  const config = validatePluginConfig(input.spec, shape.configSchema, located.manifest?.configSchema, given);
-  return { input, requestedEngine: engineId, located, shape, pluginId, config };
+  const entry = Object.hasOwn(entries, pluginId) ? entries[pluginId] : undefined;
+  if (entry?.enabled === false) throw new PluginLoadError("CONFIG_INVALID", input.spec, `plugin ${pluginId} is disabled in the OpenClaw config (plugins.entries.${pluginId}.enabled = false)`);
+  const byId = opts.pluginConfigs && Object.hasOwn(opts.pluginConfigs, pluginId) ? opts.pluginConfigs[pluginId] : entry?.config;
+  const config = validatePluginConfig(input.spec, shape.configSchema, located.manifest?.configSchema, input.config !== undefined ? input.config : byId);
+  const hooks = input.hooks ?? entry?.hooks;
+  return { input, requestedEngine: engineId, located, shape, pluginId, config, ...(hooks ? { hooks } : {}) };
 }
 
 /** Call the plugin's `register(api)`; returns what it registered. */
@@ -248,7 +293,7 @@ async function registerPlugin(
     source: located.entry,
     rootDir: located.rootDir,
     ...(p.config !== undefined ? { pluginConfig: p.config as Record<string, unknown> } : {}),
-    ...(p.input.hooks ? { hookPolicy: p.input.hooks } : {}),
+    ...(p.hooks ? { hookPolicy: p.hooks } : {}),
     config: hostConfig,
     llm,
     ...(subagent ? { subagent } : {}),
@@ -349,8 +394,12 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
   installOpenClawSdkResolver();
   setSdkHostLogger(logger);
   opts.signal?.throwIfAborted();
+  const fromConfig = openClawPlugins(opts.openClawConfig, specs);
+  // The config file's slot yields to an explicit choice: the option, or a spec asking for the engine.
+  const asked = plugins.some((p) => p.engine === true || parsePluginSpec(p.spec).engineId !== undefined);
+  const contextEngine = opts.contextEngine ?? (asked ? undefined : fromConfig.contextEngine);
   const imported: ImportedPlugin[] = [];
-  for (const input of plugins) imported.push(await importPlugin(input, opts));
+  for (const input of plugins) imported.push(await importPlugin(input, opts, fromConfig.entries));
   const asPlugins = imported.filter((p): p is ImportedPlugin & { shape: PluginEntryShape; pluginId: string } => p.shape.kind === "plugin");
   const seen = new Set<string>();
   for (const p of asPlugins) {
@@ -359,10 +408,10 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
   }
   const stray = Object.keys(opts.pluginConfigs ?? {}).filter((id) => !seen.has(id));
   if (stray.length > 0) throw new PluginLoadError("CONFIG_INVALID", specs, `pluginConfigs names no loaded plugin: ${stray.join(", ")} (loaded: ${[...seen].join(", ") || "none"})`);
-  const hostConfig = buildConfig(asPlugins.map((p) => ({ pluginId: p.pluginId, config: p.config, ...(p.input.hooks ? { hooks: p.input.hooks } : {}) })), opts.model, policy);
+  const hostConfig = buildConfig(asPlugins.map((p) => ({ pluginId: p.pluginId, config: p.config, ...(p.hooks ? { hooks: p.hooks } : {}) })), opts.model, policy);
   // OpenClaw's slots as the plugins read them (lossless-claw's `/lcm status` reports whether it is the selected engine).
   const memoryPlugin = asPlugins.find((p) => [p.located.manifest?.kind, p.shape.pluginKind].flat().includes("memory"));
-  hostConfig.plugins.slots = { ...(opts.contextEngine !== undefined ? { contextEngine: opts.contextEngine } : {}), ...(memoryPlugin ? { memory: memoryPlugin.pluginId } : {}) };
+  hostConfig.plugins.slots = { ...(contextEngine !== undefined ? { contextEngine } : {}), ...(memoryPlugin ? { memory: memoryPlugin.pluginId } : {}) };
   const llmFor = (pluginId: string | undefined) => createCodexLlm({ ...(opts.appServer ? { appServer: opts.appServer } : {}), ...(opts.model ? { model: opts.model } : {}), ...(pluginId ? { pluginId } : {}), logger, policy });
   // Child runs use the loaded plugins' own wiring, which exists only once the load returns.
   let wiring: SubagentTurnWiring | undefined;
@@ -391,7 +440,7 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
     requestedEngine: p.requestedEngine,
     ...(p.shape.kind === "engine" ? { module: p.shape.create } : { pluginId: p.pluginId!, registry: registries.get(p.pluginId!)!, manifestId: p.located.manifest?.id }),
   }));
-  const chosen = selectEngine(engineCandidates(offers, { config: hostConfig, workspaceDir: opts.cwd }), opts.contextEngine, specs);
+  const chosen = selectEngine(engineCandidates(offers, { config: hostConfig, workspaceDir: opts.cwd }), contextEngine, specs);
   hostConfig.plugins.slots.contextEngine = chosen?.engineId ?? (chosen ? undefined : "legacy");
   if (hostConfig.plugins.slots.contextEngine === undefined) delete hostConfig.plugins.slots.contextEngine;
   const engine = chosen ? await createEngine(chosen.create, chosen.spec, chosen.pluginId ? chosen.engineId : undefined) : undefined;

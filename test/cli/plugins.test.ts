@@ -99,6 +99,18 @@ describe("codex-turn with OpenClaw plugins", () => {
     expect(stray.stderr.trim()).toMatch(/^codex-turn: --plugin \S+recall-memory \(CONFIG_INVALID\): plugin \S+: pluginConfigs names no loaded plugin: summarizer \(loaded: recall-memory\)$/);
   }, 240_000);
 
+  it("--openclaw-config configures the loaded plugins from an OpenClaw config: entries' config and hook policy", async () => {
+    const ws = await mkdtemp(path.join(dir, "openclaw-config-"));
+    const db = path.join(ws, "memories.json");
+    const config = path.join(ws, "openclaw.json");
+    await writeFile(config, JSON.stringify({ plugins: { entries: { "recall-memory": { config: { dbPath: db }, hooks: { allowConversationAccess: false } } }, slots: { contextEngine: "legacy" } } }));
+    const r = await cli(["run", "Remember that I prefer tabs.", "--session", path.join(ws, "s.jsonl"), "--offline", "--plugin", fixture("recall-memory"), "--openclaw-config", config, "--json"], ws);
+    expect(r.code, r.stderr).toBe(0);
+    // Its agent_end (conversation access) was refused: nothing captured; session_start still ran.
+    const store = JSON.parse(await readFile(db, "utf8")) as { memories: unknown[]; sessions: string[] };
+    expect(store).toEqual({ next: 1, memories: [], sessions: ["s"] });
+  }, 240_000);
+
   it("a plugin command is answered by the plugin without a turn, in run and between chat turns; continueAgent runs the turn too", async () => {
     const ws = await mkdtemp(path.join(dir, "commands-"));
     const session = path.join(ws, "s.jsonl");

@@ -200,6 +200,42 @@ describe("loadOpenClawPlugins", () => {
     delete (globalThis as Record<string, unknown>).__ctmConfig;
   });
 
+  it("takes configs, hook policies and the engine slot from an OpenClaw config; flags and specs take precedence", async () => {
+    const db = path.join(dir, "m.json");
+    const openClawConfig = {
+      gateway: { port: 18789 }, // the rest of an openclaw.json is ignored
+      plugins: {
+        entries: {
+          "recall-memory": { enabled: true, config: { dbPath: db }, hooks: { allowConversationAccess: false } },
+          "not-loaded": { enabled: true, config: { anything: 1 } },
+        },
+        slots: { contextEngine: "tool-guard" },
+      },
+    };
+    const three = [{ spec: fixture("summarizer") }, { spec: fixture("recall-memory") }, { spec: fixture("tool-guard") }];
+    loaded = await loadOpenClawPlugins(three, { cwd, appServer: server(), openClawConfig });
+    expect(loaded.engine?.info.id).toBe("tool-guard");
+    expect(loaded.blockedHooks.map((b) => `${b.pluginId}:${b.hook}`)).toEqual(["recall-memory:agent_end"]);
+    expect(await loaded.dynamicTools.find((t) => t.name === "memory_store")!.handler({ text: "x" }, { callId: "c" })).toBe("Stored mem-1");
+    await loaded.close();
+    loaded = await loadOpenClawPlugins(three, { cwd, appServer: server(), openClawConfig, contextEngine: "summarizer" });
+    expect(loaded.engine?.info.id).toBe("summarizer");
+    await loaded.close();
+    loaded = await loadOpenClawPlugins([{ ...three[0]!, engine: true }, three[1]!, three[2]!], { cwd, appServer: server(), openClawConfig });
+    expect(loaded.engine?.info.id).toBe("summarizer"); // the plugin asked for beats the file's slot
+    await loaded.close();
+    loaded = await loadOpenClawPlugins(three, { cwd, appServer: server(), openClawConfig: { plugins: { ...openClawConfig.plugins, slots: { contextEngine: "legacy" } } } });
+    expect(loaded.engine).toBeUndefined();
+    expect((summarizerRecord().registeredWith!.config as { plugins: { slots?: unknown } }).plugins.slots).toEqual({ memory: "recall-memory", contextEngine: "legacy" });
+    await loaded.close();
+    loaded = undefined;
+    const off = await loadError(loadOpenClawPlugins(three, { cwd, appServer: server(), openClawConfig: { plugins: { entries: { ...openClawConfig.plugins.entries, "tool-guard": { enabled: false } } } } }));
+    expect(off.message).toContain("plugin tool-guard is disabled in the OpenClaw config (plugins.entries.tool-guard.enabled = false)");
+    const bad = await loadError(loadOpenClawPlugins(three, { cwd, appServer: server(), openClawConfig: { plugins: { slots: { contextEngine: 7 } } } }));
+    expect(bad.code).toBe("CONFIG_INVALID");
+    expect(bad.message).toContain("openClawConfig.plugins.slots.contextEngine:");
+  });
+
   it("runs hooks of all plugins by priority, then load order", async () => {
     const seen: string[] = [];
     (globalThis as Record<string, unknown>).__ctmSeen = seen;
