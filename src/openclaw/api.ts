@@ -52,7 +52,7 @@ export interface HostPluginApi {
   registerContextEngine: (id: string, factory: ContextEngineFactory) => void;
   registerTool: (tool: unknown, opts?: { name?: string; names?: string[]; optional?: boolean }) => void;
   registerCommand: (command: { name?: string; description?: string; [key: string]: unknown }) => void;
-  on: (hookName: string, handler: PluginHookHandler, opts?: { priority?: number }) => void;
+  on: (hookName: string, handler: PluginHookHandler, opts?: { priority?: number; timeoutMs?: number }) => void;
   session: { controls: { registerSessionAction: (action: unknown) => void } };
   registerSessionAction: (action: unknown) => void;
   [method: string]: unknown;
@@ -159,7 +159,8 @@ export function createPluginApi(opts: CreatePluginApiOptions): HostPluginApi {
         logger.warn({ event: "openclaw.plugin.hook.blocked", pluginId: opts.id, hook: hookName }, `typed hook "${hookName}" ${refusal}`);
         return;
       }
-      registry.hooks.push({ name: hookName, handler, priority: hookOpts?.priority ?? 0, order: order++, pluginId: opts.id });
+      const timeoutMs = typeof hookOpts?.timeoutMs === "number" && Number.isFinite(hookOpts.timeoutMs) && hookOpts.timeoutMs > 0 ? hookOpts.timeoutMs : undefined;
+      registry.hooks.push({ name: hookName, handler, priority: hookOpts?.priority ?? 0, order: order++, pluginId: opts.id, ...(timeoutMs !== undefined ? { timeoutMs } : {}) });
     },
     session: { controls: { registerSessionAction } },
     registerSessionAction,

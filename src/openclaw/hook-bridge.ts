@@ -32,9 +32,10 @@ export async function settlePluginHook(
   const results: unknown[] = [];
   const owners: string[] = [];
   const byPlugin = new Map<string, string[]>();
-  for (const { handler, pluginId: owner } of hookHandlers(registry, name)) {
+  for (const { handler, pluginId: owner, timeoutMs } of hookHandlers(registry, name)) {
     try {
-      results.push(await (handler as (e: unknown, c: unknown) => unknown)(event, ctx));
+      const call = Promise.resolve().then(() => (handler as (e: unknown, c: unknown) => unknown)(event, ctx));
+      results.push(timeoutMs !== undefined ? await withinHandlerTimeout(call, timeoutMs) : await call);
       owners.push(owner ?? pluginId);
     } catch (error) {
       const who = owner ?? pluginId;
@@ -42,6 +43,17 @@ export async function settlePluginHook(
     }
   }
   return { results, owners, failures: [...byPlugin].map(([who, texts]) => `plugin ${who} ${name} hook failed: ${texts.join("; ")}`) };
+}
+
+/** A handler's result, or a rejection "timed out after N ms" (OpenClaw's words) when it takes longer. */
+async function withinHandlerTimeout<T>(call: Promise<T>, timeoutMs: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs}ms`)), timeoutMs)));
+  try {
+    return await Promise.race([call, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /**

@@ -23,6 +23,8 @@ export interface HookRegistration {
   order: number;
   /** The plugin that registered it (named in hook failures when several plugins are loaded together). */
   pluginId?: string;
+  /** The registration's own bound (`api.on(name, handler, { timeoutMs })`): a handler slower than this fails. */
+  timeoutMs?: number;
 }
 
 /** One `api.registerTool(toolOrFactory, opts)` registration. */

@@ -236,6 +236,23 @@ describe("loadOpenClawPlugins", () => {
     expect(bad.message).toContain("openClawConfig.plugins.slots.contextEngine:");
   });
 
+  it("honours a registration's own timeoutMs: the slow handler fails (a tool call is then blocked), the others run", async () => {
+    (globalThis as Record<string, unknown>).__ctmRan = 0;
+    const slow = await tempPlugin(
+      "slow",
+      `api.on("before_tool_call", () => new Promise(() => {}), { timeoutMs: 50 });
+       api.on("agent_end", () => new Promise(() => {}), { timeoutMs: 50 });`,
+    );
+    const other = await tempPlugin("other", `api.on("agent_end", () => { globalThis.__ctmRan++; });`);
+    loaded = await loadOpenClawPlugins([{ spec: slow }, { spec: other }], { cwd, appServer: server() });
+    expect(await loaded.hooks.beforeToolCall!({ sessionId: "s", threadId: "t", turnId: "u", callId: "c", toolName: "shell", native: true, params: {} })).toEqual({
+      block: true,
+      blockReason: "Tool call blocked because before_tool_call hook failed",
+    });
+    await expect(loaded.hooks.agentEnd!({ sessionId: "s", threadId: "t", turnId: "u", status: "completed", messages: [] } as never)).rejects.toThrow(/^plugin slow agent_end hook failed: timed out after 50ms$/);
+    expect((globalThis as Record<string, unknown>).__ctmRan).toBe(1);
+  });
+
   it("runs hooks of all plugins by priority, then load order", async () => {
     const seen: string[] = [];
     (globalThis as Record<string, unknown>).__ctmSeen = seen;
