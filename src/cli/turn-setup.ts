@@ -150,7 +150,7 @@ async function workingDirectory(dir: string): Promise<string> {
 const DECISIONS: Record<Exclude<ApproveAnswer, "ask">, CodexApprovalDecision> = { deny: "deny", approve: "approve", "approve-for-session": "approveForSession" };
 
 /** Asks the person at the terminal (`--approve ask`) a one-line question; the answer is already printed when it resolves. */
-export type ApprovalAsker = (question: string) => Promise<CodexApprovalDecision>;
+export type ApprovalAsker = (question: string, signal?: AbortSignal) => Promise<CodexApprovalDecision>;
 
 /** What an approval request asks, in one line (no file contents). */
 export function describeApproval(r: CodexApprovalRequest): string {
@@ -173,9 +173,9 @@ const PLUGIN_DECISIONS = { approve: "allow-once", approveForSession: "allow-alwa
  * to the person at the chat; otherwise the fixed answer (deny by default), printed as a note.
  */
 function pluginApprover(approve: ApproveAnswer | undefined, out: Out, ask: ApprovalAsker | undefined): PluginApprovalCallback {
-  return async (request) => {
+  return async (request, { signal }) => {
     const what = `codex-turn: plugin ${request.pluginId} asks approval for ${request.toolName}: ${request.title}${request.description ? ` (${request.description})` : ""}`;
-    if (approve === "ask" && ask) return PLUGIN_DECISIONS[await ask(what)];
+    if (approve === "ask" && ask) return PLUGIN_DECISIONS[await ask(what, signal)];
     const decision = PLUGIN_DECISIONS[DECISIONS[approve === "ask" || approve === undefined ? "deny" : approve]];
     out.note(`${what} -> ${decision}`);
     return decision;

@@ -25,8 +25,11 @@ export interface PluginToolApprovalRequest {
   allowedDecisions: PluginApprovalDecision[];
 }
 
-/** Decides a plugin's approval request (a person, a policy). */
-export type PluginApprovalCallback = (request: PluginToolApprovalRequest) => PluginApprovalDecision | Promise<PluginApprovalDecision>;
+/**
+ * Decides a plugin's approval request (a person, a policy). `signal` aborts when the request is no longer waited for
+ * (it timed out): a person's question can be withdrawn then.
+ */
+export type PluginApprovalCallback = (request: PluginToolApprovalRequest, options: { signal: AbortSignal }) => PluginApprovalDecision | Promise<PluginApprovalDecision>;
 
 /** Approvals `allow-always` granted, by plugin, tool and title. */
 export type RememberedApprovals = Set<string>;
@@ -59,10 +62,13 @@ function tell(onResolution: ((d: string) => unknown) | undefined, resolution: st
 }
 
 async function ask(approver: PluginApprovalCallback, request: PluginToolApprovalRequest, timeoutMs: number): Promise<PluginApprovalDecision | "timeout"> {
+  const waiting = new AbortController();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
   try {
-    return await Promise.race([Promise.resolve(approver(request)), timeout]);
+    const answer = await Promise.race([Promise.resolve().then(() => approver(request, { signal: waiting.signal })), timeout]);
+    if (answer === "timeout") waiting.abort();
+    return answer;
   } finally {
     clearTimeout(timer);
   }

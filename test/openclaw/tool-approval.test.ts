@@ -18,6 +18,16 @@ describe("decidePluginApproval", () => {
     expect(asked).toEqual(["gate", "owner"]);
   });
 
+  it("tells the approver when the request stopped waiting (its signal aborts on the timeout)", async () => {
+    let signal: AbortSignal | undefined;
+    const outcome = await decidePluginApproval({ title: "T", description: "", timeoutMs: 20 }, call, (_r, o) => ((signal = o.signal), new Promise(() => undefined)), new Set());
+    expect(outcome).toEqual({ allow: false, reason: "Approval timed out" });
+    expect(signal?.aborted).toBe(true);
+    let answered: AbortSignal | undefined;
+    await decidePluginApproval({ title: "T", description: "" }, call, (_r, o) => ((answered = o.signal), "allow-once"), new Set());
+    expect(answered?.aborted).toBe(false);
+  });
+
   it("a malformed request or a failing approver blocks the call", async () => {
     expect(await decidePluginApproval({ description: "no title" }, call, () => "allow-once", new Set())).toEqual({
       allow: false,

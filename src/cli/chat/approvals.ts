@@ -53,10 +53,15 @@ export class ApprovalQuestions {
     return this.open.length > 0;
   }
 
-  /** Ask `question` (a request's one-line description); resolves with the decision. */
-  ask(question: string): Promise<CodexApprovalDecision> {
+  /**
+   * Ask `question` (a request's one-line description); resolves with the decision. When `signal` aborts first (the
+   * asker stopped waiting), the question is withdrawn, shown as such, and resolves "deny".
+   */
+  ask(question: string, signal?: AbortSignal): Promise<CodexApprovalDecision> {
     return new Promise((resolve) => {
-      this.open.push({ question, resolve, timer: undefined });
+      const entry: OpenQuestion = { question, resolve, timer: undefined };
+      this.open.push(entry);
+      signal?.addEventListener("abort", () => this.withdraw(entry), { once: true });
       if (this.open.length === 1) this.present();
     });
   }
@@ -79,6 +84,14 @@ export class ApprovalQuestions {
     this.show(`${head.question} -- approve? ${APPROVAL_CHOICES}`, true);
     head.timer = setTimeout(() => this.settle("deny", ` (no answer within ${Math.round(this.timeoutMs / 1000)} s)`), this.timeoutMs);
     head.timer.unref();
+  }
+
+  private withdraw(entry: OpenQuestion): void {
+    const at = this.open.indexOf(entry);
+    if (at < 0) return;
+    if (at === 0) return this.settle("deny", " (no longer asked: the request timed out)");
+    this.open.splice(at, 1);
+    entry.resolve("deny");
   }
 
   private settle(decision: CodexApprovalDecision, why: string, askNext = true): void {

@@ -163,7 +163,7 @@ async function chatAction(opts: ChatOptions): Promise<number> {
             if (asking) display.prompt();
           }, QUESTION_TIMEOUT_MS)
         : undefined;
-    const setup = await setUpTurnCommand(opts, out, questions ? { askApproval: (question) => questions.ask(question) } : {});
+    const setup = await setUpTurnCommand(opts, out, questions ? { askApproval: (question, signal) => questions.ask(question, signal) } : {});
     try {
       const code = await chatLoop(setup, out, watch, display, questions);
       if (watch.received === undefined) await holdInspector(setup.inspector, opts.inspectWait, out);

@@ -1,9 +1,5 @@
 import { describe, expect, it } from "vitest";
 import { ApprovalQuestions, parseApprovalAnswer } from "../../../src/cli/chat/approvals.js";
-import type { CodexApprovalRequest } from "../../../src/codex/approvals.js";
-
-const request = { kind: "commandExecution" } as CodexApprovalRequest;
-
 describe("chat --approve ask questions", () => {
   it("y/yes approve, s/session approve for the session, anything else denies", () => {
     expect(["y", " Yes ", "s", "SESSION", "n", "", "sure", "yess"].map(parseApprovalAnswer)).toEqual([
@@ -45,5 +41,26 @@ describe("chat --approve ask questions", () => {
     expect(await Promise.all(open)).toEqual(["deny", "deny"]);
     expect(shown.slice(-2)).toEqual(["run X -> deny (the turn ended)", "run Y -> deny (the turn ended)"]);
     expect(q.waiting).toBe(false);
+  });
+
+  it("a question whose asker stopped waiting is withdrawn: shown as such when it was being asked, silently when queued", async () => {
+    const shown: string[] = [];
+    const q = new ApprovalQuestions((l) => shown.push(l), 60_000);
+    const a = new AbortController();
+    const b = new AbortController();
+    const first = q.ask("run A", a.signal);
+    const second = q.ask("run B", b.signal);
+    const third = q.ask("run C");
+    b.abort(); // queued: withdrawn without a word
+    expect(await second).toBe("deny");
+    a.abort(); // being asked: shown, and the next question comes up
+    expect(await first).toBe("deny");
+    expect(shown).toEqual([
+      "run A -- approve? [y]es / [s]ession / [N]o",
+      "run A -> deny (no longer asked: the request timed out)",
+      "run C -- approve? [y]es / [s]ession / [N]o",
+    ]);
+    expect(q.answer("y")).toBe(true);
+    expect(await third).toBe("approve");
   });
 });
