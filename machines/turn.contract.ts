@@ -92,7 +92,7 @@ export interface TurnMachineInput {
   engine: EngineFacts;
   /** The session file existed before this attempt (checked before anything is written). */
   hadSessionFile: boolean;
-  /** At least one `beforePromptBuild` hook is registered. */
+  /** At least one `beforePromptBuild` or `beforeModelResolve` hook is registered (the `hooks` state runs them). */
   hasPromptHooks: boolean;
   /** Accordion cadence; absent means never compact before the turn. */
   accordion?: AccordionFacts;
@@ -209,6 +209,8 @@ export interface ProjectionOutput {
 export interface HooksOutput {
   promptText: string;
   developerInstructions?: string;
+  /** The model a `beforeModelResolve` hook chose for this turn (absent: the turn's own). */
+  model?: string;
 }
 
 /** Input of `projectContext`: the machine passes no binding when the thread must rotate. */
@@ -303,6 +305,8 @@ export interface RunTurnInput {
   additionalContext?: Record<string, AdditionalContextEntry>;
   /** What the thread was started or resumed with (for the `llmInput` observation). */
   developerInstructions?: string;
+  /** The model a `beforeModelResolve` hook chose (absent: the turn's `model` parameter). */
+  model?: string;
 }
 
 /** Events the `runTurn` actor sends back to the machine. */

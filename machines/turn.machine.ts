@@ -85,6 +85,8 @@ export interface TurnContext {
   projection?: ProjectionOutput;
   promptText: string;
   developerInstructions?: string;
+  /** The model a `beforeModelResolve` hook chose for this turn. */
+  model?: string;
   threadId?: string;
   turnId?: string;
   record?: TurnRecord;
@@ -366,6 +368,7 @@ export const turnMachine = setup({
     storeHooks: assign((_, params: { output: HooksOutput }) => ({
       promptText: params.output.promptText,
       developerInstructions: params.output.developerInstructions,
+      ...(params.output.model !== undefined ? { model: params.output.model } : {}),
     })),
     // The hook's prompt text stays: the projection redone for its developer instructions changes the thread plan,
     // the entries and the instructions' delivery, not the prompt.
@@ -892,6 +895,7 @@ export const turnMachine = setup({
           originalPrompt: context.input.prompt,
           additionalContext: context.projection?.additionalContext,
           developerInstructions: context.developerInstructions,
+          ...(context.model !== undefined ? { model: context.model } : {}),
         }),
       },
       on: {

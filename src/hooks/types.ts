@@ -21,6 +21,19 @@ export interface BeforePromptBuildResult {
   warnings?: string[];
 }
 
+/** What a `beforeModelResolve` hook sees: the prompt as given and the model the turn would use. */
+export interface BeforeModelResolveContext {
+  sessionId: string;
+  prompt: string;
+  /** The turn's `model` parameter (absent: Codex's configured model). */
+  model?: string;
+}
+
+/** A hook may pick this turn's model (a Codex model name); returning nothing keeps the turn's. */
+export interface BeforeModelResolveResult {
+  model?: string;
+}
+
 /** Which compaction path ran: Codex's own (`codex-app-server`) or the context engine's. */
 export type CompactionBackend = "codex-app-server" | "context-engine";
 
@@ -151,6 +164,8 @@ export interface BeforeAgentFinalizeResult {
  * ```
  */
 export interface CodexTurnHooks {
+  /** Runs first in the `hooks` state, before `beforePromptBuild`: may choose this turn's model (OpenClaw's `before_model_resolve`). */
+  beforeModelResolve?(ctx: BeforeModelResolveContext): BeforeModelResolveResult | void | Promise<BeforeModelResolveResult | void>;
   beforePromptBuild?(ctx: BeforePromptBuildContext): BeforePromptBuildResult | void | Promise<BeforePromptBuildResult | void>;
   llmInput?(event: LlmInputEvent): void | Promise<void>;
   llmOutput?(event: LlmOutputEvent): void | Promise<void>;

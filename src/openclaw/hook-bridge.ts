@@ -4,9 +4,10 @@
  * (priority, then registration). When handlers throw, the others still run and the hook rejects with an error whose
  * message carries each plugin's own text, so the turn host's warning shows it.
  */
-import type { AgentEndEvent, AfterToolCallEvent, BeforeAgentFinalizeEvent, BeforePromptBuildContext, BeforePromptBuildResult, BeforeToolCallResult, CodexTurnHooks, CompactionHookEvent, LlmInputEvent, LlmOutputEvent, ToolCallHookEvent } from "../hooks/types.js";
+import type { AgentEndEvent, AfterToolCallEvent, BeforeAgentFinalizeEvent, BeforeModelResolveContext, BeforePromptBuildContext, BeforePromptBuildResult, BeforeToolCallResult, CodexTurnHooks, CompactionHookEvent, LlmInputEvent, LlmOutputEvent, ToolCallHookEvent } from "../hooks/types.js";
 import { BEFORE_TOOL_CALL_FAILURE_REASON } from "../turn/hook-runner.js";
 import { errorText } from "./errors.js";
+import { CODEX_LLM_PROVIDER } from "./llm.js";
 import { decideFinalize, type FinalizeRetryBudget } from "./finalize-decision.js";
 import { DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS, decidePluginApproval, type ApprovalOutcome, type PluginApprovalCallback, type RememberedApprovals } from "./tool-approval.js";
 import { hookHandlers, type PluginRegistry } from "./registry.js";
@@ -68,6 +69,33 @@ export async function runPluginHook(registry: PluginRegistry, pluginId: string, 
 
 function joinText(...parts: Array<string | undefined>): string {
   return parts.filter((p): p is string => typeof p === "string" && p.trim() !== "").join("\n\n");
+}
+
+/** Providers whose models Codex runs (OpenClaw names Codex's models under `openai`; this host under `codex`). */
+const CODEX_MODEL_PROVIDERS: ReadonlySet<string> = new Set([CODEX_LLM_PROVIDER, "openai", "openai-codex"]);
+
+/**
+ * The model `before_model_resolve` handlers chose, as OpenClaw merges them: the first `modelOverride` wins (the
+ * highest-priority handler's). An override for a provider other than Codex's (`codex`, `openai`, `openai-codex`) is
+ * skipped: this host runs Codex models only; `codex/<model>` or `openai/<model>` names the Codex model `<model>`.
+ *
+ * @example
+ * ```ts
+ * resolveModelOverride([{ modelOverride: "anthropic/x", providerOverride: "anthropic" }, { modelOverride: "codex/gpt-5.4-mini" }]);
+ * // => "gpt-5.4-mini"
+ * ```
+ */
+export function resolveModelOverride(results: readonly unknown[]): string | undefined {
+  for (const raw of results) {
+    if (typeof raw !== "object" || raw === null) continue;
+    const r = raw as { modelOverride?: unknown; providerOverride?: unknown };
+    if (typeof r.modelOverride !== "string" || r.modelOverride.trim() === "") continue;
+    const [provider, name] = r.modelOverride.includes("/") ? [r.modelOverride.slice(0, r.modelOverride.indexOf("/")), r.modelOverride.slice(r.modelOverride.indexOf("/") + 1)] : [undefined, r.modelOverride];
+    const chosenProvider = typeof r.providerOverride === "string" && r.providerOverride !== "" ? r.providerOverride : provider;
+    if (chosenProvider !== undefined && !CODEX_MODEL_PROVIDERS.has(chosenProvider)) continue;
+    return name!.trim();
+  }
+  return undefined;
 }
 
 /** OpenClaw's prompt-build result (`before_prompt_build`, and the legacy `before_agent_start`'s prompt fields). */
@@ -177,6 +205,14 @@ export function createPluginTurnHooks(
       if (failures.length > 0 && promptBuild.results.length + beforeAgentStart.results.length === 0) throw new Error(failures.join("; "));
       const folded = foldPromptBuildResults(ctx, promptBuild.results, beforeAgentStart.results);
       return failures.length > 0 ? { ...folded, warnings: failures } : folded;
+    };
+  }
+  if (has("before_model_resolve")) {
+    hooks.beforeModelResolve = async (ctx: BeforeModelResolveContext) => {
+      const { results, failures } = await settlePluginHook(registry, pluginId, "before_model_resolve", { prompt: ctx.prompt }, ctxFor(ctx.sessionId));
+      if (failures.length > 0 && results.length === 0) throw new Error(failures.join("; "));
+      const model = resolveModelOverride(results);
+      return model !== undefined ? { model } : undefined;
     };
   }
   if (has("llm_input")) {

@@ -6,6 +6,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { callEngine } from "../context-engine/lifecycle.js";
 import type {
+  BeforeModelResolveContext,
   BeforePromptBuildContext,
   BeforePromptBuildResult,
   BeforeAgentFinalizeEvent,
@@ -28,6 +29,8 @@ const beforePromptBuildResultSchema = z
   .optional()
   .nullable();
 
+const beforeModelResolveResultSchema = z.object({ model: z.string().trim().min(1).optional() }).strict().optional().nullable();
+
 const beforeAgentFinalizeResultSchema = z
   .object({ action: z.literal("revise"), reason: z.string().trim().min(1) })
   .strict()
@@ -47,6 +50,8 @@ export interface HookRunner {
   observe<K extends ObservationHook>(name: K, event: Parameters<NonNullable<CodexTurnHooks[K]>>[0]): Promise<void>;
   /** `beforePromptBuild`: throws (bounded, validated) so the machine's `hooks` state can report it. */
   beforePromptBuild(ctx: BeforePromptBuildContext, signal?: AbortSignal): Promise<BeforePromptBuildResult | undefined>;
+  /** `beforeModelResolve`: the model it chose, else undefined (absent, failed or malformed: the turn's model, with a warning). */
+  beforeModelResolve(ctx: BeforeModelResolveContext): Promise<string | undefined>;
   /** `beforeAgentFinalize`: a revision request, else undefined (absent, failed or malformed: the turn ends). */
   beforeAgentFinalize(event: BeforeAgentFinalizeEvent): Promise<BeforeAgentFinalizeResult | undefined>;
   /** `beforeToolCall`: undefined when absent, failed or malformed (the call then runs unchanged). */
@@ -72,7 +77,7 @@ export function createHookRunner(p: {
     callEngine(`${name} hook`, async () => fn(), { timeoutMs: p.timeoutMs, ...(signal ? { signal } : {}) });
   /** A deciding hook: its validated result, else `onFailure` (absent: undefined; failed or malformed: a warning too). */
   const decide = async <T>(
-    name: "beforeAgentFinalize" | "beforeToolCall",
+    name: "beforeAgentFinalize" | "beforeToolCall" | "beforeModelResolve",
     schema: z.ZodType<T | null | undefined>,
     event: unknown,
     o: { onFailure?: T; timeoutMs?: number } = {},
@@ -118,6 +123,7 @@ export function createHookRunner(p: {
       }
       return parsed.data ?? undefined;
     },
+    beforeModelResolve: async (ctx) => (await decide("beforeModelResolve", beforeModelResolveResultSchema, ctx))?.model,
     beforeAgentFinalize: (event) => decide("beforeAgentFinalize", beforeAgentFinalizeResultSchema, event),
     beforeToolCall: (event) =>
       decide("beforeToolCall", beforeToolCallResultSchema, event, {

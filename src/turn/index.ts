@@ -103,7 +103,7 @@ function machineInput(deps: TurnDeps): TurnMachineInput {
     prompt: p.prompt,
     engine: deps.facts,
     hadSessionFile: false,
-    hasPromptHooks: deps.hooks.has("beforePromptBuild"),
+    hasPromptHooks: deps.hooks.has("beforePromptBuild") || deps.hooks.has("beforeModelResolve"),
     accordion: { enabled: accordionEnabled, contextThreshold: p.compaction?.contextThreshold ?? 0.9 },
     ...(p.sessionKey ? { sessionKey: p.sessionKey } : {}),
   };

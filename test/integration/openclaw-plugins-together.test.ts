@@ -4,7 +4,7 @@
  * through the legacy `before_agent_start` hook, capture in `agent_end`, memory tools) and a guard plugin. The memory
  * captured in turn 1 reaches the model in turn 2, and its tool answers the model from the same store.
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -85,5 +85,31 @@ describe("an engine plugin, a memory plugin and a guard plugin in one session", 
     expect(userTexts).toEqual(["Remember that I prefer tabs over spaces.", "Which indentation do I prefer, tabs or spaces?"]);
     // The plugin's own capture rule ("prefer") took the question too, as memory-lancedb's would.
     expect(JSON.parse(readFileSync(db, "utf8")).memories.map((m: { text: string }) => m.text)).toEqual(["Remember that I prefer tabs over spaces.", "Which indentation do I prefer, tabs or spaces?"]);
+  }, 120_000);
+
+  it("a routing plugin's before_model_resolve picks the model Codex runs the turn with; other turns keep theirs", async () => {
+    const routerDir = mkdtempSync(path.join(dir, "router-"));
+    const router = path.join(routerDir, "router.mjs");
+    writeFileSync(
+      router,
+      `export default { id: "router", register(api) {
+        api.on("before_model_resolve", (e) => (e.prompt.startsWith("quick:") ? { modelOverride: "fake-model-mini", providerOverride: "codex" } : undefined));
+      } };\n`,
+    );
+    const routed = await loadOpenClawPlugins([{ spec: router }], { cwd: dir, appServer: env.codex });
+    try {
+      const sessionFile = path.join(routerDir, "s.jsonl");
+      const models: unknown[] = [];
+      for (const prompt of ["quick: what time is it", "a careful question"]) {
+        const before = env.fake.requests.length;
+        env.fake.enqueue({ text: "ok" });
+        const r = await runCodexTurn({ appServer: env.codex, sessionId: "r1", sessionFile, prompt, cwd: routerDir, hooks: routed.hooks, dynamicTools: routed.dynamicTools });
+        expect(r.status).toBe("completed");
+        models.push(...env.fake.requests.slice(before).map((q) => q.body?.model));
+      }
+      expect(models).toEqual(["fake-model-mini", "fake-model"]);
+    } finally {
+      await routed.close();
+    }
   }, 120_000);
 });

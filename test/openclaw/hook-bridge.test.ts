@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { createPluginApi } from "../../src/openclaw/api.js";
-import { createPluginTurnHooks } from "../../src/openclaw/hook-bridge.js";
+import { createPluginTurnHooks, resolveModelOverride } from "../../src/openclaw/hook-bridge.js";
 import { createCodexLlm } from "../../src/openclaw/llm.js";
 import { createPluginRegistry } from "../../src/openclaw/registry.js";
 import { silentLogger } from "../../src/log/logger.js";
@@ -107,5 +107,14 @@ describe("plugin hooks as turn hooks", () => {
 
   it("defines only the hooks the plugin listens to", () => {
     expect(pluginWith(() => undefined)).toEqual({});
+  });
+});
+
+describe("resolveModelOverride (before_model_resolve)", () => {
+  it("the first Codex-runnable override wins; other providers are skipped; a provider prefix is stripped", () => {
+    expect(resolveModelOverride([undefined, { modelOverride: "claude-x", providerOverride: "anthropic" }, { modelOverride: "openai/gpt-5.4" }, { modelOverride: "later" }])).toBe("gpt-5.4");
+    expect(resolveModelOverride([{ modelOverride: "codex/gpt-5.4-mini" }])).toBe("gpt-5.4-mini");
+    expect(resolveModelOverride([{ modelOverride: "fake-model", providerOverride: "codex" }])).toBe("fake-model");
+    expect(resolveModelOverride([{ modelOverride: "  " }, { providerOverride: "codex" }, "x"])).toBeUndefined();
   });
 });

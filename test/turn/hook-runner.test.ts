@@ -86,3 +86,16 @@ describe("beforeToolCallTimeoutMs", () => {
     expect(await hasty.beforeToolCall(call)).toBeUndefined();
   });
 });
+
+describe("beforeModelResolve", () => {
+  it("a chosen model passes; nothing keeps the turn's; a malformed answer or a throw is no choice, with a warning", async () => {
+    const ctx = { sessionId: "s", prompt: "p" };
+    expect(await runner({ beforeModelResolve: () => ({ model: "gpt-mini" }) }).r.beforeModelResolve(ctx)).toBe("gpt-mini");
+    expect(await runner({ beforeModelResolve: () => undefined }).r.beforeModelResolve(ctx)).toBeUndefined();
+    for (const hook of [() => ({ model: "" }), () => ({ model: "x", provider: "y" }) as never, () => { throw new Error("router down"); }] as Array<CodexTurnHooks["beforeModelResolve"]>) {
+      const bad = runner({ beforeModelResolve: hook });
+      expect(await bad.r.beforeModelResolve(ctx)).toBeUndefined();
+      expect(bad.warnings[0]).toMatch(/^beforeModelResolve hook failed \(/);
+    }
+  });
+});

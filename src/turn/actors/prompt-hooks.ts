@@ -3,14 +3,19 @@
  * instructions changed, the machine projects again with them (`hooks.reprojecting`).
  */
 import type { HistoryOutput, HooksOutput } from "../../../machines/turn.contract.js";
+import { errorLabel } from "../../log/error-label.js";
 import type { TurnDeps } from "../deps.js";
 
-/** Run `beforePromptBuild` (bounded; a throw, timeout or malformed result rejects and the machine warns). */
+/**
+ * Run `beforeModelResolve` (its failure is a warning: the turn's model stays), then `beforePromptBuild` (bounded; a
+ * throw, timeout or malformed result rejects and the machine warns).
+ */
 export async function runPromptHooks(
   deps: TurnDeps,
   input: { promptText: string; developerInstructions?: string; history: HistoryOutput },
   signal: AbortSignal,
 ): Promise<HooksOutput> {
+  const model = deps.hooks.has("beforeModelResolve") ? await resolveTurnModel(deps, input.promptText) : undefined;
   const out = await deps.hooks.beforePromptBuild(
     {
       sessionId: deps.params.sessionId,
@@ -24,5 +29,24 @@ export async function runPromptHooks(
   return {
     promptText: out?.prompt ?? input.promptText,
     ...(developerInstructions !== undefined ? { developerInstructions } : {}),
+    ...(model !== undefined ? { model } : {}),
   };
+}
+
+/**
+ * The model of a turn whose host routes models (`beforeModelResolve`): the hook's choice, else the turn's `model`,
+ * else the model Codex is configured with (`config/read`). Always named, because Codex keeps a turn's model for the
+ * thread's later turns: a turn the hook leaves alone must not inherit the previous turn's routed model.
+ */
+async function resolveTurnModel(deps: TurnDeps, prompt: string): Promise<string | undefined> {
+  const p = deps.params;
+  const chosen = await deps.hooks.beforeModelResolve({ sessionId: p.sessionId, prompt, ...(p.model !== undefined ? { model: p.model } : {}) });
+  if (chosen !== undefined || p.model !== undefined) return chosen ?? p.model;
+  try {
+    const read = (await deps.appServer.request("config/read", { ...(p.cwd !== undefined ? { cwd: p.cwd } : {}) })) as { config?: { model?: unknown } };
+    return typeof read.config?.model === "string" && read.config.model !== "" ? read.config.model : undefined;
+  } catch (error) {
+    deps.logger.warn({ ...deps.ids, event: "configured model unknown", err: errorLabel(error) }, "config/read failed; the turn keeps the thread's model");
+    return undefined;
+  }
 }

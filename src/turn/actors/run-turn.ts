@@ -80,7 +80,7 @@ async function startCodexTurn(
   await deps.hooks.observe("llmInput", {
     sessionId: p.sessionId,
     threadId: input.threadId,
-    ...(p.model !== undefined ? { model: p.model } : {}),
+    ...((input.model ?? p.model) !== undefined ? { model: input.model ?? p.model } : {}),
     prompt: input.promptText,
     ...(input.developerInstructions !== undefined ? { developerInstructions: input.developerInstructions } : {}),
     contextEntries: Object.keys(input.additionalContext ?? {}).length,
@@ -95,7 +95,7 @@ async function startCodexTurn(
       originalPrompt: input.originalPrompt,
       ...(p.images && p.images.length > 0 ? { images: p.images } : {}),
       additionalContext: input.additionalContext,
-      model: p.model,
+      model: input.model ?? p.model,
       steerQuietWindowMs: p.steerQuietWindowMs,
       idleTimeoutMs: p.timeouts?.turnIdleMs,
       ...(p.timeouts?.toolCallMs !== undefined ? { toolCallTimeoutMs: p.timeouts.toolCallMs } : {}),
