@@ -76,6 +76,8 @@ export interface LlmOutputEvent {
   assistantText: string;
   usage?: TurnUsage;
   codexStatus: string;
+  /** The model the turn ran with when named (the turn's `model`, or a `beforeModelResolve` hook's choice). */
+  model?: string;
 }
 
 /** `agentEnd`: the attempt settled. */
@@ -87,6 +89,8 @@ export interface AgentEndEvent {
   error?: { phase: string; message: string; code?: string };
   /** This turn's messages (empty when the turn never started). */
   messages: readonly AgentMessage[];
+  /** Wall time of the attempt, ms (from `runCodexTurn` to settling); always set by the turn host. */
+  durationMs?: number;
 }
 
 /** A tool call Codex asked for: a dynamic tool (ours) or a native one (command, file change, MCP, web search). */

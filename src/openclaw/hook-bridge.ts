@@ -224,12 +224,12 @@ export function createPluginTurnHooks(
     hooks.llmOutput = async (e: LlmOutputEvent) => {
       const u = e.usage;
       const usage = u ? { input: u.lastCallInputTokens ?? u.inputTokens, output: u.lastCallOutputTokens ?? u.outputTokens, cacheRead: u.lastCallCachedInputTokens ?? u.cachedInputTokens, total: u.lastCallTotalTokens ?? u.totalTokens } : undefined;
-      await run("llm_output", { runId: e.turnId, sessionId: e.sessionId, provider: base().modelProviderId, model: model(), assistantTexts: [e.assistantText], ...(usage ? { usage } : {}) }, ctxFor(e.sessionId, { runId: e.turnId }));
+      await run("llm_output", { runId: e.turnId, sessionId: e.sessionId, provider: base().modelProviderId, model: e.model ?? model(), assistantTexts: [e.assistantText], ...(usage ? { usage } : {}) }, ctxFor(e.sessionId, { runId: e.turnId }));
     };
   }
   if (has("agent_end")) {
     hooks.agentEnd = async (e: AgentEndEvent) => {
-      await run("agent_end", { ...(e.turnId ? { runId: e.turnId } : {}), messages: [...e.messages], success: e.status === "completed", ...(e.error ? { error: e.error.message } : {}) }, ctxFor(e.sessionId));
+      await run("agent_end", { ...(e.turnId ? { runId: e.turnId } : {}), messages: [...e.messages], success: e.status === "completed", ...(e.error ? { error: e.error.message } : {}), ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}) }, ctxFor(e.sessionId));
     };
   }
   if (has("before_agent_finalize")) {

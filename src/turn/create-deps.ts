@@ -72,5 +72,6 @@ export function createTurnDeps(params: ParsedTurnParams, events: TurnEventStream
     lock: {},
     fingerprints,
     hostWarnings,
+    startedAtMs: performance.now(),
   };
 }

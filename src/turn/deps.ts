@@ -37,4 +37,6 @@ export interface TurnDeps {
   fingerprints: { dynamicTools: string; engineId: string; policy: string };
   /** Host warnings that happen outside a machine transition (observer failures); appended to the result. */
   hostWarnings: string[];
+  /** `performance.now()` when the attempt began (the `agentEnd` duration; never sent to the model). */
+  startedAtMs: number;
 }

@@ -152,6 +152,7 @@ async function settle(actor: AnyActorRef, deps: TurnDeps, events: TurnEventStrea
       status: res.status,
       ...(res.error ? { error: res.error } : {}),
       messages: res.messagesSnapshot,
+      durationMs: Math.round(performance.now() - deps.startedAtMs),
     });
     res.warnings = [...res.warnings, ...deps.hostWarnings.slice(res.hostWarningCount)];
     deps.logger.info(

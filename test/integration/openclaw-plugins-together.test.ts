@@ -94,8 +94,12 @@ describe("an engine plugin, a memory plugin and a guard plugin in one session", 
       router,
       `export default { id: "router", register(api) {
         api.on("before_model_resolve", (e) => (e.prompt.startsWith("quick:") ? { modelOverride: "fake-model-mini", providerOverride: "codex" } : undefined));
+        api.on("llm_output", (e) => { globalThis.__ctmRouted.push("llm_output " + e.model); });
+        api.on("agent_end", (e) => { globalThis.__ctmRouted.push("agent_end " + typeof e.durationMs); });
       } };\n`,
     );
+    const seen: string[] = [];
+    (globalThis as Record<string, unknown>).__ctmRouted = seen;
     const routed = await loadOpenClawPlugins([{ spec: router }], { cwd: dir, appServer: env.codex });
     try {
       const sessionFile = path.join(routerDir, "s.jsonl");
@@ -108,6 +112,8 @@ describe("an engine plugin, a memory plugin and a guard plugin in one session", 
         models.push(...env.fake.requests.slice(before).map((q) => q.body?.model));
       }
       expect(models).toEqual(["fake-model-mini", "fake-model"]);
+      // The plugin's llm_output names the model the turn really ran with; agent_end carries the attempt's duration.
+      expect(seen).toEqual(["llm_output fake-model-mini", "agent_end number", "llm_output fake-model", "agent_end number"]);
     } finally {
       await routed.close();
     }

@@ -61,7 +61,7 @@ export function runTurn(
     if (state.pendingSteers.length > 0) void steer(turn, state.pendingSteers.splice(0));
     const record = await turn.completion;
     state.turn = undefined;
-    await observeTurnEnd(deps, record, state.finalizeAsked);
+    await observeTurnEnd(deps, record, state.finalizeAsked, input.model ?? deps.params.model);
     channel.sendBack({ type: "TURN.ENDED", record });
   })();
   return () => {
@@ -176,9 +176,9 @@ function pick(call: { result?: string; error?: string; durationMs?: number }) {
 }
 
 /** `llmOutput` and `beforeAgentFinalize`: the turn ended; the mirror and the engine's finalize come next. */
-async function observeTurnEnd(deps: TurnDeps, record: TurnRecord, finalizeAsked: boolean): Promise<void> {
+async function observeTurnEnd(deps: TurnDeps, record: TurnRecord, finalizeAsked: boolean, model: string | undefined): Promise<void> {
   const base = { sessionId: deps.params.sessionId, threadId: record.threadId, turnId: record.turnId, assistantText: record.assistantText, codexStatus: record.codexStatus };
-  await deps.hooks.observe("llmOutput", { ...base, ...(record.usage ? { usage: record.usage } : {}) });
+  await deps.hooks.observe("llmOutput", { ...base, ...(record.usage ? { usage: record.usage } : {}), ...(model !== undefined ? { model } : {}) });
   if (!finalizeAsked) await deps.hooks.beforeAgentFinalize({ ...base, stopHookActive: false });
 }
 
