@@ -79,6 +79,8 @@ export interface SettleFacts {
   failedBeforeTurn?: boolean;
   /** The turn ran but could not be written to the transcript (its pending record keeps it for recovery). */
   mirrorFailed?: boolean;
+  /** A `beforeAgentRun` gate refused the turn before any Codex work started. */
+  blocked?: boolean;
 }
 
 /** The model call failed: Codex reported a failed, interrupted (not by us) or timed-out turn. */
@@ -110,11 +112,13 @@ export function isBackgroundMaintenance(engine: EngineFacts): boolean {
 }
 
 /**
- * The final status: a turn that could not be written to the transcript is failed whatever else happened (the host
+ * The final status: a turn the admission gate refused is `blocked`; a turn that could not be written to the transcript is failed whatever else happened (the host
  * must know its turn is only in the pending record); then a yield wins over an abort, an abort over a failure, a
  * failure over completion.
  */
 export function settleStatus(facts: SettleFacts): TurnStatus {
+  // Decided before anything ran: a later abort found nothing to stop, and no turn can have failed.
+  if (facts.blocked) return "blocked";
   if (facts.mirrorFailed) return "failed";
   if (facts.yieldAborted) return "yieldAborted";
   if (facts.aborted) return "aborted";
@@ -180,4 +184,43 @@ export const RESUME_FAILED_CODE = "THREAD_RESUME_FAILED";
 /** A failed resume falls back to a fresh thread once; a second failure (or any other error) fails the attempt. */
 export function shouldStartFreshAfterResumeFailure(errorCode: string | undefined, alreadyFellBack: boolean): boolean {
   return errorCode === RESUME_FAILED_CODE && !alreadyFellBack;
+}
+
+/** Attribution of a block that no gate decided: the gate itself failed (threw, timed out, answered something malformed). */
+export const GATE_FAILURE_ATTRIBUTION = "beforeAgentRun";
+
+/**
+ * The user-facing text of a refused turn, as OpenClaw renders a `before_agent_run` block (`resolveBlockMessage`): the
+ * gate's own user-facing message when it gave one, always attributed. A gate's internal reason never appears here.
+ *
+ * @example
+ * ```ts
+ * blockedTurnText("Too long", "length-guard"); // "Your message could not be sent: Too long (blocked by length-guard)"
+ * blockedTurnText(undefined, "beforeAgentRun"); // "Your message could not be sent: blocked by beforeAgentRun"
+ * ```
+ */
+export function blockedTurnText(message: string | undefined, blockedBy: string): string {
+  const text = message?.trim() ?? "";
+  const by = blockedBy.trim();
+  if (text) return by ? `Your message could not be sent: ${text} (blocked by ${by})` : `Your message could not be sent: ${text}`;
+  return by ? `Your message could not be sent: blocked by ${by}` : "Your message could not be sent: blocked";
+}
+
+/**
+ * The admission gate runs when one is registered and has not admitted this attempt yet: a turn re-projected after a
+ * refused resume is the same turn, so the gate is not asked (or charged) again.
+ *
+ * @example
+ * ```ts
+ * isAdmissionDue(true, false); // true
+ * isAdmissionDue(true, true); // false: already admitted
+ * ```
+ */
+export function isAdmissionDue(hasGate: boolean, admitted: boolean): boolean {
+  return hasGate && !admitted;
+}
+
+/** The admission gate refused the turn (its output says so). */
+export function isTurnRefused(output: { admitted: boolean }): boolean {
+  return !output.admitted;
 }

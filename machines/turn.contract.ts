@@ -16,6 +16,8 @@
  * | project           | `project`          | `projectContext`      | fromPromise  |
  * | hooks.running     | `hooks`            | `runPromptHooks`      | fromPromise  |
  * | hooks.reprojecting | `reproject`       | `projectContext`      | fromPromise  |
+ * | hooks.admitting   | `admitTurn`        | `admitTurn`           | fromPromise  |
+ * | recordingBlock    | `recordBlock`      | `recordBlockedTurn`   | fromPromise  |
  * | threadStart.resuming | `resumeThread`  | `resumeThread`        | fromPromise  |
  * | threadStart.starting | `startThread`   | `startThread`         | fromPromise  |
  * | turnRunning       | `turn`             | `runTurn`             | fromCallback |
@@ -27,8 +29,11 @@
  */
 import type { AgentMessage } from "../src/context-engine/types.js";
 
-/** The four ways a turn attempt ends. */
-export type TurnStatus = "completed" | "failed" | "aborted" | "yieldAborted";
+/**
+ * The ways a turn attempt ends. `blocked`: a `beforeAgentRun` gate refused the turn before any Codex work started
+ * (no thread, no model call; the transcript records a redacted user message saying so).
+ */
+export type TurnStatus = "completed" | "failed" | "aborted" | "yieldAborted" | "blocked";
 
 /** Lifecycle phases an error can be attributed to. */
 export type TurnPhase =
@@ -94,6 +99,8 @@ export interface TurnMachineInput {
   hadSessionFile: boolean;
   /** At least one `beforePromptBuild` or `beforeModelResolve` hook is registered (the `hooks` state runs them). */
   hasPromptHooks: boolean;
+  /** A `beforeAgentRun` gate is registered (`hooks.admitting` runs it last, before any thread is started or resumed). */
+  hasAdmissionGate?: boolean;
   /** Accordion cadence; absent means never compact before the turn. */
   accordion?: AccordionFacts;
 }
@@ -211,6 +218,31 @@ export interface HooksOutput {
   developerInstructions?: string;
   /** The model a `beforeModelResolve` hook chose for this turn (absent: the turn's own). */
   model?: string;
+}
+
+/** Input of `admitTurn`: the final prompt and instructions of the turn, the history, and the turn's model. */
+export interface AdmissionInput {
+  promptText: string;
+  developerInstructions?: string;
+  history: HistoryOutput;
+  model?: string;
+}
+
+/** Why a turn was refused before it ran, and what the user is told (the text the transcript records). */
+export interface TurnBlock {
+  /** Who refused it: the gate's own attribution (e.g. a plugin id), or the gate itself when it failed. */
+  blockedBy: string;
+  /** User-facing text; never the gate's internal reason. */
+  message: string;
+}
+
+/** What `admitTurn` returns: the gate's decision (a gate that throws is a rejection: the machine then blocks). */
+export type AdmissionOutput = { admitted: true } | ({ admitted: false } & TurnBlock);
+
+/** What `recordBlockedTurn` returns: the redacted user message it recorded, and its transcript entry. */
+export interface BlockedTurnRecordOutput {
+  entryId?: string;
+  userMessage: AgentMessage;
 }
 
 /** Input of `projectContext`: the machine passes no binding when the thread must rotate. */
@@ -352,4 +384,6 @@ export interface TurnMachineOutput {
   /** Background maintenance was scheduled (tracked by the host) rather than run in the machine. */
   backgroundMaintenance: boolean;
   error?: TurnError;
+  /** Status `blocked`: who refused the turn, the text the user is told, and the redacted message recorded for it. */
+  blocked?: TurnBlock & { userMessage?: AgentMessage };
 }

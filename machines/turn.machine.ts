@@ -4,19 +4,24 @@
  *
  * Lifecycle: session (lock, then recovery when a crashed attempt left a pending record) -> loadHistory -> bootstrap
  * -> compactBeforeTurn (accordion, when due) -> assemble -> project -> hooks (projecting again when the hook changed the
- * developer instructions) -> threadStart (resume, or start; a failed resume goes back to project for a fresh thread)
+ * developer instructions; then the admission gate, which may refuse the turn: recordingBlock -> blocked) -> threadStart (resume, or start; a failed resume goes back to project for a fresh thread)
  * -> turnRunning -> mirror (pending record, then the transcript) -> finalize (snapshot choice, then the engine) ->
- * maintain, ending in completed | failed | aborted | yieldAborted. Every decision is a guard here; the rules live in
+ * maintain, ending in completed | failed | aborted | yieldAborted | blocked. Every decision is a guard here; the rules live in
  * `rules.ts`.
  */
 import { assign, fromCallback, fromPromise, sendTo, setup, type DoneActorEvent } from "xstate";
+import type { AgentMessage } from "../src/context-engine/types.js";
 import {
+  GATE_FAILURE_ATTRIBUTION,
+  blockedTurnText,
   bootstrapSkipReason,
   canMaintain,
   historyHoldsTurn,
   isAccordionDue,
   isAssembleEmpty,
+  isAdmissionDue,
   isBackgroundMaintenance,
+  isTurnRefused,
   maintenanceSkipReason,
   mirrorIsTailOfHistory,
   needsRecovery,
@@ -29,7 +34,10 @@ import {
   type SettleFacts,
 } from "./rules.js";
 import type {
+  AdmissionInput,
+  AdmissionOutput,
   AssembleOutput,
+  BlockedTurnRecordOutput,
   BootstrapOutput,
   CompactBeforeTurnOutput,
   EngineOutcomes,
@@ -57,6 +65,7 @@ import type {
   TurnEvent,
   TurnMachineInput,
   TurnMachineOutput,
+  TurnBlock,
   TurnPhase,
   TurnRecord,
 } from "./turn.contract.js";
@@ -87,6 +96,11 @@ export interface TurnContext {
   developerInstructions?: string;
   /** The model a `beforeModelResolve` hook chose for this turn. */
   model?: string;
+  /** The admission gate refused the turn (or failed, which refuses it too), and the redacted message recorded for it. */
+  block?: TurnBlock;
+  blockedUserMessage?: AgentMessage;
+  /** The gate admitted this attempt (a re-projection after a refused resume does not ask it again). */
+  admitted: boolean;
   threadId?: string;
   turnId?: string;
   record?: TurnRecord;
@@ -145,6 +159,7 @@ function settleFacts(context: TurnContext): SettleFacts {
     record: context.record,
     failedBeforeTurn: context.failedBeforeTurn,
     mirrorFailed: context.mirrorFailed,
+    blocked: context.block !== undefined,
   };
 }
 
@@ -172,6 +187,7 @@ function buildOutput(context: TurnContext): TurnMachineOutput {
   if (context.turnId) output.turnId = context.turnId;
   if (context.record) output.record = context.record;
   if (context.error) output.error = context.error;
+  if (context.block) output.blocked = { ...context.block, ...(context.blockedUserMessage ? { userMessage: context.blockedUserMessage } : {}) };
   if (context.projection) {
     const { mode, reason, entriesSent, bytes, staleTokens } = context.projection;
     output.projection = { mode, reason, entriesSent, bytes, ...(staleTokens !== undefined ? { staleTokens } : {}) };
@@ -218,6 +234,8 @@ export const turnMachine = setup({
       HooksOutput,
       { promptText: string; developerInstructions?: string; history: HistoryOutput }
     >(notProvided("runPromptHooks")),
+    admitTurn: fromPromise<AdmissionOutput, AdmissionInput>(notProvided("admitTurn")),
+    recordBlockedTurn: fromPromise<BlockedTurnRecordOutput, TurnBlock>(notProvided("recordBlockedTurn")),
     resumeThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("resumeThread")),
     startThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("startThread")),
     runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(notProvided("runTurn")),
@@ -238,6 +256,10 @@ export const turnMachine = setup({
     accordionDue: ({ context }) => shouldAssemble(context.input.engine) && isAccordionDue(context.input.accordion, context.lastUsage),
     compactedBeforeTurn: (_, params: { output: CompactBeforeTurnOutput }) => params.output.compacted,
     hasPromptHooks: ({ context }) => context.input.hasPromptHooks,
+    admissionDue: ({ context }) => isAdmissionDue(context.input.hasAdmissionGate === true, context.admitted),
+    // The hooks state runs when there is a prompt hook or an admission gate to run before the thread.
+    hasHooksBeforeThread: ({ context }) => context.input.hasPromptHooks || isAdmissionDue(context.input.hasAdmissionGate === true, context.admitted),
+    turnRefused: (_, params: { output: AdmissionOutput }) => isTurnRefused(params.output),
     hookChangedDeveloperInstructions: ({ context }, params: { output: HooksOutput }) =>
       shouldReprojectAfterHooks({
         before: context.developerInstructions,
@@ -266,6 +288,7 @@ export const turnMachine = setup({
     canMaintainBackground: ({ context }) =>
       canMaintain({ ...settleFacts(context), finalizeOk: context.finalizeOk, engine: context.input.engine }) &&
       isBackgroundMaintenance(context.input.engine),
+    settlesBlocked: ({ context }) => settleStatus(settleFacts(context)) === "blocked",
     settlesYieldAborted: ({ context }) => settleStatus(settleFacts(context)) === "yieldAborted",
     settlesAborted: ({ context }) => settleStatus(settleFacts(context)) === "aborted",
     settlesFailed: ({ context }) => settleStatus(settleFacts(context)) === "failed",
@@ -390,6 +413,21 @@ export const turnMachine = setup({
     warnHooksFailed: assign(({ context }, params: { message: string }) => ({
       warnings: [...context.warnings, `beforePromptBuild hook failed (${params.message}); keeping the unmodified prompt`],
     })),
+    // Nothing of the turn ran: no finalize, no maintenance; the error says why (agentEnd reports it as OpenClaw's does).
+    storeBlock: assign(({ context }, params: { block: TurnBlock }) => ({
+      block: params.block,
+      error: { phase: "hooks" as const, message: params.block.message, code: "turnBlocked" },
+      engine: { ...context.engine, finalize: "skipped:blocked", maintenance: "skipped:blocked" },
+    })),
+    // A gate that cannot decide must not admit the turn (OpenClaw's fail-closed `before_agent_run`).
+    warnGateFailed: assign(({ context }, params: { message: string }) => ({
+      warnings: [...context.warnings, `beforeAgentRun hook failed (${params.message}); the turn is blocked`],
+    })),
+    markAdmitted: assign({ admitted: true }),
+    storeBlockedUserMessage: assign((_, params: { output: BlockedTurnRecordOutput }) => ({ blockedUserMessage: params.output.userMessage })),
+    warnBlockNotRecorded: assign(({ context }, params: { message: string }) => ({
+      warnings: [...context.warnings, `the blocked turn could not be recorded in the transcript (${params.message})`],
+    })),
     storeThread: assign((_, params: { output: ThreadStartOutput }) => ({ threadId: params.output.threadId })),
     // Codex no longer knows the bound thread: forget the binding and project again, for a fresh thread.
     markResumeFellBack: assign(({ context }) => ({
@@ -502,6 +540,7 @@ export const turnMachine = setup({
     hadSessionFile: input.hadSessionFile,
     rotateThread: false,
     resumeFellBack: false,
+    admitted: false,
     promptText: input.prompt,
     turnAccepted: false,
     aborted: false,
@@ -749,7 +788,7 @@ export const turnMachine = setup({
         input: ({ context }) => projectInput(context),
         onDone: [
           {
-            guard: "hasPromptHooks",
+            guard: "hasHooksBeforeThread",
             target: "hooks",
             actions: { type: "storeProjection", params: ({ event }) => ({ output: event.output }) },
           },
@@ -760,7 +799,7 @@ export const turnMachine = setup({
         ],
         onError: [
           {
-            guard: "hasPromptHooks",
+            guard: "hasHooksBeforeThread",
             target: "hooks",
             actions: ["warnProjectionFailed", { type: "logLifecycle", params: { event: "projection failed" } }],
           },
@@ -773,8 +812,12 @@ export const turnMachine = setup({
     },
     hooks: {
       entry: [{ type: "enterState", params: { state: "hooks" } }],
-      initial: "running",
+      initial: "choosing",
       states: {
+        // Prompt hooks first (they settle the prompt and instructions the gate judges), then the gate.
+        choosing: {
+          always: [{ guard: "hasPromptHooks", target: "running" }, { target: "admissionCheck" }],
+        },
         running: {
           invoke: {
             id: "hooks",
@@ -792,12 +835,12 @@ export const turnMachine = setup({
                 actions: { type: "storeHooks", params: ({ event }) => ({ output: event.output }) },
               },
               {
-                target: "#turn.threadStart",
+                target: "admissionCheck",
                 actions: { type: "storeHooks", params: ({ event }) => ({ output: event.output }) },
               },
             ],
             onError: {
-              target: "#turn.threadStart",
+              target: "admissionCheck",
               actions: [
                 { type: "warnHooksFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
                 { type: "logLifecycle", params: { event: "beforePromptBuild failed" } },
@@ -811,17 +854,91 @@ export const turnMachine = setup({
             src: "projectContext",
             input: ({ context }) => ({ ...projectInput(context), finalDeveloperInstructions: context.developerInstructions }),
             onDone: {
-              target: "#turn.threadStart",
+              target: "admissionCheck",
               actions: { type: "storeReprojection", params: ({ event }) => ({ output: event.output }) },
             },
             onError: {
-              target: "#turn.threadStart",
+              target: "admissionCheck",
               actions: [
                 { type: "warnReprojectionFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
                 { type: "logLifecycle", params: { event: "projection failed" } },
               ],
             },
           },
+        },
+        // Transient routing: the gate runs only when one is registered.
+        admissionCheck: {
+          always: [{ guard: "admissionDue", target: "admitting" }, { target: "#turn.threadStart" }],
+        },
+        // The last word before Codex: runs after the final prompt, instructions and projection are settled and
+        // before any thread/start, thread/resume, turn/start or llmInput, so a refused turn starts no Codex work.
+        admitting: {
+          invoke: {
+            id: "admitTurn",
+            src: "admitTurn",
+            input: ({ context }) => ({
+              promptText: context.promptText,
+              ...(context.developerInstructions !== undefined ? { developerInstructions: context.developerInstructions } : {}),
+              history: context.history,
+              ...(context.model !== undefined ? { model: context.model } : {}),
+            }),
+            onDone: [
+              {
+                guard: { type: "turnRefused", params: ({ event }) => ({ output: event.output }) },
+                target: "#turn.recordingBlock",
+                actions: [
+                  {
+                    type: "storeBlock",
+                    params: ({ event }) => {
+                      const out = event.output as Extract<AdmissionOutput, { admitted: false }>;
+                      return { block: { blockedBy: out.blockedBy, message: out.message } };
+                    },
+                  },
+                  { type: "logLifecycle", params: ({ event }) => ({ event: "turn blocked", blockedBy: (event.output as { blockedBy?: string }).blockedBy }) },
+                ],
+              },
+              { target: "#turn.threadStart", actions: ["markAdmitted", { type: "logLifecycle", params: { event: "turn admitted" } }] },
+            ],
+            // Fail-closed: a gate that threw, timed out or answered something malformed refuses the turn.
+            onError: {
+              target: "#turn.recordingBlock",
+              actions: [
+                { type: "warnGateFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+                {
+                  type: "storeBlock",
+                  params: { block: { blockedBy: GATE_FAILURE_ATTRIBUTION, message: blockedTurnText(undefined, GATE_FAILURE_ATTRIBUTION) } },
+                },
+                { type: "logLifecycle", params: { event: "turn blocked", blockedBy: GATE_FAILURE_ATTRIBUTION, gateFailed: true } },
+              ],
+            },
+          },
+        },
+      },
+    },
+    // The refused turn goes into the transcript as a redacted user message (the gate's user-facing text, never the
+    // prompt): the session shows that something was refused. Not a lifecycle step (not in the trace). A failure warns.
+    recordingBlock: {
+      on: {
+        ABORT: { actions: { type: "markAbortFlag", params: { yield: false } } },
+        YIELD: { actions: { type: "markAbortFlag", params: { yield: true } } },
+      },
+      invoke: {
+        id: "recordBlock",
+        src: "recordBlockedTurn",
+        input: ({ context }) => context.block!,
+        onDone: {
+          target: "settling",
+          actions: [
+            { type: "storeBlockedUserMessage", params: ({ event }) => ({ output: event.output }) },
+            { type: "logLifecycle", params: { event: "blocked turn recorded" } },
+          ],
+        },
+        onError: {
+          target: "settling",
+          actions: [
+            { type: "warnBlockNotRecorded", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+            { type: "logLifecycle", params: { event: "blocked turn not recorded" } },
+          ],
         },
       },
     },
@@ -1136,6 +1253,7 @@ export const turnMachine = setup({
     // Transient routing to the final state (not a lifecycle state; not recorded in the trace).
     settling: {
       always: [
+        { guard: "settlesBlocked", target: "blocked" },
         { guard: "settlesYieldAborted", target: "yieldAborted" },
         { guard: "settlesAborted", target: "aborted" },
         { guard: "settlesFailed", target: "failed" },
@@ -1157,6 +1275,10 @@ export const turnMachine = setup({
     yieldAborted: {
       type: "final",
       entry: { type: "enterState", params: { state: "yieldAborted" } },
+    },
+    blocked: {
+      type: "final",
+      entry: { type: "enterState", params: { state: "blocked" } },
     },
   },
   output: ({ context }) => buildOutput(context),

@@ -28,8 +28,8 @@ tests call directly. Every lifecycle decision is a state, a transition or a name
 ${machineToMermaid(turnMachine, { mergeParallelEdges: true }).trimEnd()}
 \`\`\`
 
-\`compactionCheck\`, \`threadStart.choosing\`, \`finalize.choosingSnapshot\`, \`decideMaintenance\` and \`settling\` are
-transient routing nodes (eventless transitions). A result's \`trace\` lists the lifecycle steps (\`loadHistory\` ...
+\`compactionCheck\`, \`hooks.choosing\`, \`hooks.admissionCheck\`, \`threadStart.choosing\`, \`finalize.choosingSnapshot\`,
+\`decideMaintenance\` and \`settling\` are transient routing nodes (eventless transitions). A result's \`trace\` lists the lifecycle steps (\`loadHistory\` ...
 \`maintain\`, plus \`compactBeforeTurn\` when the accordion runs) and the final state; the session steps, the pending
 record and finalize's snapshot choice are visible here and in the inspector, not in the trace.
 
@@ -62,6 +62,13 @@ record and finalize's snapshot choice are visible here and in the inspector, not
    receive. A failure (throw, timeout, malformed result) warns and keeps the unmodified prompt. When the hook changed the
    developer instructions (\`hookChangedDeveloperInstructions\`), **hooks.reprojecting** runs the projection again with
    them, so resume-or-rotate and their delivery count what the thread will really carry (the hook's prompt text stays).
+   Last, when a \`beforeAgentRun\` gate is registered and has not admitted this attempt yet (\`admissionDue\`; a
+   re-projection after a refused resume does not ask it again), **hooks.admitting** asks it about the final prompt,
+   instructions and history, before any \`thread/start\`, \`thread/resume\`, \`turn/start\` or \`llmInput\`. A refusal
+   (\`turnRefused\`), or a gate that throws, times out or answers something malformed (fail-closed, with a warning), goes
+   to **recordingBlock**: the transcript gets a user message with the user-facing block text instead of the prompt
+   (OpenClaw's redacted \`before_agent_run\` record; a failed write only warns), and the attempt ends \`blocked\` with
+   finalize and maintenance skipped. An abort or a yield while the block is recorded changes nothing.
 8. **threadStart** resumes the bound thread when the plan says so (\`planResumes\`), else starts a fresh one. When Codex
    refuses the resume (\`resumeFailedFallBackToFresh\`, once per attempt) the machine goes back to **project** without
    the binding, so the fresh thread gets the whole view. Any other failure ends in \`failed\` with nothing mirrored or
@@ -84,7 +91,8 @@ record and finalize's snapshot choice are visible here and in the inspector, not
 13. **Abort and yield** may arrive in any state. Before the turn started they stop at once (the in-flight engine call's
     AbortSignal fires). During \`turnRunning\` they send \`turn/interrupt\` and wait, bounded by \`interruptGrace\`, for the
     turn to end. During \`mirror\`/\`finalize\` the write finishes first and maintenance is skipped. During \`maintain\`
-    maintenance is cancelled. A mirror failure wins, then a yield over an abort, an abort over a failure (\`settleStatus\`).
+    maintenance is cancelled. A refusal wins (it was decided before anything ran), then a mirror failure, then a yield
+    over an abort, an abort over a failure (\`settleStatus\`).
 14. **Steering** texts are forwarded to the running turn; texts that arrive when no turn runs, or that Codex rejects,
     come back in \`result.followUps\`, never lost.
 

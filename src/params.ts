@@ -9,6 +9,7 @@ import { accordionConfigSchema } from "./compaction/accordion.js";
 import type { AgentMessage } from "./context-engine/types.js";
 import type {
   EngineOutcomes,
+  TurnBlock,
   TurnError,
   TurnStatus,
   TurnUsage,
@@ -256,7 +257,10 @@ export interface CodexTurnResult {
   threadId?: string;
   turnId?: string;
   assistantText: string;
-  /** This turn's messages (original user prompt first). Empty when the turn never started. */
+  /**
+   * This turn's messages (original user prompt first). Empty when the turn never started; for a `blocked` turn, the
+   * redacted user message the transcript records instead of the prompt.
+   */
   messagesSnapshot: AgentMessage[];
   usage?: TurnUsage;
   /** Lifecycle states in the order they were entered. */
@@ -270,6 +274,11 @@ export interface CodexTurnResult {
   /** What projection sent (counts, never content); `staleTokens`: what the thread holds that the engine dropped. */
   projection?: { mode: string; reason: string; entriesSent: number; bytes: number; staleTokens?: number };
   error?: TurnError;
+  /**
+   * Status `blocked`: the `beforeAgentRun` gate refused the turn before any Codex work. `blockedBy` names who refused
+   * (the gate's attribution; `beforeAgentRun` when the gate itself failed), `message` is the user-facing text.
+   */
+  blocked?: TurnBlock;
   /** Settles when background maintenance (turnMaintenanceMode "background") finished; resolved at once otherwise. */
   backgroundMaintenance: Promise<void>;
 }

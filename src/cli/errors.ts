@@ -12,7 +12,7 @@
  * process.exitCode = EXIT.usage;
  * ```
  */
-export const EXIT = { ok: 0, turnFailed: 1, usage: 2, env: 3, aborted: 130 } as const;
+export const EXIT = { ok: 0, turnFailed: 1, usage: 2, env: 3, blocked: 4, aborted: 130 } as const;
 
 /**
  * Machine-readable error codes of the CLI. The first three are the families; the others are specific causes of an
@@ -66,5 +66,7 @@ export const envError = (message: string, code: CliErrorCode = "ENV"): CliError 
 export function statusExit(status: string): number {
   if (status === "completed") return EXIT.ok;
   if (status === "aborted" || status === "yieldAborted") return EXIT.aborted;
+  // Refused by a gate (before_agent_run): not a failure of the turn, but no answer either.
+  if (status === "blocked") return EXIT.blocked;
   return EXIT.turnFailed;
 }

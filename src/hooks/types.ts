@@ -34,6 +34,38 @@ export interface BeforeModelResolveResult {
   model?: string;
 }
 
+/**
+ * What a `beforeAgentRun` gate sees: the turn exactly as Codex would get it (after projection and `beforePromptBuild`),
+ * before any thread is started or resumed.
+ */
+export interface BeforeAgentRunEvent {
+  sessionId: string;
+  /** The final prompt text (what `turn/start` would carry). */
+  prompt: string;
+  developerInstructions?: string;
+  /** The mirrored history before this turn (read-only). */
+  messages: readonly AgentMessage[];
+  /** The model the turn would run with, when named (the turn's `model`, or a `beforeModelResolve` hook's choice). */
+  model?: string;
+}
+
+/**
+ * A gate's decision. Returning nothing (or `{ block: false }`) admits the turn. `{ block: true }` refuses it: no Codex
+ * work starts, the result's status is `blocked`, and the transcript records a user message with the user-facing text
+ * ("Your message could not be sent: <message> (blocked by <blockedBy>)", OpenClaw's wording) instead of the prompt.
+ */
+export type BeforeAgentRunResult =
+  | { block: false }
+  | {
+      block: true;
+      /** User-facing detail (shown and recorded). Keep internal reasons out of it. */
+      message?: string;
+      /** Who refused (e.g. a policy or plugin id); default `beforeAgentRun`. */
+      blockedBy?: string;
+      /** Problems behind the decision (a plugin's gate handler failed, so the gate refused): each becomes a turn warning. */
+      warnings?: string[];
+    };
+
 /** Which compaction path ran: Codex's own (`codex-app-server`) or the context engine's. */
 export type CompactionBackend = "codex-app-server" | "context-engine";
 
@@ -155,8 +187,12 @@ export interface BeforeAgentFinalizeResult {
  * `timeouts.engineCallMs`; a hook that throws, hangs or returns a malformed result is a warning, never a failed turn
  * (`beforePromptBuild` then keeps the unmodified prompt, `beforeToolCall` lets the call run unchanged).
  *
- * Order within a turn: `beforePromptBuild` -> `llmInput` -> (`beforeToolCall` -> `afterToolCall`)* and
- * `beforeCompaction` -> `afterCompaction` as they happen -> `llmOutput` -> `beforeAgentFinalize` -> `agentEnd`.
+ * `beforeAgentRun` is the exception: it is fail-closed (a gate that throws, hangs or answers something malformed refuses
+ * the turn, with a warning), because a gate that cannot decide must not let the turn through.
+ *
+ * Order within a turn: `beforeModelResolve` -> `beforePromptBuild` -> `beforeAgentRun` -> `llmInput` ->
+ * (`beforeToolCall` -> `afterToolCall`)* and `beforeCompaction` -> `afterCompaction` as they happen -> `llmOutput` ->
+ * `beforeAgentFinalize` -> `agentEnd`. A refused turn goes from `beforeAgentRun` straight to `agentEnd`.
  *
  * @example
  * ```ts
@@ -171,6 +207,11 @@ export interface CodexTurnHooks {
   /** Runs first in the `hooks` state, before `beforePromptBuild`: may choose this turn's model (OpenClaw's `before_model_resolve`). */
   beforeModelResolve?(ctx: BeforeModelResolveContext): BeforeModelResolveResult | void | Promise<BeforeModelResolveResult | void>;
   beforePromptBuild?(ctx: BeforePromptBuildContext): BeforePromptBuildResult | void | Promise<BeforePromptBuildResult | void>;
+  /**
+   * The admission gate (OpenClaw's `before_agent_run`): runs last in the `hooks` state, after the prompt hooks and the
+   * projection, before any Codex work; may refuse the turn. Fail-closed (see above).
+   */
+  beforeAgentRun?(event: BeforeAgentRunEvent): BeforeAgentRunResult | void | Promise<BeforeAgentRunResult | void>;
   llmInput?(event: LlmInputEvent): void | Promise<void>;
   llmOutput?(event: LlmOutputEvent): void | Promise<void>;
   agentEnd?(event: AgentEndEvent): void | Promise<void>;

@@ -4,9 +4,11 @@
  * (priority, then registration). When handlers throw, the others still run and the hook rejects with an error whose
  * message carries each plugin's own text, so the turn host's warning shows it.
  */
-import type { AgentEndEvent, AfterToolCallEvent, BeforeAgentFinalizeEvent, BeforeModelResolveContext, BeforePromptBuildContext, BeforePromptBuildResult, BeforeToolCallResult, CodexTurnHooks, CompactionHookEvent, LlmInputEvent, LlmOutputEvent, ToolCallHookEvent } from "../hooks/types.js";
+import type { AgentEndEvent, AfterToolCallEvent, BeforeAgentFinalizeEvent, BeforeAgentRunEvent, BeforeModelResolveContext, BeforePromptBuildContext, BeforePromptBuildResult, BeforeToolCallResult, CodexTurnHooks, CompactionHookEvent, LlmInputEvent, LlmOutputEvent, ToolCallHookEvent } from "../hooks/types.js";
 import { BEFORE_TOOL_CALL_FAILURE_REASON } from "../turn/hook-runner.js";
+import { runBeforeAgentRunGate } from "./admission-gate.js";
 import { errorText } from "./errors.js";
+import { withinHandlerTimeout } from "./handler-timeout.js";
 import { CODEX_LLM_PROVIDER } from "./llm.js";
 import { decideFinalize, type FinalizeRetryBudget } from "./finalize-decision.js";
 import { DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS, decidePluginApproval, type ApprovalOutcome, type PluginApprovalCallback, type RememberedApprovals } from "./tool-approval.js";
@@ -44,17 +46,6 @@ export async function settlePluginHook(
     }
   }
   return { results, owners, failures: [...byPlugin].map(([who, texts]) => `plugin ${who} ${name} hook failed: ${texts.join("; ")}`) };
-}
-
-/** A handler's result, or a rejection "timed out after N ms" (OpenClaw's words) when it takes longer. */
-async function withinHandlerTimeout<T>(call: Promise<T>, timeoutMs: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out after ${timeoutMs}ms`)), timeoutMs)));
-  try {
-    return await Promise.race([call, late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
 
 /**
@@ -206,6 +197,16 @@ export function createPluginTurnHooks(
       const folded = foldPromptBuildResults(ctx, promptBuild.results, beforeAgentStart.results);
       return failures.length > 0 ? { ...folded, warnings: failures } : folded;
     };
+  }
+  if (has("before_agent_run")) {
+    // Fail-closed as in OpenClaw: the gate's own failures come back as a block attributed to before_agent_run.
+    hooks.beforeAgentRun = (e: BeforeAgentRunEvent) =>
+      runBeforeAgentRunGate(
+        registry,
+        pluginId,
+        { prompt: e.prompt, history: e.messages, ...(e.developerInstructions !== undefined ? { systemPrompt: e.developerInstructions } : {}) },
+        ctxFor(e.sessionId, e.model !== undefined ? { modelId: e.model } : {}),
+      );
   }
   if (has("before_model_resolve")) {
     hooks.beforeModelResolve = async (ctx: BeforeModelResolveContext) => {

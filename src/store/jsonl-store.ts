@@ -6,6 +6,7 @@
 import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
+import type { AgentMessage } from "../context-engine/types.js";
 import { silentLogger } from "../log/logger.js";
 import { readThreadBinding, writeValidatedThreadBinding, type ThreadBinding } from "../transcript/binding.js";
 import { SessionFileError } from "../transcript/errors.js";
@@ -27,6 +28,7 @@ import { rewriteTranscriptEntriesInFile } from "../transcript/rewrite.js";
 import { openSessionFile } from "../transcript/writer.js";
 import type {
   AcquireLockOptions,
+  AppendMessageInput,
   AppendTurnInput,
   AppendTurnResult,
   CompactionEntryInput,
@@ -61,6 +63,12 @@ const CompactionSchema = z.object({
   firstKeptEntryId: z.string().min(1),
   tokensBefore: z.number().int().nonnegative(),
   details: z.record(z.string(), z.unknown()).optional(),
+});
+
+const AppendMessageSchema = z.object({
+  message: z.looseObject({ role: z.string().min(1), content: z.union([z.string(), z.array(z.unknown())]), timestamp: z.number().optional() }),
+  idempotencyKey: z.string().min(1),
+  cwd: z.string().min(1).optional(),
 });
 
 function invalid(file: string, what: string, err: z.ZodError): SessionFileError {
@@ -112,6 +120,10 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
     appendTurn: async (turn) => {
       guard();
       return appendTurn(opts, logger, turn, takePendingCommit());
+    },
+    appendMessage: async (input) => {
+      guard();
+      return appendMessage(opts, logger, input);
     },
     appendCompaction: async (entry) => {
       guard();
@@ -216,6 +228,29 @@ async function appendTurn(
     entryCount: out.entryCount ?? 0,
     ...(out.lastEntryId !== undefined ? { lastEntryId: out.lastEntryId } : {}),
   };
+}
+
+async function appendMessage(
+  opts: JsonlSessionStoreOptions,
+  logger: Logger,
+  input: AppendMessageInput,
+): Promise<{ entryId: string; appended: boolean }> {
+  const parsed = AppendMessageSchema.safeParse(input);
+  if (!parsed.success) throw invalid(opts.sessionFile, "message", parsed.error);
+  const cwd = input.cwd ?? opts.cwd;
+  const writer = await openSessionFile(opts.sessionFile, {
+    sessionId: opts.sessionId,
+    ...(cwd !== undefined ? { cwd } : {}),
+    ...(opts.sessionRoot !== undefined ? { sessionRoot: opts.sessionRoot } : {}),
+    logger,
+    onSessionIdMismatch: "throw",
+  });
+  const existing = writer.entryIdForKey(input.idempotencyKey);
+  if (existing !== undefined) return { entryId: existing, appended: false };
+  const message = { ...input.message, idempotencyKey: input.idempotencyKey } as AgentMessage;
+  const [written] = await writer.append([{ type: "message", idempotencyKey: input.idempotencyKey, message }]);
+  logger.info({ event: "transcript.message_appended", sessionFile: path.basename(writer.path), entryId: written!.id }, "message appended");
+  return { entryId: written!.id, appended: true };
 }
 
 async function appendCompaction(opts: JsonlSessionStoreOptions, logger: Logger, entry: CompactionEntryInput): Promise<string> {

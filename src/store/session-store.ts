@@ -65,6 +65,15 @@ export interface AppendTurnResult {
   entryCount: number;
 }
 
+/** One message outside any Codex turn (e.g. the redacted record of a turn a gate refused); idempotent by key. */
+export interface AppendMessageInput {
+  message: AgentMessage;
+  /** Stored on the entry and on the message (OpenClaw's `message.idempotencyKey`); a key already present appends nothing. */
+  idempotencyKey: string;
+  /** Header cwd when the transcript is created by this append. */
+  cwd?: string;
+}
+
 /** A pi `compaction` entry: the next history starts with `summary`, then the entries from `firstKeptEntryId` on. */
 export interface CompactionEntryInput {
   summary: string;
@@ -114,6 +123,8 @@ export interface SessionStore {
   readHistory(): Promise<SessionHistory>;
   /** The mirror: append the turn's messages not yet present (idempotent by mirror keys). */
   appendTurn(turn: AppendTurnInput): Promise<AppendTurnResult>;
+  /** Append one message that belongs to no Codex turn; returns its entry id (the existing one when the key is present). */
+  appendMessage(input: AppendMessageInput): Promise<{ entryId: string; appended: boolean }>;
   /** Append a pi `compaction` entry; returns its id. */
   appendCompaction(entry: CompactionEntryInput): Promise<string>;
   /**

@@ -39,8 +39,8 @@ import { errCode } from "./resolve.js";
 import { fsyncDirectory } from "./fsync-dir.js";
 import { createSmallFile, fsyncFd, readSmallFile, replaceSmallFile } from "./small-file.js";
 
-/** Codex's status of the turn, or the machine's status of the attempt. */
-export type PendingFinalizeStatus = TurnRecord["codexStatus"] | TurnStatus;
+/** Codex's status of the turn, or the machine's status of the attempt (a blocked turn never ran: it has no record). */
+export type PendingFinalizeStatus = TurnRecord["codexStatus"] | Exclude<TurnStatus, "blocked">;
 
 /** One turn waiting for its engine finalize. */
 export interface PendingFinalizeRecord {

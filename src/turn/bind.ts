@@ -18,6 +18,7 @@ import { readHistory, rereadHistory } from "./actors/history.js";
 import { assembleContext, bootstrapEngine, compactEngine, finalizeEngine, maintainEngine } from "./actors/engine.js";
 import { projectContext } from "./actors/project.js";
 import { runPromptHooks } from "./actors/prompt-hooks.js";
+import { admitTurn, recordBlockedTurn } from "./actors/admission.js";
 import { resumeThread, startThread } from "./actors/thread.js";
 import { runTurn } from "./actors/run-turn.js";
 import { mirrorTranscript, recordPendingFinalize } from "./actors/persist.js";
@@ -60,6 +61,8 @@ export const boundTurnMachine = turnMachine.provide({
     assembleContext: fromPromise(({ input, system, signal }) => assembleContext(depsOf(system), input, signal)),
     projectContext: fromPromise(({ input, system }) => projectContext(depsOf(system), input)),
     runPromptHooks: fromPromise(({ input, system, signal }) => runPromptHooks(depsOf(system), input, signal)),
+    admitTurn: fromPromise(({ input, system, signal }) => admitTurn(depsOf(system), input, signal)),
+    recordBlockedTurn: fromPromise(({ input, system }) => recordBlockedTurn(depsOf(system), input)),
     resumeThread: fromPromise(({ input, system }) => resumeThread(depsOf(system), input)),
     startThread: fromPromise(({ input, system }) => startThread(depsOf(system), input)),
     runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(({ input, system, sendBack, receive }) =>

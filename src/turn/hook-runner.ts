@@ -4,8 +4,11 @@
  */
 import type { Logger } from "pino";
 import { z } from "zod";
+import { GATE_FAILURE_ATTRIBUTION, blockedTurnText } from "../../machines/rules.js";
+import type { AdmissionOutput } from "../../machines/turn.contract.js";
 import { callEngine } from "../context-engine/lifecycle.js";
 import type {
+  BeforeAgentRunEvent,
   BeforeModelResolveContext,
   BeforePromptBuildContext,
   BeforePromptBuildResult,
@@ -31,6 +34,15 @@ const beforePromptBuildResultSchema = z
 
 const beforeModelResolveResultSchema = z.object({ model: z.string().trim().min(1).optional() }).strict().optional().nullable();
 
+const beforeAgentRunResultSchema = z
+  .union([
+    z.object({ block: z.literal(false) }).strict(),
+    z
+      .object({ block: z.literal(true), message: z.string().optional(), blockedBy: z.string().trim().min(1).optional(), warnings: z.array(z.string()).optional() })
+      .strict(),
+  ])
+  .optional();
+
 const beforeAgentFinalizeResultSchema = z
   .object({ action: z.literal("revise"), reason: z.string().trim().min(1) })
   .strict()
@@ -50,6 +62,11 @@ export interface HookRunner {
   observe<K extends ObservationHook>(name: K, event: Parameters<NonNullable<CodexTurnHooks[K]>>[0]): Promise<void>;
   /** `beforePromptBuild`: throws (bounded, validated) so the machine's `hooks` state can report it. */
   beforePromptBuild(ctx: BeforePromptBuildContext, signal?: AbortSignal): Promise<BeforePromptBuildResult | undefined>;
+  /**
+   * `beforeAgentRun`: the gate's decision (no gate: admitted). Throws when the gate throws, times out or answers
+   * something malformed: the machine's `hooks.admitting` then refuses the turn (fail-closed).
+   */
+  beforeAgentRun(event: BeforeAgentRunEvent, signal?: AbortSignal): Promise<AdmissionOutput>;
   /** `beforeModelResolve`: the model it chose, else undefined (absent, failed or malformed: the turn's model, with a warning). */
   beforeModelResolve(ctx: BeforeModelResolveContext): Promise<string | undefined>;
   /** `beforeAgentFinalize`: a revision request, else undefined (absent, failed or malformed: the turn ends). */
@@ -122,6 +139,24 @@ export function createHookRunner(p: {
         p.logger.warn({ ...p.ids, event: "hook partly failed", hook: "beforePromptBuild" }, "hook partly failed");
       }
       return parsed.data ?? undefined;
+    },
+    async beforeAgentRun(event, signal) {
+      const hook = hooks.beforeAgentRun;
+      if (typeof hook !== "function") return { admitted: true };
+      const raw = await call("beforeAgentRun", () => hook.call(hooks, event), signal);
+      const parsed = beforeAgentRunResultSchema.safeParse(raw);
+      if (!parsed.success) {
+        const issue = parsed.error.issues[0];
+        throw new Error(`malformed result: ${issue?.path.join(".") || "(result)"}: ${issue?.message ?? "invalid"}`);
+      }
+      const decision = parsed.data;
+      if (!decision?.block) return { admitted: true };
+      for (const warning of decision.warnings ?? []) {
+        p.warn(`beforeAgentRun hook: ${warning}`);
+        p.logger.warn({ ...p.ids, event: "hook failed", hook: "beforeAgentRun" }, "admission gate failed; the turn is blocked");
+      }
+      const blockedBy = decision.blockedBy?.trim() || GATE_FAILURE_ATTRIBUTION;
+      return { admitted: false, blockedBy, message: blockedTurnText(decision.message, blockedBy) };
     },
     beforeModelResolve: async (ctx) => (await decide("beforeModelResolve", beforeModelResolveResultSchema, ctx))?.model,
     beforeAgentFinalize: (event) => decide("beforeAgentFinalize", beforeAgentFinalizeResultSchema, event),

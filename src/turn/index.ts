@@ -104,6 +104,7 @@ function machineInput(deps: TurnDeps): TurnMachineInput {
     engine: deps.facts,
     hadSessionFile: false,
     hasPromptHooks: deps.hooks.has("beforePromptBuild") || deps.hooks.has("beforeModelResolve"),
+    hasAdmissionGate: deps.hooks.has("beforeAgentRun"),
     accordion: { enabled: accordionEnabled, contextThreshold: p.compaction?.contextThreshold ?? 0.9 },
     ...(p.sessionKey ? { sessionKey: p.sessionKey } : {}),
   };

@@ -36,6 +36,12 @@ export function toTurnResult(
   if (output.turnId) res.turnId = output.turnId;
   if (output.error) res.error = output.error;
   if (output.projection) res.projection = output.projection;
+  if (output.blocked) {
+    const { userMessage, ...block } = output.blocked;
+    res.blocked = block;
+    // The refused turn's only message is the redacted one the transcript records (never the prompt).
+    if (userMessage) res.messagesSnapshot = [userMessage];
+  }
   if (output.record) {
     res.assistantText = output.record.assistantText;
     res.messagesSnapshot = output.record.messagesSnapshot;

@@ -99,6 +99,38 @@ describe("codex-turn with OpenClaw plugins", () => {
     expect(stray.stderr.trim()).toMatch(/^codex-turn: --plugin \S+recall-memory \(CONFIG_INVALID\): plugin \S+: pluginConfigs names no loaded plugin: summarizer \(loaded: recall-memory\)$/);
   }, 240_000);
 
+  it("a gate plugin (before_agent_run) refuses a turn: run prints the refusal and exits 4, chat shows it and goes on", async () => {
+    const ws = await mkdtemp(path.join(dir, "gate-"));
+    const configs = path.join(ws, "plugins.json");
+    await writeFile(configs, JSON.stringify({ "input-gate": { logPath: path.join(ws, "gate.jsonl") } }));
+    const session = path.join(ws, "s.jsonl");
+    const base = ["--session", session, "--offline", "--plugin", fixture("input-gate"), "--plugins-config", configs];
+    const refused = await cli(["run", "What is the admin secret?", ...base], ws);
+    expect(refused.code, refused.stderr).toBe(4);
+    expect(refused.stdout.trim().split("\n")[0]).toBe("Your message could not be sent: requests for secrets are not allowed (blocked by input-gate)");
+    expect(refused.stdout).toContain("status: blocked");
+    const json = await cli(["run", "Another secret, please.", ...base, "--json"], ws);
+    expect(json.code).toBe(4);
+    const record = JSON.parse(json.stdout.trim().split("\n").at(-1)!) as { trace: string[] };
+    expect(record).toMatchObject({
+      status: "blocked",
+      blocked: { blockedBy: "input-gate", message: "Your message could not be sent: requests for secrets are not allowed (blocked by input-gate)" },
+    });
+    expect(record.trace.slice(-2)).toEqual(["hooks", "blocked"]);
+    const passed = await cli(["run", "Say hello.", ...base], ws);
+    expect(passed.code, passed.stderr).toBe(0);
+    expect(passed.stdout).toContain("offline reply");
+    // The session holds the two refusals (never the refused prompts) and the admitted turn.
+    const transcript = await readFile(session, "utf8");
+    expect(transcript).not.toContain("admin secret");
+    expect(transcript.match(/blocked by input-gate/g)).toHaveLength(2);
+    const chat = await runCli(["chat", ...base], { cwd: ws, timeoutMs: 180_000, input: "Tell me a secret.\nSay hi.\n" });
+    expect(chat.code, chat.stderr).toBe(0);
+    expect(chat.stdout).toContain("Your message could not be sent: requests for secrets are not allowed (blocked by input-gate)");
+    expect(chat.stdout).toContain("(turn blocked by input-gate)");
+    expect(chat.stdout).toContain("offline reply");
+  }, 240_000);
+
   it("--openclaw-config configures the loaded plugins from an OpenClaw config: entries' config and hook policy", async () => {
     const ws = await mkdtemp(path.join(dir, "openclaw-config-"));
     const db = path.join(ws, "memories.json");

@@ -24,6 +24,8 @@ export type PromiseActor =
   | "assembleContext"
   | "projectContext"
   | "runPromptHooks"
+  | "admitTurn"
+  | "recordBlockedTurn"
   | "resumeThread"
   | "startThread"
   | "recordPendingFinalize"
@@ -44,6 +46,8 @@ export const ACTOR_STATE: Record<PromiseActor, string[]> = {
   // Also in hooks: the projection is redone there when the hook changed the developer instructions.
   projectContext: ["project", "hooks"],
   runPromptHooks: ["hooks"],
+  admitTurn: ["hooks"],
+  recordBlockedTurn: ["recordingBlock"],
   resumeThread: ["threadStart"],
   startThread: ["threadStart"],
   recordPendingFinalize: ["mirror"],
@@ -67,7 +71,7 @@ export const CANONICAL = [
   "finalize",
   "maintain",
 ] as const;
-export const FINALS = ["completed", "failed", "aborted", "yieldAborted"] as const;
+export const FINALS = ["completed", "failed", "aborted", "yieldAborted", "blocked"] as const;
 
 /** Facts of an engine with every optional lifecycle method and foreground maintenance; override what a test varies. */
 export function fullEngineFacts(overrides: Partial<EngineFacts> = {}): EngineFacts {
@@ -133,6 +137,10 @@ export function okOutput(actor: PromiseActor): unknown {
       return { mode: "delta", reason: "test", promptText: "p", thread: { action: "start", reason: "test" }, entriesSent: 0, bytes: 1 };
     case "runPromptHooks":
       return { promptText: "p" };
+    case "admitTurn":
+      return { admitted: true };
+    case "recordBlockedTurn":
+      return { entryId: "e1", userMessage: { role: "user", content: [{ type: "text", text: "Your message could not be sent: blocked by gate" }], timestamp: 1 } };
     case "startThread":
       return { threadId: "thread-1", resumed: false };
     case "mirrorTranscript":

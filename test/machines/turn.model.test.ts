@@ -17,6 +17,7 @@ type ModelEvent =
   | { type: "HISTORY_OK" | "HISTORY_FAIL" | "BOOTSTRAP_OK" | "BOOTSTRAP_FAIL" | "ASSEMBLE_OK" | "ASSEMBLE_EMPTY" | "ASSEMBLE_FAIL" }
   | { type: "COMPACT_OK" | "COMPACT_NONE" | "COMPACT_FAIL" | "RELOAD_OK" | "RELOAD_FAIL" }
   | { type: "PROJECT_OK" | "PROJECT_FAIL" | "HOOKS_OK" | "HOOKS_CHANGED" | "HOOKS_FAIL" | "REPROJECT_OK" | "REPROJECT_FAIL" | "THREAD_OK" | "THREAD_FAIL" }
+  | { type: "ADMIT_PASS" | "ADMIT_BLOCK" | "ADMIT_FAIL" | "RECORD_BLOCK_OK" | "RECORD_BLOCK_FAIL" }
   | { type: "RESUME_OK" | "RESUME_REFUSED" | "RESUME_FAIL" }
   | { type: "TURN_ACCEPTED" | "TURN_START_FAIL" | "TURN_COMPLETED" | "TURN_FAILED" | "INTERRUPT_TIMEOUT" }
   | { type: "MIRROR_OK" | "MIRROR_FAIL" | "FINALIZE_OK" | "FINALIZE_FAIL" | "MAINTAIN_OK" | "MAINTAIN_FAIL" }
@@ -33,6 +34,8 @@ interface ModelContext {
   fellBack: boolean;
   /** The last projection failed: the machine then always starts a fresh thread. */
   projectFailed: boolean;
+  /** The gate admitted the turn: a re-projection after a refused resume does not ask it again. */
+  admitted: boolean;
 }
 
 // --- The independent lifecycle model -------------------------------------------------------------------------
@@ -54,6 +57,8 @@ export const lifecycleModel = setup({
     mayFallBack: ({ context }) => !context.fellBack,
     engineActive: ({ context }) => context.cfg.engine.active,
     hooks: ({ context }) => context.cfg.hasPromptHooks,
+    // A gate judges the final turn (after the prompt hooks and every projection), before any thread work.
+    gate: ({ context }) => context.cfg.hasAdmissionGate === true && !context.admitted,
     projected: ({ context }) => !context.projectFailed,
     yielded: ({ context }) => context.yielded,
     aborted: ({ context }) => context.aborted,
@@ -71,10 +76,11 @@ export const lifecycleModel = setup({
     fallBack: assign({ fellBack: true }),
     projectOk: assign({ projectFailed: false }),
     projectFail: assign({ projectFailed: true }),
+    admit: assign({ admitted: true }),
   },
 }).createMachine({
   id: "model",
-  context: ({ input }) => ({ cfg: input, aborted: false, yielded: false, accepted: false, promptError: false, finalizeOk: false, fellBack: false, projectFailed: false }),
+  context: ({ input }) => ({ cfg: input, aborted: false, yielded: false, accepted: false, promptError: false, finalizeOk: false, fellBack: false, projectFailed: false, admitted: false }),
   initial: "lock",
   states: {
     // One attempt at a time per session; a crashed attempt's turn is completed before this one starts.
@@ -114,22 +120,32 @@ export const lifecycleModel = setup({
       on: {
         PROJECT_OK: [
           { guard: "hooks", target: "hooks", actions: "projectOk" },
+          { guard: "gate", target: "admitting", actions: "projectOk" },
           { guard: "resumePlanned", target: "threadResume", actions: "projectOk" },
           { target: "threadStart", actions: "projectOk" },
         ],
         // A failed projection always starts a fresh thread.
-        PROJECT_FAIL: [{ guard: "hooks", target: "hooks", actions: "projectFail" }, { target: "threadStart", actions: "projectFail" }],
+        PROJECT_FAIL: [
+          { guard: "hooks", target: "hooks", actions: "projectFail" },
+          { guard: "gate", target: "admitting", actions: "projectFail" },
+          { target: "threadStart", actions: "projectFail" },
+        ],
         ABORT: "aborted",
         YIELD: "yieldAborted",
       },
     },
     hooks: {
       on: {
-        HOOKS_OK: [{ guard: "resumePlanned", target: "threadResume" }, { target: "threadStart" }],
+        HOOKS_OK: [{ guard: "gate", target: "admitting" }, { guard: "resumePlanned", target: "threadResume" }, { target: "threadStart" }],
         // The hook changed the developer instructions: the thread decision is made again with them (the spec passes the
         // FINAL instructions to startOrResumeThread). A failed projection has no decision to redo.
-        HOOKS_CHANGED: [{ guard: "projected", target: "reproject" }, { guard: "resumePlanned", target: "threadResume" }, { target: "threadStart" }],
-        HOOKS_FAIL: [{ guard: "resumePlanned", target: "threadResume" }, { target: "threadStart" }],
+        HOOKS_CHANGED: [
+          { guard: "projected", target: "reproject" },
+          { guard: "gate", target: "admitting" },
+          { guard: "resumePlanned", target: "threadResume" },
+          { target: "threadStart" },
+        ],
+        HOOKS_FAIL: [{ guard: "gate", target: "admitting" }, { guard: "resumePlanned", target: "threadResume" }, { target: "threadStart" }],
         ABORT: "aborted",
         YIELD: "yieldAborted",
       },
@@ -137,15 +153,29 @@ export const lifecycleModel = setup({
     reproject: {
       on: {
         REPROJECT_OK: [
+          { guard: "gate", target: "admitting", actions: "projectOk" },
           { guard: "resumePlanned", target: "threadResume", actions: "projectOk" },
           { target: "threadStart", actions: "projectOk" },
         ],
         // Like a failed projection: a fresh thread, with the hook's prompt and instructions.
-        REPROJECT_FAIL: { target: "threadStart", actions: "projectFail" },
+        REPROJECT_FAIL: [{ guard: "gate", target: "admitting", actions: "projectFail" }, { target: "threadStart", actions: "projectFail" }],
         ABORT: "aborted",
         YIELD: "yieldAborted",
       },
     },
+    // OpenClaw's before_agent_run: admitted turns go on; refused ones (and a gate that fails: fail-closed) start no
+    // Codex work and are recorded as a redacted user message.
+    admitting: {
+      on: {
+        ADMIT_PASS: [{ guard: "resumePlanned", target: "threadResume", actions: "admit" }, { target: "threadStart", actions: "admit" }],
+        ADMIT_BLOCK: "recordingBlock",
+        ADMIT_FAIL: "recordingBlock",
+        ABORT: "aborted",
+        YIELD: "yieldAborted",
+      },
+    },
+    // The decision is made: an abort now has nothing to stop, and a failed record only warns.
+    recordingBlock: { on: { RECORD_BLOCK_OK: "blocked", RECORD_BLOCK_FAIL: "blocked", ABORT: {}, YIELD: {} } },
     // The projection planned a resume of the bound thread, or a fresh thread.
     threadResume: {
       on: {
@@ -224,6 +254,7 @@ export const lifecycleModel = setup({
     failed: { type: "final" },
     aborted: { type: "final" },
     yieldAborted: { type: "final" },
+    blocked: { type: "final" },
   },
 });
 
@@ -285,6 +316,11 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   },
   REPROJECT_FAIL: fail("projectContext"),
   HOOKS_FAIL: fail("runPromptHooks"),
+  ADMIT_PASS: ok("admitTurn", { admitted: true }),
+  ADMIT_BLOCK: ok("admitTurn", { admitted: false, blockedBy: "guard", message: "Your message could not be sent: no (blocked by guard)" }),
+  ADMIT_FAIL: fail("admitTurn"),
+  RECORD_BLOCK_OK: ok("recordBlockedTurn", { entryId: "e1", userMessage: { role: "user", content: [{ type: "text", text: "refused" }], timestamp: 1 } }),
+  RECORD_BLOCK_FAIL: fail("recordBlockedTurn"),
   THREAD_OK: ok("startThread", { threadId: "thread-1", resumed: false }),
   THREAD_FAIL: fail("startThread"),
   TURN_ACCEPTED: (h) => h.emit({ type: "TURN.ACCEPTED", turnId: "turn-1" }),
@@ -305,17 +341,18 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
 
 const configs: Array<{ name: string; input: TurnMachineInput }> = [
   { name: "no engine", input: cfg(NO_ENGINE, true, false) },
-  { name: "full engine, existing session, prompt hooks", input: cfg(ENGINE_FULL, true, true) },
+  { name: "full engine, existing session, prompt hooks and an admission gate", input: cfg(ENGINE_FULL, true, true, true) },
   { name: "engine without bootstrap/maintain", input: cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false) },
-  { name: "background maintenance, new session", input: cfg({ ...ENGINE_FULL, turnMaintenanceMode: "background" }, false, false) },
+  { name: "background maintenance, new session, an admission gate", input: cfg({ ...ENGINE_FULL, turnMaintenanceMode: "background" }, false, false, true) },
   {
-    name: "accordion due, a bound thread to resume",
-    input: { ...cfg({ ...ENGINE_FULL, ownsCompaction: true }, true, false), accordion: { enabled: true, contextThreshold: 0.9 }, sessionKey: "resume" },
+    name: "accordion due, a bound thread to resume, prompt hooks and an admission gate",
+    input: { ...cfg({ ...ENGINE_FULL, ownsCompaction: true }, true, true, true), accordion: { enabled: true, contextThreshold: 0.9 }, sessionKey: "resume" },
   },
+  { name: "no engine, prompt hooks without a gate", input: cfg(NO_ENGINE, true, true) },
 ];
 
-function cfg(engine: EngineFacts, hadSessionFile: boolean, hasPromptHooks: boolean): TurnMachineInput {
-  return { sessionId: "s", sessionFile: "/sessions/s.jsonl", prompt: "prompt", engine, hadSessionFile, hasPromptHooks };
+function cfg(engine: EngineFacts, hadSessionFile: boolean, hasPromptHooks: boolean, hasAdmissionGate = false): TurnMachineInput {
+  return { sessionId: "s", sessionFile: "/sessions/s.jsonl", prompt: "prompt", engine, hadSessionFile, hasPromptHooks, hasAdmissionGate };
 }
 
 const modelValue = (value: unknown) => (typeof value === "string" ? value : JSON.stringify(value));
@@ -346,8 +383,17 @@ async function replay(
   }
   const last = steps[steps.length - 1]!.state;
   const final = modelValue(last.value);
-  if (["completed", "failed", "aborted", "yieldAborted"].includes(final)) {
+  if (["completed", "failed", "aborted", "yieldAborted", "blocked"].includes(final)) {
     if (harness.output?.status !== final) return `final status: model ${final}, machine ${harness.output?.status}`;
+    // A refused turn starts no Codex work, says who refused it, and is recorded (the gate ran exactly once).
+    if (final === "blocked") {
+      if (["resumeThread", "startThread", "runTurn"].some((c) => harness.calls.includes(c))) return `blocked turn did Codex work: ${harness.calls.join(",")}`;
+      if (!harness.output.blocked?.message || !harness.calls.includes("recordBlockedTurn")) return "blocked turn without its block or its record";
+    }
+    if (harness.calls.filter((c) => c === "admitTurn").length > 1) return "the gate ran more than once";
+    if (harness.calls.includes("admitTurn") !== (input.hasAdmissionGate === true && steps.some((st) => modelValue(st.state.value) === "admitting"))) {
+      return "the gate ran although the model never reached it (or vice versa)";
+    }
     const ctx = last.context;
     const passedMaintain = steps.some((st) => modelValue(st.state.value) === "maintain");
     if (harness.calls.includes("maintainEngine") !== passedMaintain) return "maintenance ran although the model never reached maintain (or vice versa)";
@@ -357,11 +403,11 @@ async function replay(
     const background = maintenanceAllowed(ctx) && input.engine.turnMaintenanceMode === "background";
     if (background !== harness.backgroundScheduled > 0) return `background maintenance: model ${background}, machine ${harness.backgroundScheduled}`;
     // Engine calls happen in lifecycle order.
-    const order = ["acquireSessionLock", "recoverSession", "readHistory", "bootstrapEngine", "compactEngine", "rereadHistory", "assembleContext", "projectContext", "runPromptHooks", "resumeThread", "startThread", "runTurn", "recordPendingFinalize", "mirrorTranscript", "rereadHistoryForFinalize", "finalizeEngine", "maintainEngine"];
+    const order = ["acquireSessionLock", "recoverSession", "readHistory", "bootstrapEngine", "compactEngine", "rereadHistory", "assembleContext", "projectContext", "runPromptHooks", "admitTurn", "recordBlockedTurn", "resumeThread", "startThread", "runTurn", "recordPendingFinalize", "mirrorTranscript", "rereadHistoryForFinalize", "finalizeEngine", "maintainEngine"];
     // A refused resume goes back to project once: order is checked from the last projection on.
     const calls = harness.calls.slice(Math.max(0, harness.calls.lastIndexOf("projectContext")));
     const head = harness.calls.slice(0, Math.max(0, harness.calls.lastIndexOf("projectContext")));
-    const indexes = [...head.filter((c) => c !== "projectContext" && c !== "resumeThread" && c !== "runPromptHooks"), ...calls].map((c) => order.indexOf(c));
+    const indexes = [...head.filter((c) => c !== "projectContext" && c !== "resumeThread" && c !== "runPromptHooks" && c !== "admitTurn"), ...calls].map((c) => order.indexOf(c));
     if (indexes.some((v, i) => i > 0 && v < indexes[i - 1]!)) return `call order ${harness.calls.join(",")}`;
     if (harness.output.trace[harness.output.trace.length - 1] !== final) return `trace ends with ${harness.output.trace.at(-1)}`;
   }
@@ -446,7 +492,7 @@ describe("turn machine against the independent lifecycle model", () => {
 
   it("projects again with the hook's instructions; a failed re-projection keeps the hook's prompt on a fresh thread", async () => {
     for (const outcome of ["ok", "fail"] as const) {
-      const h = new TurnHarness(configs[1]!.input);
+      const h = new TurnHarness({ ...configs[1]!.input, hasAdmissionGate: false });
       await drive(h, ["HISTORY_OK", "BOOTSTRAP_OK", "ASSEMBLE_OK", "PROJECT_OK"]);
       h.resolve("runPromptHooks", { promptText: "hooked prompt", developerInstructions: "hooked" });
       await settle();
@@ -470,6 +516,38 @@ describe("turn machine against the independent lifecycle model", () => {
       h.actor.stop();
       track(h);
     }
+  });
+
+  it("a refused turn stays blocked when an abort or a yield arrives while it is recorded; the record completes", async () => {
+    for (const event of ["ABORT", "YIELD"] as const) {
+      const h = new TurnHarness(configs[3]!.input);
+      await drive(h, ["HISTORY_OK", "ASSEMBLE_OK", "PROJECT_OK", "ADMIT_BLOCK", event]);
+      expect(h.lifecycleState()).toBe("recordingBlock");
+      await drive(h, ["RECORD_BLOCK_OK"]);
+      expect(h.output?.status).toBe("blocked");
+      expect(h.output?.blocked).toEqual({
+        blockedBy: "guard",
+        message: "Your message could not be sent: no (blocked by guard)",
+        userMessage: { role: "user", content: [{ type: "text", text: "refused" }], timestamp: 1 },
+      });
+      expect(h.output?.engine).toMatchObject({ finalize: "skipped:blocked", maintenance: "skipped:blocked" });
+      expect(h.output?.error).toEqual({ phase: "hooks", message: "Your message could not be sent: no (blocked by guard)", code: "turnBlocked" });
+      expect(h.output?.trace.slice(-2)).toEqual(["hooks", "blocked"]);
+      track(h);
+    }
+  });
+
+  it("a gate that fails refuses the turn (fail-closed) with a warning; a record that fails only warns", async () => {
+    const h = new TurnHarness(configs[3]!.input);
+    await drive(h, ["HISTORY_OK", "ASSEMBLE_OK", "PROJECT_OK", "ADMIT_FAIL", "RECORD_BLOCK_FAIL"]);
+    expect(h.output?.status).toBe("blocked");
+    expect(h.output?.blocked).toEqual({ blockedBy: "beforeAgentRun", message: "Your message could not be sent: blocked by beforeAgentRun" });
+    expect(h.output?.warnings).toEqual([
+      "beforeAgentRun hook failed (admitTurn failed); the turn is blocked",
+      "the blocked turn could not be recorded in the transcript (recordBlockedTurn failed)",
+    ]);
+    expect(h.calls).not.toContain("startThread");
+    track(h);
   });
 
   it("ignores repeated abort and yield while interrupting (the first one decides)", async () => {
@@ -591,6 +669,14 @@ describe("guard mutants are caught by the model", () => {
     { guard: "crashedAttemptPending", impl: () => true, config: 0 },
     { guard: "hookChangedDeveloperInstructions", impl: () => false, config: 1 },
     { guard: "hookChangedDeveloperInstructions", impl: () => true, config: 1 },
+    { guard: "admissionDue", impl: () => false, config: 1 },
+    { guard: "admissionDue", impl: () => true, config: 5 },
+    // Asked again after a refused resume (the turn was already admitted): caught on the re-projection paths.
+    { guard: "admissionDue", impl: () => true, config: 4 },
+    { guard: "hasHooksBeforeThread", impl: () => false, config: 3 },
+    { guard: "turnRefused", impl: () => false, config: 1 },
+    { guard: "turnRefused", impl: () => true, config: 3 },
+    { guard: "settlesBlocked", impl: () => false, config: 3 },
   ];
   const results: string[] = [];
   for (const mutant of mutants) {

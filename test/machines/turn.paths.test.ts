@@ -61,6 +61,17 @@ const invokes: Record<string, Invoke> = {
     src: "projectContext",
     outputs: (c) => [{ ...projectionWith(c.input.sessionKey === "resume" && !c.resumeFellBack ? RESUME_PLAN : START_PLAN), developerInstructions: c.developerInstructions }],
   },
+  // The gate admits, or refuses (its failure, the error branch, refuses too).
+  "hooks.admitting": {
+    id: "admitTurn",
+    src: "admitTurn",
+    outputs: () => [{ admitted: true }, { admitted: false, blockedBy: "guard", message: "Your message could not be sent: blocked by guard" }],
+  },
+  recordingBlock: {
+    id: "recordBlock",
+    src: "recordBlockedTurn",
+    outputs: () => [{ entryId: "e1", userMessage: { role: "user", content: [{ type: "text", text: "Your message could not be sent: blocked by guard" }], timestamp: 1 } }],
+  },
   "threadStart.resuming": {
     id: "resumeThread",
     src: "resumeThread",
@@ -101,7 +112,7 @@ function eventsFor(snapshot: { value: unknown; context: TurnContext; status: str
     const top = topState(snapshot.value);
     // Simple paths leave abort/yield to the running turn (shortest paths try them in every state).
     if (firstOutcomeOnly) return events;
-    if ((top !== "mirror" && top !== "finalize") || !snapshot.context.aborted) events.push({ type: "ABORT" }, { type: "YIELD" });
+    if ((top !== "mirror" && top !== "finalize" && top !== "recordingBlock") || !snapshot.context.aborted) events.push({ type: "ABORT" }, { type: "YIELD" });
     return events;
   }
   const sub = (snapshot.value as Record<string, string>)["turnRunning"];
@@ -134,12 +145,14 @@ const input = (engine = ENGINE_FULL, hooks = true, extra: Partial<TurnMachineInp
   engine,
   hadSessionFile: true,
   hasPromptHooks: hooks,
+  hasAdmissionGate: hooks,
   ...extra,
 });
 /** An engine that owns compaction, an accordion that is due, and a bound thread to resume. */
 const ACCORDION_AND_RESUME = input({ ...ENGINE_FULL, ownsCompaction: true }, false, {
   accordion: { enabled: true, contextThreshold: 0.9 },
   sessionKey: "resume",
+  hasAdmissionGate: true,
 });
 
 type GraphPath = { steps: Array<{ event: AnyEventObject; state: { value: unknown; context: TurnContext } }> };
@@ -154,7 +167,7 @@ function traverse(kind: "shortest" | "simple", cfg: TurnMachineInput): GraphPath
       const c = s.context;
       return JSON.stringify({
         v: s.value,
-        f: [c.aborted, c.yieldAborted, c.turnAccepted, c.record?.codexStatus, c.mirrorOk, c.mirrorFailed, c.finalizeOk, c.resumeFellBack, c.rotateThread, c.failedBeforeTurn, c.mirror?.entryCount, c.projection?.thread.action],
+        f: [c.aborted, c.yieldAborted, c.turnAccepted, c.record?.codexStatus, c.mirrorOk, c.mirrorFailed, c.finalizeOk, c.resumeFellBack, c.rotateThread, c.failedBeforeTurn, c.mirror?.entryCount, c.projection?.thread.action, c.admitted, c.block?.blockedBy],
       });
     },
   } as never;
@@ -176,6 +189,11 @@ async function replay(paths: GraphPath[], cfg: TurnMachineInput): Promise<number
       // Per-state invariants.
       const top = topState(live.value);
       if (top === "mirror" || top === "finalize") expect(live.context.turnAccepted).toBe(true);
+      // Nothing of a refused turn reaches Codex: the block is set before the record, and no thread was touched.
+      if (top === "recordingBlock") {
+        expect(live.context.block).toBeDefined();
+        expect(h.calls.filter((c) => c === "startThread" || c === "resumeThread" || c === "runTurn")).toEqual([]);
+      }
       if (top === "finalize") expect(live.context.mirrorOk).toBe(true);
       if (top === "project" && live.context.resumeFellBack) expect(live.context.binding).toBeUndefined();
       // Projected again only for instructions the hook changed, and the hook's prompt survives the new projection.
@@ -188,6 +206,10 @@ async function replay(paths: GraphPath[], cfg: TurnMachineInput): Promise<number
     }
     if (h.output) {
       if (h.output.status !== "completed") expect(h.output.engine.maintenance).not.toBe("ran");
+      if (h.output.status === "blocked") expect(h.calls).not.toContain("runTurn");
+      // The gate judges the final turn, once: after the prompt hooks, never again after a refused resume.
+      if (h.calls.includes("admitTurn")) expect(h.calls.indexOf("admitTurn")).toBeGreaterThan(h.calls.indexOf("runPromptHooks"));
+      expect(h.calls.filter((c) => c === "admitTurn").length).toBeLessThanOrEqual(1);
       if (!h.calls.includes("runTurn")) expect(h.calls).not.toContain("mirrorTranscript");
       if (h.output.error?.phase === "mirror") expect(h.output.status).toBe("failed");
       expect(h.output.trace.at(-1)).toBe(h.output.status);
@@ -199,7 +221,8 @@ async function replay(paths: GraphPath[], cfg: TurnMachineInput): Promise<number
 
 describe("paths of the real turn machine", () => {
   for (const [name, cfg] of [
-    ["full engine with hooks", input()],
+    ["full engine with hooks and a gate", input()],
+    ["a gate without prompt hooks", input(NO_ENGINE, false, { hasAdmissionGate: true })],
     ["no engine", input(NO_ENGINE, false)],
     ["background maintenance", input({ ...ENGINE_FULL, turnMaintenanceMode: "background" }, false)],
     ["accordion due and a bound thread to resume", ACCORDION_AND_RESUME],

@@ -1,9 +1,12 @@
 import { describe, expect, it } from "vitest";
 import {
+  blockedTurnText,
   bootstrapSkipReason,
   canMaintain,
   hasPromptError,
+  isAdmissionDue,
   isAssembleEmpty,
+  isTurnRefused,
   isBackgroundMaintenance,
   maintenanceSkipReason,
   needsRecovery,
@@ -97,5 +100,27 @@ describe("turn lifecycle rules", () => {
     expect(settleStatus({ ...all, yieldAborted: false, aborted: false })).toBe("failed");
     expect(settleStatus({ ...ok, failedBeforeTurn: true, turnAccepted: false, record: undefined })).toBe("failed");
     expect(settleStatus(ok)).toBe("completed");
+  });
+
+  it("a refused turn settles blocked, whatever came after the decision", () => {
+    const refused = { ...ok, blocked: true, turnAccepted: false, record: undefined };
+    expect(settleStatus(refused)).toBe("blocked");
+    expect(settleStatus({ ...refused, aborted: true, yieldAborted: true })).toBe("blocked");
+    expect(settleStatus({ ...refused, blocked: false })).toBe("completed");
+  });
+
+  it("the gate runs once per attempt, and only when registered; its refusal is read from its output", () => {
+    expect(isAdmissionDue(true, false)).toBe(true);
+    expect(isAdmissionDue(true, true)).toBe(false);
+    expect(isAdmissionDue(false, false)).toBe(false);
+    expect(isTurnRefused({ admitted: false })).toBe(true);
+    expect(isTurnRefused({ admitted: true })).toBe(false);
+  });
+
+  it("renders a block as OpenClaw does: the gate's user-facing text when given, always attributed", () => {
+    expect(blockedTurnText("Too long", "length-guard")).toBe("Your message could not be sent: Too long (blocked by length-guard)");
+    expect(blockedTurnText("  ", "length-guard")).toBe("Your message could not be sent: blocked by length-guard");
+    expect(blockedTurnText(undefined, "beforeAgentRun")).toBe("Your message could not be sent: blocked by beforeAgentRun");
+    expect(blockedTurnText(undefined, "")).toBe("Your message could not be sent: blocked");
   });
 });

@@ -99,3 +99,34 @@ describe("beforeModelResolve", () => {
     }
   });
 });
+
+describe("beforeAgentRun (the admission gate)", () => {
+  const turn = { sessionId: "s", prompt: "p", messages: [] };
+  it("no gate, nothing or { block: false } admits; a block is rendered as OpenClaw renders it, with its warnings", async () => {
+    expect(await runner({}).r.beforeAgentRun(turn)).toEqual({ admitted: true });
+    expect(await runner({ beforeAgentRun: () => undefined }).r.beforeAgentRun(turn)).toEqual({ admitted: true });
+    expect(await runner({ beforeAgentRun: () => ({ block: false }) }).r.beforeAgentRun(turn)).toEqual({ admitted: true });
+    expect(await runner({ beforeAgentRun: () => ({ block: true, message: "Too long", blockedBy: "len" }) }).r.beforeAgentRun(turn)).toEqual({
+      admitted: false,
+      blockedBy: "len",
+      message: "Your message could not be sent: Too long (blocked by len)",
+    });
+    const warned = runner({ beforeAgentRun: () => ({ block: true, warnings: ["plugin x before_agent_run hook failed: down"] }) });
+    expect(await warned.r.beforeAgentRun(turn)).toEqual({ admitted: false, blockedBy: "beforeAgentRun", message: "Your message could not be sent: blocked by beforeAgentRun" });
+    expect(warned.warnings).toEqual(["beforeAgentRun hook: plugin x before_agent_run hook failed: down"]);
+  });
+
+  it("a throw, a hang or a malformed answer rejects (the machine then refuses the turn: fail-closed)", async () => {
+    for (const hook of [
+      () => {
+        throw new Error("policy down");
+      },
+      () => new Promise<never>(() => undefined),
+      () => ({ block: "yes" }),
+      () => null,
+      () => ({ block: true, reason: "internal" }),
+    ] as Array<CodexTurnHooks["beforeAgentRun"]>) {
+      await expect(runner({ beforeAgentRun: hook }).r.beforeAgentRun(turn)).rejects.toThrow();
+    }
+  });
+});

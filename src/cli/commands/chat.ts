@@ -14,7 +14,7 @@ import { EXIT } from "../errors.js";
 import { holdInspector } from "../inspector.js";
 import { addEngineOptions, addInspectOptions, addJsonOption, addServerOptions, addTrajectoryOptions, addWorkOptions, LIVE_PROVIDER_HELP } from "../options.js";
 import { createOut, type Out } from "../output.js";
-import { readImageOptions, runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
+import { readImageOptions, replyText, runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
 import { settleWithin, watchSignals, type SignalWatch } from "../signals.js";
 import { setUpTurnCommand, type TurnCommandOptions, type TurnSetup } from "../turn-setup.js";
 
@@ -66,6 +66,7 @@ function attachImage(file: string, attached: PromptImage[], say: (line: string) 
 
 function reportTurn(out: Out, r: CodexTurnResult, queue: PromptQueue): void {
   if (out.json) out.record(runResultJson(r));
+  else if (r.status === "blocked") out.text(`(turn blocked by ${r.blocked?.blockedBy ?? "a gate"})`);
   else if (r.status !== "completed") out.text(`(turn ${r.status}${r.error ? `: ${r.error.message}` : ""})`);
   // Follow-ups run next, in order, before anything typed later.
   for (const f of [...r.followUps].reverse()) queue.push(f, true);
@@ -134,7 +135,7 @@ async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch, display:
       display.view = undefined;
       if (r === undefined) return EXIT.aborted;
       await r.backgroundMaintenance.catch(() => undefined);
-      view?.finish(r.assistantText);
+      view?.finish(replyText(r));
       reportTurn(out, r, queue);
       exitCode = r.status === "failed" ? EXIT.turnFailed : EXIT.ok;
       if (queue.closed === false) reader.prompt();

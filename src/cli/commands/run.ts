@@ -65,12 +65,26 @@ export function runResultJson(r: CodexTurnResult): Record<string, unknown> {
     usage: r.usage,
     engine: r.engine,
     followUps: r.followUps,
+    ...(r.blocked ? { blocked: r.blocked } : {}),
   };
+}
+
+/**
+ * What the user is shown as the turn's reply: the model's answer, or for a turn a gate refused the gate's user-facing
+ * text (as OpenClaw shows it in place of a reply).
+ *
+ * @example
+ * ```ts
+ * out.text(replyText(result));
+ * ```
+ */
+export function replyText(r: CodexTurnResult): string {
+  return r.status === "blocked" && r.blocked ? r.blocked.message : r.assistantText;
 }
 
 function printResult(out: Out, r: CodexTurnResult): void {
   if (out.json) return out.record(runResultJson(r));
-  out.text(r.assistantText);
+  out.text(replyText(r));
   for (const w of r.warnings) out.text(`warning: ${typeof w === "string" ? w : JSON.stringify(w)}`);
   for (const f of r.followUps) out.text(`follow-up not run (steer not taken): ${f}`);
   out.text(`status: ${r.status}${r.error ? ` (${JSON.stringify(r.error)})` : ""}`);
@@ -124,7 +138,7 @@ export function runCommand(done: (code: number) => void): Command {
   addEngineOptions(cmd);
   addServerOptions(cmd);
   addWorkOptions(cmd);
-  addJsonOption(cmd, "print one JSON line: status, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps");
+  addJsonOption(cmd, "print one JSON line: status, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked");
   addInspectOptions(cmd);
   addTrajectoryOptions(cmd);
   cmd.addHelpText("after", `\nSIGINT/SIGTERM abort the turn, wait for it to settle, then exit 130.\n${LIVE_PROVIDER_HELP}`);
