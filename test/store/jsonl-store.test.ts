@@ -219,6 +219,24 @@ describe("compaction, custom messages and native tools", () => {
     expect(err.message).toContain("firstKeptEntryId");
     expect((await rejection(store.appendCompaction({ summary: "s", firstKeptEntryId: id, tokensBefore: -1 }))).message).toContain("tokensBefore");
   });
+  it("appendMessage appends one message outside any turn, once per idempotency key; bad input is a typed error", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    const message = { role: "user", content: [{ type: "text", text: "Your message could not be sent: blocked by g" }], timestamp: 5 } as AgentMessage;
+    const first = await store.appendMessage({ message, idempotencyKey: "hook-block:before_agent_run:user:r1" });
+    expect(first.appended).toBe(true);
+    expect(await store.appendMessage({ message, idempotencyKey: "hook-block:before_agent_run:user:r1" })).toEqual({ entryId: first.entryId, appended: false });
+    const h = await store.readHistory();
+    expect(h.entryCount).toBe(6);
+    expect(h.lastEntryId).toBe(first.entryId);
+    // The key travels on the message too (OpenClaw's message.idempotencyKey); no mirror origin.
+    expect(h.messages.at(-1)).toEqual({ ...message, idempotencyKey: "hook-block:before_agent_run:user:r1" });
+    expect(h.origins.at(-1)).toBeNull();
+    const err = await rejection(store.appendMessage({ message: { role: "", content: "x" } as AgentMessage, idempotencyKey: "k" }));
+    expect(err.code).toBe("SESSION_INVALID_ARGUMENT");
+    expect(err.message).toContain("message.role");
+    expect((await rejection(store.appendMessage({ message, idempotencyKey: "" }))).message).toContain("idempotencyKey");
+    expect((await store.readHistory()).entryCount).toBe(6);
+  });
 });
 
 describe("what the store checks of the turn it is handed", () => {
