@@ -339,6 +339,8 @@ export interface RunTurnInput {
   developerInstructions?: string;
   /** The model a `beforeModelResolve` hook chose (absent: the turn's `model` parameter). */
   model?: string;
+  /** The mirrored history before this turn (for the `llmInput` observation; read-only). */
+  historyMessages?: readonly AgentMessage[];
 }
 
 /** Events the `runTurn` actor sends back to the machine. */

@@ -1013,6 +1013,7 @@ export const turnMachine = setup({
           additionalContext: context.projection?.additionalContext,
           developerInstructions: context.developerInstructions,
           ...(context.model !== undefined ? { model: context.model } : {}),
+          historyMessages: context.history.messages,
         }),
       },
       on: {

@@ -98,6 +98,8 @@ export interface LlmInputEvent {
   contextEntries: number;
   /** Number of images sent with the prompt (`CodexTurnParams.images`). */
   imagesCount: number;
+  /** The mirrored history before this turn (read-only): what the session held when the turn was sent. */
+  historyMessages: readonly AgentMessage[];
 }
 
 /** `llmOutput`: what Codex answered in this turn. */

@@ -9,6 +9,7 @@
 import type { BeforeAgentRunResult } from "../hooks/types.js";
 import { errorText } from "./errors.js";
 import { withinHandlerTimeout } from "./handler-timeout.js";
+import { boundedHookHistory } from "./hook-history.js";
 import { hookHandlers, type PluginRegistry } from "./registry.js";
 
 /** OpenClaw's default bound on one `before_agent_run` handler (a registration's own `timeoutMs` wins). */
@@ -24,9 +25,6 @@ export interface BeforeAgentRunPluginEvent {
   systemPrompt?: string;
   channelId?: string;
 }
-
-/** OpenClaw's `MAX_AGENT_HOOK_HISTORY_MESSAGES`: a gate sees at most this many prior messages. */
-export const GATE_HISTORY_MESSAGES = 100;
 
 function isDecision(value: unknown): value is { outcome: "pass" } | { outcome: "block"; message?: unknown } {
   if (typeof value !== "object" || value === null) return false;
@@ -54,7 +52,7 @@ export async function runBeforeAgentRunGate(
   if (handlers.length === 0) return undefined;
   const event: BeforeAgentRunPluginEvent = {
     prompt: turn.prompt,
-    messages: turn.history.slice(-GATE_HISTORY_MESSAGES).map((m) => structuredClone(m)),
+    messages: boundedHookHistory(turn.history),
     ...(turn.systemPrompt !== undefined ? { systemPrompt: turn.systemPrompt } : {}),
     ...(turn.channelId !== undefined ? { channelId: turn.channelId } : {}),
   };

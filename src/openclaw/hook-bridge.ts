@@ -9,6 +9,7 @@ import { BEFORE_TOOL_CALL_FAILURE_REASON } from "../turn/hook-runner.js";
 import { runBeforeAgentRunGate } from "./admission-gate.js";
 import { errorText } from "./errors.js";
 import { withinHandlerTimeout } from "./handler-timeout.js";
+import { boundedHookHistory as boundedHistory } from "./hook-history.js";
 import { CODEX_LLM_PROVIDER } from "./llm.js";
 import { decideFinalize, type FinalizeRetryBudget } from "./finalize-decision.js";
 import { DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS, decidePluginApproval, type ApprovalOutcome, type PluginApprovalCallback, type RememberedApprovals } from "./tool-approval.js";
@@ -218,7 +219,7 @@ export function createPluginTurnHooks(
   }
   if (has("llm_input")) {
     hooks.llmInput = async (e: LlmInputEvent) => {
-      await run("llm_input", { runId: e.threadId, sessionId: e.sessionId, provider: base().modelProviderId, model: e.model ?? model(), ...(e.developerInstructions !== undefined ? { systemPrompt: e.developerInstructions } : {}), prompt: e.prompt, historyMessages: [], imagesCount: e.imagesCount }, ctxFor(e.sessionId, { runId: e.threadId }));
+      await run("llm_input", { runId: e.threadId, sessionId: e.sessionId, provider: base().modelProviderId, model: e.model ?? model(), ...(e.developerInstructions !== undefined ? { systemPrompt: e.developerInstructions } : {}), prompt: e.prompt, historyMessages: boundedHistory(e.historyMessages), imagesCount: e.imagesCount }, ctxFor(e.sessionId, { runId: e.threadId }));
     };
   }
   if (has("llm_output")) {

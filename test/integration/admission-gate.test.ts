@@ -134,7 +134,8 @@ describe("the admission gate on the real app-server", () => {
       expect(JSON.stringify(refused)).not.toContain("rule 7");
       expect(env.fake.requests.length).toBe(before);
       // The gate ran after the memory plugin's recall (before_agent_start): it saw the prompt Codex would have got.
-      const log = readFileSync(gateLog, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { prompt: string; messages: number; sessionId: string });
+      const entries = () => readFileSync(gateLog, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { hook: string; prompt: string; messages: number; sessionId: string; history: number; last: string });
+      const log = entries().filter((e) => e.hook === "before_agent_run");
       expect(log[1]!.prompt).toMatch(/^<relevant-memories>[\s\S]*deploy target is staging[\s\S]*<\/relevant-memories>\n\nRemember that my deploy secret is hunter2\.$/);
       expect(log[1]).toMatchObject({ messages: 2, sessionId: "plugins" });
       // agent_end reported failure, so the memory plugin did not capture the refused request.
@@ -151,6 +152,13 @@ describe("the admission gate on the real app-server", () => {
         "Your message could not be sent: requests for secrets are not allowed (blocked by input-gate)",
         "Your message could not be sent: blocked by input-gate",
         "Your message could not be sent: blocked by before_agent_run",
+      ]);
+      // llm_input fired for admitted turns only, with the session's history (the refusals included) as OpenClaw hands it.
+      env.fake.enqueue({ text: "Done." });
+      expect((await turn("Thanks.")).status).toBe("completed");
+      expect(entries().filter((e) => e.hook === "llm_input").map((e) => [e.history, e.last])).toEqual([
+        [0, ""],
+        [5, "Your message could not be sent: blocked by before_agent_run"],
       ]);
     } finally {
       await loaded.close();

@@ -4,7 +4,8 @@
  * timeout fails the gate, which blocks, attributed to `before_agent_run`; the handler sees a bounded, cloned history.
  */
 import { describe, expect, it } from "vitest";
-import { BEFORE_AGENT_RUN_TIMEOUT_MS, GATE_HISTORY_MESSAGES, runBeforeAgentRunGate } from "../../src/openclaw/admission-gate.js";
+import { BEFORE_AGENT_RUN_TIMEOUT_MS, runBeforeAgentRunGate } from "../../src/openclaw/admission-gate.js";
+import { HOOK_HISTORY_MESSAGES } from "../../src/openclaw/hook-history.js";
 import { createPluginRegistry, type PluginRegistry } from "../../src/openclaw/registry.js";
 
 function registryOf(handlers: Array<{ pluginId: string; priority?: number; timeoutMs?: number; handler: (event: never) => unknown }>): PluginRegistry {
@@ -64,7 +65,7 @@ describe("the before_agent_run gate over plugin handlers", () => {
     await runBeforeAgentRunGate(registry, "p", { prompt: "final prompt", history, systemPrompt: "instructions" }, {});
     expect(seen?.prompt).toBe("final prompt");
     expect(seen?.systemPrompt).toBe("instructions");
-    expect(seen?.messages).toHaveLength(GATE_HISTORY_MESSAGES);
+    expect(seen?.messages).toHaveLength(HOOK_HISTORY_MESSAGES);
     expect(seen?.messages[1]!.content).toBe("m31");
     expect(history[30]!.content).toBe("m30");
   });

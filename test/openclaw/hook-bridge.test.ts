@@ -42,14 +42,16 @@ describe("plugin hooks as turn hooks", () => {
         api.on(name, ((event: unknown, ctx: unknown) => void seen.push([name, event, ctx])) as never);
       }
     });
-    await hooks.llmInput!({ sessionId: "s1", threadId: "th", prompt: "p", developerInstructions: "d", contextEntries: 0, imagesCount: 2 });
+    // The history as the host hands it (frozen), 130 messages: the plugin gets the last 100, copies it may change.
+    const history = Object.freeze(Array.from({ length: 130 }, (_, i) => Object.freeze({ role: "user", content: `m${i}`, timestamp: i })));
+    await hooks.llmInput!({ sessionId: "s1", threadId: "th", prompt: "p", developerInstructions: "d", contextEntries: 0, imagesCount: 2, historyMessages: history });
     await hooks.llmOutput!({ ...base, assistantText: "a", codexStatus: "completed", usage: { inputTokens: 9, cachedInputTokens: 1, outputTokens: 2, reasoningOutputTokens: 0, totalTokens: 11, lastCallInputTokens: 5 } });
     await hooks.agentEnd!({ ...base, status: "failed", error: { phase: "turn", message: "boom" }, messages: [] });
     await hooks.afterToolCall!({ ...base, callId: "c", toolName: "t", native: false, params: { a: 1 }, result: "r", durationMs: 3 });
     await hooks.beforeCompaction!({ sessionId: "s1", backend: "context-engine", trigger: "accordion", ownsCompaction: true });
     await hooks.afterCompaction!({ sessionId: "s1", backend: "codex-app-server", trigger: "native", ownsCompaction: false, compacted: true });
     expect(seen.map(([n, e]) => [n, e])).toEqual([
-      ["llm_input", { runId: "th", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: [], imagesCount: 2 }],
+      ["llm_input", { runId: "th", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: history.slice(30), imagesCount: 2 }],
       ["llm_output", { runId: "tu", sessionId: "s1", provider: "codex", model: "gpt-test", assistantTexts: ["a"], usage: { input: 5, output: 2, cacheRead: 1, total: 11 } }],
       ["agent_end", { runId: "tu", messages: [], success: false, error: "boom" }],
       ["after_tool_call", { toolName: "t", params: { a: 1 }, runId: "tu", toolCallId: "c", result: "r", durationMs: 3 }],
@@ -57,6 +59,10 @@ describe("plugin hooks as turn hooks", () => {
       ["after_compaction", { messageCount: 0, compactedCount: 1, backend: "codex-app-server", trigger: "native" }],
     ]);
     expect(seen[0]![2]).toMatchObject({ sessionId: "s1", modelProviderId: "codex", modelId: "gpt-test", workspaceDir: "/work" });
+    const handed = (seen[0]![1] as { historyMessages: Array<{ content: string }> }).historyMessages;
+    expect(Object.isFrozen(handed[0])).toBe(false);
+    handed[0]!.content = "changed by the plugin";
+    expect(history[30]!.content).toBe("m30");
   });
 
   it("before_agent_finalize can ask for one more model pass; the reasons of all handlers asking join (OpenClaw's rule)", async () => {

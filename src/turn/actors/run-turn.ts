@@ -85,6 +85,7 @@ async function startCodexTurn(
     ...(input.developerInstructions !== undefined ? { developerInstructions: input.developerInstructions } : {}),
     contextEntries: Object.keys(input.additionalContext ?? {}).length,
     imagesCount: p.images?.length ?? 0,
+    historyMessages: input.historyMessages ?? [],
   });
   try {
     // The turn id is known once Codex accepted the turn; interceptor calls come after that.
