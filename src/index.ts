@@ -96,6 +96,9 @@ export {
   type PluginToolApprovalRequest,
   type LlmPolicy,
   type PluginLoadErrorCode,
+  readOpenClawConfigFile,
+  OpenClawConfigError,
+  type OpenClawConfigErrorCode,
 } from "./openclaw/index.js";
 export type * from "./hooks/types.js";
 

@@ -4,13 +4,14 @@
  * hang or exit silently. Without `--engine`, the built-in window engine.
  */
 import { readFile } from "node:fs/promises";
+import JSON5 from "json5";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { Logger } from "pino";
 import type { CodexAppServer } from "../codex/app-server.js";
 import { assertContextEngine } from "../context-engine/contract.js";
 import { createWindowEngine } from "../context-engine/engines/index.js";
-import { loadOpenClawPlugins, PluginLoadError, type LoadedOpenClawPlugins, type OpenClawPluginSpec, type PluginApprovalCallback } from "../openclaw/index.js";
+import { loadOpenClawPlugins, OpenClawConfigError, PluginLoadError, readOpenClawConfigFile, type LoadedOpenClawPlugins, type OpenClawPluginSpec, type PluginApprovalCallback } from "../openclaw/index.js";
 import type { ContextEngine } from "../context-engine/types.js";
 import type { CodexTurnParams } from "../params.js";
 import { CliError, envError } from "./errors.js";
@@ -189,14 +190,25 @@ export async function readPluginConfig(file: string, flag = "--plugin-config"): 
   }
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    // JSON5, as OpenClaw's own config files (plain JSON is JSON5 too).
+    value = JSON5.parse(text);
   } catch (err) {
-    throw envError(`${flag} ${file}: not JSON: ${(err as Error).message}`, "PLUGIN_CONFIG_INVALID");
+    throw envError(`${flag} ${file}: not JSON5: ${(err as Error).message.replace(/^JSON5: /, "")}`, "PLUGIN_CONFIG_INVALID");
   }
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
     throw envError(`${flag} ${file}: must be a JSON object`, "PLUGIN_CONFIG_INVALID");
   }
   return value as Record<string, unknown>;
+}
+
+/** `--openclaw-config FILE`: read as OpenClaw reads its config (JSON5, `$include`, `${VAR}`); a problem is exit 3 naming it. */
+function readOpenClawConfig(file: string): Record<string, unknown> {
+  try {
+    return readOpenClawConfigFile(file);
+  } catch (err) {
+    if (err instanceof OpenClawConfigError) throw envError(`--openclaw-config ${err.message}`, "PLUGIN_CONFIG_INVALID");
+    throw err;
+  }
 }
 
 /**
@@ -230,7 +242,7 @@ export async function engineLoadInputs(
   opts: EngineOptionValues,
 ): Promise<Pick<LoadCliEngineOptions, "spec" | "plugins" | "pluginConfig" | "pluginConfigs" | "openClawConfig" | "contextEngine" | "tokenBudget" | "timeoutMs">> {
   const pluginConfig = opts.pluginConfig !== undefined ? await readPluginConfig(opts.pluginConfig) : undefined;
-  const openClawConfig = opts.openclawConfig !== undefined ? await readPluginConfig(opts.openclawConfig, "--openclaw-config") : undefined;
+  const openClawConfig = opts.openclawConfig !== undefined ? readOpenClawConfig(opts.openclawConfig) : undefined;
   const pluginConfigs = opts.pluginsConfig !== undefined ? await readPluginsConfig(opts.pluginsConfig) : undefined;
   return {
     spec: opts.engine,

@@ -77,7 +77,7 @@ export function addEngineOptions(cmd: Command): Command {
     .option("--plugin-config <file>", "JSON object handed to the plugin as its configuration")
     .option("--plugin <spec>", "another OpenClaw plugin loaded beside the engine (memory, guard or tool plugins); repeatable", (v: string, prev: string[] = []) => [...prev, v])
     .option("--plugins-config <file>", "JSON object of plugin configurations by plugin id ({ \"<id>\": {...} }), as OpenClaw's plugins.entries.<id>.config")
-    .option("--openclaw-config <file>", "an OpenClaw config (JSON, e.g. openclaw.json without comments): plugins.entries.<id>.config/.hooks and plugins.slots.contextEngine")
+    .option("--openclaw-config <file>", "an OpenClaw config, read as OpenClaw reads it (JSON5, $include, ${VAR}; e.g. ~/.openclaw/openclaw.json): plugins.entries.<id>.config/.hooks and plugins.slots.contextEngine")
     .option("--context-engine <id>", "the context engine to use when the loaded plugins register several (OpenClaw's plugins.slots.contextEngine; legacy: none)")
     .option("--budget <tokens>", "context token budget for the engine (assemble, afterTurn, compact)", positiveInt)
     .option("--session-key <key>", "session key passed to the engine")

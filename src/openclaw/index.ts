@@ -15,6 +15,7 @@ export type { PluginHookPolicy } from "./registry.js";
 export type { PluginApprovalCallback, PluginApprovalDecision, PluginToolApprovalRequest } from "./tool-approval.js";
 export type { PluginCommandInvocation, PluginCommandOutcome, PluginCommandSession } from "./commands.js";
 export { PluginLoadError, type PluginLoadErrorCode } from "./errors.js";
+export { readOpenClawConfigFile, OpenClawConfigError, type OpenClawConfigErrorCode } from "./config-file.js";
 export { OPENCLAW_PLUGIN_API_VERSION, type HostPluginApi, type HostPluginRuntime } from "./api.js";
 export {
   createCodexLlm,

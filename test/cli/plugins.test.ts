@@ -135,8 +135,17 @@ describe("codex-turn with OpenClaw plugins", () => {
     const ws = await mkdtemp(path.join(dir, "openclaw-config-"));
     const db = path.join(ws, "memories.json");
     const config = path.join(ws, "openclaw.json");
-    await writeFile(config, JSON.stringify({ plugins: { entries: { "recall-memory": { config: { dbPath: db }, hooks: { allowConversationAccess: false } } }, slots: { contextEngine: "legacy" } } }));
-    const r = await cli(["run", "Remember that I prefer tabs.", "--session", path.join(ws, "s.jsonl"), "--offline", "--plugin", fixture("recall-memory"), "--openclaw-config", config, "--json"], ws);
+    // Written as users write openclaw.json: JSON5 with comments, an $include, a path from the environment.
+    await writeFile(path.join(ws, "memory.json5"), `{ config: { dbPath: "\${CTM_MEMORY_DB}" }, hooks: { allowConversationAccess: false, }, }`);
+    await writeFile(
+      config,
+      `// OpenClaw config\n{\n  plugins: {\n    entries: { 'recall-memory': { $include: "./memory.json5" } },\n    slots: { contextEngine: "legacy" }, // no engine\n  },\n}\n`,
+    );
+    const args = ["run", "Remember that I prefer tabs.", "--session", path.join(ws, "s.jsonl"), "--offline", "--plugin", fixture("recall-memory"), "--openclaw-config", config, "--json"];
+    const unset = await runCli(args, { cwd: ws, timeoutMs: 180_000, env: { CTM_MEMORY_DB: "" } });
+    expect(unset.code).toBe(3);
+    expect(unset.stdout).toContain("--openclaw-config plugins.entries.recall-memory.config.dbPath: environment variable CTM_MEMORY_DB is not set");
+    const r = await runCli(args, { cwd: ws, timeoutMs: 180_000, env: { CTM_MEMORY_DB: db } });
     expect(r.code, r.stderr).toBe(0);
     // Its agent_end (conversation access) was refused: nothing captured; session_start still ran.
     const store = JSON.parse(await readFile(db, "utf8")) as { memories: unknown[]; sessions: string[] };
