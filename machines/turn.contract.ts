@@ -21,6 +21,7 @@
  * | threadStart.resuming | `resumeThread`  | `resumeThread`        | fromPromise  |
  * | threadStart.starting | `startThread`   | `startThread`         | fromPromise  |
  * | turnRunning       | `turn`             | `runTurn`             | fromCallback |
+ * | mirror.preparing  | `prepareMessages`  | `prepareTranscriptMessages` | fromPromise |
  * | recordPending     | `recordPending`    | `recordPendingFinalize` | fromPromise |
  * | mirror            | `mirror`           | `mirrorTranscript`    | fromPromise  |
  * | finalize.rereading | `rereadForFinalize` | `rereadHistoryForFinalize` | fromPromise |
@@ -101,6 +102,8 @@ export interface TurnMachineInput {
   hasPromptHooks: boolean;
   /** A `beforeAgentRun` gate is registered (`hooks.admitting` runs it last, before any thread is started or resumed). */
   hasAdmissionGate?: boolean;
+  /** A `beforeMessageWrite` hook is registered (`mirror.preparing` runs it on the turn's messages before anything is written). */
+  hasMessageWriteHooks?: boolean;
   /** Accordion cadence; absent means never compact before the turn. */
   accordion?: AccordionFacts;
 }
@@ -238,6 +241,14 @@ export interface TurnBlock {
 
 /** What `admitTurn` returns: the gate's decision (a gate that throws is a rejection: the machine then blocks). */
 export type AdmissionOutput = { admitted: true } | ({ admitted: false } & TurnBlock);
+
+/** What `prepareTranscriptMessages` returns: the turn's messages as they are to be stored (rewritten, some dropped). */
+export interface PreparedMessagesOutput {
+  messages: AgentMessage[];
+  /** How many messages a hook rewrote and how many it kept out of the transcript (counts for the log). */
+  rewritten: number;
+  dropped: number;
+}
 
 /** What `recordBlockedTurn` returns: the redacted user message it recorded, and its transcript entry. */
 export interface BlockedTurnRecordOutput {

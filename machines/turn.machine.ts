@@ -53,6 +53,7 @@ import type {
   MaintainOutput,
   MirrorOutput,
   NativeCompactionRecord,
+  PreparedMessagesOutput,
   ProjectInput,
   ProjectionOutput,
   RunTurnEmitted,
@@ -239,6 +240,7 @@ export const turnMachine = setup({
     resumeThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("resumeThread")),
     startThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("startThread")),
     runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(notProvided("runTurn")),
+    prepareTranscriptMessages: fromPromise<PreparedMessagesOutput, { record: TurnRecord }>(notProvided("prepareTranscriptMessages")),
     recordPendingFinalize: fromPromise<void, { record: TurnRecord; prePromptMessageCount: number }>(notProvided("recordPendingFinalize")),
     mirrorTranscript: fromPromise<MirrorOutput, { record: TurnRecord }>(notProvided("mirrorTranscript")),
     finalizeEngine: fromPromise<FinalizeOutput, FinalizeInput>(notProvided("finalizeEngine")),
@@ -260,6 +262,7 @@ export const turnMachine = setup({
     // The hooks state runs when there is a prompt hook or an admission gate to run before the thread.
     hasHooksBeforeThread: ({ context }) => context.input.hasPromptHooks || isAdmissionDue(context.input.hasAdmissionGate === true, context.admitted),
     turnRefused: (_, params: { output: AdmissionOutput }) => isTurnRefused(params.output),
+    hasMessageWriteHooks: ({ context }) => context.input.hasMessageWriteHooks === true,
     hookChangedDeveloperInstructions: ({ context }, params: { output: HooksOutput }) =>
       shouldReprojectAfterHooks({
         before: context.developerInstructions,
@@ -485,6 +488,13 @@ export const turnMachine = setup({
       turnAccepted: true,
     })),
     storeTimedOutRecord: assign(({ context }) => ({ record: timedOutRecord(context) })),
+    // What is stored (pending record, transcript, the engine's finalize, the result's snapshot) is what the hooks made of it.
+    storePreparedMessages: assign(({ context }, params: { output: PreparedMessagesOutput }) => ({
+      record: { ...context.record!, messagesSnapshot: params.output.messages },
+    })),
+    warnPrepareFailed: assign(({ context }, params: { message: string }) => ({
+      warnings: [...context.warnings, `beforeMessageWrite failed (${params.message}); the turn's messages are stored as they are`],
+    })),
     warnPendingNotRecorded: assign(({ context }) => ({
       warnings: [...context.warnings, "pending-finalize record not written; a crash before finalize would not be recovered"],
     })),
@@ -1110,8 +1120,34 @@ export const turnMachine = setup({
         ABORT: { actions: { type: "markAbortFlag", params: { yield: false } } },
         YIELD: { actions: { type: "markAbortFlag", params: { yield: true } } },
       },
-      initial: "recordingPending",
+      initial: "choosing",
       states: {
+        choosing: {
+          always: [{ guard: "hasMessageWriteHooks", target: "preparing" }, { target: "recordingPending" }],
+        },
+        // Before anything is written: the host's beforeMessageWrite (OpenClaw's tool_result_persist and
+        // before_message_write) may rewrite or drop each message, so no copy (pending record included) holds what it removed.
+        preparing: {
+          invoke: {
+            id: "prepareMessages",
+            src: "prepareTranscriptMessages",
+            input: ({ context }) => ({ record: context.record! }),
+            onDone: {
+              target: "recordingPending",
+              actions: [
+                { type: "storePreparedMessages", params: ({ event }) => ({ output: event.output }) },
+                { type: "logLifecycle", params: ({ event }) => ({ event: "messages prepared", rewritten: event.output.rewritten, dropped: event.output.dropped }) },
+              ],
+            },
+            onError: {
+              target: "recordingPending",
+              actions: [
+                { type: "warnPrepareFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+                { type: "logLifecycle", params: { event: "messages prepare failed" } },
+              ],
+            },
+          },
+        },
         // The pending record (with the turn's snapshot) goes first: a crash after it still leaves the turn for recovery.
         recordingPending: {
           invoke: {

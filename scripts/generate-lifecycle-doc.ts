@@ -28,7 +28,7 @@ tests call directly. Every lifecycle decision is a state, a transition or a name
 ${machineToMermaid(turnMachine, { mergeParallelEdges: true }).trimEnd()}
 \`\`\`
 
-\`compactionCheck\`, \`hooks.choosing\`, \`hooks.admissionCheck\`, \`threadStart.choosing\`, \`finalize.choosingSnapshot\`,
+\`compactionCheck\`, \`hooks.choosing\`, \`hooks.admissionCheck\`, \`threadStart.choosing\`, \`mirror.choosing\`, \`finalize.choosingSnapshot\`,
 \`decideMaintenance\` and \`settling\` are transient routing nodes (eventless transitions). A result's \`trace\` lists the lifecycle steps (\`loadHistory\` ...
 \`maintain\`, plus \`compactBeforeTurn\` when the accordion runs) and the final state; the session steps, the pending
 record and finalize's snapshot choice are visible here and in the inspector, not in the trace.
@@ -76,7 +76,10 @@ record and finalize's snapshot choice are visible here and in the inspector, not
 9. **turnRunning** sends \`turn/start\`. If Codex rejects it, the attempt ends in \`failed\` with nothing mirrored or
    finalized. Once Codex accepted the turn, the binding records what the thread now holds, and every outcome
    (completed, failed, interrupted, aborted, yield-aborted, timed out) goes through **mirror** then **finalize**.
-10. **mirror** first writes the pending-finalize record with the turn's snapshot (a failure warns), then appends the
+10. **mirror** first, when a \`beforeMessageWrite\` hook is registered (\`hasMessageWriteHooks\`), puts each of the
+    turn's messages to it (**mirror.preparing**): what it rewrote or kept out is what every copy holds from here on
+    (pending record, transcript, finalize, the result's snapshot; a failure warns and keeps the messages). It then writes
+    the pending-finalize record with the turn's snapshot (a failure warns), then appends the
     turn's messages (the original prompt, not the projected text) to the transcript with idempotency keys. A failed
     write ends the attempt in \`failed\` (phase \`mirror\`) whatever else happened: the engine is not finalized from a
     turn the transcript does not hold, and the pending record keeps the turn until a later attempt or

@@ -66,6 +66,27 @@ export type BeforeAgentRunResult =
       warnings?: string[];
     };
 
+/**
+ * What `beforeMessageWrite` sees: one message of the turn, before it is stored (pending record, transcript, the
+ * engine's finalize). Tool results carry their tool's name and call id.
+ */
+export interface BeforeMessageWriteEvent {
+  sessionId: string;
+  message: AgentMessage;
+  toolName?: string;
+  toolCallId?: string;
+}
+
+/**
+ * `beforeMessageWrite` may replace the message (`message`) or keep it out of storage (`block: true`); returning nothing
+ * stores it as it is. Problems behind a partial result go in `warnings` (turn warnings).
+ */
+export interface BeforeMessageWriteResult {
+  block?: boolean;
+  message?: AgentMessage;
+  warnings?: string[];
+}
+
 /** Which compaction path ran: Codex's own (`codex-app-server`) or the context engine's. */
 export type CompactionBackend = "codex-app-server" | "context-engine";
 
@@ -194,7 +215,8 @@ export interface BeforeAgentFinalizeResult {
  *
  * Order within a turn: `beforeModelResolve` -> `beforePromptBuild` -> `beforeAgentRun` -> `llmInput` ->
  * (`beforeToolCall` -> `afterToolCall`)* and `beforeCompaction` -> `afterCompaction` as they happen -> `llmOutput` ->
- * `beforeAgentFinalize` -> `agentEnd`. A refused turn goes from `beforeAgentRun` straight to `agentEnd`.
+ * `beforeAgentFinalize` -> `beforeMessageWrite` (per message) -> `agentEnd`. A refused turn goes from `beforeAgentRun`
+ * straight to `agentEnd`.
  *
  * @example
  * ```ts
@@ -214,6 +236,13 @@ export interface CodexTurnHooks {
    * projection, before any Codex work; may refuse the turn. Fail-closed (see above).
    */
   beforeAgentRun?(event: BeforeAgentRunEvent): BeforeAgentRunResult | void | Promise<BeforeAgentRunResult | void>;
+  /**
+   * Each message of the turn before it is stored (OpenClaw's `tool_result_persist` and `before_message_write`): may
+   * rewrite it (a redaction, a truncated tool output) or keep it out of the transcript. What it returns is what the
+   * pending record, the transcript, the engine's finalize and `result.messagesSnapshot` hold; `result.assistantText`
+   * stays the model's answer. A failure keeps the message as it is, with a warning.
+   */
+  beforeMessageWrite?(event: BeforeMessageWriteEvent): BeforeMessageWriteResult | void | Promise<BeforeMessageWriteResult | void>;
   llmInput?(event: LlmInputEvent): void | Promise<void>;
   llmOutput?(event: LlmOutputEvent): void | Promise<void>;
   agentEnd?(event: AgentEndEvent): void | Promise<void>;

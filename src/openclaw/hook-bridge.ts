@@ -7,6 +7,7 @@
 import type { AgentEndEvent, AfterToolCallEvent, BeforeAgentFinalizeEvent, BeforeAgentRunEvent, BeforeModelResolveContext, BeforePromptBuildContext, BeforePromptBuildResult, BeforeToolCallResult, CodexTurnHooks, CompactionHookEvent, LlmInputEvent, LlmOutputEvent, ToolCallHookEvent } from "../hooks/types.js";
 import { BEFORE_TOOL_CALL_FAILURE_REASON } from "../turn/hook-runner.js";
 import { runBeforeAgentRunGate } from "./admission-gate.js";
+import { runMessageWriteHooks } from "./message-write.js";
 import { errorText } from "./errors.js";
 import { withinHandlerTimeout } from "./handler-timeout.js";
 import { boundedHookHistory as boundedHistory } from "./hook-history.js";
@@ -208,6 +209,9 @@ export function createPluginTurnHooks(
         { prompt: e.prompt, history: e.messages, ...(e.developerInstructions !== undefined ? { systemPrompt: e.developerInstructions } : {}) },
         ctxFor(e.sessionId, e.model !== undefined ? { modelId: e.model } : {}),
       );
+  }
+  if (has("before_message_write") || has("tool_result_persist")) {
+    hooks.beforeMessageWrite = (e) => runMessageWriteHooks(registry, pluginId, e, ctxFor(e.sessionId));
   }
   if (has("before_model_resolve")) {
     hooks.beforeModelResolve = async (ctx: BeforeModelResolveContext) => {

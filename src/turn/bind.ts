@@ -21,7 +21,7 @@ import { runPromptHooks } from "./actors/prompt-hooks.js";
 import { admitTurn, recordBlockedTurn } from "./actors/admission.js";
 import { resumeThread, startThread } from "./actors/thread.js";
 import { runTurn } from "./actors/run-turn.js";
-import { mirrorTranscript, recordPendingFinalize } from "./actors/persist.js";
+import { mirrorTranscript, prepareTranscriptMessages, recordPendingFinalize } from "./actors/persist.js";
 import { scheduleBackgroundMaintenance } from "./background.js";
 
 /** Any system: the map is keyed by identity only. */
@@ -68,6 +68,7 @@ export const boundTurnMachine = turnMachine.provide({
     runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(({ input, system, sendBack, receive }) =>
       runTurn(depsOf(system), input, sendBack, receive),
     ),
+    prepareTranscriptMessages: fromPromise(({ input, system }) => prepareTranscriptMessages(depsOf(system), input)),
     recordPendingFinalize: fromPromise(({ input, system }) => recordPendingFinalize(depsOf(system), input)),
     mirrorTranscript: fromPromise(({ input, system }) => mirrorTranscript(depsOf(system), input)),
     finalizeEngine: fromPromise(({ input, system }) => finalizeEngine(depsOf(system), input)),

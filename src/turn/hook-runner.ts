@@ -9,6 +9,8 @@ import type { AdmissionOutput } from "../../machines/turn.contract.js";
 import { callEngine } from "../context-engine/lifecycle.js";
 import type {
   BeforeAgentRunEvent,
+  BeforeMessageWriteEvent,
+  BeforeMessageWriteResult,
   BeforeModelResolveContext,
   BeforePromptBuildContext,
   BeforePromptBuildResult,
@@ -43,6 +45,16 @@ const beforeAgentRunResultSchema = z
   ])
   .optional();
 
+const beforeMessageWriteResultSchema = z
+  .object({
+    block: z.boolean().optional(),
+    message: z.looseObject({ role: z.string().min(1) }).optional(),
+    warnings: z.array(z.string()).optional(),
+  })
+  .strict()
+  .optional()
+  .nullable();
+
 const beforeAgentFinalizeResultSchema = z
   .object({ action: z.literal("revise"), reason: z.string().trim().min(1) })
   .strict()
@@ -67,6 +79,8 @@ export interface HookRunner {
    * something malformed: the machine's `hooks.admitting` then refuses the turn (fail-closed).
    */
   beforeAgentRun(event: BeforeAgentRunEvent, signal?: AbortSignal): Promise<AdmissionOutput>;
+  /** `beforeMessageWrite`: the hook's rewrite or block, else undefined (absent, failed or malformed: stored as is, with a warning). */
+  beforeMessageWrite(event: BeforeMessageWriteEvent): Promise<BeforeMessageWriteResult | undefined>;
   /** `beforeModelResolve`: the model it chose, else undefined (absent, failed or malformed: the turn's model, with a warning). */
   beforeModelResolve(ctx: BeforeModelResolveContext): Promise<string | undefined>;
   /** `beforeAgentFinalize`: a revision request, else undefined (absent, failed or malformed: the turn ends). */
@@ -94,7 +108,7 @@ export function createHookRunner(p: {
     callEngine(`${name} hook`, async () => fn(), { timeoutMs: p.timeoutMs, ...(signal ? { signal } : {}) });
   /** A deciding hook: its validated result, else `onFailure` (absent: undefined; failed or malformed: a warning too). */
   const decide = async <T>(
-    name: "beforeAgentFinalize" | "beforeToolCall" | "beforeModelResolve",
+    name: "beforeAgentFinalize" | "beforeToolCall" | "beforeModelResolve" | "beforeMessageWrite",
     schema: z.ZodType<T | null | undefined>,
     event: unknown,
     o: { onFailure?: T; timeoutMs?: number } = {},
@@ -157,6 +171,14 @@ export function createHookRunner(p: {
       }
       const blockedBy = decision.blockedBy?.trim() || GATE_FAILURE_ATTRIBUTION;
       return { admitted: false, blockedBy, message: blockedTurnText(decision.message, blockedBy) };
+    },
+    async beforeMessageWrite(event) {
+      const out = await decide("beforeMessageWrite", beforeMessageWriteResultSchema as z.ZodType<BeforeMessageWriteResult | null | undefined>, event);
+      for (const warning of out?.warnings ?? []) {
+        p.warn(`beforeMessageWrite hook: ${warning}`);
+        p.logger.warn({ ...p.ids, event: "hook partly failed", hook: "beforeMessageWrite" }, "hook partly failed");
+      }
+      return out;
     },
     beforeModelResolve: async (ctx) => (await decide("beforeModelResolve", beforeModelResolveResultSchema, ctx))?.model,
     beforeAgentFinalize: (event) => decide("beforeAgentFinalize", beforeAgentFinalizeResultSchema, event),

@@ -105,6 +105,7 @@ function machineInput(deps: TurnDeps): TurnMachineInput {
     hadSessionFile: false,
     hasPromptHooks: deps.hooks.has("beforePromptBuild") || deps.hooks.has("beforeModelResolve"),
     hasAdmissionGate: deps.hooks.has("beforeAgentRun"),
+    hasMessageWriteHooks: deps.hooks.has("beforeMessageWrite"),
     accordion: { enabled: accordionEnabled, contextThreshold: p.compaction?.contextThreshold ?? 0.9 },
     ...(p.sessionKey ? { sessionKey: p.sessionKey } : {}),
   };

@@ -28,6 +28,7 @@ export type PromiseActor =
   | "recordBlockedTurn"
   | "resumeThread"
   | "startThread"
+  | "prepareTranscriptMessages"
   | "recordPendingFinalize"
   | "mirrorTranscript"
   | "finalizeEngine"
@@ -50,6 +51,7 @@ export const ACTOR_STATE: Record<PromiseActor, string[]> = {
   recordBlockedTurn: ["recordingBlock"],
   resumeThread: ["threadStart"],
   startThread: ["threadStart"],
+  prepareTranscriptMessages: ["mirror"],
   recordPendingFinalize: ["mirror"],
   mirrorTranscript: ["mirror"],
   finalizeEngine: ["finalize"],
@@ -57,7 +59,13 @@ export const ACTOR_STATE: Record<PromiseActor, string[]> = {
 };
 
 /** Actors a driver settles by itself unless a test asks to control them (the session steps and bookkeeping). */
-export const AUTO_ACTORS: ReadonlySet<PromiseActor> = new Set(["acquireSessionLock", "recoverSession", "recordPendingFinalize", "rereadHistoryForFinalize"]);
+export const AUTO_ACTORS: ReadonlySet<PromiseActor> = new Set(["acquireSessionLock", "recoverSession", "prepareTranscriptMessages", "recordPendingFinalize", "rereadHistoryForFinalize"]);
+
+/** The output an auto actor settles with: `okOutput`, except that preparing the messages keeps the turn's own. */
+export function autoOutput(actor: PromiseActor, input: unknown): unknown {
+  if (actor === "prepareTranscriptMessages") return { messages: (input as { record: TurnRecord }).record.messagesSnapshot, rewritten: 0, dropped: 0 };
+  return okOutput(actor);
+}
 
 export const CANONICAL = [
   "loadHistory",
@@ -129,6 +137,8 @@ export function okOutput(actor: PromiseActor): unknown {
       return { threadId: "thread-1", resumed: true };
     case "recordPendingFinalize":
       return undefined;
+    case "prepareTranscriptMessages":
+      return { messages: [{ role: "user", content: "p", timestamp: 1 }], rewritten: 0, dropped: 0 };
     case "bootstrapEngine":
       return { messages: [], origins: [], bootstrapped: true };
     case "assembleContext":
@@ -171,10 +181,10 @@ export class MachineDriver {
   constructor(input: TurnMachineInput = machineInput(), controlled: readonly PromiseActor[] = []) {
     const promiseActor = (name: PromiseActor) =>
       fromPromise(
-        () =>
+        ({ input }) =>
           new Promise((resolve, reject) => {
             this.started.push(name);
-            if (AUTO_ACTORS.has(name) && !controlled.includes(name)) resolve(okOutput(name));
+            if (AUTO_ACTORS.has(name) && !controlled.includes(name)) resolve(autoOutput(name, input));
             else this.pending.set(name, { resolve, reject });
           }),
       );

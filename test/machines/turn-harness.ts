@@ -4,7 +4,7 @@
  */
 import { SimulatedClock, createActor, fromCallback, fromPromise, type AnyActorRef, type InspectionEvent } from "xstate";
 import { turnMachine, type TurnMachine } from "../../machines/turn.machine.js";
-import { ACTOR_STATE, AUTO_ACTORS, fullEngineFacts, okOutput, type PromiseActor } from "../helpers/machine-driver.js";
+import { ACTOR_STATE, AUTO_ACTORS, autoOutput, fullEngineFacts, type PromiseActor } from "../helpers/machine-driver.js";
 import type {
   EngineFacts,
   RunTurnEmitted,
@@ -72,10 +72,10 @@ export class TurnHarness {
   ) {
     const promiseActor = (name: PromiseActorName) =>
       fromPromise(
-        () =>
+        ({ input }) =>
           new Promise((resolve, reject) => {
             this.calls.push(name);
-            if (AUTO_ACTORS.has(name) && !controlled.includes(name)) resolve(okOutput(name));
+            if (AUTO_ACTORS.has(name) && !controlled.includes(name)) resolve(autoOutput(name, input));
             else this.pending.set(name, { resolve, reject });
           }),
       );

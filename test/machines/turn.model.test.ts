@@ -341,7 +341,7 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
 
 const configs: Array<{ name: string; input: TurnMachineInput }> = [
   { name: "no engine", input: cfg(NO_ENGINE, true, false) },
-  { name: "full engine, existing session, prompt hooks and an admission gate", input: cfg(ENGINE_FULL, true, true, true) },
+  { name: "full engine, existing session, prompt hooks, an admission gate, message write hooks", input: { ...cfg(ENGINE_FULL, true, true, true), hasMessageWriteHooks: true } },
   { name: "engine without bootstrap/maintain", input: cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false) },
   { name: "background maintenance, new session, an admission gate", input: cfg({ ...ENGINE_FULL, turnMaintenanceMode: "background" }, false, false, true) },
   {
@@ -403,7 +403,7 @@ async function replay(
     const background = maintenanceAllowed(ctx) && input.engine.turnMaintenanceMode === "background";
     if (background !== harness.backgroundScheduled > 0) return `background maintenance: model ${background}, machine ${harness.backgroundScheduled}`;
     // Engine calls happen in lifecycle order.
-    const order = ["acquireSessionLock", "recoverSession", "readHistory", "bootstrapEngine", "compactEngine", "rereadHistory", "assembleContext", "projectContext", "runPromptHooks", "admitTurn", "recordBlockedTurn", "resumeThread", "startThread", "runTurn", "recordPendingFinalize", "mirrorTranscript", "rereadHistoryForFinalize", "finalizeEngine", "maintainEngine"];
+    const order = ["acquireSessionLock", "recoverSession", "readHistory", "bootstrapEngine", "compactEngine", "rereadHistory", "assembleContext", "projectContext", "runPromptHooks", "admitTurn", "recordBlockedTurn", "resumeThread", "startThread", "runTurn", "prepareTranscriptMessages", "recordPendingFinalize", "mirrorTranscript", "rereadHistoryForFinalize", "finalizeEngine", "maintainEngine"];
     // A refused resume goes back to project once: order is checked from the last projection on.
     const calls = harness.calls.slice(Math.max(0, harness.calls.lastIndexOf("projectContext")));
     const head = harness.calls.slice(0, Math.max(0, harness.calls.lastIndexOf("projectContext")));
@@ -622,6 +622,38 @@ describe("turn machine against the independent lifecycle model", () => {
     // Mutants of the new guard change the outcome (so the two checks above can fail).
     expect(await run(2, { assembledEmptyDespiteHistory: () => false })).toEqual([]);
     expect(await run(0, { assembledEmptyDespiteHistory: () => true })).toEqual([warning]);
+  });
+
+  it("message write hooks: what they made of the turn is what the pending record, the mirror and finalize get; a failure keeps it", async () => {
+    const turnThrough = async (outcome: "rewrite" | "fail", guards?: Record<string, () => boolean>) => {
+      const h = new TurnHarness(configs[1]!.input, turnMachine, guards, ["prepareTranscriptMessages", "recordPendingFinalize"]);
+      await drive(h, ["HISTORY_OK", "BOOTSTRAP_OK", "ASSEMBLE_OK", "PROJECT_OK", "HOOKS_OK", "ADMIT_PASS", "THREAD_OK", "TURN_ACCEPTED", "TURN_COMPLETED"]);
+      const redacted = [{ role: "user", content: "[REDACTED]", timestamp: 1 }];
+      if (h.pending.has("prepareTranscriptMessages")) {
+        if (outcome === "rewrite") h.resolve("prepareTranscriptMessages", { messages: redacted, rewritten: 1, dropped: 0 });
+        else h.reject("prepareTranscriptMessages", "hook crashed");
+        await settle();
+      }
+      const ctx = (h.actor.getSnapshot() as { context: { record: { messagesSnapshot: unknown[] } } }).context;
+      const pendingSaw = ctx.record.messagesSnapshot;
+      h.resolve("recordPendingFinalize", undefined);
+      await drive(h, ["MIRROR_OK", "FINALIZE_OK", "MAINTAIN_OK"]);
+      track(h);
+      return { h, pendingSaw, redacted };
+    };
+    const rewritten = await turnThrough("rewrite");
+    expect(rewritten.pendingSaw).toEqual(rewritten.redacted);
+    expect(rewritten.h.output?.record?.messagesSnapshot).toEqual(rewritten.redacted);
+    expect(rewritten.h.output?.record?.assistantText).toBe("done");
+    expect(rewritten.h.calls.indexOf("prepareTranscriptMessages")).toBeLessThan(rewritten.h.calls.indexOf("recordPendingFinalize"));
+    const failed = await turnThrough("fail");
+    expect(failed.pendingSaw).toEqual(record("completed").messagesSnapshot);
+    expect(failed.h.output?.status).toBe("completed");
+    expect(failed.h.output?.warnings).toContain("beforeMessageWrite failed (hook crashed); the turn's messages are stored as they are");
+    // The guard's mutant skips the hooks: the unredacted turn would be stored (so the checks above can fail).
+    const mutant = await turnThrough("rewrite", { hasMessageWriteHooks: () => false });
+    expect(mutant.h.calls).not.toContain("prepareTranscriptMessages");
+    expect(mutant.pendingSaw).not.toEqual(mutant.redacted);
   });
 
   it("a pending record that cannot be written is a warning; the mirror still runs", async () => {

@@ -79,6 +79,11 @@ const invokes: Record<string, Invoke> = {
     errors: [Object.assign(new Error("no rollout found"), { code: "THREAD_RESUME_FAILED" }), new Error("app-server gone")],
   },
   "threadStart.starting": { id: "startThread", src: "startThread", outputs: () => [{ threadId: "thread-1", resumed: false }] },
+  "mirror.preparing": {
+    id: "prepareMessages",
+    src: "prepareTranscriptMessages",
+    outputs: (c) => [{ messages: c.record?.messagesSnapshot ?? [], rewritten: 0, dropped: 0 }],
+  },
   "mirror.recordingPending": { id: "recordPending", src: "recordPendingFinalize", outputs: () => [undefined] },
   "mirror.writing": { id: "mirror", src: "mirrorTranscript", outputs: () => [{ appended: 1, entryCount: 1 }, { appended: 2 }] },
   "finalize.rereading": {
@@ -146,6 +151,7 @@ const input = (engine = ENGINE_FULL, hooks = true, extra: Partial<TurnMachineInp
   hadSessionFile: true,
   hasPromptHooks: hooks,
   hasAdmissionGate: hooks,
+  hasMessageWriteHooks: hooks,
   ...extra,
 });
 /** An engine that owns compaction, an accordion that is due, and a bound thread to resume. */

@@ -130,3 +130,18 @@ describe("beforeAgentRun (the admission gate)", () => {
     }
   });
 });
+
+describe("beforeMessageWrite", () => {
+  const event = { sessionId: "s", message: { role: "user", content: "x", timestamp: 1 } as never };
+  it("a rewrite or a block passes, with its warnings; a malformed answer or a throw stores the message as it is, with a warning", async () => {
+    expect(await runner({ beforeMessageWrite: () => ({ block: true }) }).r.beforeMessageWrite(event)).toEqual({ block: true });
+    const rewritten = runner({ beforeMessageWrite: () => ({ message: { role: "user", content: "y" } as never, warnings: ["plugin a failed"] }) });
+    expect(await rewritten.r.beforeMessageWrite(event)).toMatchObject({ message: { role: "user", content: "y" } });
+    expect(rewritten.warnings).toEqual(["beforeMessageWrite hook: plugin a failed"]);
+    for (const hook of [() => ({ message: { content: "no role" } }), () => ({ block: "yes" }), () => { throw new Error("boom"); }] as unknown as Array<CodexTurnHooks["beforeMessageWrite"]>) {
+      const bad = runner({ beforeMessageWrite: hook });
+      expect(await bad.r.beforeMessageWrite(event)).toBeUndefined();
+      expect(bad.warnings[0]).toMatch(/^beforeMessageWrite hook failed \(/);
+    }
+  });
+});

@@ -2,8 +2,35 @@
  * `mirror.recordingPending` and `mirror.writing`: the turn reaches durable storage before anything else uses it. The
  * store asserts the session lock before each write (the seam owns the lock), so these actors do not repeat it.
  */
-import type { MirrorOutput, TurnRecord } from "../../../machines/turn.contract.js";
+import type { MirrorOutput, PreparedMessagesOutput, TurnRecord } from "../../../machines/turn.contract.js";
+import type { AgentMessage } from "../../context-engine/types.js";
 import type { TurnDeps } from "../deps.js";
+
+/**
+ * The turn's messages as they are to be stored: each put to `beforeMessageWrite` in order (a tool result with its tool's
+ * name and call id); a rewrite replaces it, a block keeps it out. A hook failure keeps the message (the runner warns).
+ */
+export async function prepareTranscriptMessages(deps: TurnDeps, input: { record: TurnRecord }): Promise<PreparedMessagesOutput> {
+  const messages: AgentMessage[] = [];
+  let rewritten = 0;
+  let dropped = 0;
+  for (const message of input.record.messagesSnapshot) {
+    const tool = message as { role?: string; toolName?: unknown; toolCallId?: unknown };
+    const out = await deps.hooks.beforeMessageWrite({
+      sessionId: deps.params.sessionId,
+      message,
+      ...(tool.role === "toolResult" && typeof tool.toolName === "string" ? { toolName: tool.toolName } : {}),
+      ...(tool.role === "toolResult" && typeof tool.toolCallId === "string" ? { toolCallId: tool.toolCallId } : {}),
+    });
+    if (out?.block) {
+      dropped++;
+      continue;
+    }
+    if (out?.message) rewritten++;
+    messages.push(out?.message ?? message);
+  }
+  return { messages, rewritten, dropped };
+}
 
 /** The pending-finalize record, with the turn's snapshot: a crash from here on still leaves the turn for recovery. */
 export async function recordPendingFinalize(deps: TurnDeps, input: { record: TurnRecord; prePromptMessageCount: number }): Promise<void> {
