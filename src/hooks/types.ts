@@ -144,6 +144,8 @@ export interface AgentEndEvent {
   error?: { phase: string; message: string; code?: string };
   /** This turn's messages (empty when the turn never started). */
   messages: readonly AgentMessage[];
+  /** The session's history before this turn (read-only; empty when the attempt ended before it was read). */
+  historyMessages?: readonly AgentMessage[];
   /** Wall time of the attempt, ms (from `runCodexTurn` to settling); always set by the turn host. */
   durationMs?: number;
 }

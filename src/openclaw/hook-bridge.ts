@@ -235,7 +235,8 @@ export function createPluginTurnHooks(
   }
   if (has("agent_end")) {
     hooks.agentEnd = async (e: AgentEndEvent) => {
-      await run("agent_end", { ...(e.turnId ? { runId: e.turnId } : {}), messages: [...e.messages], success: e.status === "completed", ...(e.error ? { error: e.error.message } : {}), ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}) }, ctxFor(e.sessionId));
+      // As OpenClaw's harness hands it: the conversation (the last 100 messages of history, copies) and this turn.
+      await run("agent_end", { ...(e.turnId ? { runId: e.turnId } : {}), messages: [...boundedHistory(e.historyMessages ?? []), ...e.messages], success: e.status === "completed", ...(e.error ? { error: e.error.message } : {}), ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}) }, ctxFor(e.sessionId));
     };
   }
   if (has("before_agent_finalize")) {

@@ -6,6 +6,7 @@
  */
 import { toPromise, type AnyActorRef, type InspectionEvent } from "xstate";
 import type { TurnMachineInput, TurnMachineOutput } from "../../machines/turn.contract.js";
+import type { AgentMessage } from "../context-engine/types.js";
 import { parseCodexTurnParams, type CodexTurnParams, type CodexTurnResult, type TurnStreamEvent } from "../params.js";
 import { createTurnActor } from "./bind.js";
 import { backgroundWorkOf } from "./background.js";
@@ -145,6 +146,8 @@ function followTrace(actor: AnyActorRef, deps: TurnDeps): void {
 async function settle(actor: AnyActorRef, deps: TurnDeps, events: TurnEventStream): Promise<CodexTurnResult> {
   try {
     const output = (await toPromise(actor)) as TurnMachineOutput;
+    // The history the turn was run on, for agentEnd (the machine's context holds it; no copy is made).
+    const history = (actor.getSnapshot() as { context?: { history?: { messages?: readonly AgentMessage[] } } }).context?.history?.messages ?? [];
     await deps.binding.settle();
     const res = toTurnResult(output, backgroundWorkOf(deps), deps.hostWarnings);
     await deps.hooks.observe("agentEnd", {
@@ -154,6 +157,7 @@ async function settle(actor: AnyActorRef, deps: TurnDeps, events: TurnEventStrea
       status: res.status,
       ...(res.error ? { error: res.error } : {}),
       messages: res.messagesSnapshot,
+      historyMessages: history,
       durationMs: Math.round(performance.now() - deps.startedAtMs),
     });
     res.warnings = [...res.warnings, ...deps.hostWarnings.slice(res.hostWarningCount)];

@@ -134,7 +134,7 @@ describe("the admission gate on the real app-server", () => {
       expect(JSON.stringify(refused)).not.toContain("rule 7");
       expect(env.fake.requests.length).toBe(before);
       // The gate ran after the memory plugin's recall (before_agent_start): it saw the prompt Codex would have got.
-      const entries = () => readFileSync(gateLog, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { hook: string; prompt: string; messages: number; sessionId: string; history: number; last: string });
+      const entries = () => readFileSync(gateLog, "utf8").trim().split("\n").map((l) => JSON.parse(l) as { hook: string; prompt: string; messages: number; sessionId: string; history: number; last: string; success?: boolean });
       const log = entries().filter((e) => e.hook === "before_agent_run");
       expect(log[1]!.prompt).toMatch(/^<relevant-memories>[\s\S]*deploy target is staging[\s\S]*<\/relevant-memories>\n\nRemember that my deploy secret is hunter2\.$/);
       expect(log[1]).toMatchObject({ messages: 2, sessionId: "plugins" });
@@ -159,6 +159,14 @@ describe("the admission gate on the real app-server", () => {
       expect(entries().filter((e) => e.hook === "llm_input").map((e) => [e.history, e.last])).toEqual([
         [0, ""],
         [5, "Your message could not be sent: blocked by before_agent_run"],
+      ]);
+      // agent_end got the conversation as OpenClaw's harness hands it: the history, then this turn (a refusal: its record).
+      expect(entries().filter((e) => e.hook === "agent_end").map((e) => [e.messages, e.success])).toEqual([
+        [2, true],
+        [3, false],
+        [4, false],
+        [5, false],
+        [7, true],
       ]);
     } finally {
       await loaded.close();

@@ -47,6 +47,7 @@ describe("plugin hooks as turn hooks", () => {
     await hooks.llmInput!({ sessionId: "s1", threadId: "th", prompt: "p", developerInstructions: "d", contextEntries: 0, imagesCount: 2, historyMessages: history });
     await hooks.llmOutput!({ ...base, assistantText: "a", codexStatus: "completed", usage: { inputTokens: 9, cachedInputTokens: 1, outputTokens: 2, reasoningOutputTokens: 0, totalTokens: 11, lastCallInputTokens: 5 } });
     await hooks.agentEnd!({ ...base, status: "failed", error: { phase: "turn", message: "boom" }, messages: [] });
+    await hooks.agentEnd!({ ...base, status: "completed", messages: [{ role: "assistant", content: "now", timestamp: 200 }] as never, historyMessages: history });
     await hooks.afterToolCall!({ ...base, callId: "c", toolName: "t", native: false, params: { a: 1 }, result: "r", durationMs: 3 });
     await hooks.beforeCompaction!({ sessionId: "s1", backend: "context-engine", trigger: "accordion", ownsCompaction: true });
     await hooks.afterCompaction!({ sessionId: "s1", backend: "codex-app-server", trigger: "native", ownsCompaction: false, compacted: true });
@@ -54,6 +55,7 @@ describe("plugin hooks as turn hooks", () => {
       ["llm_input", { runId: "th", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: history.slice(30), imagesCount: 2 }],
       ["llm_output", { runId: "tu", sessionId: "s1", provider: "codex", model: "gpt-test", assistantTexts: ["a"], usage: { input: 5, output: 2, cacheRead: 1, total: 11 } }],
       ["agent_end", { runId: "tu", messages: [], success: false, error: "boom" }],
+      ["agent_end", { runId: "tu", messages: [...history.slice(30), { role: "assistant", content: "now", timestamp: 200 }], success: true }],
       ["after_tool_call", { toolName: "t", params: { a: 1 }, runId: "tu", toolCallId: "c", result: "r", durationMs: 3 }],
       ["before_compaction", { messageCount: 0, backend: "context-engine", trigger: "accordion" }],
       ["after_compaction", { messageCount: 0, compactedCount: 1, backend: "codex-app-server", trigger: "native" }],
