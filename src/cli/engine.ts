@@ -31,6 +31,10 @@ export interface LoadedEngine {
   runCommand?: LoadedOpenClawPlugins["runCommand"];
   /** The plugins' `session_start` handlers (absent without plugins). */
   sessionStart?: (event: { sessionId: string; sessionKey?: string }) => Promise<void>;
+  /** The plugins' `session_end` handlers (absent without plugins). */
+  sessionEnd?: LoadedOpenClawPlugins["sessionEnd"];
+  /** The plugins' `before_reset` handlers (absent without plugins). */
+  beforeReset?: LoadedOpenClawPlugins["beforeReset"];
   /** Releases what loading started (plugin `gateway_stop`, engine `dispose`). */
   close(): Promise<void>;
 }
@@ -130,6 +134,8 @@ async function loadSpecs(options: LoadCliEngineOptions, signal: AbortSignal): Pr
       findCommand: (line) => loaded.findCommand(line),
       runCommand: (line, session) => loaded.runCommand(line, session),
       sessionStart: (event) => loaded.sessionStart(event),
+      sessionEnd: (event) => loaded.sessionEnd(event),
+      beforeReset: (event) => loaded.beforeReset(event),
       close: () => loaded.close(),
     };
   } catch (err) {

@@ -19,6 +19,7 @@ import type { ApproveAnswer, EngineOptionValues, InspectOptionValues, ServerOpti
 import type { Out } from "./output.js";
 import { startServer, type CliServer } from "./server.js";
 import { sessionIdOf } from "./session-file.js";
+import { resetCliSession, type SessionResetAction } from "./session-reset.js";
 
 /** Option values `run` and `chat` both have. */
 export type TurnCommandOptions = EngineOptionValues &
@@ -40,6 +41,8 @@ export interface TurnSetup {
   recordTurnRequest(prompt: string): void;
   /** Answers `line` when it is a plugin command (`/name args`), printing the reply; see `answerPluginCommand`. */
   answerCommand(line: string, out: Out, say?: (line: string) => void): Promise<PluginCommandAnswer>;
+  /** `/new` or `/reset`: a fresh session on the same file (see `resetCliSession`). */
+  resetSession(action: SessionResetAction, out: Out, say: (line: string) => void): Promise<void>;
   dispose(): Promise<void>;
 }
 
@@ -93,6 +96,8 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
       baseParams: () => ({ ...turnParams(opts, server, loaded, inspector, sessionFile), ...workParams(opts, cwd, out, interactive.askApproval) }),
       answerCommand: (line, cmdOut, say) =>
         answerPluginCommand(loaded, line, { sessionId: sessionIdOf(sessionFile), sessionFile, ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}) }, cmdOut, say),
+      resetSession: async (action, cmdOut, say) =>
+        void (await resetCliSession({ loaded, sessionFile, sessionId: sessionIdOf(sessionFile), ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}), action }, cmdOut, say)),
       recordTurnRequest: (prompt) => trajectory?.record("request", "codexTurn/run", { sessionFile, prompt, engineId: loaded.engine.info.id }),
       dispose: disposeAll,
     };

@@ -54,10 +54,26 @@ export interface LoadedContextEngine {
    * file's first turn.
    */
   sessionStart(event: { sessionId: string; sessionKey?: string; resumedFrom?: string }): Promise<void>;
-  /** Fire the plugin's `session_end` handlers (e.g. when a host retires a session). */
-  sessionEnd(event: { sessionId: string; sessionKey?: string; messageCount: number; reason?: string; sessionFile?: string }): Promise<void>;
-  /** Fire the plugin's `before_reset` handlers (before a host resets a session's transcript). */
-  beforeReset(event: { sessionId: string; sessionKey?: string; sessionFile?: string; reason?: string }): Promise<void>;
+  /**
+   * Fire the plugin's `session_end` handlers (e.g. when a host retires a session; after a `/new` or `/reset`, with
+   * `reason` and the session that follows, as OpenClaw fires it).
+   */
+  sessionEnd(event: {
+    sessionId: string;
+    sessionKey?: string;
+    messageCount: number;
+    reason?: string;
+    sessionFile?: string;
+    transcriptArchived?: boolean;
+    nextSessionId?: string;
+    nextSessionKey?: string;
+  }): Promise<void>;
+  /**
+   * Fire the plugin's `before_reset` handlers before a host resets a session (`reason` "new" or "reset" for the chat
+   * commands). As OpenClaw: the event is `{ sessionFile, messages, reason }` (the messages of the transcript being
+   * reset), the session's id and key go in the hook context.
+   */
+  beforeReset(event: { sessionId: string; sessionKey?: string; sessionFile?: string; messages?: unknown[]; reason?: string }): Promise<void>;
   /** `gateway_stop` handlers, then the engine's `dispose()`. Idempotent. */
   close(): Promise<void>;
 }
@@ -538,7 +554,8 @@ async function assemblePlugins(p: {
     recordedRegistrations: registry.recordedOnly,
     sessionStart: async (event) => void (await runPluginHook(registry, label, "session_start", event, { sessionId: event.sessionId, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) })),
     sessionEnd: async (event) => void (await runPluginHook(registry, label, "session_end", event, { sessionId: event.sessionId, ...(event.sessionKey ? { sessionKey: event.sessionKey } : {}) })),
-    beforeReset: async (event) => void (await runPluginHook(registry, label, "before_reset", event, { ...hookBase(), sessionId: event.sessionId })),
+    beforeReset: async ({ sessionId, sessionKey, ...event }) =>
+      void (await runPluginHook(registry, label, "before_reset", { messages: [], ...event }, { ...hookBase(), sessionId, ...(sessionKey ? { sessionKey } : {}) })),
     close: () => (closed ??= close()),
   };
 }

@@ -131,6 +131,35 @@ describe("codex-turn with OpenClaw plugins", () => {
     expect(chat.stdout).toContain("offline reply");
   }, 240_000);
 
+  it("/new and /reset start a fresh session on the same file: before_reset, archive, session_end, session_start (chat and run)", async () => {
+    const ws = await mkdtemp(path.join(dir, "reset-"));
+    const log = path.join(ws, "gate.jsonl");
+    const configs = path.join(ws, "plugins.json");
+    await writeFile(configs, JSON.stringify({ "input-gate": { logPath: log } }));
+    const session = path.join(ws, "s.jsonl");
+    const base = ["--session", session, "--offline", "--plugin", fixture("input-gate"), "--plugins-config", configs, "--session-key", "agent:main:s"];
+    const chat = await runCli(["chat", ...base], { cwd: ws, timeoutMs: 180_000, input: "Say hello.\n/reset Say hi again.\n" });
+    expect(chat.code, chat.stderr).toBe(0);
+    expect(chat.stdout).toContain(`(new session; the previous transcript is at ${session}.archived-1.jsonl)`);
+    // The first turn went with the archived transcript; the fresh one holds only what came after the reset.
+    expect(await readFile(`${session}.archived-1.jsonl`, "utf8")).toContain("Say hello.");
+    const fresh = await readFile(session, "utf8");
+    expect(fresh).toContain("Say hi again.");
+    expect(fresh).not.toContain("Say hello.");
+    const events = (await readFile(log, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => ["before_reset", "session_end", "session_start"].includes(String(e.hook)));
+    expect(events).toEqual([
+      { hook: "session_start", sessionId: "s", sessionKey: "agent:main:s" },
+      { hook: "before_reset", reason: "reset", messages: 2, sessionFile: session, sessionId: "s", sessionKey: "agent:main:s" },
+      { hook: "session_end", reason: "reset", sessionId: "s", messageCount: 2, sessionFile: `${session}.archived-1.jsonl`, transcriptArchived: true, nextSessionId: "s" },
+      { hook: "session_start", sessionId: "s", sessionKey: "agent:main:s" },
+    ]);
+    // run "/new": the reset alone, no turn (exit 0); the session file is archived again.
+    const run = await cli(["run", "/new", ...base], ws);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim()).toBe(`(new session; the previous transcript is at ${session}.archived-2.jsonl)`);
+    expect(existsSync(session)).toBe(false);
+  }, 240_000);
+
   it("--openclaw-config configures the loaded plugins from an OpenClaw config: entries' config and hook policy", async () => {
     const ws = await mkdtemp(path.join(dir, "openclaw-config-"));
     const db = path.join(ws, "memories.json");

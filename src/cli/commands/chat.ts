@@ -15,6 +15,7 @@ import { holdInspector } from "../inspector.js";
 import { addEngineOptions, addInspectOptions, addJsonOption, addServerOptions, addTrajectoryOptions, addWorkOptions, LIVE_PROVIDER_HELP } from "../options.js";
 import { createOut, type Out } from "../output.js";
 import { readImageOptions, replyText, runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
+import { sessionResetCommand } from "../session-reset.js";
 import { settleWithin, watchSignals, type SignalWatch } from "../signals.js";
 import { setUpTurnCommand, type TurnCommandOptions, type TurnSetup } from "../turn-setup.js";
 
@@ -92,7 +93,11 @@ async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch, display:
       // While Codex waits for an approval, the line typed is its answer, not a steer or the next prompt.
       if (questions?.answer(text)) return;
       if (text.startsWith(IMAGE_COMMAND)) return attachImage(text.slice(IMAGE_COMMAND.length).trim(), attached, say);
-      // A plugin command is never a steer: it runs between turns, in the order typed.
+      // A session reset or a plugin command is never a steer: it runs between turns, in the order typed.
+      if (sessionResetCommand(text)) {
+        if (running) say("(session reset queued: it runs when the turn ends)");
+        return queue.push(text, false, [], true);
+      }
       if (setup.loaded.findCommand?.(text)) {
         if (running) say("(plugin command queued: it runs when the turn ends)");
         return queue.push(text, false, [], true);
@@ -117,8 +122,22 @@ async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch, display:
   try {
     reader.prompt();
     for (let next = await queue.next(); next !== undefined && watch.received === undefined; next = await queue.next()) {
-      const prompt = next.text;
-      if (next.command && (await setup.answerCommand(prompt, out)) !== "continueAgent") {
+      let prompt = next.text;
+      const reset = next.command ? sessionResetCommand(prompt) : undefined;
+      if (reset) {
+        // OpenClaw's /new and /reset: a fresh session on the same file; text after the command is its first prompt.
+        try {
+          await setup.resetSession(reset.action, out, say);
+        } catch (error) {
+          say(`(/${reset.action} failed: ${error instanceof Error ? error.message : String(error)})`);
+          exitCode = EXIT.env;
+        }
+        if (reset.rest === "") {
+          if (queue.closed === false) reader.prompt();
+          continue;
+        }
+        prompt = reset.rest;
+      } else if (next.command && (await setup.answerCommand(prompt, out)) !== "continueAgent") {
         if (queue.closed === false) reader.prompt();
         continue;
       }

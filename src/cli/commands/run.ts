@@ -19,6 +19,7 @@ import {
 } from "../options.js";
 import { createOut, type Out } from "../output.js";
 import { settleWithin, watchSignals } from "../signals.js";
+import { sessionResetCommand } from "../session-reset.js";
 import { setUpTurnCommand, type TurnCommandOptions } from "../turn-setup.js";
 
 /** How long a signalled turn may take to settle before the CLI closes the app-server anyway (ms). */
@@ -98,9 +99,17 @@ async function runAction(prompt: string, opts: RunOptions): Promise<number> {
   try {
     const setup = await setUpTurnCommand(opts, out);
     try {
-      // A plugin command (`/lcm status`) is the plugin's to answer, without a turn unless it asks for one.
-      const answer = await setup.answerCommand(prompt, out);
-      if (answer === "answered" || answer === "failed") return answer === "failed" ? EXIT.turnFailed : EXIT.ok;
+      // `/new` or `/reset`: a fresh session (text after it is its first prompt).
+      const reset = sessionResetCommand(prompt);
+      if (reset) {
+        await setup.resetSession(reset.action, out, (l) => out.text(l));
+        if (reset.rest === "") return EXIT.ok;
+        prompt = reset.rest;
+      } else {
+        // A plugin command (`/lcm status`) is the plugin's to answer, without a turn unless it asks for one.
+        const answer = await setup.answerCommand(prompt, out);
+        if (answer === "answered" || answer === "failed") return answer === "failed" ? EXIT.turnFailed : EXIT.ok;
+      }
       setup.recordTurnRequest(prompt);
       const turn = runCodexTurn({ ...setup.baseParams(), prompt, ...(images.length > 0 ? { images } : {}), signal: ac.signal });
       const r = await settleWithin(turn, watch, SIGNAL_SETTLE_MS);
