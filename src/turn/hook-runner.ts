@@ -67,6 +67,21 @@ const beforeToolCallResultSchema = z
   .optional()
   .nullable();
 
+/** A deciding hook's result, validated; throws "malformed result: <field>: <issue>" naming what was wrong. */
+function parseHookResult<T>(schema: z.ZodType<T>, raw: unknown): T {
+  const parsed = schema.safeParse(raw);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new Error(`malformed result: ${issue?.path.join(".") || "(result)"}: ${issue?.message ?? "invalid"}`);
+}
+
+/** The gate's decision as the machine reads it: the block's attribution and its user-facing text, OpenClaw's wording. */
+function admissionOf(decision: z.infer<typeof beforeAgentRunResultSchema>): AdmissionOutput {
+  if (!decision?.block) return { admitted: true };
+  const blockedBy = decision.blockedBy?.trim() || GATE_FAILURE_ATTRIBUTION;
+  return { admitted: false, blockedBy, message: blockedTurnText(decision.message, blockedBy) };
+}
+
 /** See the module comment. */
 export interface HookRunner {
   readonly has: (name: keyof CodexTurnHooks) => boolean;
@@ -103,6 +118,13 @@ export function createHookRunner(p: {
   const failed = (name: string, error: unknown) => {
     p.warn(`${name} hook failed (${error instanceof Error ? error.message : String(error)}); ignored`);
     p.logger.warn({ ...p.ids, event: "hook failed", hook: name, err: errorLabel(error) }, "hook failed");
+  };
+  /** Problems a hook reported beside its result (a plugin's handler failed): turn warnings, logged without content. */
+  const partlyFailed = (name: string, warnings: readonly string[] | undefined) => {
+    for (const warning of warnings ?? []) {
+      p.warn(`${name} hook: ${warning}`);
+      p.logger.warn({ ...p.ids, event: "hook partly failed", hook: name }, "hook partly failed");
+    }
   };
   const call = async <T>(name: string, fn: () => T | Promise<T>, signal?: AbortSignal): Promise<T> =>
     callEngine(`${name} hook`, async () => fn(), { timeoutMs: p.timeoutMs, ...(signal ? { signal } : {}) });
@@ -142,42 +164,20 @@ export function createHookRunner(p: {
     async beforePromptBuild(ctx, signal) {
       const hook = hooks.beforePromptBuild;
       if (typeof hook !== "function") return undefined;
-      const raw = await call("beforePromptBuild", () => hook.call(hooks, ctx), signal);
-      const parsed = beforePromptBuildResultSchema.safeParse(raw);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new Error(`malformed result: ${issue?.path.join(".") || "(result)"}: ${issue?.message ?? "invalid"}`);
-      }
-      for (const warning of parsed.data?.warnings ?? []) {
-        p.warn(`beforePromptBuild hook: ${warning}`);
-        p.logger.warn({ ...p.ids, event: "hook partly failed", hook: "beforePromptBuild" }, "hook partly failed");
-      }
-      return parsed.data ?? undefined;
+      const result = parseHookResult(beforePromptBuildResultSchema, await call("beforePromptBuild", () => hook.call(hooks, ctx), signal));
+      partlyFailed("beforePromptBuild", result?.warnings);
+      return result ?? undefined;
     },
     async beforeAgentRun(event, signal) {
       const hook = hooks.beforeAgentRun;
       if (typeof hook !== "function") return { admitted: true };
-      const raw = await call("beforeAgentRun", () => hook.call(hooks, event), signal);
-      const parsed = beforeAgentRunResultSchema.safeParse(raw);
-      if (!parsed.success) {
-        const issue = parsed.error.issues[0];
-        throw new Error(`malformed result: ${issue?.path.join(".") || "(result)"}: ${issue?.message ?? "invalid"}`);
-      }
-      const decision = parsed.data;
-      if (!decision?.block) return { admitted: true };
-      for (const warning of decision.warnings ?? []) {
-        p.warn(`beforeAgentRun hook: ${warning}`);
-        p.logger.warn({ ...p.ids, event: "hook failed", hook: "beforeAgentRun" }, "admission gate failed; the turn is blocked");
-      }
-      const blockedBy = decision.blockedBy?.trim() || GATE_FAILURE_ATTRIBUTION;
-      return { admitted: false, blockedBy, message: blockedTurnText(decision.message, blockedBy) };
+      const decision = parseHookResult(beforeAgentRunResultSchema, await call("beforeAgentRun", () => hook.call(hooks, event), signal));
+      if (decision?.block) partlyFailed("beforeAgentRun", decision.warnings);
+      return admissionOf(decision);
     },
     async beforeMessageWrite(event) {
       const out = await decide("beforeMessageWrite", beforeMessageWriteResultSchema as z.ZodType<BeforeMessageWriteResult | null | undefined>, event);
-      for (const warning of out?.warnings ?? []) {
-        p.warn(`beforeMessageWrite hook: ${warning}`);
-        p.logger.warn({ ...p.ids, event: "hook partly failed", hook: "beforeMessageWrite" }, "hook partly failed");
-      }
+      partlyFailed("beforeMessageWrite", out?.warnings);
       return out;
     },
     beforeModelResolve: async (ctx) => (await decide("beforeModelResolve", beforeModelResolveResultSchema, ctx))?.model,
