@@ -114,6 +114,12 @@ export const codexTurnParamsSchema = z
     appServer: z.custom<object>(looksLikeAppServer, "appServer must be a started CodexAppServer (CodexAppServer.spawn())"),
     sessionId: z.string().min(1),
     sessionKey: z.string().min(1).optional(),
+    /**
+     * The run this attempt belongs to (OpenClaw's `runId`): every hook event and context of the attempt carries it, so a
+     * plugin can pair `llm_input` with `llm_output`, tool calls and `agent_end`. A host that retries a run passes the
+     * same id to each attempt; the default is a fresh UUID per attempt. Never sent to the model.
+     */
+    runId: z.string().min(1).max(200).optional(),
     sessionFile: z.string().min(1),
     /** Session files must live under this directory when given. */
     sessionRoot: z.string().min(1).optional(),
@@ -254,6 +260,8 @@ export type CodexTurnParams = Omit<z.input<typeof codexTurnParamsSchema>, "appSe
 /** What one turn attempt produced. */
 export interface CodexTurnResult {
   status: TurnStatus;
+  /** The attempt's run id (`CodexTurnParams.runId`, or the UUID generated for it): what its hooks and log lines carry. */
+  runId: string;
   threadId?: string;
   turnId?: string;
   assistantText: string;

@@ -4,6 +4,10 @@ import type { NativeCompactionRecord, TurnStatus, TurnUsage } from "../../machin
 /** What a `beforePromptBuild` hook sees: exactly what Codex will receive (after engine projection). */
 export interface BeforePromptBuildContext {
   sessionId: string;
+  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
+  runId: string;
+  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
+  sessionKey?: string;
   prompt: string;
   developerInstructions?: string;
   /** The mirrored history (read-only). */
@@ -24,6 +28,10 @@ export interface BeforePromptBuildResult {
 /** What a `beforeModelResolve` hook sees: the prompt as given and the model the turn would use. */
 export interface BeforeModelResolveContext {
   sessionId: string;
+  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
+  runId: string;
+  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
+  sessionKey?: string;
   prompt: string;
   /** The turn's `model` parameter (absent: Codex's configured model). */
   model?: string;
@@ -40,6 +48,10 @@ export interface BeforeModelResolveResult {
  */
 export interface BeforeAgentRunEvent {
   sessionId: string;
+  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
+  runId: string;
+  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
+  sessionKey?: string;
   /** The final prompt text (what `turn/start` would carry). */
   prompt: string;
   developerInstructions?: string;
@@ -72,6 +84,10 @@ export type BeforeAgentRunResult =
  */
 export interface BeforeMessageWriteEvent {
   sessionId: string;
+  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
+  runId: string;
+  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
+  sessionKey?: string;
   message: AgentMessage;
   toolName?: string;
   toolCallId?: string;
@@ -100,6 +116,9 @@ export type CompactionHookTrigger = "native" | "manual" | "accordion" | "budget"
  */
 export interface CompactionHookEvent extends Partial<Omit<NativeCompactionRecord, "backend">> {
   sessionId?: string;
+  /** The run id of the attempt the compaction ran in (absent for a compaction outside a turn). */
+  runId?: string;
+  sessionKey?: string;
   backend: CompactionBackend;
   trigger: CompactionHookTrigger;
   ownsCompaction: boolean;
@@ -110,6 +129,10 @@ export interface CompactionHookEvent extends Partial<Omit<NativeCompactionRecord
 /** `llmInput`: what this turn sends to Codex (an adapter-level observation, not Codex's byte-exact request). */
 export interface LlmInputEvent {
   sessionId: string;
+  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
+  runId: string;
+  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
+  sessionKey?: string;
   threadId: string;
   model?: string;
   /** The prompt text sent with `turn/start` (after projection and `beforePromptBuild`). */
@@ -126,6 +149,10 @@ export interface LlmInputEvent {
 /** `llmOutput`: what Codex answered in this turn. */
 export interface LlmOutputEvent {
   sessionId: string;
+  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
+  runId: string;
+  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
+  sessionKey?: string;
   threadId: string;
   turnId: string;
   assistantText: string;
@@ -138,6 +165,10 @@ export interface LlmOutputEvent {
 /** `agentEnd`: the attempt settled. */
 export interface AgentEndEvent {
   sessionId: string;
+  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
+  runId: string;
+  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
+  sessionKey?: string;
   threadId?: string;
   turnId?: string;
   status: TurnStatus;
@@ -153,6 +184,10 @@ export interface AgentEndEvent {
 /** A tool call Codex asked for: a dynamic tool (ours) or a native one (command, file change, MCP, web search). */
 export interface ToolCallHookEvent {
   sessionId: string;
+  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
+  runId: string;
+  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
+  sessionKey?: string;
   threadId: string;
   turnId: string;
   callId: string;
@@ -188,6 +223,10 @@ export interface AfterToolCallEvent extends ToolCallHookEvent {
 /** `beforeAgentFinalize`: the turn ended; the mirror and the engine's finalize come next. */
 export interface BeforeAgentFinalizeEvent {
   sessionId: string;
+  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
+  runId: string;
+  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
+  sessionKey?: string;
   threadId: string;
   turnId: string;
   assistantText: string;

@@ -14,6 +14,9 @@ import { boundedHookHistory as boundedHistory } from "./hook-history.js";
 import { CODEX_LLM_PROVIDER } from "./llm.js";
 import { decideFinalize, type FinalizeRetryBudget } from "./finalize-decision.js";
 import { DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS, decidePluginApproval, type ApprovalOutcome, type PluginApprovalCallback, type RememberedApprovals } from "./tool-approval.js";
+
+/** Which session, key and run a hook event belongs to (every turn-scoped event has them). */
+type HookIds = { sessionId?: string; sessionKey?: string; runId?: string };
 import { hookHandlers, type PluginRegistry } from "./registry.js";
 
 /** What every hook context carries (OpenClaw's `PluginHookAgentContext` fields this host knows). */
@@ -182,7 +185,14 @@ export function createPluginTurnHooks(
   options: { onPluginApproval?: PluginApprovalCallback; pluginApprovalTimeoutMs?: number } = {},
 ): CodexTurnHooks {
   const has = (name: string) => registry.hooks.some((h) => h.name === name);
-  const ctxFor = (sessionId: string | undefined, extra: Record<string, unknown> = {}) => ({ ...base(), ...(sessionId ? { sessionId } : {}), ...extra });
+  // The context OpenClaw hands an agent hook: the host's base, then the turn's session, key and run.
+  const ctxFor = (e: HookIds, extra: Record<string, unknown> = {}) => ({
+    ...base(),
+    ...(e.sessionKey ? { sessionKey: e.sessionKey } : {}),
+    ...(e.sessionId ? { sessionId: e.sessionId } : {}),
+    ...(e.runId ? { runId: e.runId } : {}),
+    ...extra,
+  });
   const run = (name: string, event: unknown, ctx: unknown) => runPluginHook(registry, pluginId, name, event, ctx);
   const model = () => base().modelId ?? "default";
   const hooks: CodexTurnHooks = {};
@@ -190,7 +200,7 @@ export function createPluginTurnHooks(
   if (has("before_prompt_build") || has("before_agent_start")) {
     hooks.beforePromptBuild = async (ctx: BeforePromptBuildContext) => {
       const event = { prompt: ctx.prompt, messages: [...ctx.messages] };
-      const settle = (name: string) => (has(name) ? settlePluginHook(registry, pluginId, name, event, ctxFor(ctx.sessionId)) : { results: [], owners: [], failures: [] });
+      const settle = (name: string) => (has(name) ? settlePluginHook(registry, pluginId, name, event, ctxFor(ctx)) : { results: [], owners: [], failures: [] });
       const promptBuild = await settle("before_prompt_build");
       const beforeAgentStart = await settle("before_agent_start");
       const failures = [...promptBuild.failures, ...beforeAgentStart.failures];
@@ -207,15 +217,15 @@ export function createPluginTurnHooks(
         registry,
         pluginId,
         { prompt: e.prompt, history: e.messages, ...(e.developerInstructions !== undefined ? { systemPrompt: e.developerInstructions } : {}) },
-        ctxFor(e.sessionId, e.model !== undefined ? { modelId: e.model } : {}),
+        ctxFor(e, e.model !== undefined ? { modelId: e.model } : {}),
       );
   }
   if (has("before_message_write") || has("tool_result_persist")) {
-    hooks.beforeMessageWrite = (e) => runMessageWriteHooks(registry, pluginId, e, ctxFor(e.sessionId));
+    hooks.beforeMessageWrite = (e) => runMessageWriteHooks(registry, pluginId, e, ctxFor(e));
   }
   if (has("before_model_resolve")) {
     hooks.beforeModelResolve = async (ctx: BeforeModelResolveContext) => {
-      const { results, failures } = await settlePluginHook(registry, pluginId, "before_model_resolve", { prompt: ctx.prompt }, ctxFor(ctx.sessionId));
+      const { results, failures } = await settlePluginHook(registry, pluginId, "before_model_resolve", { prompt: ctx.prompt }, ctxFor(ctx));
       if (failures.length > 0 && results.length === 0) throw new Error(failures.join("; "));
       const model = resolveModelOverride(results);
       return model !== undefined ? { model } : undefined;
@@ -223,31 +233,31 @@ export function createPluginTurnHooks(
   }
   if (has("llm_input")) {
     hooks.llmInput = async (e: LlmInputEvent) => {
-      await run("llm_input", { runId: e.threadId, sessionId: e.sessionId, provider: base().modelProviderId, model: e.model ?? model(), ...(e.developerInstructions !== undefined ? { systemPrompt: e.developerInstructions } : {}), prompt: e.prompt, historyMessages: boundedHistory(e.historyMessages), imagesCount: e.imagesCount }, ctxFor(e.sessionId, { runId: e.threadId }));
+      await run("llm_input", { runId: e.runId, sessionId: e.sessionId, provider: base().modelProviderId, model: e.model ?? model(), ...(e.developerInstructions !== undefined ? { systemPrompt: e.developerInstructions } : {}), prompt: e.prompt, historyMessages: boundedHistory(e.historyMessages), imagesCount: e.imagesCount }, ctxFor(e));
     };
   }
   if (has("llm_output")) {
     hooks.llmOutput = async (e: LlmOutputEvent) => {
       const u = e.usage;
       const usage = u ? { input: u.lastCallInputTokens ?? u.inputTokens, output: u.lastCallOutputTokens ?? u.outputTokens, cacheRead: u.lastCallCachedInputTokens ?? u.cachedInputTokens, total: u.lastCallTotalTokens ?? u.totalTokens } : undefined;
-      await run("llm_output", { runId: e.turnId, sessionId: e.sessionId, provider: base().modelProviderId, model: e.model ?? model(), assistantTexts: [e.assistantText], ...(usage ? { usage } : {}) }, ctxFor(e.sessionId, { runId: e.turnId }));
+      await run("llm_output", { runId: e.runId, sessionId: e.sessionId, provider: base().modelProviderId, model: e.model ?? model(), assistantTexts: [e.assistantText], ...(usage ? { usage } : {}) }, ctxFor(e));
     };
   }
   if (has("agent_end")) {
     hooks.agentEnd = async (e: AgentEndEvent) => {
       // As OpenClaw's harness hands it: the conversation (the last 100 messages of history, copies) and this turn.
-      await run("agent_end", { ...(e.turnId ? { runId: e.turnId } : {}), messages: [...boundedHistory(e.historyMessages ?? []), ...e.messages], success: e.status === "completed", ...(e.error ? { error: e.error.message } : {}), ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}) }, ctxFor(e.sessionId));
+      await run("agent_end", { runId: e.runId, messages: [...boundedHistory(e.historyMessages ?? []), ...e.messages], success: e.status === "completed", ...(e.error ? { error: e.error.message } : {}), ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}) }, ctxFor(e));
     };
   }
   if (has("before_agent_finalize")) {
     hooks.beforeAgentFinalize = async (e: BeforeAgentFinalizeEvent) => {
       const results = await run(
         "before_agent_finalize",
-        { runId: e.turnId, sessionId: e.sessionId, turnId: e.turnId, provider: base().modelProviderId, model: model(), stopHookActive: e.stopHookActive, lastAssistantMessage: e.assistantText },
-        ctxFor(e.sessionId, { runId: e.turnId }),
+        { runId: e.runId, sessionId: e.sessionId, turnId: e.turnId, provider: base().modelProviderId, model: model(), stopHookActive: e.stopHookActive, lastAssistantMessage: e.assistantText },
+        ctxFor(e),
       );
       // OpenClaw's rule over all handlers: finalize wins, reasons join, retries are bounded per turn and key.
-      const decision = decideFinalize(results, e.turnId, finalizeRetries);
+      const decision = decideFinalize(results, e.runId, finalizeRetries);
       return decision.action === "revise" ? { action: "revise" as const, reason: decision.reason } : undefined;
     };
   }
@@ -267,12 +277,12 @@ export function createPluginTurnHooks(
   if (has("after_tool_call")) {
     hooks.afterToolCall = async (e: AfterToolCallEvent) => {
       const toolName = openClawToolName(e);
-      const event = { toolName, params: toolParams(e.params), runId: e.turnId, toolCallId: e.callId, ...(e.result !== undefined ? { result: e.result } : {}), ...(e.error !== undefined ? { error: e.error } : {}), ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}) };
-      await run("after_tool_call", event, ctxFor(e.sessionId, { toolName, toolCallId: e.callId, runId: e.turnId }));
+      const event = { toolName, params: toolParams(e.params), runId: e.runId, toolCallId: e.callId, ...(e.result !== undefined ? { result: e.result } : {}), ...(e.error !== undefined ? { error: e.error } : {}), ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}) };
+      await run("after_tool_call", event, ctxFor(e, { toolName, toolCallId: e.callId }));
     };
   }
-  if (has("before_compaction")) hooks.beforeCompaction = async (e) => void (await run("before_compaction", compactionEvent(e, false), ctxFor(e.sessionId)));
-  if (has("after_compaction")) hooks.afterCompaction = async (e) => void (await run("after_compaction", compactionEvent(e, true), ctxFor(e.sessionId)));
+  if (has("before_compaction")) hooks.beforeCompaction = async (e) => void (await run("before_compaction", compactionEvent(e, false), ctxFor(e)));
+  if (has("after_compaction")) hooks.afterCompaction = async (e) => void (await run("after_compaction", compactionEvent(e, true), ctxFor(e)));
   return hooks;
 }
 
@@ -293,12 +303,12 @@ export function openClawToolName(e: Pick<ToolCallHookEvent, "toolName" | "native
 async function beforeToolCall(
   e: ToolCallHookEvent,
   settle: (event: unknown, ctx: unknown) => Promise<{ results: unknown[]; owners: string[]; failures: string[] }>,
-  ctxFor: (sessionId: string | undefined, extra?: Record<string, unknown>) => unknown,
+  ctxFor: (e: HookIds, extra?: Record<string, unknown>) => unknown,
   approve: (requireApproval: unknown, pluginId: string) => Promise<ApprovalOutcome>,
 ): Promise<BeforeToolCallResult | undefined> {
   let params = toolParams(e.params);
   const toolName = openClawToolName(e);
-  const { results, owners, failures } = await settle({ toolName, params, runId: e.turnId, toolCallId: e.callId }, ctxFor(e.sessionId, { toolName, toolCallId: e.callId, runId: e.turnId }));
+  const { results, owners, failures } = await settle({ toolName, params, runId: e.runId, toolCallId: e.callId }, ctxFor(e, { toolName, toolCallId: e.callId }));
   if (failures.length > 0) return { block: true, blockReason: BEFORE_TOOL_CALL_FAILURE_REASON };
   let rewritten = false;
   let approval: { raw: unknown; owner: string } | undefined;

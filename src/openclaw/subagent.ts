@@ -331,6 +331,8 @@ function startChildRun(state: SubagentHostState, runId: string, p: SubagentRunPa
       appServer: opts.appServer,
       sessionId: childSessionId(p.sessionKey),
       sessionKey: p.sessionKey,
+      // The child's hooks see the run id `run` returned (what the plugin waits on).
+      runId,
       sessionFile: await state.dir.fileFor(p.sessionKey),
       prompt: p.message,
       cwd: p.cwd ?? opts.cwd,

@@ -1,4 +1,5 @@
 /** Builds the one dependencies object of a turn attempt (see `deps.ts`). */
+import { randomUUID } from "node:crypto";
 import type { CodexAppServer } from "../codex/app-server.js";
 import { engineFacts, isLegacyEngine } from "../context-engine/contract.js";
 import { buildHarnessContextEngineRuntimeSettings } from "../context-engine/lifecycle.js";
@@ -20,7 +21,7 @@ export function createTurnDeps(params: ParsedTurnParams, events: TurnEventStream
   const logger = params.logger ?? silentLogger;
   const engine = params.contextEngine && !isLegacyEngine(params.contextEngine) ? params.contextEngine : undefined;
   const facts = engineFacts(params.contextEngine);
-  const ids = { sessionId: params.sessionId, engineId: facts.id };
+  const ids = { sessionId: params.sessionId, runId: params.runId ?? randomUUID(), engineId: facts.id };
   const hostWarnings: string[] = [];
   const sessionStore =
     store ??
@@ -51,6 +52,7 @@ export function createTurnDeps(params: ParsedTurnParams, events: TurnEventStream
     facts,
     logger,
     ids,
+    hookIds: { sessionId: params.sessionId, runId: ids.runId, ...(params.sessionKey !== undefined ? { sessionKey: params.sessionKey } : {}) },
     engineCallMs,
     runtimeSettings: buildHarnessContextEngineRuntimeSettings({
       engineId: facts.id,

@@ -22,8 +22,10 @@ export interface TurnDeps {
   engine: ContextEngine | undefined;
   facts: EngineFacts;
   logger: Logger;
-  /** ids for every log line (never content). */
-  ids: { sessionId: string; engineId: string };
+  /** ids for every log line (never content); `runId` is also in every hook event of the attempt. */
+  ids: { sessionId: string; runId: string; engineId: string };
+  /** What every hook event of the attempt carries: the session, its key when it has one, the run. */
+  hookIds: { sessionId: string; runId: string; sessionKey?: string };
   engineCallMs: number;
   /** OpenClaw's `runtimeSettings` for this host and turn (the engine sees who frames the prompt, the model, the budget). */
   runtimeSettings: ContextEngineRuntimeSettings;

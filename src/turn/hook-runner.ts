@@ -87,6 +87,14 @@ export interface HookRunner {
   readonly has: (name: keyof CodexTurnHooks) => boolean;
   /** Fire an observation hook and wait for it (bounded); never throws. */
   observe<K extends ObservationHook>(name: K, event: Parameters<NonNullable<CodexTurnHooks[K]>>[0]): Promise<void>;
+  /**
+   * Start an observation hook and go on without waiting (`llmInput`, `llmOutput`: OpenClaw's harness fires them the
+   * same way, so a slow observer, say one that ships traces over the network, never delays the model call or the
+   * mirror). Its failure is still a warning; {@link HookRunner.drain} waits for it before the attempt settles.
+   */
+  observeInBackground<K extends ObservationHook>(name: K, event: Parameters<NonNullable<CodexTurnHooks[K]>>[0]): void;
+  /** Wait for the observation hooks started in the background (each bounded by the hook timeout); never throws. */
+  drain(): Promise<void>;
   /** `beforePromptBuild`: throws (bounded, validated) so the machine's `hooks` state can report it. */
   beforePromptBuild(ctx: BeforePromptBuildContext, signal?: AbortSignal): Promise<BeforePromptBuildResult | undefined>;
   /**
@@ -150,16 +158,27 @@ export function createHookRunner(p: {
   };
   // Fail-closed hosts (the OpenClaw plugin host) block a call whose hook failed instead of letting it run.
   const toolCallFailure: BeforeToolCallResult | undefined = hooks.beforeToolCallFailure === "block" ? { block: true, blockReason: BEFORE_TOOL_CALL_FAILURE_REASON } : undefined;
+  const observe = async (name: ObservationHook, event: unknown): Promise<void> => {
+    const hook = hooks[name] as ((e: unknown) => unknown) | undefined;
+    if (typeof hook !== "function") return;
+    try {
+      await call(name, () => hook.call(hooks, event));
+    } catch (error) {
+      failed(name, error);
+    }
+  };
+  const background = new Set<Promise<void>>();
   return {
     has: (name) => typeof hooks[name] === "function",
-    async observe(name, event) {
-      const hook = hooks[name] as ((e: unknown) => unknown) | undefined;
-      if (typeof hook !== "function") return;
-      try {
-        await call(name, () => hook.call(hooks, event));
-      } catch (error) {
-        failed(name, error);
-      }
+    observe,
+    observeInBackground(name, event) {
+      if (typeof hooks[name] !== "function") return;
+      const running = observe(name, event);
+      background.add(running);
+      void running.then(() => background.delete(running));
+    },
+    async drain() {
+      while (background.size > 0) await Promise.all([...background]);
     },
     async beforePromptBuild(ctx, signal) {
       const hook = hooks.beforePromptBuild;

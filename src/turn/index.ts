@@ -149,9 +149,11 @@ async function settle(actor: AnyActorRef, deps: TurnDeps, events: TurnEventStrea
     // The history the turn was run on, for agentEnd (the machine's context holds it; no copy is made).
     const history = (actor.getSnapshot() as { context?: { history?: { messages?: readonly AgentMessage[] } } }).context?.history?.messages ?? [];
     await deps.binding.settle();
-    const res = toTurnResult(output, backgroundWorkOf(deps), deps.hostWarnings);
+    const res = toTurnResult(output, backgroundWorkOf(deps), deps.hostWarnings, deps.ids.runId);
+    // llmInput / llmOutput ran beside the turn; they end before agentEnd (their warnings join the result below).
+    await deps.hooks.drain();
     await deps.hooks.observe("agentEnd", {
-      sessionId: deps.params.sessionId,
+      ...deps.hookIds,
       ...(res.threadId ? { threadId: res.threadId } : {}),
       ...(res.turnId ? { turnId: res.turnId } : {}),
       status: res.status,

@@ -3,9 +3,10 @@ import type { TurnMachineOutput } from "../../machines/turn.contract.js";
 import type { CodexTurnResult } from "../params.js";
 
 /** An empty result of the given status (a turn that never ran). */
-export function emptyResult(status: CodexTurnResult["status"]): CodexTurnResult {
+export function emptyResult(status: CodexTurnResult["status"], runId: string): CodexTurnResult {
   return {
     status,
+    runId,
     assistantText: "",
     messagesSnapshot: [],
     trace: [],
@@ -25,8 +26,9 @@ export function toTurnResult(
   output: TurnMachineOutput,
   background: Promise<void>,
   hostWarnings: readonly string[],
+  runId: string,
 ): CodexTurnResult & { hostWarningCount: number } {
-  const res = emptyResult(output.status);
+  const res = emptyResult(output.status, runId);
   res.trace = output.trace;
   res.engine = output.engine;
   res.warnings = [...hostWarnings, ...output.warnings];

@@ -99,6 +99,8 @@ describe("codex-turn CLI", () => {
     expect(out.trace.at(-1)).toBe("completed");
     // The fields a script needs besides the reply.
     for (const key of ["warnings", "projection", "usage", "engine", "followUps"]) expect(out, key).toHaveProperty(key);
+    // The run id the turn's hooks and log lines carried (a fresh UUID per run).
+    expect((out as { runId?: string }).runId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
   }, 90_000);
 
   it("compact runs the host-level compaction: the engine's summary lands in the transcript as a pi compaction entry", async () => {

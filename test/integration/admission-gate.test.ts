@@ -155,7 +155,18 @@ describe("the admission gate on the real app-server", () => {
       ]);
       // llm_input fired for admitted turns only, with the session's history (the refusals included) as OpenClaw hands it.
       env.fake.enqueue({ text: "Done." });
-      expect((await turn("Thanks.")).status).toBe("completed");
+      const thanks = await turn("Thanks.");
+      expect(thanks.status).toBe("completed");
+      // Every hook of that run, event and context, carried its one run id (a tracer pairs llm_input with llm_output by it).
+      const ofRun = (runId: string) => entries().filter((e) => (e as { ctxRunId?: string }).ctxRunId === runId);
+      expect(ofRun(thanks.runId).map((e) => [e.hook, (e as { runId?: string }).runId ?? thanks.runId])).toEqual([
+        ["before_agent_run", thanks.runId],
+        ["llm_input", thanks.runId],
+        ["llm_output", thanks.runId],
+        ["agent_end", thanks.runId],
+      ]);
+      expect(ofRun(refused.runId).map((e) => e.hook)).toEqual(["before_agent_run", "agent_end"]);
+      expect(new Set(entries().map((e) => (e as { ctxRunId?: string }).ctxRunId)).size).toBe(5);
       expect(entries().filter((e) => e.hook === "llm_input").map((e) => [e.history, e.last])).toEqual([
         [0, ""],
         [5, "Your message could not be sent: blocked by before_agent_run"],

@@ -70,8 +70,10 @@ describe("the hook surface", () => {
     await writeThreadBinding(file, { ...binding, lastUsage: { inputTokens: 90, totalTokens: 95, modelContextWindow: 100 } });
 
     const order: string[] = [];
+    const runIds = new Set<string | undefined>();
     const record = (name: string) => (event: object) => {
-      const e = event as { backend?: string; toolName?: string };
+      const e = event as { backend?: string; toolName?: string; runId?: string };
+      runIds.add(e.runId);
       order.push(e.backend ? `${name}(${e.backend})` : e.toolName ? `${name}(${e.toolName})` : name);
     };
     const hooks: CodexTurnHooks = {
@@ -111,9 +113,38 @@ describe("the hook surface", () => {
       "beforeAgentFinalize",
       "agentEnd",
     ]);
+    // One run id (a fresh UUID for this attempt) in every hook event, and in the result.
+    expect([...runIds]).toEqual([r.runId]);
+    expect(r.runId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);
     // The engine's compaction is in the transcript as a pi compaction entry.
     const entries = (await readSessionTranscript(file)).entries;
     expect(entries.some((e) => e.type === "compaction")).toBe(true);
+  });
+
+  it("llmInput and llmOutput never hold up the turn (as OpenClaw's harness fires them); the result waits for them; a host's runId is used", async () => {
+    const file = sessions.file();
+    const before = env.fake.requests.length;
+    const seen: string[] = [];
+    const hooks: CodexTurnHooks = {
+      // Finishes only once the model was asked: a turn that waited for it before turn/start would time it out.
+      llmInput: async (e) => {
+        await env.fake.waitForRequests(before + 1, { timeoutMs: 5_000 });
+        seen.push(`llmInput ${e.runId}: the model was asked`);
+      },
+      // Finishes only once the turn is in the transcript: a turn that waited for it before the mirror would time it out.
+      llmOutput: async (e) => {
+        for (let i = 0; i < 100 && !(await readSessionTranscript(file).catch(() => undefined))?.entries.some((x) => x.type === "message"); i++) {
+          await new Promise((res) => setTimeout(res, 50));
+        }
+        seen.push(`llmOutput ${e.runId}: the turn was mirrored`);
+      },
+      agentEnd: (e) => void seen.push(`agentEnd ${e.runId}`),
+    };
+    const r = await runCodexTurn(turnParams(env, file, "do not wait for observers", { hooks, runId: "host-run-7", timeouts: { engineCallMs: 4_000 } }));
+    expect(r.status).toBe("completed");
+    expect(r.warnings).toEqual([]);
+    expect(r.runId).toBe("host-run-7");
+    expect(seen).toEqual(["llmInput host-run-7: the model was asked", "llmOutput host-run-7: the turn was mirrored", "agentEnd host-run-7"]);
   });
 
   it("a throwing hook and a hanging hook leave the turn completed, with warnings", async () => {

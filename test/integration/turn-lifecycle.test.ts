@@ -45,6 +45,10 @@ describe("runCodexTurn without an engine", () => {
     expect(r2.assistantText).toBe("reply to: second prompt");
     expect(r2.threadId).toBe(r1.threadId);
     expect(log.names()).toContain("thread resumed");
+    // Every lifecycle log line of a turn carries its run id (distinct per attempt): grep one run's lines by it.
+    expect(r1.runId).not.toBe(r2.runId);
+    const runIdsOf = (event: string) => log.events.filter((e) => e.event === event).map((e) => e.runId);
+    for (const event of ["session lock acquired", "mirror written", "turn settled"]) expect(runIdsOf(event), event).toEqual([r1.runId, r2.runId]);
     const history = await readSessionHistory(file);
     expect(history.messages.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
     expect(history.messages.map(messageText)).toEqual(["first prompt", "reply to: first prompt", "second prompt", "reply to: second prompt"]);

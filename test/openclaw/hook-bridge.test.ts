@@ -21,7 +21,7 @@ function pluginWith(register: (api: ReturnType<typeof createPluginApi>) => void)
   return createPluginTurnHooks(registry, "p", () => ({ modelProviderId: "codex", modelId: "gpt-test", workspaceDir: "/work" }));
 }
 
-const base = { sessionId: "s1", threadId: "th", turnId: "tu" };
+const base = { sessionId: "s1", runId: "run-1", threadId: "th", turnId: "tu" };
 
 describe("plugin hooks as turn hooks", () => {
   it("folds before_prompt_build results into prompt and developer instructions, in priority order", async () => {
@@ -29,10 +29,10 @@ describe("plugin hooks as turn hooks", () => {
       api.on("before_prompt_build", () => ({ appendSystemContext: "second" }));
       api.on("before_prompt_build", () => ({ prependSystemContext: "first", prependContext: "ctx" }), { priority: 10 });
     });
-    const out = await hooks.beforePromptBuild!({ sessionId: "s1", prompt: "question", developerInstructions: "base", messages: [] });
+    const out = await hooks.beforePromptBuild!({ sessionId: "s1", runId: "run-1", prompt: "question", developerInstructions: "base", messages: [] });
     expect(out).toEqual({ prompt: "ctx\n\nquestion", developerInstructions: "first\n\nbase\n\nsecond" });
     const none = pluginWith((api) => api.on("before_prompt_build", () => undefined));
-    expect(await none.beforePromptBuild!({ sessionId: "s1", prompt: "q", messages: [] })).toBeUndefined();
+    expect(await none.beforePromptBuild!({ sessionId: "s1", runId: "run-1", prompt: "q", messages: [] })).toBeUndefined();
   });
 
   it("maps our events to OpenClaw's shapes", async () => {
@@ -44,23 +44,25 @@ describe("plugin hooks as turn hooks", () => {
     });
     // The history as the host hands it (frozen), 130 messages: the plugin gets the last 100, copies it may change.
     const history = Object.freeze(Array.from({ length: 130 }, (_, i) => Object.freeze({ role: "user", content: `m${i}`, timestamp: i })));
-    await hooks.llmInput!({ sessionId: "s1", threadId: "th", prompt: "p", developerInstructions: "d", contextEntries: 0, imagesCount: 2, historyMessages: history });
+    await hooks.llmInput!({ sessionId: "s1", runId: "run-1", threadId: "th", prompt: "p", developerInstructions: "d", contextEntries: 0, imagesCount: 2, historyMessages: history });
     await hooks.llmOutput!({ ...base, assistantText: "a", codexStatus: "completed", usage: { inputTokens: 9, cachedInputTokens: 1, outputTokens: 2, reasoningOutputTokens: 0, totalTokens: 11, lastCallInputTokens: 5 } });
     await hooks.agentEnd!({ ...base, status: "failed", error: { phase: "turn", message: "boom" }, messages: [] });
     await hooks.agentEnd!({ ...base, status: "completed", messages: [{ role: "assistant", content: "now", timestamp: 200 }] as never, historyMessages: history });
     await hooks.afterToolCall!({ ...base, callId: "c", toolName: "t", native: false, params: { a: 1 }, result: "r", durationMs: 3 });
-    await hooks.beforeCompaction!({ sessionId: "s1", backend: "context-engine", trigger: "accordion", ownsCompaction: true });
-    await hooks.afterCompaction!({ sessionId: "s1", backend: "codex-app-server", trigger: "native", ownsCompaction: false, compacted: true });
+    await hooks.beforeCompaction!({ sessionId: "s1", runId: "run-1", backend: "context-engine", trigger: "accordion", ownsCompaction: true });
+    await hooks.afterCompaction!({ sessionId: "s1", runId: "run-1", backend: "codex-app-server", trigger: "native", ownsCompaction: false, compacted: true });
     expect(seen.map(([n, e]) => [n, e])).toEqual([
-      ["llm_input", { runId: "th", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: history.slice(30), imagesCount: 2 }],
-      ["llm_output", { runId: "tu", sessionId: "s1", provider: "codex", model: "gpt-test", assistantTexts: ["a"], usage: { input: 5, output: 2, cacheRead: 1, total: 11 } }],
-      ["agent_end", { runId: "tu", messages: [], success: false, error: "boom" }],
-      ["agent_end", { runId: "tu", messages: [...history.slice(30), { role: "assistant", content: "now", timestamp: 200 }], success: true }],
-      ["after_tool_call", { toolName: "t", params: { a: 1 }, runId: "tu", toolCallId: "c", result: "r", durationMs: 3 }],
+      ["llm_input", { runId: "run-1", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: history.slice(30), imagesCount: 2 }],
+      ["llm_output", { runId: "run-1", sessionId: "s1", provider: "codex", model: "gpt-test", assistantTexts: ["a"], usage: { input: 5, output: 2, cacheRead: 1, total: 11 } }],
+      ["agent_end", { runId: "run-1", messages: [], success: false, error: "boom" }],
+      ["agent_end", { runId: "run-1", messages: [...history.slice(30), { role: "assistant", content: "now", timestamp: 200 }], success: true }],
+      ["after_tool_call", { toolName: "t", params: { a: 1 }, runId: "run-1", toolCallId: "c", result: "r", durationMs: 3 }],
       ["before_compaction", { messageCount: 0, backend: "context-engine", trigger: "accordion" }],
       ["after_compaction", { messageCount: 0, compactedCount: 1, backend: "codex-app-server", trigger: "native" }],
     ]);
-    expect(seen[0]![2]).toMatchObject({ sessionId: "s1", modelProviderId: "codex", modelId: "gpt-test", workspaceDir: "/work" });
+    expect(seen[0]![2]).toMatchObject({ sessionId: "s1", runId: "run-1", modelProviderId: "codex", modelId: "gpt-test", workspaceDir: "/work" });
+    // One run id in every event and context of the attempt (OpenClaw's runId), so a plugin can pair llm_input with llm_output.
+    expect(seen.map(([, , ctx]) => (ctx as { runId?: string }).runId)).toEqual(Array(seen.length).fill("run-1"));
     const handed = (seen[0]![1] as { historyMessages: Array<{ content: string }> }).historyMessages;
     expect(Object.isFrozen(handed[0])).toBe(false);
     handed[0]!.content = "changed by the plugin";
@@ -74,9 +76,9 @@ describe("plugin hooks as turn hooks", () => {
       api.on("before_agent_finalize", (() => ({ action: "revise", reason: "cite the file" })) as never);
       api.on("before_agent_finalize", (() => ({ action: "revise", reason: "second" })) as never);
     });
-    const event = { sessionId: "s1", threadId: "th", turnId: "tu", assistantText: "done", codexStatus: "inProgress", stopHookActive: true };
+    const event = { sessionId: "s1", runId: "run-1", threadId: "th", turnId: "tu", assistantText: "done", codexStatus: "inProgress", stopHookActive: true };
     expect(await revise.beforeAgentFinalize!(event)).toEqual({ action: "revise", reason: "cite the file\n\nsecond" });
-    expect(events).toEqual([{ runId: "tu", sessionId: "s1", turnId: "tu", provider: "codex", model: "gpt-test", stopHookActive: true, lastAssistantMessage: "done" }]);
+    expect(events).toEqual([{ runId: "run-1", sessionId: "s1", turnId: "tu", provider: "codex", model: "gpt-test", stopHookActive: true, lastAssistantMessage: "done" }]);
     const pass = pluginWith((api) => api.on("before_agent_finalize", (() => ({ action: "revise", reason: "  " })) as never));
     expect(await pass.beforeAgentFinalize!(event)).toBeUndefined();
   });

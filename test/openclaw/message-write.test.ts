@@ -24,8 +24,8 @@ describe("message write hooks over plugin handlers", () => {
       { name: "before_message_write", pluginId: "second", priority: 1, handler: (e) => ({ message: { ...e.message, content: `${String((e.message as { content: string }).content)} +second` } }) },
       { name: "before_message_write", pluginId: "first", priority: 5, handler: (e) => ({ message: { ...e.message, content: String((e.message as { content: string }).content).replace("sk-1", "[R]") } }) },
     ]);
-    expect(text(runMessageWriteHooks(registry, "p", { sessionId: "s", message: user }, {})?.message)).toBe('"hello [R] +second"');
-    expect(runMessageWriteHooks(registryOf([{ name: "before_message_write", pluginId: "a", handler: () => undefined }]), "p", { sessionId: "s", message: user }, {})).toBeUndefined();
+    expect(text(runMessageWriteHooks(registry, "p", { sessionId: "s", runId: "run-1", message: user }, {})?.message)).toBe('"hello [R] +second"');
+    expect(runMessageWriteHooks(registryOf([{ name: "before_message_write", pluginId: "a", handler: () => undefined }]), "p", { sessionId: "s", runId: "run-1", message: user }, {})).toBeUndefined();
   });
 
   it("a block stops the chain; tool_result_persist runs first and only for tool results, with the tool's name", () => {
@@ -35,8 +35,8 @@ describe("message write hooks over plugin handlers", () => {
       { name: "before_message_write", pluginId: "never", priority: -1, handler: () => void seen.push("never") },
       { name: "tool_result_persist", pluginId: "trim", handler: (e) => (seen.push(`persist:${e.toolName}`), { message: { ...e.message, content: [{ type: "text", text: "short" }] } }) },
     ]);
-    expect(runMessageWriteHooks(registry, "p", { sessionId: "s", message: toolResult, toolName: "read", toolCallId: "c1" }, {})).toEqual({ block: true });
-    expect(runMessageWriteHooks(registry, "p", { sessionId: "s", message: user }, {})).toBeUndefined();
+    expect(runMessageWriteHooks(registry, "p", { sessionId: "s", runId: "run-1", message: toolResult, toolName: "read", toolCallId: "c1" }, {})).toEqual({ block: true });
+    expect(runMessageWriteHooks(registry, "p", { sessionId: "s", runId: "run-1", message: user }, {})).toBeUndefined();
     expect(seen).toEqual(["persist:read", "write:toolResult", "write:user", "never"]);
   });
 
@@ -46,7 +46,7 @@ describe("message write hooks over plugin handlers", () => {
       { name: "before_message_write", pluginId: "broken", priority: 2, handler: () => { throw new Error("regex blew up"); } },
       { name: "before_message_write", pluginId: "ok", priority: 1, handler: (e) => ({ message: { ...e.message, content: "clean" } }) },
     ]);
-    const out = runMessageWriteHooks(registry, "p", { sessionId: "s", message: user }, {});
+    const out = runMessageWriteHooks(registry, "p", { sessionId: "s", runId: "run-1", message: user }, {});
     expect(text(out?.message)).toBe('"clean"');
     expect(out?.warnings).toEqual([
       "plugin async before_message_write handler returned a Promise; this hook is synchronous and the result was ignored",

@@ -28,7 +28,7 @@ async function tempPlugin(id: string, body: string): Promise<string> {
 
 /** The Codex app-server stand-in the summarizer's `runtime-llm-complete` requirement needs. */
 const server = () => scriptedAppServer().server;
-const promptCtx = (prompt: string): BeforePromptBuildContext => ({ sessionId: "s1", prompt, developerInstructions: "base", messages: [] });
+const promptCtx = (prompt: string): BeforePromptBuildContext => ({ sessionId: "s1", runId: "run-1", prompt, developerInstructions: "base", messages: [] });
 
 beforeEach(async () => {
   resetSummarizerRecord();
@@ -63,11 +63,11 @@ describe("loadOpenClawPlugins", () => {
     // OpenClaw's slots: the chosen engine and the memory plugin (lossless-claw's /lcm status reads the engine slot).
     expect((summarizerRecord().registeredWith!.config as { plugins: { slots?: unknown } }).plugins.slots).toEqual({ memory: "recall-memory", contextEngine: "summarizer" });
     // The guard's before_tool_call and the memory plugin's agent_end are the turn's hooks.
-    expect(await loaded.hooks.beforeToolCall!({ sessionId: "s1", threadId: "t", turnId: "u", callId: "c", toolName: "shell", native: true, params: { command: "cat forbidden.txt" } })).toEqual({
+    expect(await loaded.hooks.beforeToolCall!({ sessionId: "s1", runId: "run-1", threadId: "t", turnId: "u", callId: "c", toolName: "shell", native: true, params: { command: "cat forbidden.txt" } })).toEqual({
       block: true,
       blockReason: "tool-guard: that command touches a forbidden path",
     });
-    await loaded.hooks.agentEnd!({ sessionId: "s1", threadId: "t", turnId: "u", status: "completed", messages: [{ role: "user", content: "Remember that I prefer tabs over spaces." }] } as never);
+    await loaded.hooks.agentEnd!({ sessionId: "s1", runId: "run-1", threadId: "t", turnId: "u", status: "completed", messages: [{ role: "user", content: "Remember that I prefer tabs over spaces." }] } as never);
     expect(recallRecord().captures).toEqual(["mem-1"]);
     await loaded.sessionStart({ sessionId: "s2", sessionKey: "main" });
     expect(recallRecord().events).toContain("session_start s2 s2");
@@ -121,7 +121,7 @@ describe("loadOpenClawPlugins", () => {
     const also = await tempPlugin("also", `api.on("before_agent_finalize", () => ({ action: "revise", reason: "cite the file" }));`);
     const closer = await tempPlugin("closer", `api.on("before_agent_finalize", (e) => (e.lastAssistantMessage === "final" ? { action: "finalize" } : undefined));`);
     loaded = await loadOpenClawPlugins([{ spec: reviser }, { spec: also }, { spec: closer }], { cwd, appServer: server() });
-    const event = { sessionId: "s", threadId: "t", turnId: "u", codexStatus: "inProgress" as const, stopHookActive: false };
+    const event = { sessionId: "s", runId: "run-1", threadId: "t", turnId: "u", codexStatus: "inProgress" as const, stopHookActive: false };
     expect(await loaded.hooks.beforeAgentFinalize!({ ...event, assistantText: "draft" })).toEqual({ action: "revise", reason: "add a summary\n\ncite the file" });
     expect(await loaded.hooks.beforeAgentFinalize!({ ...event, assistantText: "final" })).toBeUndefined();
   });
@@ -153,7 +153,7 @@ describe("loadOpenClawPlugins", () => {
     });
     // With an approver, the hook's bound is the approval's (OpenClaw's 120 s default) plus the handlers' own 10 s.
     expect(loaded.hooks.beforeToolCallTimeoutMs).toBe(130_000);
-    const call = (command: string, callId = "c1") => loaded!.hooks.beforeToolCall!({ sessionId: "s1", threadId: "t", turnId: "u", callId, toolName: "shell", native: true, params: { command } });
+    const call = (command: string, callId = "c1") => loaded!.hooks.beforeToolCall!({ sessionId: "s1", runId: "run-1", threadId: "t", turnId: "u", callId, toolName: "shell", native: true, params: { command } });
     expect(await call("crash")).toEqual({ block: true, blockReason: "Tool call blocked because before_tool_call hook failed" });
     expect(await call("ls")).toBeUndefined();
     expect(await call("deploy")).toEqual({ block: true, blockReason: "Denied by user" });
@@ -245,11 +245,11 @@ describe("loadOpenClawPlugins", () => {
     );
     const other = await tempPlugin("other", `api.on("agent_end", () => { globalThis.__ctmRan++; });`);
     loaded = await loadOpenClawPlugins([{ spec: slow }, { spec: other }], { cwd, appServer: server() });
-    expect(await loaded.hooks.beforeToolCall!({ sessionId: "s", threadId: "t", turnId: "u", callId: "c", toolName: "shell", native: true, params: {} })).toEqual({
+    expect(await loaded.hooks.beforeToolCall!({ sessionId: "s", runId: "run-1", threadId: "t", turnId: "u", callId: "c", toolName: "shell", native: true, params: {} })).toEqual({
       block: true,
       blockReason: "Tool call blocked because before_tool_call hook failed",
     });
-    await expect(loaded.hooks.agentEnd!({ sessionId: "s", threadId: "t", turnId: "u", status: "completed", messages: [] } as never)).rejects.toThrow(/^plugin slow agent_end hook failed: timed out after 50ms$/);
+    await expect(loaded.hooks.agentEnd!({ sessionId: "s", runId: "run-1", threadId: "t", turnId: "u", status: "completed", messages: [] } as never)).rejects.toThrow(/^plugin slow agent_end hook failed: timed out after 50ms$/);
     expect((globalThis as Record<string, unknown>).__ctmRan).toBe(1);
   });
 
@@ -260,7 +260,7 @@ describe("loadOpenClawPlugins", () => {
     const a = await tempPlugin("a", `api.on("agent_end", () => { ${push("a0")} }); api.on("agent_end", () => { ${push("a5")} }, { priority: 5 }); api.on("agent_end", () => { ${push("a0b")} });`);
     const b = await tempPlugin("b", `api.on("agent_end", () => { ${push("b0")} }); api.on("agent_end", () => { ${push("b9")} }, { priority: 9 });`);
     loaded = await loadOpenClawPlugins([{ spec: a }, { spec: b }], { cwd, appServer: server() });
-    await loaded.hooks.agentEnd!({ sessionId: "s", threadId: "t", turnId: "u", status: "completed", messages: [] } as never);
+    await loaded.hooks.agentEnd!({ sessionId: "s", runId: "run-1", threadId: "t", turnId: "u", status: "completed", messages: [] } as never);
     expect(seen).toEqual(["b9", "a5", "a0", "a0b", "b0"]);
     delete (globalThis as Record<string, unknown>).__ctmSeen;
   });
@@ -270,7 +270,7 @@ describe("loadOpenClawPlugins", () => {
     const a = await tempPlugin("a", `api.on("agent_end", () => { throw new Error("database is locked"); });`);
     const b = await tempPlugin("b", `api.on("agent_end", () => { globalThis.__ctmRan++; });`);
     loaded = await loadOpenClawPlugins([{ spec: a }, { spec: b }], { cwd, appServer: server() });
-    await expect(loaded.hooks.agentEnd!({ sessionId: "s", threadId: "t", turnId: "u", status: "completed", messages: [] } as never)).rejects.toThrow(
+    await expect(loaded.hooks.agentEnd!({ sessionId: "s", runId: "run-1", threadId: "t", turnId: "u", status: "completed", messages: [] } as never)).rejects.toThrow(
       /^plugin a agent_end hook failed: database is locked$/,
     );
     expect((globalThis as Record<string, unknown>).__ctmRan).toBe(1);

@@ -24,6 +24,7 @@ interface DelegatorRecord {
   api: { runtime: { subagent?: HostSubagentRuntime } };
   assembles: Array<{ sessionId: string; sessionKey: string | null }>;
   runs: Array<{ runId: string; sessionKey: string; callerSessionKey: string | null; childMessages: number }>;
+  llmInputs: Array<{ runId: string; ctxRunId: string | null; sessionKey: string | null }>;
 }
 const record = () => (globalThis as Record<symbol, unknown>)[RECORD] as DelegatorRecord;
 
@@ -103,6 +104,11 @@ describe("runtime.subagent through a model's tool call", () => {
     expect(childKey).toMatch(/^agent:main:subagent:/);
     expect(record().assembles.map((a) => a.sessionKey)).toEqual(["agent:main:parent", childKey]);
     expect(record().runs[0]).toMatchObject({ runId: "subagent-run-1", callerSessionKey: "agent:main:parent", childMessages: 2 });
+    // The child turn's hooks carried the run id run() returned; the parent's its own run id.
+    expect(record().llmInputs).toEqual([
+      { runId: result.runId, ctxRunId: result.runId, sessionKey: "agent:main:parent" },
+      { runId: "subagent-run-1", ctxRunId: "subagent-run-1", sessionKey: childKey },
+    ]);
     // deleteSession removed the child's transcript and sidecars.
     expect(await readdir(childDir)).toEqual([]);
   }, 60_000);

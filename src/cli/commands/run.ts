@@ -56,6 +56,7 @@ const collect = (value: string, previous: string[]): string[] => [...previous, v
 export function runResultJson(r: CodexTurnResult): Record<string, unknown> {
   return {
     status: r.status,
+    runId: r.runId,
     threadId: r.threadId,
     turnId: r.turnId,
     assistantText: r.assistantText,
@@ -147,7 +148,7 @@ export function runCommand(done: (code: number) => void): Command {
   addEngineOptions(cmd);
   addServerOptions(cmd);
   addWorkOptions(cmd);
-  addJsonOption(cmd, "print one JSON line: status, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked");
+  addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked");
   addInspectOptions(cmd);
   addTrajectoryOptions(cmd);
   cmd.addHelpText("after", `\nSIGINT/SIGTERM abort the turn, wait for it to settle, then exit 130.\n${LIVE_PROVIDER_HELP}`);

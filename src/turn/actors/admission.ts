@@ -12,7 +12,7 @@ import type { TurnDeps } from "../deps.js";
 export async function admitTurn(deps: TurnDeps, input: AdmissionInput, signal: AbortSignal): Promise<AdmissionOutput> {
   return deps.hooks.beforeAgentRun(
     {
-      sessionId: deps.params.sessionId,
+      ...deps.hookIds,
       prompt: input.promptText,
       ...(input.developerInstructions !== undefined ? { developerInstructions: input.developerInstructions } : {}),
       messages: input.history.messages,

@@ -76,7 +76,7 @@ export async function bootstrapEngine(deps: TurnDeps, signal: AbortSignal): Prom
  */
 export async function compactEngine(deps: TurnDeps, input: { lastUsage?: LastUsageFacts }, signal: AbortSignal): Promise<CompactBeforeTurnOutput> {
   const engine = activeEngine(deps);
-  const hookEvent = { sessionId: deps.params.sessionId, backend: "context-engine" as const, trigger: "accordion" as const, ownsCompaction: deps.facts.ownsCompaction };
+  const hookEvent = { ...deps.hookIds, backend: "context-engine" as const, trigger: "accordion" as const, ownsCompaction: deps.facts.ownsCompaction };
   await deps.hooks.observe("beforeCompaction", hookEvent);
   const result = await runAccordionCompaction({
     engine,

@@ -17,7 +17,7 @@ export async function prepareTranscriptMessages(deps: TurnDeps, input: { record:
   for (const message of input.record.messagesSnapshot) {
     const tool = message as { role?: string; toolName?: unknown; toolCallId?: unknown };
     const out = await deps.hooks.beforeMessageWrite({
-      sessionId: deps.params.sessionId,
+      ...deps.hookIds,
       message,
       ...(tool.role === "toolResult" && typeof tool.toolName === "string" ? { toolName: tool.toolName } : {}),
       ...(tool.role === "toolResult" && typeof tool.toolCallId === "string" ? { toolCallId: tool.toolCallId } : {}),

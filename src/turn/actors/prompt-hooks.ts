@@ -18,7 +18,7 @@ export async function runPromptHooks(
   const model = deps.hooks.has("beforeModelResolve") ? await resolveTurnModel(deps, input.promptText) : undefined;
   const out = await deps.hooks.beforePromptBuild(
     {
-      sessionId: deps.params.sessionId,
+      ...deps.hookIds,
       prompt: input.promptText,
       ...(input.developerInstructions !== undefined ? { developerInstructions: input.developerInstructions } : {}),
       messages: input.history.messages,
@@ -40,7 +40,7 @@ export async function runPromptHooks(
  */
 async function resolveTurnModel(deps: TurnDeps, prompt: string): Promise<string | undefined> {
   const p = deps.params;
-  const chosen = await deps.hooks.beforeModelResolve({ sessionId: p.sessionId, prompt, ...(p.model !== undefined ? { model: p.model } : {}) });
+  const chosen = await deps.hooks.beforeModelResolve({ ...deps.hookIds, prompt, ...(p.model !== undefined ? { model: p.model } : {}) });
   if (chosen !== undefined || p.model !== undefined) return chosen ?? p.model;
   try {
     const read = (await deps.appServer.request("config/read", { ...(p.cwd !== undefined ? { cwd: p.cwd } : {}) })) as { config?: { model?: unknown } };

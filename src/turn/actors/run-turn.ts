@@ -77,8 +77,9 @@ async function startCodexTurn(
   state: { userMessageStarted: boolean; nativeAsked: Set<string>; finalizeAsked: boolean },
 ): Promise<CodexTurn | undefined> {
   const p = deps.params;
-  await deps.hooks.observe("llmInput", {
-    sessionId: p.sessionId,
+  // Not awaited (OpenClaw's harness fires llm_input and sends turn/start): settle waits for it.
+  deps.hooks.observeInBackground("llmInput", {
+    ...deps.hookIds,
     threadId: input.threadId,
     ...((input.model ?? p.model) !== undefined ? { model: input.model ?? p.model } : {}),
     prompt: input.promptText,
@@ -133,7 +134,7 @@ type InterceptedCall = { callId: string; tool: string; arguments?: unknown; nati
 function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: { nativeAsked: Set<string>; finalizeAsked: boolean }, ids: { turnId: string }) {
   const p = deps.params;
   const toolEvent = (call: InterceptedCall): ToolCallHookEvent => ({
-    sessionId: p.sessionId,
+    ...deps.hookIds,
     threadId: input.threadId,
     turnId: ids.turnId,
     callId: call.callId,
@@ -152,7 +153,7 @@ function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: { nativeAs
   const beforeFinalize = async (request: FinalizeRequest) => {
     state.finalizeAsked = true;
     const out = await deps.hooks.beforeAgentFinalize({
-      sessionId: p.sessionId,
+      ...deps.hookIds,
       threadId: request.threadId,
       turnId: request.turnId,
       assistantText: request.assistantText,
@@ -178,8 +179,9 @@ function pick(call: { result?: string; error?: string; durationMs?: number }) {
 
 /** `llmOutput` and `beforeAgentFinalize`: the turn ended; the mirror and the engine's finalize come next. */
 async function observeTurnEnd(deps: TurnDeps, record: TurnRecord, finalizeAsked: boolean, model: string | undefined): Promise<void> {
-  const base = { sessionId: deps.params.sessionId, threadId: record.threadId, turnId: record.turnId, assistantText: record.assistantText, codexStatus: record.codexStatus };
-  await deps.hooks.observe("llmOutput", { ...base, ...(record.usage ? { usage: record.usage } : {}), ...(model !== undefined ? { model } : {}) });
+  const base = { ...deps.hookIds, threadId: record.threadId, turnId: record.turnId, assistantText: record.assistantText, codexStatus: record.codexStatus };
+  // Not awaited (as OpenClaw's harness): the mirror goes on while it runs; settle waits for it.
+  deps.hooks.observeInBackground("llmOutput", { ...base, ...(record.usage ? { usage: record.usage } : {}), ...(model !== undefined ? { model } : {}) });
   if (!finalizeAsked) await deps.hooks.beforeAgentFinalize({ ...base, stopHookActive: false });
 }
 
@@ -206,7 +208,7 @@ function handleStreamEvent(
       const completed = event.type === "compactionCompleted";
       const compaction = { ...event.compaction, completed };
       deps.emit({ type: "compaction", phase: completed ? "completed" : "started", itemId: compaction.itemId });
-      const hookEvent = { ...compaction, sessionId: deps.params.sessionId, backend: "codex-app-server" as const, trigger: "native" as const, ownsCompaction: deps.facts.ownsCompaction };
+      const hookEvent = { ...compaction, ...deps.hookIds, backend: "codex-app-server" as const, trigger: "native" as const, ownsCompaction: deps.facts.ownsCompaction };
       void deps.hooks.observe(completed ? "afterCompaction" : "beforeCompaction", completed ? { ...hookEvent, compacted: true } : hookEvent);
       // Native compaction is Codex's, never the engine's: logged and reported as its own backend.
       deps.logger.info(
@@ -242,7 +244,7 @@ function observeItem(
   const view = item.kind === "dynamicToolCall" ? undefined : toolCallView(event.item);
   if (!view) return;
   const hookEvent: ToolCallHookEvent = {
-    sessionId: deps.params.sessionId,
+    ...deps.hookIds,
     threadId: input.threadId,
     turnId: event.turnId,
     callId: view.toolCallId,
