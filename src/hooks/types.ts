@@ -35,6 +35,11 @@ export interface BeforeModelResolveContext {
   prompt: string;
   /** The turn's `model` parameter (absent: Codex's configured model). */
   model?: string;
+  /**
+   * What is attached to the prompt, for attachment-aware routing (say, images to a vision model): one entry per image
+   * (`CodexTurnParams.images`), its kind and MIME type only, never its bytes or path. Absent when nothing is attached.
+   */
+  attachments?: Array<{ kind: "image"; mimeType: string }>;
 }
 
 /** A hook may pick this turn's model (a Codex model name); returning nothing keeps the turn's. */
@@ -160,6 +165,8 @@ export interface LlmOutputEvent {
   codexStatus: string;
   /** The model the turn ran with when named (the turn's `model`, or a `beforeModelResolve` hook's choice). */
   model?: string;
+  /** The turn's last assistant message as the transcript records it (absent when the model answered nothing). */
+  lastAssistant?: AgentMessage;
 }
 
 /** `agentEnd`: the attempt settled. */

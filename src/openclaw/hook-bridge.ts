@@ -225,7 +225,7 @@ export function createPluginTurnHooks(
   }
   if (has("before_model_resolve")) {
     hooks.beforeModelResolve = async (ctx: BeforeModelResolveContext) => {
-      const { results, failures } = await settlePluginHook(registry, pluginId, "before_model_resolve", { prompt: ctx.prompt }, ctxFor(ctx));
+      const { results, failures } = await settlePluginHook(registry, pluginId, "before_model_resolve", { prompt: ctx.prompt, ...(ctx.attachments ? { attachments: ctx.attachments } : {}) }, ctxFor(ctx));
       if (failures.length > 0 && results.length === 0) throw new Error(failures.join("; "));
       const model = resolveModelOverride(results);
       return model !== undefined ? { model } : undefined;
@@ -240,7 +240,21 @@ export function createPluginTurnHooks(
     hooks.llmOutput = async (e: LlmOutputEvent) => {
       const u = e.usage;
       const usage = u ? { input: u.lastCallInputTokens ?? u.inputTokens, output: u.lastCallOutputTokens ?? u.outputTokens, cacheRead: u.lastCallCachedInputTokens ?? u.cachedInputTokens, total: u.lastCallTotalTokens ?? u.totalTokens } : undefined;
-      await run("llm_output", { runId: e.runId, sessionId: e.sessionId, provider: base().modelProviderId, model: e.model ?? model(), assistantTexts: [e.assistantText], ...(usage ? { usage } : {}) }, ctxFor(e));
+      // As OpenClaw's Codex harness reports it: the resolved provider/model ref, the harness, the last assistant message.
+      const provider = base().modelProviderId;
+      const modelId = e.model ?? model();
+      const event = {
+        runId: e.runId,
+        sessionId: e.sessionId,
+        provider,
+        model: modelId,
+        resolvedRef: `${provider}/${modelId}`,
+        harnessId: "codex",
+        assistantTexts: [e.assistantText],
+        ...(e.lastAssistant ? { lastAssistant: structuredClone(e.lastAssistant) } : {}),
+        ...(usage ? { usage } : {}),
+      };
+      await run("llm_output", event, ctxFor(e));
     };
   }
   if (has("agent_end")) {

@@ -48,6 +48,8 @@ describe("images with the prompt", () => {
   it("a file and base64 bytes reach the model after the text; the transcript keeps them as image parts", async () => {
     const sessionFile = sessions.file("two-images");
     const seen: LlmInputEvent[] = [];
+    const routed: unknown[] = [];
+    const answered: unknown[] = [];
     const log = captureLogger();
     const before = env.fake.requests.length;
     const prompt = "What differs between these two images?";
@@ -58,7 +60,11 @@ describe("images with the prompt", () => {
       prompt,
       cwd: ws,
       images: [{ path: png }, { data: GIF, mimeType: "image/gif" }],
-      hooks: { llmInput: (e) => void seen.push(e) },
+      hooks: {
+        llmInput: (e) => void seen.push(e),
+        beforeModelResolve: (ctx) => void routed.push(ctx.attachments),
+        llmOutput: (e) => void answered.push(e.lastAssistant),
+      },
       logger: log.logger,
     });
     expect(result.status, JSON.stringify(result.error)).toBe("completed");
@@ -88,6 +94,11 @@ describe("images with the prompt", () => {
     expect(history.at(-1)).toMatchObject({ role: "assistant" });
 
     expect(seen.map((e) => e.imagesCount)).toEqual([2]);
+    // A model router sees what is attached (kind and type, never bytes or paths), as OpenClaw's before_model_resolve.
+    expect(routed).toEqual([[{ kind: "image", mimeType: "image/png" }, { kind: "image", mimeType: "image/gif" }]]);
+    expect(JSON.stringify(routed)).not.toContain(png);
+    // llmOutput carries the turn's assistant message as the transcript records it.
+    expect(answered).toEqual([history.at(-1)]);
     const logged = JSON.stringify(log.events);
     expect(logged).not.toContain(PNG.slice(0, 40));
     expect(logged).not.toContain(GIF.slice(0, 30));

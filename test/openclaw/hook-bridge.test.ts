@@ -45,7 +45,7 @@ describe("plugin hooks as turn hooks", () => {
     // The history as the host hands it (frozen), 130 messages: the plugin gets the last 100, copies it may change.
     const history = Object.freeze(Array.from({ length: 130 }, (_, i) => Object.freeze({ role: "user", content: `m${i}`, timestamp: i })));
     await hooks.llmInput!({ sessionId: "s1", runId: "run-1", threadId: "th", prompt: "p", developerInstructions: "d", contextEntries: 0, imagesCount: 2, historyMessages: history });
-    await hooks.llmOutput!({ ...base, assistantText: "a", codexStatus: "completed", usage: { inputTokens: 9, cachedInputTokens: 1, outputTokens: 2, reasoningOutputTokens: 0, totalTokens: 11, lastCallInputTokens: 5 } });
+    await hooks.llmOutput!({ ...base, assistantText: "a", lastAssistant: { role: "assistant", content: [{ type: "text", text: "a" }], timestamp: 5 } as never, codexStatus: "completed", usage: { inputTokens: 9, cachedInputTokens: 1, outputTokens: 2, reasoningOutputTokens: 0, totalTokens: 11, lastCallInputTokens: 5 } });
     await hooks.agentEnd!({ ...base, status: "failed", error: { phase: "turn", message: "boom" }, messages: [] });
     await hooks.agentEnd!({ ...base, status: "completed", messages: [{ role: "assistant", content: "now", timestamp: 200 }] as never, historyMessages: history });
     await hooks.afterToolCall!({ ...base, callId: "c", toolName: "t", native: false, params: { a: 1 }, result: "r", durationMs: 3 });
@@ -53,7 +53,7 @@ describe("plugin hooks as turn hooks", () => {
     await hooks.afterCompaction!({ sessionId: "s1", runId: "run-1", backend: "codex-app-server", trigger: "native", ownsCompaction: false, compacted: true });
     expect(seen.map(([n, e]) => [n, e])).toEqual([
       ["llm_input", { runId: "run-1", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: history.slice(30), imagesCount: 2 }],
-      ["llm_output", { runId: "run-1", sessionId: "s1", provider: "codex", model: "gpt-test", assistantTexts: ["a"], usage: { input: 5, output: 2, cacheRead: 1, total: 11 } }],
+      ["llm_output", { runId: "run-1", sessionId: "s1", provider: "codex", model: "gpt-test", resolvedRef: "codex/gpt-test", harnessId: "codex", assistantTexts: ["a"], lastAssistant: { role: "assistant", content: [{ type: "text", text: "a" }], timestamp: 5 }, usage: { input: 5, output: 2, cacheRead: 1, total: 11 } }],
       ["agent_end", { runId: "run-1", messages: [], success: false, error: "boom" }],
       ["agent_end", { runId: "run-1", messages: [...history.slice(30), { role: "assistant", content: "now", timestamp: 200 }], success: true }],
       ["after_tool_call", { toolName: "t", params: { a: 1 }, runId: "run-1", toolCallId: "c", result: "r", durationMs: 3 }],
@@ -117,6 +117,19 @@ describe("plugin hooks as turn hooks", () => {
 
   it("defines only the hooks the plugin listens to", () => {
     expect(pluginWith(() => undefined)).toEqual({});
+  });
+});
+
+describe("before_model_resolve", () => {
+  it("sees the prompt and what is attached (kind and MIME type), with the turn's session, key and run in its context", async () => {
+    const seen: unknown[] = [];
+    const hooks = pluginWith((api) => api.on("before_model_resolve", ((event: unknown, ctx: unknown) => void seen.push([event, ctx])) as never));
+    await hooks.beforeModelResolve!({ sessionId: "s1", sessionKey: "agent:main:s1", runId: "run-1", prompt: "what is this?", attachments: [{ kind: "image", mimeType: "image/png" }] });
+    await hooks.beforeModelResolve!({ sessionId: "s1", runId: "run-2", prompt: "plain" });
+    expect(seen).toEqual([
+      [{ prompt: "what is this?", attachments: [{ kind: "image", mimeType: "image/png" }] }, expect.objectContaining({ sessionId: "s1", sessionKey: "agent:main:s1", runId: "run-1" })],
+      [{ prompt: "plain" }, expect.objectContaining({ sessionId: "s1", runId: "run-2" })],
+    ]);
   });
 });
 

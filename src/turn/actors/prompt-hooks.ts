@@ -40,7 +40,13 @@ export async function runPromptHooks(
  */
 async function resolveTurnModel(deps: TurnDeps, prompt: string): Promise<string | undefined> {
   const p = deps.params;
-  const chosen = await deps.hooks.beforeModelResolve({ ...deps.hookIds, prompt, ...(p.model !== undefined ? { model: p.model } : {}) });
+  const attachments = (p.images ?? []).map((image) => ({ kind: "image" as const, mimeType: image.mimeType }));
+  const chosen = await deps.hooks.beforeModelResolve({
+    ...deps.hookIds,
+    prompt,
+    ...(p.model !== undefined ? { model: p.model } : {}),
+    ...(attachments.length > 0 ? { attachments } : {}),
+  });
   if (chosen !== undefined || p.model !== undefined) return chosen ?? p.model;
   try {
     const read = (await deps.appServer.request("config/read", { ...(p.cwd !== undefined ? { cwd: p.cwd } : {}) })) as { config?: { model?: unknown } };

@@ -181,7 +181,13 @@ function pick(call: { result?: string; error?: string; durationMs?: number }) {
 async function observeTurnEnd(deps: TurnDeps, record: TurnRecord, finalizeAsked: boolean, model: string | undefined): Promise<void> {
   const base = { ...deps.hookIds, threadId: record.threadId, turnId: record.turnId, assistantText: record.assistantText, codexStatus: record.codexStatus };
   // Not awaited (as OpenClaw's harness): the mirror goes on while it runs; settle waits for it.
-  deps.hooks.observeInBackground("llmOutput", { ...base, ...(record.usage ? { usage: record.usage } : {}), ...(model !== undefined ? { model } : {}) });
+  const lastAssistant = record.messagesSnapshot.findLast((m) => m.role === "assistant");
+  deps.hooks.observeInBackground("llmOutput", {
+    ...base,
+    ...(record.usage ? { usage: record.usage } : {}),
+    ...(model !== undefined ? { model } : {}),
+    ...(lastAssistant ? { lastAssistant } : {}),
+  });
   if (!finalizeAsked) await deps.hooks.beforeAgentFinalize({ ...base, stopHookActive: false });
 }
 
