@@ -26,6 +26,7 @@ import { validateCompactResult } from "../context-engine/contract.js";
 import type { ContextEngine, ContextEngineRuntimeContext } from "../context-engine/types.js";
 import { markNativeCompaction, type ThreadBinding } from "../transcript/binding.js";
 import { silentLogger } from "../log/logger.js";
+import { readSessionHistory } from "../transcript/reader.js";
 import { CompactionError, firstIssue } from "./errors.js";
 
 export type { CompactionOutput, CompactionTrigger, NativeCompactOutput, MarkBindingInput };
@@ -292,13 +293,19 @@ async function runCompaction(p: z.output<typeof runCodexCompactionParamsSchema>)
     { ...ids, event: "compaction started", ownsCompaction: facts.ownsCompaction, hasMaintain: facts.hasMaintain },
     "codex compaction: compaction started",
   );
+  // The session as it stands, for the hooks' message count and messages (read only when a hook listens).
+  const hooked = typeof p.hooks?.beforeCompaction === "function" || typeof p.hooks?.afterCompaction === "function";
+  const session = hooked ? await readSessionHistory(p.sessionFile, { sessionId: p.sessionId }).catch(() => undefined) : undefined;
   const hookEvent = {
     sessionId: p.sessionId,
+    ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
     backend: facts.ownsCompaction ? ("context-engine" as const) : ("codex-app-server" as const),
     trigger: p.trigger,
     ownsCompaction: facts.ownsCompaction,
+    sessionFile: p.sessionFile,
+    ...(session ? { messageCount: session.messages.length } : {}),
   };
-  await observeCompactionHook(p, "beforeCompaction", hookEvent, logger);
+  await observeCompactionHook(p, "beforeCompaction", { ...hookEvent, ...(session ? { messages: session.messages } : {}) }, logger);
   const inspect = p.inspect;
   const actor = createActor(machine, {
     input,

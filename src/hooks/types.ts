@@ -127,6 +127,12 @@ export interface CompactionHookEvent extends Partial<Omit<NativeCompactionRecord
   backend: CompactionBackend;
   trigger: CompactionHookTrigger;
   ownsCompaction: boolean;
+  /** The session's transcript (OpenClaw's `sessionFile`). */
+  sessionFile?: string;
+  /** How many messages the session held when the compaction started (OpenClaw's `messageCount`). */
+  messageCount?: number;
+  /** beforeCompaction only: those messages (read-only), as OpenClaw hands them to `before_compaction`. */
+  messages?: readonly AgentMessage[];
   /** afterCompaction only: whether it compacted. */
   compacted?: boolean;
 }

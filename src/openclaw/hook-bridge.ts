@@ -162,11 +162,13 @@ function toolParams(params: unknown): Record<string, unknown> {
 }
 
 function compactionEvent(e: CompactionHookEvent, after: boolean): Record<string, unknown> {
-  // OpenClaw's events count messages; this host does not know them at these points, so it reports 0 and says where
-  // the compaction came from in the extra fields.
+  // OpenClaw's shapes (runAgentHarnessBeforeCompactionHook / ...After...): the session's message count (-1 when not
+  // known), its messages before, the transcript; how many were compacted is not known to this host (-1, as OpenClaw's
+  // Codex harness reports native compaction), 0 when nothing was. Where the compaction came from goes in extra fields.
+  const common = { messageCount: e.messageCount ?? -1, ...(e.sessionFile !== undefined ? { sessionFile: e.sessionFile } : {}) };
   return after
-    ? { messageCount: 0, compactedCount: e.compacted ? 1 : 0, backend: e.backend, trigger: e.trigger }
-    : { messageCount: 0, backend: e.backend, trigger: e.trigger };
+    ? { ...common, compactedCount: e.compacted ? -1 : 0, backend: e.backend, trigger: e.trigger }
+    : { ...common, ...(e.messages ? { messages: structuredClone([...e.messages]) } : {}), backend: e.backend, trigger: e.trigger };
 }
 
 /**

@@ -102,6 +102,12 @@ describe("in-turn native auto-compaction through runCodexTurn", () => {
     expect(after).toHaveLength(1);
     expect(before[0]).toMatchObject({ backend: "codex-app-server", ownsCompaction: true, threadId: r2.threadId, completed: false });
     expect(after[0]).toMatchObject({ backend: "codex-app-server", ownsCompaction: true, itemId: r2.nativeCompactions[0]!.itemId, completed: true });
+    // What OpenClaw hands before_compaction: the transcript, and the session's messages as stored (turn 1; turn 2 is
+    // mirrored after it ends), with their count; after_compaction gets the count, not the messages.
+    expect(before[0]).toMatchObject({ sessionFile, messageCount: 2, runId: r2.runId });
+    expect(before[0]!.messages!.map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(after[0]).toMatchObject({ sessionFile, messageCount: 2 });
+    expect(after[0]!.messages).toBeUndefined();
 
     // The binding forgot what the compaction dropped.
     const binding = await readThreadBinding(sessionFile);

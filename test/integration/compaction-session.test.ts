@@ -178,6 +178,8 @@ describe("compactCodexSession against the real codex app-server", () => {
     const entries = (await readSessionTranscript(sessionFile)).entries;
     // Keep the last turn (its prompt and answer); the earlier ones are summarized.
     keepFrom = entries[entries.length - 2]!.id;
+    const stored = (await readSessionHistory(sessionFile)).messages.length;
+    expect(stored).toBeGreaterThan(2);
     const events: CompactionHookEvent[] = [];
     const hooks = { beforeCompaction: (e: CompactionHookEvent) => void events.push(e), afterCompaction: (e: CompactionHookEvent) => void events.push(e) };
     const out = await compactCodexSession({ appServer: env.codex, sessionId, sessionFile, contextEngine: engine, contextTokenBudget: 16_000, trigger: "manual", hooks });
@@ -185,6 +187,11 @@ describe("compactCodexSession against the real codex app-server", () => {
     expect(events.map((e) => [e.backend, e.trigger, e.compacted])).toEqual([
       ["context-engine", "manual", undefined],
       ["context-engine", "manual", true],
+    ]);
+    // The session as it stood before, handed to beforeCompaction with the transcript (afterCompaction: the count).
+    expect(events.map((e) => [e.sessionFile, e.messageCount, e.messages?.length])).toEqual([
+      [sessionFile, stored, stored],
+      [sessionFile, stored, undefined],
     ]);
     const history = await readSessionHistory(sessionFile);
     const roles = history.messages.map((m) => m.role);

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCodexTurn, startCodexTurn } from "../../src/turn.js";
 import { createWindowEngine } from "../../src/context-engine/engines/index.js";
 import type { ContextEngine } from "../../src/context-engine/types.js";
-import type { CodexTurnHooks } from "../../src/hooks/types.js";
+import type { CodexTurnHooks, CompactionHookEvent } from "../../src/hooks/types.js";
 import type { TurnStreamEvent } from "../../src/params.js";
 import { readThreadBinding, writeThreadBinding } from "../../src/transcript/binding.js";
 import { readSessionTranscript } from "../../src/transcript/session-file.js";
@@ -71,6 +71,7 @@ describe("the hook surface", () => {
 
     const order: string[] = [];
     const runIds = new Set<string | undefined>();
+    const compactions: CompactionHookEvent[] = [];
     const record = (name: string) => (event: object) => {
       const e = event as { backend?: string; toolName?: string; runId?: string };
       runIds.add(e.runId);
@@ -81,8 +82,14 @@ describe("the hook surface", () => {
       llmInput: record("llmInput"),
       beforeToolCall: record("beforeToolCall"),
       afterToolCall: record("afterToolCall"),
-      beforeCompaction: record("beforeCompaction"),
-      afterCompaction: record("afterCompaction"),
+      beforeCompaction: (e) => {
+        record("beforeCompaction")(e);
+        compactions.push(e);
+      },
+      afterCompaction: (e) => {
+        record("afterCompaction")(e);
+        compactions.push(e);
+      },
       llmOutput: record("llmOutput"),
       beforeAgentFinalize: record("beforeAgentFinalize"),
       agentEnd: record("agentEnd"),
@@ -112,6 +119,11 @@ describe("the hook surface", () => {
       "llmOutput",
       "beforeAgentFinalize",
       "agentEnd",
+    ]);
+    // The accordion's hooks got the transcript and the session as it stood (the first turn), the messages before only.
+    expect(compactions.map((e) => [e.sessionFile, e.messageCount, e.messages?.map((m) => m.role), e.compacted])).toEqual([
+      [file, 2, ["user", "assistant"], undefined],
+      [file, 2, undefined, true],
     ]);
     // One run id (a fresh UUID for this attempt) in every hook event, and in the result.
     expect([...runIds]).toEqual([r.runId]);

@@ -49,20 +49,28 @@ describe("plugin hooks as turn hooks", () => {
     await hooks.agentEnd!({ ...base, status: "failed", error: { phase: "turn", message: "boom" }, messages: [] });
     await hooks.agentEnd!({ ...base, status: "completed", messages: [{ role: "assistant", content: "now", timestamp: 200 }] as never, historyMessages: history });
     await hooks.afterToolCall!({ ...base, callId: "c", toolName: "t", native: false, params: { a: 1 }, result: "r", durationMs: 3 });
-    await hooks.beforeCompaction!({ sessionId: "s1", runId: "run-1", backend: "context-engine", trigger: "accordion", ownsCompaction: true });
-    await hooks.afterCompaction!({ sessionId: "s1", runId: "run-1", backend: "codex-app-server", trigger: "native", ownsCompaction: false, compacted: true });
+    const session = history.slice(0, 2);
+    await hooks.beforeCompaction!({ sessionId: "s1", runId: "run-1", backend: "context-engine", trigger: "accordion", ownsCompaction: true, sessionFile: "/d/s1.jsonl", messageCount: 2, messages: session });
+    await hooks.afterCompaction!({ sessionId: "s1", runId: "run-1", backend: "codex-app-server", trigger: "native", ownsCompaction: false, compacted: true, sessionFile: "/d/s1.jsonl", messageCount: 2 });
+    await hooks.afterCompaction!({ sessionId: "s1", runId: "run-1", backend: "context-engine", trigger: "accordion", ownsCompaction: true, compacted: false });
     expect(seen.map(([n, e]) => [n, e])).toEqual([
       ["llm_input", { runId: "run-1", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: history.slice(30), imagesCount: 2 }],
       ["llm_output", { runId: "run-1", sessionId: "s1", provider: "codex", model: "gpt-test", resolvedRef: "codex/gpt-test", harnessId: "codex", assistantTexts: ["a"], lastAssistant: { role: "assistant", content: [{ type: "text", text: "a" }], timestamp: 5 }, usage: { input: 5, output: 2, cacheRead: 1, total: 11 } }],
       ["agent_end", { runId: "run-1", messages: [], success: false, error: "boom" }],
       ["agent_end", { runId: "run-1", messages: [...history.slice(30), { role: "assistant", content: "now", timestamp: 200 }], success: true }],
       ["after_tool_call", { toolName: "t", params: { a: 1 }, runId: "run-1", toolCallId: "c", result: "r", durationMs: 3 }],
-      ["before_compaction", { messageCount: 0, backend: "context-engine", trigger: "accordion" }],
-      ["after_compaction", { messageCount: 0, compactedCount: 1, backend: "codex-app-server", trigger: "native" }],
+      // OpenClaw's shapes: the session's message count, its messages (copies), the transcript; the compacted count is
+      // unknown to this host (-1, as OpenClaw's Codex harness reports native compaction), 0 when nothing was compacted.
+      ["before_compaction", { messageCount: 2, sessionFile: "/d/s1.jsonl", messages: session, backend: "context-engine", trigger: "accordion" }],
+      ["after_compaction", { messageCount: 2, sessionFile: "/d/s1.jsonl", compactedCount: -1, backend: "codex-app-server", trigger: "native" }],
+      ["after_compaction", { messageCount: -1, compactedCount: 0, backend: "context-engine", trigger: "accordion" }],
     ]);
     expect(seen[0]![2]).toMatchObject({ sessionId: "s1", runId: "run-1", modelProviderId: "codex", modelId: "gpt-test", workspaceDir: "/work" });
     // One run id in every event and context of the attempt (OpenClaw's runId), so a plugin can pair llm_input with llm_output.
     expect(seen.map(([, , ctx]) => (ctx as { runId?: string }).runId)).toEqual(Array(seen.length).fill("run-1"));
+    const compacting = (seen.find(([n]) => n === "before_compaction")![1] as { messages: object[] }).messages;
+    expect(Object.isFrozen(compacting[0])).toBe(false);
+    expect(compacting[0]).not.toBe(session[0]);
     const handed = (seen[0]![1] as { historyMessages: Array<{ content: string }> }).historyMessages;
     expect(Object.isFrozen(handed[0])).toBe(false);
     handed[0]!.content = "changed by the plugin";

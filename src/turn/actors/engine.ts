@@ -15,7 +15,7 @@ import type {
   TurnUsage,
 } from "../../../machines/turn.contract.js";
 import { runAccordionCompaction } from "../../compaction/accordion.js";
-import type { ContextEngine, ContextEngineRuntimeContext } from "../../context-engine/types.js";
+import type { AgentMessage, ContextEngine, ContextEngineRuntimeContext } from "../../context-engine/types.js";
 import {
   assembleHarnessContextEngine,
   bootstrapHarnessContextEngine,
@@ -76,8 +76,17 @@ export async function bootstrapEngine(deps: TurnDeps, signal: AbortSignal): Prom
  */
 export async function compactEngine(deps: TurnDeps, input: { lastUsage?: LastUsageFacts }, signal: AbortSignal): Promise<CompactBeforeTurnOutput> {
   const engine = activeEngine(deps);
-  const hookEvent = { ...deps.hookIds, backend: "context-engine" as const, trigger: "accordion" as const, ownsCompaction: deps.facts.ownsCompaction };
-  await deps.hooks.observe("beforeCompaction", hookEvent);
+  // The session as it stands (cached by file identity: no re-parse), for the hooks' message count and messages.
+  const session = deps.hooks.has("beforeCompaction") || deps.hooks.has("afterCompaction") ? await deps.store.readHistory() : undefined;
+  const hookEvent = {
+    ...deps.hookIds,
+    backend: "context-engine" as const,
+    trigger: "accordion" as const,
+    ownsCompaction: deps.facts.ownsCompaction,
+    sessionFile: deps.params.sessionFile,
+    ...(session ? { messageCount: session.messages.length } : {}),
+  };
+  await deps.hooks.observe("beforeCompaction", { ...hookEvent, ...(session ? { messages: session.messages as AgentMessage[] } : {}) });
   const result = await runAccordionCompaction({
     engine,
     ...sessionIds(deps),

@@ -214,8 +214,10 @@ function handleStreamEvent(
       const completed = event.type === "compactionCompleted";
       const compaction = { ...event.compaction, completed };
       deps.emit({ type: "compaction", phase: completed ? "completed" : "started", itemId: compaction.itemId });
-      const hookEvent = { ...compaction, ...deps.hookIds, backend: "codex-app-server" as const, trigger: "native" as const, ownsCompaction: deps.facts.ownsCompaction };
-      void deps.hooks.observe(completed ? "afterCompaction" : "beforeCompaction", completed ? { ...hookEvent, compacted: true } : hookEvent);
+      // The session as stored before this turn (the turn itself is mirrored after it ends).
+      const history = input.historyMessages ?? [];
+      const hookEvent = { ...compaction, ...deps.hookIds, backend: "codex-app-server" as const, trigger: "native" as const, ownsCompaction: deps.facts.ownsCompaction, sessionFile: deps.params.sessionFile, messageCount: history.length };
+      void deps.hooks.observe(completed ? "afterCompaction" : "beforeCompaction", completed ? { ...hookEvent, compacted: true } : { ...hookEvent, messages: history });
       // Native compaction is Codex's, never the engine's: logged and reported as its own backend.
       deps.logger.info(
         { ...deps.ids, event: completed ? "codex native compaction completed" : "codex native compaction started", backend: "codex-app-server", ownsCompaction: deps.facts.ownsCompaction, threadId: compaction.threadId, turnId: compaction.turnId, itemId: compaction.itemId },
