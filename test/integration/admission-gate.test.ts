@@ -79,18 +79,24 @@ describe("the admission gate on the real app-server", () => {
     expect(readFileSync(file, "utf8")).not.toContain("forbidden topic");
     const recorded = (await readSessionTranscript(file)).entries.at(-1)!;
     expect((recorded["message"] as { __openclaw?: unknown }).__openclaw).toMatchObject({ beforeAgentRunBlocked: { blockedBy: "topic-policy" } });
-    expect(String((recorded["message"] as { idempotencyKey?: string }).idempotencyKey)).toMatch(/^hook-block:before_agent_run:user:/);
+    // Keyed by the run, as OpenClaw keys it.
+    expect((recorded["message"] as { idempotencyKey?: string }).idempotencyKey).toBe(`hook-block:before_agent_run:user:${blocked.runId}`);
     expect(blocked.messagesSnapshot).toEqual([recorded["message"]]);
     // agentEnd saw the refusal; the log names who refused, never the prompt.
     expect(ends[1]).toMatchObject({ status: "blocked", error: { phase: "hooks", message: blocked.blocked!.message }, messages: [recorded["message"]] });
     expect(events.find((e) => e.event === "turn blocked")).toMatchObject({ blockedBy: "topic-policy" });
     expect(JSON.stringify(events)).not.toContain("forbidden topic");
 
+    // The host retries the refused run (same runId): refused again, and the transcript still records it once.
+    const retried = await runCodexTurn({ appServer: env.codex, sessionId: "gate", sessionFile: file, prompt: "Tell me about the forbidden topic.", cwd: sessions.dir, hooks, logger, runId: blocked.runId });
+    expect(retried.status).toBe("blocked");
+    expect(await userTexts(file)).toEqual(["Say hello.", blocked.blocked!.message]);
+
     env.fake.enqueue({ text: "Third answer." });
     const third = await turn("Say goodbye.");
     expect(third.status).toBe("completed");
     expect(third.threadId).toBe(first.threadId);
-    expect(seen.length).toBe(3);
+    expect(seen.length).toBe(4); // the retry asked the gate again
     expect(inputMessageTexts(env.fake.requests.at(-1)!.body).at(-1)).toBe("[policy v2] Say goodbye.");
   }, 120_000);
 

@@ -3,7 +3,6 @@
  * `before_agent_run`) judges the final turn before any Codex work, and a refused turn is recorded as OpenClaw records
  * it: a user message carrying only the user-facing block text, never the prompt.
  */
-import { randomUUID } from "node:crypto";
 import type { AdmissionInput, AdmissionOutput, BlockedTurnRecordOutput, TurnBlock } from "../../../machines/turn.contract.js";
 import type { AgentMessage } from "../../context-engine/types.js";
 import type { TurnDeps } from "../deps.js";
@@ -43,9 +42,12 @@ export function blockedUserMessage(block: TurnBlock, at: number, idempotencyKey:
   } as AgentMessage;
 }
 
-/** Append the refused turn's redacted user message to the transcript (through the store, under the session lock). */
+/**
+ * Append the refused turn's redacted user message to the transcript (through the store, under the session lock). Keyed
+ * by the run, as OpenClaw keys it: a retry of the same run (same `runId`) refused again records nothing twice.
+ */
 export async function recordBlockedTurn(deps: TurnDeps, block: TurnBlock): Promise<BlockedTurnRecordOutput> {
-  const idempotencyKey = `hook-block:before_agent_run:user:${randomUUID()}`;
+  const idempotencyKey = `hook-block:before_agent_run:user:${deps.ids.runId}`;
   const userMessage = blockedUserMessage(block, Date.now(), idempotencyKey);
   const out = await deps.store.appendMessage({
     message: userMessage,
