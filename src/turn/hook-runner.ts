@@ -82,6 +82,21 @@ function admissionOf(decision: z.infer<typeof beforeAgentRunResultSchema>): Admi
   return { admitted: false, blockedBy, message: blockedTurnText(decision.message, blockedBy) };
 }
 
+/** Observation hooks started without waiting, and the wait for them (see `HookRunner.observeInBackground`). */
+function backgroundObservations(observe: (name: ObservationHook, event: unknown) => Promise<void>) {
+  const running = new Set<Promise<void>>();
+  return {
+    start(name: ObservationHook, event: unknown): void {
+      const observation = observe(name, event);
+      running.add(observation);
+      void observation.then(() => running.delete(observation));
+    },
+    async drain(): Promise<void> {
+      while (running.size > 0) await Promise.all([...running]);
+    },
+  };
+}
+
 /** See the module comment. */
 export interface HookRunner {
   readonly has: (name: keyof CodexTurnHooks) => boolean;
@@ -167,19 +182,12 @@ export function createHookRunner(p: {
       failed(name, error);
     }
   };
-  const background = new Set<Promise<void>>();
+  const background = backgroundObservations(observe);
   return {
     has: (name) => typeof hooks[name] === "function",
     observe,
-    observeInBackground(name, event) {
-      if (typeof hooks[name] !== "function") return;
-      const running = observe(name, event);
-      background.add(running);
-      void running.then(() => background.delete(running));
-    },
-    async drain() {
-      while (background.size > 0) await Promise.all([...background]);
-    },
+    observeInBackground: background.start,
+    drain: background.drain,
     async beforePromptBuild(ctx, signal) {
       const hook = hooks.beforePromptBuild;
       if (typeof hook !== "function") return undefined;
