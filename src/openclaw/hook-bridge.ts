@@ -161,6 +161,48 @@ function toolParams(params: unknown): Record<string, unknown> {
   return typeof params === "object" && params !== null && !Array.isArray(params) ? (params as Record<string, unknown>) : {};
 }
 
+/** OpenClaw's `llm_input` event: the history bounded to its last 100 messages, copies. */
+function llmInputEvent(e: LlmInputEvent, provider: string, model: string): Record<string, unknown> {
+  return {
+    runId: e.runId,
+    sessionId: e.sessionId,
+    provider,
+    model,
+    ...(e.developerInstructions !== undefined ? { systemPrompt: e.developerInstructions } : {}),
+    prompt: e.prompt,
+    historyMessages: boundedHistory(e.historyMessages),
+    imagesCount: e.imagesCount,
+  };
+}
+
+/** OpenClaw's `llm_output` as its Codex harness reports it: the resolved provider/model ref, the harness, the last assistant message. */
+function llmOutputEvent(e: LlmOutputEvent, provider: string, model: string): Record<string, unknown> {
+  const u = e.usage;
+  const usage = u ? { input: u.lastCallInputTokens ?? u.inputTokens, output: u.lastCallOutputTokens ?? u.outputTokens, cacheRead: u.lastCallCachedInputTokens ?? u.cachedInputTokens, total: u.lastCallTotalTokens ?? u.totalTokens } : undefined;
+  return {
+    runId: e.runId,
+    sessionId: e.sessionId,
+    provider,
+    model,
+    resolvedRef: `${provider}/${model}`,
+    harnessId: "codex",
+    assistantTexts: [e.assistantText],
+    ...(e.lastAssistant ? { lastAssistant: structuredClone(e.lastAssistant) } : {}),
+    ...(usage ? { usage } : {}),
+  };
+}
+
+/** OpenClaw's `agent_end`: the conversation (the last 100 messages of history, copies), then this turn. */
+function agentEndEvent(e: AgentEndEvent): Record<string, unknown> {
+  return {
+    runId: e.runId,
+    messages: [...boundedHistory(e.historyMessages ?? []), ...e.messages],
+    success: e.status === "completed",
+    ...(e.error ? { error: e.error.message } : {}),
+    ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}),
+  };
+}
+
 function compactionEvent(e: CompactionHookEvent, after: boolean): Record<string, unknown> {
   // OpenClaw's shapes (runAgentHarnessBeforeCompactionHook / ...After...): the session's message count (-1 when not
   // known), its messages before, the transcript; how many were compacted is not known to this host (-1, as OpenClaw's
@@ -233,38 +275,9 @@ export function createPluginTurnHooks(
       return model !== undefined ? { model } : undefined;
     };
   }
-  if (has("llm_input")) {
-    hooks.llmInput = async (e: LlmInputEvent) => {
-      await run("llm_input", { runId: e.runId, sessionId: e.sessionId, provider: base().modelProviderId, model: e.model ?? model(), ...(e.developerInstructions !== undefined ? { systemPrompt: e.developerInstructions } : {}), prompt: e.prompt, historyMessages: boundedHistory(e.historyMessages), imagesCount: e.imagesCount }, ctxFor(e));
-    };
-  }
-  if (has("llm_output")) {
-    hooks.llmOutput = async (e: LlmOutputEvent) => {
-      const u = e.usage;
-      const usage = u ? { input: u.lastCallInputTokens ?? u.inputTokens, output: u.lastCallOutputTokens ?? u.outputTokens, cacheRead: u.lastCallCachedInputTokens ?? u.cachedInputTokens, total: u.lastCallTotalTokens ?? u.totalTokens } : undefined;
-      // As OpenClaw's Codex harness reports it: the resolved provider/model ref, the harness, the last assistant message.
-      const provider = base().modelProviderId;
-      const modelId = e.model ?? model();
-      const event = {
-        runId: e.runId,
-        sessionId: e.sessionId,
-        provider,
-        model: modelId,
-        resolvedRef: `${provider}/${modelId}`,
-        harnessId: "codex",
-        assistantTexts: [e.assistantText],
-        ...(e.lastAssistant ? { lastAssistant: structuredClone(e.lastAssistant) } : {}),
-        ...(usage ? { usage } : {}),
-      };
-      await run("llm_output", event, ctxFor(e));
-    };
-  }
-  if (has("agent_end")) {
-    hooks.agentEnd = async (e: AgentEndEvent) => {
-      // As OpenClaw's harness hands it: the conversation (the last 100 messages of history, copies) and this turn.
-      await run("agent_end", { runId: e.runId, messages: [...boundedHistory(e.historyMessages ?? []), ...e.messages], success: e.status === "completed", ...(e.error ? { error: e.error.message } : {}), ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}) }, ctxFor(e));
-    };
-  }
+  if (has("llm_input")) hooks.llmInput = async (e: LlmInputEvent) => void (await run("llm_input", llmInputEvent(e, base().modelProviderId, e.model ?? model()), ctxFor(e)));
+  if (has("llm_output")) hooks.llmOutput = async (e: LlmOutputEvent) => void (await run("llm_output", llmOutputEvent(e, base().modelProviderId, e.model ?? model()), ctxFor(e)));
+  if (has("agent_end")) hooks.agentEnd = async (e: AgentEndEvent) => void (await run("agent_end", agentEndEvent(e), ctxFor(e)));
   if (has("before_agent_finalize")) {
     hooks.beforeAgentFinalize = async (e: BeforeAgentFinalizeEvent) => {
       const results = await run(
@@ -272,7 +285,7 @@ export function createPluginTurnHooks(
         { runId: e.runId, sessionId: e.sessionId, turnId: e.turnId, provider: base().modelProviderId, model: model(), stopHookActive: e.stopHookActive, lastAssistantMessage: e.assistantText },
         ctxFor(e),
       );
-      // OpenClaw's rule over all handlers: finalize wins, reasons join, retries are bounded per turn and key.
+      // OpenClaw's rule over all handlers: finalize wins, reasons join, retries are bounded per run and key.
       const decision = decideFinalize(results, e.runId, finalizeRetries);
       return decision.action === "revise" ? { action: "revise" as const, reason: decision.reason } : undefined;
     };
