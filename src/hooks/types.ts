@@ -1,13 +1,24 @@
 import type { AgentMessage } from "../context-engine/types.js";
 import type { NativeCompactionRecord, TurnStatus, TurnUsage } from "../../machines/turn.contract.js";
 
-/** What a `beforePromptBuild` hook sees: exactly what Codex will receive (after engine projection). */
-export interface BeforePromptBuildContext {
+/**
+ * Which session, run and key a turn's hook event belongs to; every turn-scoped event carries them.
+ *
+ * @example
+ * ```ts
+ * const hooks: CodexTurnHooks = { llmInput: (e) => spans.start(e.runId), llmOutput: (e) => spans.end(e.runId) };
+ * ```
+ */
+export interface TurnHookIds {
   sessionId: string;
   /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
   runId: string;
   /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
   sessionKey?: string;
+}
+
+/** What a `beforePromptBuild` hook sees: exactly what Codex will receive (after engine projection). */
+export interface BeforePromptBuildContext extends TurnHookIds {
   prompt: string;
   developerInstructions?: string;
   /** The mirrored history (read-only). */
@@ -26,12 +37,7 @@ export interface BeforePromptBuildResult {
 }
 
 /** What a `beforeModelResolve` hook sees: the prompt as given and the model the turn would use. */
-export interface BeforeModelResolveContext {
-  sessionId: string;
-  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
-  runId: string;
-  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
-  sessionKey?: string;
+export interface BeforeModelResolveContext extends TurnHookIds {
   prompt: string;
   /** The turn's `model` parameter (absent: Codex's configured model). */
   model?: string;
@@ -51,12 +57,7 @@ export interface BeforeModelResolveResult {
  * What a `beforeAgentRun` gate sees: the turn exactly as Codex would get it (after projection and `beforePromptBuild`),
  * before any thread is started or resumed.
  */
-export interface BeforeAgentRunEvent {
-  sessionId: string;
-  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
-  runId: string;
-  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
-  sessionKey?: string;
+export interface BeforeAgentRunEvent extends TurnHookIds {
   /** The final prompt text (what `turn/start` would carry). */
   prompt: string;
   developerInstructions?: string;
@@ -87,12 +88,7 @@ export type BeforeAgentRunResult =
  * What `beforeMessageWrite` sees: one message of the turn, before it is stored (pending record, transcript, the
  * engine's finalize). Tool results carry their tool's name and call id.
  */
-export interface BeforeMessageWriteEvent {
-  sessionId: string;
-  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
-  runId: string;
-  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
-  sessionKey?: string;
+export interface BeforeMessageWriteEvent extends TurnHookIds {
   message: AgentMessage;
   toolName?: string;
   toolCallId?: string;
@@ -138,12 +134,7 @@ export interface CompactionHookEvent extends Partial<Omit<NativeCompactionRecord
 }
 
 /** `llmInput`: what this turn sends to Codex (an adapter-level observation, not Codex's byte-exact request). */
-export interface LlmInputEvent {
-  sessionId: string;
-  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
-  runId: string;
-  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
-  sessionKey?: string;
+export interface LlmInputEvent extends TurnHookIds {
   threadId: string;
   model?: string;
   /** The prompt text sent with `turn/start` (after projection and `beforePromptBuild`). */
@@ -158,12 +149,7 @@ export interface LlmInputEvent {
 }
 
 /** `llmOutput`: what Codex answered in this turn. */
-export interface LlmOutputEvent {
-  sessionId: string;
-  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
-  runId: string;
-  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
-  sessionKey?: string;
+export interface LlmOutputEvent extends TurnHookIds {
   threadId: string;
   turnId: string;
   assistantText: string;
@@ -176,12 +162,7 @@ export interface LlmOutputEvent {
 }
 
 /** `agentEnd`: the attempt settled. */
-export interface AgentEndEvent {
-  sessionId: string;
-  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
-  runId: string;
-  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
-  sessionKey?: string;
+export interface AgentEndEvent extends TurnHookIds {
   threadId?: string;
   turnId?: string;
   status: TurnStatus;
@@ -195,12 +176,7 @@ export interface AgentEndEvent {
 }
 
 /** A tool call Codex asked for: a dynamic tool (ours) or a native one (command, file change, MCP, web search). */
-export interface ToolCallHookEvent {
-  sessionId: string;
-  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
-  runId: string;
-  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
-  sessionKey?: string;
+export interface ToolCallHookEvent extends TurnHookIds {
   threadId: string;
   turnId: string;
   callId: string;
@@ -234,12 +210,7 @@ export interface AfterToolCallEvent extends ToolCallHookEvent {
 }
 
 /** `beforeAgentFinalize`: the turn ended; the mirror and the engine's finalize come next. */
-export interface BeforeAgentFinalizeEvent {
-  sessionId: string;
-  /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
-  runId: string;
-  /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
-  sessionKey?: string;
+export interface BeforeAgentFinalizeEvent extends TurnHookIds {
   threadId: string;
   turnId: string;
   assistantText: string;

@@ -4,7 +4,7 @@
  * (priority, then registration). When handlers throw, the others still run and the hook rejects with an error whose
  * message carries each plugin's own text, so the turn host's warning shows it.
  */
-import type { AgentEndEvent, AfterToolCallEvent, BeforeAgentFinalizeEvent, BeforeAgentRunEvent, BeforeModelResolveContext, BeforePromptBuildContext, BeforePromptBuildResult, BeforeToolCallResult, CodexTurnHooks, CompactionHookEvent, LlmInputEvent, LlmOutputEvent, ToolCallHookEvent } from "../hooks/types.js";
+import type { TurnHookIds, AgentEndEvent, AfterToolCallEvent, BeforeAgentFinalizeEvent, BeforeAgentRunEvent, BeforeModelResolveContext, BeforePromptBuildContext, BeforePromptBuildResult, BeforeToolCallResult, CodexTurnHooks, CompactionHookEvent, LlmInputEvent, LlmOutputEvent, ToolCallHookEvent } from "../hooks/types.js";
 import { BEFORE_TOOL_CALL_FAILURE_REASON } from "../turn/hook-runner.js";
 import { runBeforeAgentRunGate } from "./admission-gate.js";
 import { runMessageWriteHooks } from "./message-write.js";
@@ -15,8 +15,8 @@ import { CODEX_LLM_PROVIDER } from "./llm.js";
 import { decideFinalize, type FinalizeRetryBudget } from "./finalize-decision.js";
 import { DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS, decidePluginApproval, type ApprovalOutcome, type PluginApprovalCallback, type RememberedApprovals } from "./tool-approval.js";
 
-/** Which session, key and run a hook event belongs to (every turn-scoped event has them). */
-type HookIds = { sessionId?: string; sessionKey?: string; runId?: string };
+/** Which session, key and run a hook event belongs to (a compaction outside a turn has no run). */
+type HookIds = Partial<TurnHookIds>;
 import { hookHandlers, type PluginRegistry } from "./registry.js";
 
 /** What every hook context carries (OpenClaw's `PluginHookAgentContext` fields this host knows). */

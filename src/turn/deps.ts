@@ -8,6 +8,7 @@ import type { CodexAppServer } from "../codex/app-server.js";
 import type { ContextEngine, ContextEngineRuntimeSettings } from "../context-engine/types.js";
 import type { EngineFacts } from "../../machines/turn.contract.js";
 import type { SessionStore } from "../store/session-store.js";
+import type { TurnHookIds } from "../hooks/types.js";
 import type { SessionLockHandle } from "../transcript/lock.js";
 import type { ParsedTurnParams, TurnStreamEvent } from "../params.js";
 import type { BindingKeeper } from "./binding-keeper.js";
@@ -25,7 +26,7 @@ export interface TurnDeps {
   /** ids for every log line (never content); `runId` is also in every hook event of the attempt. */
   ids: { sessionId: string; runId: string; engineId: string };
   /** What every hook event of the attempt carries: the session, its key when it has one, the run. */
-  hookIds: { sessionId: string; runId: string; sessionKey?: string };
+  hookIds: TurnHookIds;
   engineCallMs: number;
   /** OpenClaw's `runtimeSettings` for this host and turn (the engine sees who frames the prompt, the model, the budget). */
   runtimeSettings: ContextEngineRuntimeSettings;
