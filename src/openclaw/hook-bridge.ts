@@ -282,7 +282,8 @@ export function createPluginTurnHooks(
     hooks.beforeAgentFinalize = async (e: BeforeAgentFinalizeEvent) => {
       const results = await run(
         "before_agent_finalize",
-        { runId: e.runId, sessionId: e.sessionId, turnId: e.turnId, provider: base().modelProviderId, model: model(), stopHookActive: e.stopHookActive, lastAssistantMessage: e.assistantText },
+        // OpenClaw's relay event (runNativeHookRelayBeforeAgentFinalize): the run, session and key, turn, model, cwd.
+        { runId: e.runId, sessionId: e.sessionId, ...(e.sessionKey ? { sessionKey: e.sessionKey } : {}), turnId: e.turnId, provider: base().modelProviderId, model: model(), cwd: base().workspaceDir, stopHookActive: e.stopHookActive, lastAssistantMessage: e.assistantText },
         ctxFor(e),
       );
       // OpenClaw's rule over all handlers: finalize wins, reasons join, retries are bounded per run and key.

@@ -84,9 +84,9 @@ describe("plugin hooks as turn hooks", () => {
       api.on("before_agent_finalize", (() => ({ action: "revise", reason: "cite the file" })) as never);
       api.on("before_agent_finalize", (() => ({ action: "revise", reason: "second" })) as never);
     });
-    const event = { sessionId: "s1", runId: "run-1", threadId: "th", turnId: "tu", assistantText: "done", codexStatus: "inProgress", stopHookActive: true };
+    const event = { sessionId: "s1", runId: "run-1", sessionKey: "agent:main:s1", threadId: "th", turnId: "tu", assistantText: "done", codexStatus: "inProgress", stopHookActive: true };
     expect(await revise.beforeAgentFinalize!(event)).toEqual({ action: "revise", reason: "cite the file\n\nsecond" });
-    expect(events).toEqual([{ runId: "run-1", sessionId: "s1", turnId: "tu", provider: "codex", model: "gpt-test", stopHookActive: true, lastAssistantMessage: "done" }]);
+    expect(events).toEqual([{ runId: "run-1", sessionId: "s1", sessionKey: "agent:main:s1", turnId: "tu", provider: "codex", model: "gpt-test", cwd: "/work", stopHookActive: true, lastAssistantMessage: "done" }]);
     const pass = pluginWith((api) => api.on("before_agent_finalize", (() => ({ action: "revise", reason: "  " })) as never));
     expect(await pass.beforeAgentFinalize!(event)).toBeUndefined();
   });
