@@ -192,7 +192,10 @@ function llmOutputEvent(e: LlmOutputEvent, provider: string, model: string): Rec
   };
 }
 
-/** OpenClaw's `agent_end`: the conversation (the last 100 messages of history, copies), then this turn. */
+/**
+ * OpenClaw's `agent_end`: the conversation (the last 100 messages of history, copies), then this turn, as its CLI and
+ * pi runners hand it (the published Codex harness hands only the turn: plugins are written for the default runtime).
+ */
 function agentEndEvent(e: AgentEndEvent): Record<string, unknown> {
   return {
     runId: e.runId,
