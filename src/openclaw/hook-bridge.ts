@@ -193,8 +193,8 @@ function llmOutputEvent(e: LlmOutputEvent, provider: string, model: string): Rec
 }
 
 /**
- * OpenClaw's `agent_end`: the conversation (the last 100 messages of history, copies), then this turn, as its CLI and
- * pi runners hand it (the published Codex harness hands only the turn: plugins are written for the default runtime).
+ * OpenClaw's `agent_end`: the conversation (the last 100 messages of history, copies), then this turn, as its CLI
+ * runner hands it (its pi runner hands the whole session, the published Codex harness only the turn).
  */
 function agentEndEvent(e: AgentEndEvent): Record<string, unknown> {
   return {
