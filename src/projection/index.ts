@@ -11,9 +11,9 @@
 import type { AgentMessage } from "../context-engine/types.js";
 import type { AssembleOutput, HistoryOutput, ProjectionOutput, ThreadPlan } from "../../machines/turn.contract.js";
 import type { BindingUpdate, ThreadBinding } from "../transcript/binding.js";
-import { dropTrailingPrompt, estimateTokens, renderPromptProjection, sha256Hex, canonicalJson } from "./render.js";
+import { DEFAULT_TOTAL_CAP_CHARS, dropTrailingPrompt, estimateTokens, renderPromptProjection, sha256Hex, canonicalJson } from "./render.js";
 import { ContentSet, cachedContentKey, messageContentKey } from "./identity.js";
-import { ledgerUnitId, ledgerUnitTokens, planEntries, renderedBlockOf, renderingMemo, renderUnits, type EntryPlan } from "./entries.js";
+import { ledgerUnit, ledgerUnitId, ledgerUnitTokens, planEntries, renderedBlockOf, renderingMemo, renderUnits, type EntryPlan } from "./entries.js";
 import {
   appendDelivery,
   composeDeveloperInstructions,
@@ -35,6 +35,11 @@ export interface ProjectionFingerprints {
   dynamicTools: string;
   engineId: string;
   policy: string;
+  /**
+   * A policy fingerprint bindings written by an earlier version carry for the same policy (it included the model):
+   * accepted as compatible too, so upgrading does not rotate every session's thread once.
+   */
+  legacyPolicy?: string;
 }
 
 export interface ProjectAssembledContextParams {
@@ -61,6 +66,12 @@ export interface ProjectAssembledContextParams {
   totalCapChars?: number;
   /** Cached/uncached input price ratio of the rotation policy, in (0, 1]; default 0.1. */
   cachedPriceRatio?: number;
+  /**
+   * No (non-legacy) engine: a fresh thread gets the newest history as context ({@link projectHistoryContinuity}),
+   * as OpenClaw's Codex harness does, so a thread change (tools, policy, a thread Codex cannot resume) does not make
+   * the model forget the conversation. With an engine the engine's view decides, even when it is empty or failed.
+   */
+  historyContinuity?: boolean;
 }
 
 /**
@@ -106,8 +117,9 @@ function fingerprintOf(canonical: string): string {
 }
 
 /**
- * Fingerprint of the projection policy (mode, caps, divergence threshold, model...): a change rotates to a fresh
- * thread, because what the thread holds was projected under the old policy. Keys are sorted; undefined values are
+ * Fingerprint of the projection policy (mode, caps, divergence threshold): a change rotates to a fresh thread, because
+ * what the thread holds was projected under the old policy. The model is not part of it: a model switch keeps the
+ * thread (OpenClaw's runtime contract), and `turn/start` names the new model. Keys are sorted; undefined values are
  * ignored, so `{ a: 1, b: undefined }` and `{ a: 1 }` agree.
  *
  * @example
@@ -120,7 +132,8 @@ export function fingerprintPolicy(policy: Record<string, unknown>): string {
 }
 
 /**
- * Resume is possible only on a binding with a thread id made under the same dynamic tools, engine and policy.
+ * Resume is possible only on a binding with a thread id made under the same dynamic tools, engine and policy (or the
+ * legacy form of the same policy, see {@link ProjectionFingerprints.legacyPolicy}).
  *
  * @example
  * ```ts
@@ -133,7 +146,7 @@ export function isBindingCompatible(binding: ThreadBinding | undefined, fp: Proj
     binding.threadId.length > 0 &&
     binding.dynamicToolsFingerprint === fp.dynamicTools &&
     binding.engineId === fp.engineId &&
-    binding.policyFingerprint === fp.policy
+    (binding.policyFingerprint === fp.policy || (fp.legacyPolicy !== undefined && binding.policyFingerprint === fp.legacyPolicy))
   );
 }
 
@@ -288,7 +301,8 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
  * byte-identical output.
  *
  * - no assembled context (no engine, assemble failed, empty view): mode `none`, the raw prompt; resume a compatible
- *   binding, else start.
+ *   binding, else start. Without an engine (`historyContinuity`), a fresh thread also gets the newest history as
+ *   context entries (reason `historyContinuity`).
  * - `prompt`: the first-port text around the prompt, on the compatible bound thread (the anchor).
  * - `delta`: resume and send, as `untrusted` entries, only blocks the thread neither holds (by content) nor received
  *   before; rotate to a fresh thread (the whole view) when the rotation policy says so (`rotation.ts`: rent-or-buy on
@@ -325,6 +339,10 @@ function projectContext(p: ProjectAssembledContextParams): ProjectionOutput {
     const out = b.base("none", "nothingAssembled", resumeOrStart(p.binding, p.fingerprints, "none"));
     if (out.thread.action === "resume" && p.binding) {
       return b.resumed("none", "nothingAssembled", p.binding, undefined, { reset: false, ledgerAdd: [] }, 0, out.thread.reason);
+    }
+    if (p.historyContinuity === true) {
+      const continuity = projectHistoryContinuity(p, b, out.thread);
+      if (continuity) return continuity;
     }
     out.bindingUpdate = { reset: out.thread.action === "start", ledgerAdd: [] } satisfies BindingUpdate;
     return out;
@@ -452,4 +470,67 @@ function projectDelta(p: ProjectAssembledContextParams, b: ProjectionBuilder, co
   const update: BindingUpdate = { reset: false, ledgerAdd: assessment.plan.ledgerAdd, staleCostTokens: decision.accruedStaleCost };
   const reason = assessment.plan.entriesSent > 0 ? "newContext" : "threadHoldsContext";
   return b.resumed("delta", reason, binding, assessment.plan, update, assessment.staleContextTokens, "compatibleBinding");
+}
+
+/** Characters of rendered context per token OpenClaw's continuity projection assumes (its uncalibrated figure). */
+const CONTINUITY_CHARS_PER_TOKEN = 3;
+/** Upper bound of the continuity context, characters (OpenClaw's `MAX_RENDERED_CONTEXT_CHARS`). */
+const MAX_CONTINUITY_CHARS = 1_000_000;
+
+/**
+ * How much history (rendered characters) a fresh thread without an engine gets. Without a token budget: the
+ * projection's `totalCapChars` (default 24,000, OpenClaw's default). With one (B tokens), OpenClaw's continuity rule:
+ * keep a reserve of max(20,000, B/2) tokens, but never leave the prompt less than min(8,000, B/2), at 3 characters a
+ * token, at most 1,000,000 characters.
+ *
+ * @example
+ * ```ts
+ * continuityBudgetChars(undefined); // 24000
+ * continuityBudgetChars(200_000);   // 300000 (100,000 tokens kept for the prompt x 3)
+ * ```
+ */
+export function continuityBudgetChars(tokenBudget: number | undefined, totalCapChars: number = DEFAULT_TOTAL_CAP_CHARS): number {
+  if (tokenBudget === undefined || !Number.isFinite(tokenBudget) || tokenBudget <= 0) return totalCapChars;
+  const budget = Math.floor(tokenBudget);
+  const half = Math.floor(budget * 0.5);
+  const reserve = Math.max(20_000, half);
+  const minPrompt = Math.min(8_000, Math.max(1, half));
+  const promptTokens = Math.max(1, budget - Math.min(reserve, Math.max(0, budget - minPrompt)));
+  return Math.min(MAX_CONTINUITY_CHARS, promptTokens * CONTINUITY_CHARS_PER_TOKEN);
+}
+
+/** The note before a continuity context that had to leave older history out. */
+export function continuityOmittedNote(omitted: number): string {
+  return `[${omitted} earlier transcript ${omitted === 1 ? "entry" : "entries"} not shown]`;
+}
+
+/**
+ * A fresh thread without an engine: the newest history messages whose blocks fit {@link continuityBudgetChars}
+ * (whole blocks, newest kept, joined by blank lines; older ones counted in {@link continuityOmittedNote}), sent as
+ * untrusted context entries like an engine's view, and recorded in the ledger. Undefined when nothing renders.
+ */
+function projectHistoryContinuity(p: ProjectAssembledContextParams, b: ProjectionBuilder, thread: ThreadPlan): ProjectionOutput | undefined {
+  if (thread.action !== "start" || p.history.length === 0) return undefined;
+  const budget = continuityBudgetChars(p.tokenBudget, p.totalCapChars);
+  const renderings = renderingMemo(p.partCapChars);
+  let used = 0;
+  let first = p.history.length;
+  for (let index = p.history.length - 1; index >= 0; index--) {
+    const rendered = renderedBlockOf(p.history[index]!, p.partCapChars, renderings);
+    if (rendered === undefined) {
+      first = index;
+      continue;
+    }
+    const next = used === 0 ? rendered.block.length : used + 2 + rendered.block.length;
+    if (next > budget) break;
+    used = next;
+    first = index;
+  }
+  const units = renderUnits(p.history.slice(first), p.partCapChars, renderings);
+  if (units.length === 0) return undefined;
+  const note = first > 0 ? [{ block: continuityOmittedNote(first), unit: ledgerUnit(continuityOmittedNote(first)) }] : [];
+  const plan = planEntries([...note, ...units], new Set());
+  const out = b.base("none", "historyContinuity", thread, plan);
+  out.bindingUpdate = { reset: true, ledgerAdd: plan.ledgerAdd } satisfies BindingUpdate;
+  return out;
 }

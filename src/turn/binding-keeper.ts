@@ -13,6 +13,7 @@
 import type { Logger } from "pino";
 import type { NativeCompactionRecord, ProjectionOutput, TurnUsage } from "../../machines/turn.contract.js";
 import { errorLabel } from "../log/error-label.js";
+import type { ProjectionFingerprints } from "../projection/index.js";
 import type { SessionStore } from "../store/session-store.js";
 import {
   applyBindingUpdate,
@@ -50,7 +51,7 @@ export function createBindingKeeper(deps: {
   store: SessionStore;
   logger: Logger;
   ids: Record<string, string>;
-  fingerprints: { dynamicTools: string; engineId: string; policy: string };
+  fingerprints: ProjectionFingerprints;
 }): BindingKeeper {
   let binding: ThreadBinding | undefined;
   let lastProjection: ProjectionOutput | undefined;

@@ -32,16 +32,19 @@ export function createTurnDeps(params: ParsedTurnParams, events: TurnEventStream
       ...(params.cwd !== undefined ? { cwd: params.cwd } : {}),
       logger,
     });
+  const projectionPolicy = {
+    mode: params.projection?.mode ?? "auto",
+    divergenceTokens: params.projection?.divergenceTokens,
+    partCapChars: params.projection?.partCapChars,
+    totalCapChars: params.projection?.totalCapChars,
+  };
   const fingerprints = {
     dynamicTools: fingerprintDynamicTools((params.dynamicTools ?? []).map(({ name, inputSchema }) => ({ name, inputSchema }))),
     engineId: facts.id,
-    policy: fingerprintPolicy({
-      mode: params.projection?.mode ?? "auto",
-      divergenceTokens: params.projection?.divergenceTokens,
-      partCapChars: params.projection?.partCapChars,
-      totalCapChars: params.projection?.totalCapChars,
-      model: params.model,
-    }),
+    policy: fingerprintPolicy(projectionPolicy),
+    // Bindings written before the model left the policy (a model switch keeps the thread, as OpenClaw's runtime
+    // contract says) stay valid: the policy with the turn's model is accepted too.
+    ...(params.model !== undefined ? { legacyPolicy: fingerprintPolicy({ ...projectionPolicy, model: params.model }) } : {}),
   };
   const engineCallMs = params.timeouts?.engineCallMs ?? 60_000;
   return {

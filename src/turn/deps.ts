@@ -13,6 +13,7 @@ import type { SessionLockHandle } from "../transcript/lock.js";
 import type { ParsedTurnParams, TurnStreamEvent } from "../params.js";
 import type { BindingKeeper } from "./binding-keeper.js";
 import type { HookRunner } from "./hook-runner.js";
+import type { ProjectionFingerprints } from "../projection/index.js";
 
 /** The one dependencies object of a turn attempt. */
 export interface TurnDeps {
@@ -37,7 +38,7 @@ export interface TurnDeps {
   /** The session lock once the `session.acquiringLock` state took it; released by the host when the machine is done. */
   lock: { handle?: SessionLockHandle; onLost?: () => void };
   /** Fingerprints of what decides thread compatibility (computed once per attempt). */
-  fingerprints: { dynamicTools: string; engineId: string; policy: string };
+  fingerprints: ProjectionFingerprints;
   /** Host warnings that happen outside a machine transition (observer failures); appended to the result. */
   hostWarnings: string[];
   /** `performance.now()` when the attempt began (the `agentEnd` duration; never sent to the model). */

@@ -57,8 +57,9 @@ describe("malformed and oversized JSON-RPC lines", () => {
     const r3 = await runCodexTurn(turnParams(env, file, "third over bad lines", { logger: log.logger, developerInstructions: "changed" }));
     expect(r3.status).toBe("completed");
     expect(log.events.some((e) => e.event === "thread resume failed")).toBe(true);
-    // The result reports what Codex received: the re-projection for the fresh thread.
-    expect(r3.projection).toMatchObject({ mode: "none", reason: "nothingAssembled:resumeFailed" });
+    // The result reports what Codex received: the re-projection for the fresh thread, which (no engine) gets the
+    // session's history as context.
+    expect(r3.projection).toMatchObject({ mode: "none", reason: "historyContinuity:resumeFailed" });
     expect(log.events.filter((e) => e.event === "thread started")).toHaveLength(2);
     // The fake reuses one turn id for every turn: the idempotent mirror keeps one copy per key.
     const keys = await mirrorKeyCounts(file);

@@ -25,6 +25,7 @@ export async function projectContext(deps: TurnDeps, input: ProjectInput): Promi
     partCapChars: p.projection?.partCapChars,
     totalCapChars: p.projection?.totalCapChars,
     ...(p.projection?.cachedPriceRatio !== undefined ? { cachedPriceRatio: p.projection.cachedPriceRatio } : {}),
+    historyContinuity: !deps.facts.active,
   } as Parameters<typeof projectAssembledContext>[0]);
   const result = input.freshThreadReason === "resumeFailed" ? { ...projection, reason: `${projection.reason}:resumeFailed` } : projection;
   deps.logger.info(
