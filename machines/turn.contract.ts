@@ -198,6 +198,11 @@ export interface ProjectionOutput {
   /** Final developer instructions (base + systemPromptAddition). */
   developerInstructions?: string;
   additionalContext?: Record<string, AdditionalContextEntry>;
+  /**
+   * Images of earlier user messages whose rendered blocks this turn sends (`promptText` or `additionalContext` holds
+   * each one's label): they go before the prompt text, each after its label.
+   */
+  contextImages?: ContextImageInput[];
   thread: ThreadPlan;
   /** Counts for the log line; never content. */
   entriesSent: number;
@@ -340,9 +345,18 @@ export interface MaintainOutput {
 }
 
 /** Input handed to the `runTurn` callback actor. */
+/** An image of an earlier user message sent with a turn (base64 `data`), after the text item `label`. */
+export interface ContextImageInput {
+  label: string;
+  data: string;
+  mimeType: string;
+}
+
 export interface RunTurnInput {
   threadId: string;
   promptText: string;
+  /** See {@link ProjectionOutput.contextImages}. */
+  contextImages?: ContextImageInput[];
   /** The original prompt, recorded in the mirror instead of the projected text. */
   originalPrompt: string;
   additionalContext?: Record<string, AdditionalContextEntry>;

@@ -1021,6 +1021,7 @@ export const turnMachine = setup({
           promptText: context.promptText,
           originalPrompt: context.input.prompt,
           additionalContext: context.projection?.additionalContext,
+          ...(context.projection?.contextImages ? { contextImages: context.projection.contextImages } : {}),
           developerInstructions: context.developerInstructions,
           ...(context.model !== undefined ? { model: context.model } : {}),
           historyMessages: context.history.messages,

@@ -432,6 +432,7 @@ export class CodexAppServer {
     return this.turns.start(run, {
       text: o.text,
       images: o.images,
+      contextImages: o.contextImages,
       additionalContext: o.additionalContext as Record<string, AdditionalContextEntry> | undefined,
       model: o.model,
       effort: o.effort,

@@ -5,7 +5,7 @@
 import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
-import { promptImagesSchema } from "./prompt-images.js";
+import { contextImagesSchema, promptImagesSchema } from "./prompt-images.js";
 import type { ApprovalCallback } from "./approvals.js";
 import type { ModelCatalog } from "./config.js";
 import type { AfterToolCall, BeforeToolCall, DynamicToolSpec } from "./dynamic-tools.js";
@@ -228,6 +228,11 @@ export const startTurnSchema = z
      * starts; the snapshot's prompt message carries them as image parts. See `PromptImageInput`.
      */
     images: promptImagesSchema.optional(),
+    /**
+     * Images of earlier user messages that are part of the context this turn sends (see `ContextImage`): each goes
+     * before the text, after a text item with its label. Not part of the snapshot (the transcript holds them already).
+     */
+    contextImages: contextImagesSchema.optional(),
     additionalContext: additionalContextSchema.optional(),
     model: z.string().min(1).optional(),
     effort: reasoningEffortSchema.optional(),

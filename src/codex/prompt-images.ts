@@ -112,6 +112,60 @@ export const promptImagesSchema = z.array(imageInputSchema).transform((inputs, c
 });
 
 /**
+ * An image given as base64 bytes, checked as a prompt image is (type by its first bytes, size, base64): the image, or
+ * what is wrong with it.
+ *
+ * @example
+ * ```ts
+ * const image = checkImageBytes({ data: pngBase64, mimeType: "image/png" });
+ * if ("message" in image) console.warn(image.message);
+ * ```
+ */
+export function checkImageBytes(input: { data: string; mimeType: string }): PromptImage | { message: string; path: string[] } {
+  return fromBytes({ data: input.data, mimeType: input.mimeType });
+}
+
+/**
+ * An image of an earlier user message that goes with a turn because its message is part of the context Codex
+ * receives (a fresh thread's view, a delta, the prompt wrapper): sent before the prompt text, right after a text item
+ * holding `label`, the same text that stands for it in the rendered context.
+ */
+export interface ContextImage {
+  label: string;
+  data: string;
+  mimeType: PromptImageMimeType;
+}
+
+/** Zod schema of a turn's context images (bytes checked as prompt images are). */
+export const contextImagesSchema = z
+  .array(z.object({ label: z.string().min(1), data: z.string(), mimeType: z.string() }).strict())
+  .transform((inputs, ctx): ContextImage[] => {
+    const out: ContextImage[] = [];
+    inputs.forEach((input, i) => {
+      const image = fromBytes(input);
+      if ("message" in image) ctx.addIssue({ code: "custom", message: image.message, path: [i, ...image.path] });
+      else out.push({ label: input.label, data: image.data, mimeType: image.mimeType });
+    });
+    return out;
+  });
+
+/**
+ * The `turn/start` input items of context images: each one's label as text, then the image (a data URL).
+ *
+ * @example
+ * ```ts
+ * contextImageInputs([{ label: "[image 3f2a9c1b0d4e (image/png)]", data: "iVBORw0KGgo=", mimeType: "image/png" }]);
+ * // [{ type: "text", text: "[image 3f2a9c1b0d4e (image/png)]", text_elements: [] }, { type: "image", url: "data:image/png;base64,iVBORw0KGgo=" }]
+ * ```
+ */
+export function contextImageInputs(images: readonly ContextImage[]): UserInput[] {
+  return images.flatMap((image): UserInput[] => [
+    { type: "text", text: image.label, text_elements: [] },
+    { type: "image", url: `data:${image.mimeType};base64,${image.data}` },
+  ]);
+}
+
+/**
  * The `turn/start` input item of an image: `localImage` for a file (the model then sees its path), a data URL
  * otherwise.
  *

@@ -5,7 +5,7 @@
 import type { Logger } from "pino";
 import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
 import { CodexAppServerError } from "./errors.js";
-import { toImagePart, toUserInput, type PromptImage } from "./prompt-images.js";
+import { contextImageInputs, toImagePart, toUserInput, type ContextImage, type PromptImage } from "./prompt-images.js";
 import type { TurnInterruptParams } from "./protocol/v2/TurnInterruptParams.js";
 import type { TurnStartParams } from "./protocol/v2/TurnStartParams.js";
 import type { TurnSteerParams } from "./protocol/v2/TurnSteerParams.js";
@@ -61,6 +61,8 @@ export interface TurnStartInput {
   text: string;
   /** Sent after the text, in order. */
   images?: readonly PromptImage[] | undefined;
+  /** Sent before the text, each after its label (images of earlier messages in the context this turn sends). */
+  contextImages?: readonly ContextImage[] | undefined;
   additionalContext?: Record<string, AdditionalContextEntry> | undefined;
   model?: string | undefined;
   effort?: string | undefined;
@@ -138,7 +140,11 @@ export class TurnRunner {
     this.runs.set(run.threadId, run);
     const params: TurnStartParams = defined({
       threadId: run.threadId,
-      input: [{ type: "text" as const, text: input.text, text_elements: [] }, ...(input.images ?? []).map(toUserInput)],
+      input: [
+        ...contextImageInputs(input.contextImages ?? []),
+        { type: "text" as const, text: input.text, text_elements: [] },
+        ...(input.images ?? []).map(toUserInput),
+      ],
       additionalContext: input.additionalContext,
       model: input.model,
       effort: input.effort,

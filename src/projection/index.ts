@@ -22,12 +22,14 @@ import {
   withDeveloperInstructions,
 } from "./developer.js";
 import { decideRotation } from "./rotation.js";
+import { selectContextImages } from "./context-images.js";
 
 export * from "./render.js";
 export * from "./identity.js";
 export * from "./entries.js";
 export * from "./developer.js";
 export * from "./rotation.js";
+export * from "./context-images.js";
 
 export type ProjectionMode = "auto" | "prompt" | "delta" | "threadBootstrap";
 
@@ -326,7 +328,20 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
  */
 export function projectAssembledContext(p: ProjectAssembledContextParams): ProjectionOutput {
   const out = projectContext(p);
-  return withDeveloperInstructions(out, p.binding, out.developerInstructions);
+  return withContextImages(withDeveloperInstructions(out, p.binding, out.developerInstructions), p);
+}
+
+/**
+ * The images of the user messages whose blocks this turn sends (their labels are in the prompt text or an entry),
+ * from the engine's view, or from the history for a continuity projection (`context-images.ts`).
+ */
+function withContextImages(out: ProjectionOutput, p: ProjectAssembledContextParams): ProjectionOutput {
+  if (out.entriesSent === 0) return out;
+  const values = Object.values(out.additionalContext ?? {}).map((e) => e.value);
+  const sent = out.promptText === p.prompt ? values.join("\n") : [out.promptText, ...values].join("\n");
+  const source = p.assembled && p.assembled.messages.length > 0 ? p.assembled.messages : p.history;
+  const images = selectContextImages(source, sent);
+  return images.length > 0 ? { ...out, contextImages: images } : out;
 }
 
 /** The projection before developer delivery (its binding update carries the stale figures). */

@@ -138,6 +138,56 @@ describe("images with the prompt", () => {
   }, 30_000);
 });
 
+describe("images of earlier messages in the context a turn sends", () => {
+  /** Untrusted context entries reach the model as `function_call_output` items named `openclawcontext...`. */
+  const contextOf = (r: RecordedRequest): string =>
+    ((r.body as { input?: Array<{ type?: string; name?: string; output?: unknown }> })?.input ?? [])
+      .filter((i) => i.type === "function_call_output" && i.name?.startsWith("openclawcontext"))
+      .map((i) => String(i.output))
+      .join("\n");
+  const tool = { name: "lookup", description: "Look up.", inputSchema: { type: "object" }, handler: () => "ok" };
+
+  it("a fresh thread's context carries the earlier screenshot: its label in the block, the image itself before the prompt", async () => {
+    const sessionFile = sessions.file("context-image");
+    const turn = async (prompt: string, extra: Partial<Parameters<typeof runCodexTurn>[0]>) => {
+      const before = env.fake.requests.length;
+      const seen: LlmInputEvent[] = [];
+      env.fake.enqueue({ text: "noted" });
+      const result = await runCodexTurn({ appServer: env.codex, sessionId: "ci", sessionFile, prompt, cwd: ws, hooks: { llmInput: (e) => void seen.push(e) }, ...extra });
+      expect(result.status, JSON.stringify(result.error)).toBe("completed");
+      return { result, request: env.fake.requests.slice(before).find((r) => r.requestKind === "turn")!, seen };
+    };
+    const first = await turn("look-7x at this screenshot", { images: [{ data: PNG, mimeType: "image/png" }] });
+    // New tools: a fresh thread, which (no engine) gets the history as context; the screenshot goes with it.
+    const second = await turn("what color-7x was it", { dynamicTools: [tool] });
+    expect(second.result.threadId).not.toBe(first.result.threadId);
+    expect(second.result.projection).toMatchObject({ reason: "historyContinuity" });
+    const content = lastUserContent(second.request);
+    const label = content[0]?.text ?? "";
+    expect(label).toMatch(/^\[image [0-9a-f]{12} \(image\/png\)\]$/);
+    // (Codex adds `detail: "high"` to each image.)
+    expect(content).toMatchObject([
+      { type: "input_text", text: label },
+      { type: "input_image", image_url: `data:image/png;base64,${PNG}` },
+      { type: "input_text", text: "what color-7x was it" },
+    ]);
+    // The same label stands for it in the rendered user block the thread received.
+    expect(contextOf(second.request)).toContain(`[user]\nlook-7x at this screenshot\n${label}`);
+    expect(second.seen.map((e) => e.imagesCount)).toEqual([1]);
+    // The transcript records the prompt as the user wrote it: the context image is not copied into turn 2.
+    expect(second.result.messagesSnapshot[0]).toMatchObject({ role: "user" });
+    expect(JSON.stringify(second.result.messagesSnapshot)).not.toContain(PNG);
+    const { messages } = await readSessionHistory(sessionFile);
+    expect(messages.filter((m) => JSON.stringify(m).includes(PNG))).toHaveLength(1);
+
+    // The thread holds it now: the next turn sends neither the block nor the image again.
+    const third = await turn("and the size-7x", { dynamicTools: [tool] });
+    expect(third.result.threadId).toBe(second.result.threadId);
+    expect(lastUserContent(third.request)).toEqual([{ type: "input_text", text: "and the size-7x" }]);
+    expect(third.seen.map((e) => e.imagesCount)).toEqual([0]);
+  }, 120_000);
+});
+
 describe("images for a text-only model", () => {
   let textOnly: OfflineCodex;
   beforeAll(async () => {

@@ -37,6 +37,7 @@ export async function projectContext(deps: TurnDeps, input: ProjectInput): Promi
       thread: result.thread.action,
       entriesSent: result.entriesSent,
       bytes: result.bytes,
+      contextImages: result.contextImages?.length ?? 0,
       staleTokens: (result as { staleTokens?: number }).staleTokens,
       afterHooks: input.finalDeveloperInstructions !== undefined,
     },

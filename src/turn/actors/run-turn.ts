@@ -85,7 +85,7 @@ async function startCodexTurn(
     prompt: input.promptText,
     ...(input.developerInstructions !== undefined ? { developerInstructions: input.developerInstructions } : {}),
     contextEntries: Object.keys(input.additionalContext ?? {}).length,
-    imagesCount: p.images?.length ?? 0,
+    imagesCount: (p.images?.length ?? 0) + (input.contextImages?.length ?? 0),
     historyMessages: input.historyMessages ?? [],
   });
   try {
@@ -96,6 +96,7 @@ async function startCodexTurn(
       text: input.promptText,
       originalPrompt: input.originalPrompt,
       ...(p.images && p.images.length > 0 ? { images: p.images } : {}),
+      ...(input.contextImages && input.contextImages.length > 0 ? { contextImages: input.contextImages } : {}),
       additionalContext: input.additionalContext,
       model: input.model ?? p.model,
       steerQuietWindowMs: p.steerQuietWindowMs,
