@@ -372,19 +372,27 @@ export interface RunTurnInput {
 export type RunTurnEmitted =
   | { type: "TURN.ACCEPTED"; turnId: string }
   | { type: "TURN.START_FAILED"; error: TurnError }
-  | { type: "TURN.STEER_REJECTED"; texts: string[] }
+  /** `images[i]`: the images of `texts[i]` (absent: none). */
+  | { type: "TURN.STEER_REJECTED"; texts: string[]; images?: SteerImage[][] }
   /** `preTurn`: it completed before this turn's user message started (Codex's pre-turn compaction). */
   | { type: "TURN.COMPACTION"; compaction: NativeCompactionRecord; preTurn?: boolean }
   | { type: "TURN.ENDED"; record: TurnRecord };
 
 /** Events the machine forwards to the `runTurn` actor. */
-export type RunTurnReceived = { type: "TURN.STEER"; text: string } | { type: "TURN.INTERRUPT"; reason: "abort" | "yield" };
+export type RunTurnReceived = { type: "TURN.STEER"; text: string; images?: SteerImage[] } | { type: "TURN.INTERRUPT"; reason: "abort" | "yield" };
+
+/** An image steered into a running turn (checked at the handle: base64 bytes of a supported type; `path` for a file). */
+export interface SteerImage {
+  data: string;
+  mimeType: string;
+  path?: string;
+}
 
 /** External events a host (or the turn handle) sends to the machine. */
 export type TurnExternalEvent =
   | { type: "ABORT"; reason?: string }
   | { type: "YIELD" }
-  | { type: "STEER"; text: string };
+  | { type: "STEER"; text: string; images?: SteerImage[] };
 
 export type TurnEvent = TurnExternalEvent | RunTurnEmitted;
 
@@ -407,6 +415,8 @@ export interface TurnMachineOutput {
   warnings: string[];
   /** Steer texts Codex did not take (or that arrived when no turn was running): run them after this turn. */
   followUps: string[];
+  /** The images of each follow-up (`followUpImages[i]` belongs to `followUps[i]`; empty when it had none). */
+  followUpImages: SteerImage[][];
   projection?: Pick<ProjectionOutput, "mode" | "reason" | "entriesSent" | "bytes" | "staleTokens">;
   /** Background maintenance was scheduled (tracked by the host) rather than run in the machine. */
   backgroundMaintenance: boolean;

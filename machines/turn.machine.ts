@@ -59,6 +59,7 @@ import type {
   RunTurnEmitted,
   RunTurnInput,
   RunTurnReceived,
+  SteerImage,
   ThreadPlan,
   ThreadStartOutput,
   TurnError,
@@ -116,6 +117,8 @@ export interface TurnContext {
   trace: string[];
   warnings: string[];
   followUps: string[];
+  /** Parallel to `followUps`: each one's steered images. */
+  followUpImages: SteerImage[][];
   compactions: NativeCompactionRecord[];
   backgroundMaintenance: boolean;
   error?: TurnError;
@@ -182,6 +185,7 @@ function buildOutput(context: TurnContext): TurnMachineOutput {
     trace: context.trace,
     warnings: context.warnings,
     followUps: context.followUps,
+    followUpImages: context.followUpImages,
     backgroundMaintenance: context.backgroundMaintenance,
   };
   if (context.threadId) output.threadId = context.threadId;
@@ -472,8 +476,15 @@ export const turnMachine = setup({
       type: "TURN.INTERRUPT",
       reason: context.yieldAborted ? "yield" : "abort",
     })),
-    forwardSteer: sendTo("turn", (_, params: { text: string }): RunTurnReceived => ({ type: "TURN.STEER", text: params.text })),
-    queueFollowUps: assign({ followUps: ({ context }, params: { texts: string[] }) => [...context.followUps, ...params.texts] }),
+    forwardSteer: sendTo("turn", (_, params: { text: string; images?: SteerImage[] }): RunTurnReceived => ({
+      type: "TURN.STEER",
+      text: params.text,
+      ...(params.images ? { images: params.images } : {}),
+    })),
+    queueFollowUps: assign(({ context }, params: { texts: string[]; images?: SteerImage[][] }) => ({
+      followUps: [...context.followUps, ...params.texts],
+      followUpImages: [...context.followUpImages, ...params.texts.map((_, i) => params.images?.[i] ?? [])],
+    })),
     storeAccepted: assign((_, params: { turnId: string }) => ({ turnAccepted: true, turnId: params.turnId })),
     storeCompaction: assign({
       compactions: ({ context }, params: { compaction: NativeCompactionRecord }) => [
@@ -563,6 +574,7 @@ export const turnMachine = setup({
     trace: [],
     warnings: [],
     followUps: [],
+    followUpImages: [],
     compactions: [],
     backgroundMaintenance: false,
   }),
@@ -571,7 +583,7 @@ export const turnMachine = setup({
   on: {
     ABORT: { target: ".aborted", actions: { type: "recordAbortBeforeTurn", params: { yield: false } } },
     YIELD: { target: ".yieldAborted", actions: { type: "recordAbortBeforeTurn", params: { yield: true } } },
-    STEER: { actions: { type: "queueFollowUps", params: ({ event }) => ({ texts: [event.text] }) } },
+    STEER: { actions: { type: "queueFollowUps", params: ({ event }) => ({ texts: [event.text], ...(event.images ? { images: [event.images] } : {}) }) } },
   },
   states: {
     // Session-level steps before the turn's lifecycle (not in the trace): one attempt at a time per session, and
@@ -1036,7 +1048,7 @@ export const turnMachine = setup({
           target: ".interrupting",
           actions: [{ type: "markAbortFlag", params: { yield: true } }, "forwardInterrupt"],
         },
-        STEER: { actions: { type: "forwardSteer", params: ({ event }) => ({ text: event.text }) } },
+        STEER: { actions: { type: "forwardSteer", params: ({ event }) => ({ text: event.text, ...(event.images ? { images: event.images } : {}) }) } },
         "TURN.ACCEPTED": {
           actions: [
             { type: "storeAccepted", params: ({ event }) => ({ turnId: event.turnId }) },
@@ -1053,7 +1065,7 @@ export const turnMachine = setup({
           ],
         },
         "TURN.STEER_REJECTED": {
-          actions: { type: "queueFollowUps", params: ({ event }) => ({ texts: event.texts }) },
+          actions: { type: "queueFollowUps", params: ({ event }) => ({ texts: event.texts, ...(event.images ? { images: event.images } : {}) }) },
         },
         "TURN.COMPACTION": {
           actions: [

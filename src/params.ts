@@ -4,7 +4,7 @@ import type { InspectionEvent } from "xstate";
 import type { ContextEngine } from "./context-engine/types.js";
 import type { CodexTurnHooks } from "./hooks/types.js";
 import type { DynamicToolContext } from "./codex/dynamic-tools.js";
-import { promptImagesSchema } from "./codex/prompt-images.js";
+import { promptImagesSchema, type PromptImage } from "./codex/prompt-images.js";
 import { accordionConfigSchema } from "./compaction/accordion.js";
 import type { AgentMessage } from "./context-engine/types.js";
 import type {
@@ -278,6 +278,11 @@ export interface CodexTurnResult {
   nativeCompactions: NativeCompactionRecord[];
   /** Steer texts Codex did not take: run them as follow-up prompts. */
   followUps: string[];
+  /**
+   * The images of each follow-up: `followUpImages[i]` belongs to `followUps[i]` (empty when that steer had none). Pass
+   * them as the follow-up turn's `images`.
+   */
+  followUpImages: PromptImage[][];
   warnings: string[];
   /** What projection sent (counts, never content); `staleTokens`: what the thread holds that the engine dropped. */
   projection?: { mode: string; reason: string; entriesSent: number; bytes: number; staleTokens?: number };
@@ -296,6 +301,21 @@ export interface CodexTurnResult {
  */
 export function parseCodexTurnParams(params: unknown): ParsedTurnParams {
   return parseOrThrow(codexTurnParamsSchema, params);
+}
+
+const steerOptionsSchema = z.object({ images: promptImagesSchema.optional() }).strict();
+
+/**
+ * Check a steer's options (`images` as a turn's are: type by the first bytes, size, base64, readable absolute path);
+ * a bad one throws {@link CodexTurnParamsError} naming it (`images.0.path`).
+ *
+ * @example
+ * ```ts
+ * parseSteerOptions({ images: [{ path: "/tmp/shot.png" }] }); // { images: [{ data, mimeType: "image/png", path }] }
+ * ```
+ */
+export function parseSteerOptions(options: unknown): { images?: PromptImage[] } {
+  return parseOrThrow(steerOptionsSchema, options);
 }
 
 /** Turn parameters after validation (defaults applied). */

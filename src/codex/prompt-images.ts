@@ -182,3 +182,30 @@ export function toUserInput(image: PromptImage): UserInput {
 export function toImagePart(image: PromptImage): { type: "image"; data: string; mimeType: string } {
   return { type: "image", data: image.data, mimeType: image.mimeType };
 }
+
+const DATA_URL = /^data:([a-z]+\/[a-z0-9.+-]+);base64,(.*)$/s;
+
+/**
+ * The transcript image part of an image Codex echoes in a `userMessage` item: a data URL (what was sent as bytes) is
+ * decoded; a `localImage` path is looked up among the images this client sent (their bytes were read once, before
+ * the send). Undefined for anything else.
+ *
+ * @example
+ * ```ts
+ * imagePartOfInput({ type: "image", url: "data:image/png;base64,iVBORw0KGgo=" }, new Map()); // { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }
+ * ```
+ */
+export function imagePartOfInput(
+  input: { type: string; url?: unknown; path?: unknown },
+  sentFiles: ReadonlyMap<string, PromptImage>,
+): { type: "image"; data: string; mimeType: string } | undefined {
+  if (input.type === "image" && typeof input.url === "string") {
+    const m = DATA_URL.exec(input.url);
+    return m ? { type: "image", data: m[2]!, mimeType: m[1]! } : undefined;
+  }
+  if (input.type === "localImage" && typeof input.path === "string") {
+    const image = sentFiles.get(input.path);
+    return image ? toImagePart(image) : undefined;
+  }
+  return undefined;
+}

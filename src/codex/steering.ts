@@ -1,26 +1,44 @@
 /**
  * Queue steering (spec "Queue steering"): steer texts that arrive within a quiet window are batched into ONE
- * `turn/steer`, joined by a blank line in arrival order. Texts Codex does not take (no active turn, wrong turn,
+ * `turn/steer`, joined by a blank line in arrival order (a batch with images sends each steer's text followed by its
+ * images instead, as OpenClaw's harness does). Texts Codex does not take (no active turn, wrong turn,
  * review/compaction turn, transport failure) come back as follow-ups; nothing is lost.
  */
 import type { Logger } from "pino";
+import type { PromptImage } from "./prompt-images.js";
 
-/** Outcome of one `steer(text)` call. `followUp` holds this call's text when Codex did not take it. */
-export type SteerResult = { accepted: true } | { accepted: false; followUp: string[]; reason: string };
+/**
+ * Outcome of one `steer(text)` call. `followUp` holds this call's text when Codex did not take it, and `images` its
+ * images (when it had any): run them as a follow-up turn.
+ */
+export type SteerResult = { accepted: true } | { accepted: false; followUp: string[]; images?: PromptImage[]; reason: string };
+
+/** One steer of a batch: its text and its images (checked already). */
+export interface SteerItem {
+  text: string;
+  images: readonly PromptImage[];
+}
 
 export interface SteerBatcherOptions {
   /** Debounce window: a batch is sent when no new text arrived for this long (default 50 ms). */
   quietWindowMs?: number;
   /** Upper bound on how long the first text of a batch waits (default max(1000, 10 × quietWindowMs)). */
   maxBatchDelayMs?: number;
-  /** Send one batch; resolve `true` when Codex accepted it, `false` or a rejection otherwise. */
-  send: (text: string) => Promise<{ accepted: true } | { accepted: false; reason: string }>;
+  /**
+   * Send one batch: `text` is the batch's texts joined by a blank line, `items` the steers themselves (with their
+   * images). Resolve `true` when Codex accepted it, `false` or a rejection otherwise.
+   */
+  send: (text: string, items: readonly SteerItem[]) => Promise<{ accepted: true } | { accepted: false; reason: string }>;
   logger?: Logger;
 }
 
-interface Waiter {
-  text: string;
+interface Waiter extends SteerItem {
   resolve: (r: SteerResult) => void;
+}
+
+/** The rejected outcome of one steer: its text, and its images when it had any. */
+function notTaken(w: SteerItem, reason: string): SteerResult {
+  return { accepted: false, followUp: [w.text], ...(w.images.length > 0 ? { images: [...w.images] } : {}), reason };
 }
 
 export const STEER_SEPARATOR = "\n\n";
@@ -58,12 +76,12 @@ export class SteerBatcher {
     return this.isClosed;
   }
 
-  /** Queue `text` for the running turn. Resolves once its batch was accepted or rejected. */
-  steer(text: string): Promise<SteerResult> {
-    if (this.isClosed) return Promise.resolve({ accepted: false, followUp: [text], reason: this.closeReason });
+  /** Queue `text` (and its images) for the running turn. Resolves once its batch was accepted or rejected. */
+  steer(text: string, images: readonly PromptImage[] = []): Promise<SteerResult> {
+    if (this.isClosed) return Promise.resolve(notTaken({ text, images }, this.closeReason));
     return new Promise<SteerResult>((resolve) => {
       if (this.batch.length === 0) this.batchStartedAt = Date.now();
-      this.batch.push({ text, resolve });
+      this.batch.push({ text, images, resolve });
       if (this.timer) clearTimeout(this.timer);
       const waited = Date.now() - this.batchStartedAt;
       const delay = Math.max(0, Math.min(this.quietWindowMs, this.maxBatchDelayMs - waited));
@@ -91,19 +109,20 @@ export class SteerBatcher {
     this.timer = undefined;
     const batch = this.batch;
     this.batch = [];
-    for (const w of batch) w.resolve({ accepted: false, followUp: [w.text], reason });
+    for (const w of batch) w.resolve(notTaken(w, reason));
   }
 
   private async sendBatch(batch: Waiter[]): Promise<void> {
     if (this.isClosed) {
-      for (const w of batch) w.resolve({ accepted: false, followUp: [w.text], reason: this.closeReason });
+      for (const w of batch) w.resolve(notTaken(w, this.closeReason));
       return;
     }
     const joined = batch.map((w) => w.text).join(STEER_SEPARATOR);
+    const items = batch.map(({ text, images }) => ({ text, images }));
     let outcome: { accepted: true } | { accepted: false; reason: string };
     try {
       this.sentBatches++;
-      outcome = await this.opts.send(joined);
+      outcome = await this.opts.send(joined, items);
     } catch (err) {
       outcome = { accepted: false, reason: err instanceof Error ? err.message : String(err) };
     }
@@ -112,7 +131,7 @@ export class SteerBatcher {
       "steer batch settled",
     );
     for (const w of batch) {
-      w.resolve(outcome.accepted ? { accepted: true } : { accepted: false, followUp: [w.text], reason: outcome.reason });
+      w.resolve(outcome.accepted ? { accepted: true } : notTaken(w, outcome.reason));
     }
   }
 }

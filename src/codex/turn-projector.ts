@@ -53,12 +53,20 @@ import type {
 import { z } from "zod";
 import type { ConsumedParams, IncomingNotification, ParsedThreadItem } from "./schemas.js";
 import { DEFAULT_TOOL_OUTPUT_CAP_CHARS, isNativeItem, NATIVE_TOOL_KINDS, nativeView, projectNative, toolArguments, type NativeItem } from "./native-items.js";
+import { imagePartOfInput, type PromptImage } from "./prompt-images.js";
 
 export { capToolOutput, DEFAULT_TOOL_OUTPUT_CAP_CHARS, type FileChangeEntry, type NativeItem } from "./native-items.js";
 
 /** One item of the turn, in the order Codex started them. */
 export type ProjectedItem =
-  | { kind: "userMessage"; id: string; text: string; completed: boolean }
+  | {
+      kind: "userMessage";
+      id: string;
+      text: string;
+      completed: boolean;
+      /** The message's parts in order, when it carries images (a steer with images): text parts and image parts. */
+      parts?: Array<{ type: "text"; text: string } | { type: "image"; data: string; mimeType: string }>;
+    }
   /** A hook's prompt (a `Stop` hook that asked for one more model pass): a user message of the turn. */
   | { kind: "hookPrompt"; id: string; text: string; completed: boolean }
   | { kind: "agentMessage"; id: string; text: string; phase: string | null; completed: boolean }
@@ -136,6 +144,8 @@ export interface TurnProjectorOptions {
   originalPrompt: string;
   /** Images sent with the prompt: the snapshot's prompt message is then the text part followed by these. */
   promptImages?: ReadonlyArray<{ type: "image"; data: string; mimeType: string }>;
+  /** Image files this client sent in the turn (steers), by path: a `localImage` Codex echoes is recorded with its bytes. */
+  sentImageFiles?: ReadonlyMap<string, PromptImage>;
   /** Written on assistant messages. */
   model?: string;
   provider?: string;
@@ -181,6 +191,23 @@ function userInputText(content: Array<{ type: string; text?: string | undefined 
     .filter((c) => c.type === "text" && typeof c.text === "string")
     .map((c) => c.text as string)
     .join("\n");
+}
+
+/** A user message's parts in order when it carries images (else undefined: the text alone is recorded). */
+function userInputParts(
+  content: Array<{ type: string; text?: string; url?: unknown; path?: unknown }>,
+  sentFiles: ReadonlyMap<string, PromptImage> = new Map(),
+): Array<{ type: "text"; text: string } | { type: "image"; data: string; mimeType: string }> | undefined {
+  if (!content.some((c) => c.type === "image" || c.type === "localImage")) return undefined;
+  const parts: Array<{ type: "text"; text: string } | { type: "image"; data: string; mimeType: string }> = [];
+  for (const c of content) {
+    if (c.type === "text" && typeof c.text === "string") parts.push({ type: "text", text: c.text });
+    else {
+      const image = imagePartOfInput(c, sentFiles);
+      if (image) parts.push(image);
+    }
+  }
+  return parts;
 }
 
 function toolResultText(contentItems: unknown[] | null | undefined): string | null {
@@ -433,7 +460,8 @@ export class TurnProjector {
     switch (item.type) {
       case "userMessage": {
         const it = item as Extract<ParsedThreadItem, { type: "userMessage" }>;
-        return { kind: "userMessage", id: it.id, text: userInputText(it.content), completed };
+        const parts = userInputParts(it.content as Array<{ type: string; text?: string; url?: unknown; path?: unknown }>, this.opts.sentImageFiles);
+        return { kind: "userMessage", id: it.id, text: userInputText(it.content), completed, ...(parts ? { parts } : {}) };
       }
       case "agentMessage": {
         const it = item as Extract<ParsedThreadItem, { type: "agentMessage" }>;
@@ -523,7 +551,7 @@ export class TurnProjector {
         } else {
           // A steer: the model saw it mid-turn, so it belongs to the transcript in order.
           this.flushGroup("stop");
-          const msg: UserMessage = { role: "user", content: item.text, timestamp: t };
+          const msg: UserMessage = { role: "user", content: item.parts ?? item.text, timestamp: t };
           this.messages.push(msg);
         }
         break;

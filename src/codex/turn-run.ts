@@ -6,6 +6,7 @@
  *   notification would re-arm the idle timer, so without this a turn that cannot reach the model never ends.
  */
 import type { CodexFileChange } from "./approvals.js";
+import type { PromptImage } from "./prompt-images.js";
 import type { ResolvedStartTurnOptions } from "./options.js";
 import type { IncomingNotification } from "./schemas.js";
 import type { SteerBatcher } from "./steering.js";
@@ -76,6 +77,8 @@ export class TurnRun {
   readonly warnings: CodexTurnWarning[] = [];
   /** File changes of `fileChange` items seen in this turn, by item id (their approval requests do not carry them). */
   readonly fileChanges = new Map<string, CodexFileChange[]>();
+  /** Image files steered into this turn, by path (the projector records a `localImage` Codex echoes with these bytes). */
+  readonly sentImageFiles = new Map<string, PromptImage>();
   readonly threadId: string;
   readonly generation: number;
   readonly originalPrompt: string;

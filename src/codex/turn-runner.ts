@@ -4,13 +4,13 @@
  */
 import type { Logger } from "pino";
 import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
-import { CodexAppServerError } from "./errors.js";
-import { contextImageInputs, toImagePart, toUserInput, type ContextImage, type PromptImage } from "./prompt-images.js";
+import { CodexAppServerError, invalidArgument } from "./errors.js";
+import { contextImageInputs, promptImagesSchema, toImagePart, toUserInput, type ContextImage, type PromptImage, type PromptImageInput } from "./prompt-images.js";
 import type { TurnInterruptParams } from "./protocol/v2/TurnInterruptParams.js";
 import type { TurnStartParams } from "./protocol/v2/TurnStartParams.js";
 import type { TurnSteerParams } from "./protocol/v2/TurnSteerParams.js";
 import { turnStartResultSchema, turnSteerResultSchema, type IncomingNotification } from "./schemas.js";
-import { SteerBatcher, type SteerResult } from "./steering.js";
+import { SteerBatcher, type SteerItem, type SteerResult } from "./steering.js";
 import { defined } from "./thread-params.js";
 import { TurnProjector, type TurnRecordCore, type TurnRecordError } from "./turn-projector.js";
 import type { RunOverride, TurnRun } from "./turn-run.js";
@@ -35,8 +35,12 @@ function setBounded<K, V>(map: Map<K, V>, key: K, value: V): void {
 export interface CodexTurn {
   threadId: string;
   turnId: string;
-  /** Steer the running turn (batched, see {@link SteerBatcher}); texts Codex did not take come back as `followUp`. */
-  steer(text: string): Promise<SteerResult>;
+  /**
+   * Steer the running turn (batched, see {@link SteerBatcher}); texts Codex did not take come back as `followUp`, with
+   * their `images`. `images` are checked as a prompt's are (a bad one rejects with INVALID_ARGUMENT naming it) and
+   * recorded in the transcript's steer message as image parts.
+   */
+  steer(text: string, options?: { images?: readonly PromptImageInput[] }): Promise<SteerResult>;
   /** Ask Codex to interrupt; `completion` then resolves ("interrupted", or "timedOut" after `graceMs`). */
   interrupt(options?: { graceMs?: number }): Promise<void>;
   /** Resolves (never rejects) when the turn ended, however it ended. */
@@ -192,6 +196,7 @@ export class TurnRunner {
         turnId,
         originalPrompt: run.originalPrompt,
         promptImages: run.options.images?.map(toImagePart),
+        sentImageFiles: run.sentImageFiles,
         model: run.model,
         provider: run.provider,
         fallbackTimestamp: run.acceptedAt,
@@ -200,7 +205,7 @@ export class TurnRunner {
     run.batcher = new SteerBatcher({
       quietWindowMs: run.options.steerQuietWindowMs,
       logger: this.deps.logger,
-      send: (text) => this.sendSteer(run, text),
+      send: (text, items) => this.sendSteer(run, text, items),
     });
     this.deps.logger.info({ event: "codex.turn.started", threadId: run.threadId, turnId }, "turn accepted");
     this.armIdle(run);
@@ -215,11 +220,20 @@ export class TurnRunner {
     return {
       threadId: run.threadId,
       turnId,
-      steer: (text: string) => {
+      steer: (text: string, options?: { images?: readonly PromptImageInput[] }) => {
         if (typeof text !== "string" || text.length === 0) {
           return Promise.reject(new CodexAppServerError("INVALID_ARGUMENT", "steer text must be a non-empty string", { field: "text" }));
         }
-        return run.batcher!.steer(text);
+        if (options?.images === undefined || options.images.length === 0) return run.batcher!.steer(text);
+        const images = promptImagesSchema.safeParse(options.images);
+        if (!images.success) {
+          try {
+            invalidArgument("steer", images.error.issues.map((i) => ({ ...i, path: ["images", ...i.path] })));
+          } catch (error) {
+            return Promise.reject(error);
+          }
+        }
+        return run.batcher!.steer(text, images.data);
       },
       interrupt: (options) => this.interrupt(run, options?.graceMs ?? 10_000),
       completion: run.completion.promise,
@@ -232,9 +246,16 @@ export class TurnRunner {
     };
   }
 
-  private async sendSteer(run: TurnRun, text: string): Promise<{ accepted: true } | { accepted: false; reason: string }> {
+  private async sendSteer(run: TurnRun, text: string, items: readonly SteerItem[]): Promise<{ accepted: true } | { accepted: false; reason: string }> {
     if (run.state !== "running" || run.generation !== this.deps.liveGeneration()) return { accepted: false, reason: "turn ended" };
-    const params: TurnSteerParams = { threadId: run.threadId, expectedTurnId: run.turnId!, input: [{ type: "text", text, text_elements: [] }] };
+    // Text only: one text, the batch joined. With images: each steer's text followed by its images (OpenClaw's order);
+    // files go as `localImage` (the model sees the path) and the projector records their bytes from here.
+    const withImages = items.some((item) => item.images.length > 0);
+    for (const item of items) for (const image of item.images) if (image.path !== undefined) run.sentImageFiles.set(image.path, image);
+    const input: TurnSteerParams["input"] = withImages
+      ? items.flatMap((item) => [{ type: "text" as const, text: item.text, text_elements: [] }, ...item.images.map(toUserInput)])
+      : [{ type: "text", text, text_elements: [] }];
+    const params: TurnSteerParams = { threadId: run.threadId, expectedTurnId: run.turnId!, input };
     try {
       const res = turnSteerResultSchema.safeParse(await this.deps.rpcRequest("turn/steer", params));
       if (res.success && res.data.turnId === run.turnId) {

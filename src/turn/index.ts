@@ -7,7 +7,8 @@
 import { toPromise, type AnyActorRef, type InspectionEvent } from "xstate";
 import type { TurnMachineInput, TurnMachineOutput } from "../../machines/turn.contract.js";
 import type { AgentMessage } from "../context-engine/types.js";
-import { parseCodexTurnParams, type CodexTurnParams, type CodexTurnResult, type TurnStreamEvent } from "../params.js";
+import { parseCodexTurnParams, parseSteerOptions, type CodexTurnParams, type CodexTurnResult, type TurnStreamEvent } from "../params.js";
+import type { PromptImageInput } from "../codex/prompt-images.js";
 import { createTurnActor } from "./bind.js";
 import { backgroundWorkOf } from "./background.js";
 import { createTurnDeps } from "./create-deps.js";
@@ -36,8 +37,17 @@ export interface CodexTurnHandle {
   abort(reason?: string): void;
   /** The agent hands control back (e.g. a `sessions_yield` tool): like abort, but the outcome is `yieldAborted`. */
   yield(): void;
-  /** Steer the running turn; texts Codex does not take come back in `result.followUps`. */
-  steer(text: string): void;
+  /**
+   * Steer the running turn, optionally with images (checked here, as a turn's `images` are: a bad one throws
+   * {@link CodexTurnParamsError} naming it). Texts Codex does not take come back in `result.followUps`, their images in
+   * `result.followUpImages`.
+   *
+   * @example
+   * ```ts
+   * handle.steer("Also look at this one", { images: [{ path: "/tmp/second.png" }] });
+   * ```
+   */
+  steer(text: string, options?: { images?: PromptImageInput[] }): void;
 }
 
 /**
@@ -74,7 +84,10 @@ export function startCodexTurn(params: CodexTurnParams): CodexTurnHandle {
     events,
     abort: (reason?: string) => actor.send(reason === undefined ? { type: "ABORT" } : { type: "ABORT", reason }),
     yield: () => actor.send({ type: "YIELD" }),
-    steer: (text: string) => actor.send({ type: "STEER", text }),
+    steer: (text: string, options?: { images?: PromptImageInput[] }) => {
+      const images = options === undefined ? undefined : parseSteerOptions(options).images;
+      actor.send(images && images.length > 0 ? { type: "STEER", text, images } : { type: "STEER", text });
+    },
   };
 }
 

@@ -1,6 +1,7 @@
 /** The machine's output as the public {@link CodexTurnResult}. */
 import type { TurnMachineOutput } from "../../machines/turn.contract.js";
 import type { CodexTurnResult } from "../params.js";
+import type { PromptImage } from "../codex/prompt-images.js";
 
 /** An empty result of the given status (a turn that never ran). */
 export function emptyResult(status: CodexTurnResult["status"], runId: string): CodexTurnResult {
@@ -13,6 +14,7 @@ export function emptyResult(status: CodexTurnResult["status"], runId: string): C
     engine: { bootstrap: "pending", assemble: "pending", finalize: "pending", maintenance: "pending" },
     nativeCompactions: [],
     followUps: [],
+    followUpImages: [],
     warnings: [],
     backgroundMaintenance: Promise.resolve(),
   };
@@ -33,6 +35,7 @@ export function toTurnResult(
   res.engine = output.engine;
   res.warnings = [...hostWarnings, ...output.warnings];
   res.followUps = output.followUps;
+  res.followUpImages = output.followUpImages as PromptImage[][];
   res.backgroundMaintenance = background;
   if (output.threadId) res.threadId = output.threadId;
   if (output.turnId) res.turnId = output.turnId;

@@ -115,4 +115,27 @@ describe("SteerBatcher", () => {
     expect(await second).toMatchObject({ accepted: false, followUp: ["second"] });
     expect(sent).toEqual(["first"]);
   });
+
+  it("hands a batch's steers with their images to send, and gives a rejected or late steer its images back", async () => {
+    const png = { data: "iVBORw0KGgo=", mimeType: "image/png" as const };
+    const items: unknown[] = [];
+    const outcomes: Outcome[] = [{ accepted: false, reason: "no active turn" }];
+    const b = new SteerBatcher({
+      quietWindowMs: 10,
+      send: async (text, batch) => {
+        items.push({ text, batch });
+        return outcomes.shift() ?? { accepted: true };
+      },
+    });
+    const p1 = b.steer("with image", [png]);
+    const p2 = b.steer("text only");
+    await vi.advanceTimersByTimeAsync(20);
+    expect(items).toEqual([{ text: "with image\n\ntext only", batch: [{ text: "with image", images: [png] }, { text: "text only", images: [] }] }]);
+    expect(await p1).toEqual({ accepted: false, followUp: ["with image"], images: [png], reason: "no active turn" });
+    expect(await p2).toEqual({ accepted: false, followUp: ["text only"], reason: "no active turn" });
+    const pending = b.steer("queued", [png]);
+    b.close("turn ended");
+    expect(await pending).toEqual({ accepted: false, followUp: ["queued"], images: [png], reason: "turn ended" });
+    expect(await b.steer("late", [png])).toEqual({ accepted: false, followUp: ["late"], images: [png], reason: "turn ended" });
+  });
 });

@@ -8,13 +8,14 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCodexTurn } from "../../src/turn.js";
+import { runCodexTurn, startCodexTurn } from "../../src/turn.js";
 import { CodexAppServerError } from "../../src/codex/errors.js";
 import { CodexTurnParamsError } from "../../src/params.js";
 import type { LlmInputEvent } from "../../src/hooks/types.js";
 import { readSessionHistory } from "../../src/transcript/session-file.js";
 import { startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
 import { captureLogger, disposeChecked, tempSessions } from "../helpers/turn-env.js";
+import { waitFor } from "../codex/helpers.js";
 
 /** A real 1x1 PNG and GIF. */
 const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAIAAACQd1PeAAAADElEQVR4nGP4z8AAAAMBAQDJ/pLvAAAAAElFTkSuQmCC";
@@ -186,6 +187,85 @@ describe("images of earlier messages in the context a turn sends", () => {
     expect(lastUserContent(third.request)).toEqual([{ type: "input_text", text: "and the size-7x" }]);
     expect(third.seen.map((e) => e.imagesCount)).toEqual([0]);
   }, 120_000);
+});
+
+describe("images steered into a running turn", () => {
+  const slow = (): string[] => Array.from({ length: 40 }, (_, i) => `word${i} `);
+  /** Start a slow turn through the client and wait for its first delta (so a steer lands mid-turn). */
+  async function slowTurn(text: string) {
+    const { threadId } = await env.codex.startThread({ cwd: ws });
+    env.fake.enqueue({ text: slow(), delayMs: 40 });
+    env.fake.enqueue({ text: "seen both" });
+    let deltas = 0;
+    const before = env.fake.requests.length;
+    const turn = await env.codex.startTurn({ threadId, text, steerQuietWindowMs: 20, onEvent: (e) => void (e.type === "agentMessageDelta" && deltas++) });
+    await waitFor(() => deltas > 0, 10_000, "the first delta");
+    return { turn, before };
+  }
+
+  it("the client sends each steer's text then its images; the transcript's steer message keeps them as image parts", async () => {
+    const { turn, before } = await slowTurn("describe the first");
+    const bad = await turn.steer("bad", { images: [{ data: PNG, mimeType: "image/gif" }] }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(bad).toMatchObject({ code: "INVALID_ARGUMENT", field: "images.0.data" });
+    expect(await turn.steer("STEER-IMG and this one", { images: [{ data: PNG, mimeType: "image/png" }, { path: png }] })).toEqual({ accepted: true });
+    const record = await turn.completion;
+    expect(record.codexStatus).toBe("completed");
+    // The model's next request: the steer text, the bytes, then the file in Codex's <image path=...> wrapper.
+    const content = lastUserContent(env.fake.requests[before + 1]!);
+    expect(content[0]).toEqual({ type: "input_text", text: "STEER-IMG and this one" });
+    expect(content.filter((p) => p.type === "input_image").map((p) => p.image_url)).toEqual([`data:image/png;base64,${PNG}`, `data:image/png;base64,${PNG}`]);
+    expect(content.some((p) => p.type === "input_text" && p.text?.includes(`path="${png}"`))).toBe(true);
+    const steered = record.messagesSnapshot.filter((m) => m.role === "user")[1];
+    expect(steered).toMatchObject({
+      content: [
+        { type: "text", text: "STEER-IMG and this one" },
+        { type: "image", data: PNG, mimeType: "image/png" },
+        { type: "image", data: PNG, mimeType: "image/png" },
+      ],
+    });
+    // After the turn, a steer and its images come straight back.
+    const late = await turn.steer("too late", { images: [{ data: GIF, mimeType: "image/gif" }] });
+    expect(late).toMatchObject({ accepted: false, followUp: ["too late"], images: [{ data: GIF, mimeType: "image/gif" }] });
+  }, 60_000);
+
+  it("through runCodexTurn: the handle checks the images, the mirror records them, and a late steer's images come back with it", async () => {
+    const sessionFile = sessions.file("steer-images");
+    env.fake.enqueue({ text: slow(), delayMs: 40 });
+    env.fake.enqueue({ text: "seen it" });
+    let deltas = 0;
+    const handle = startCodexTurn({
+      appServer: env.codex,
+      sessionId: "si",
+      sessionFile,
+      prompt: "watch this space",
+      cwd: ws,
+      steerQuietWindowMs: 20,
+      onEvent: (e) => void (e.type === "agentMessageDelta" && deltas++),
+    });
+    await waitFor(() => deltas > 0, 10_000, "the first delta");
+    expect(() => handle.steer("bad", { images: [{ path: "relative.png" }] })).toThrow(CodexTurnParamsError);
+    expect(() => handle.steer("bad", { images: [{ path: "relative.png" }] })).toThrow(/`images\.0\.path`: must be an absolute path/);
+    handle.steer("STEER-9 this screenshot", { images: [{ data: PNG, mimeType: "image/png" }] });
+    const result = await handle.result;
+    expect(result.status, JSON.stringify(result.error)).toBe("completed");
+    expect(result.followUps).toEqual([]);
+    expect(result.followUpImages).toEqual([]);
+    const { messages } = await readSessionHistory(sessionFile);
+    expect(messages.map((m) => m.role)).toEqual(["user", "user", "assistant"]);
+    expect(messages[1]).toMatchObject({ content: [{ type: "text", text: "STEER-9 this screenshot" }, { type: "image", data: PNG, mimeType: "image/png" }] });
+
+    // A steer that arrives before the turn runs is a follow-up; its images travel with it.
+    env.fake.enqueue({ text: "ok" });
+    const early = startCodexTurn({ appServer: env.codex, sessionId: "si", sessionFile, prompt: "next", cwd: ws });
+    early.steer("EARLY with image", { images: [{ path: png }] });
+    early.steer("EARLY text only");
+    const r2 = await early.result;
+    expect(r2.followUps).toEqual(["EARLY with image", "EARLY text only"]);
+    expect(r2.followUpImages).toEqual([[{ data: PNG, mimeType: "image/png", path: png }], []]);
+  }, 60_000);
 });
 
 describe("images for a text-only model", () => {

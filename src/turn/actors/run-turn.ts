@@ -2,13 +2,16 @@
  * `turnRunning`: starts the Codex turn and reports what happens to the machine as events (accepted, steer rejected,
  * native compaction, ended). Steers and interrupts arrive from the machine. The machine decides what follows.
  */
-import type { RunTurnEmitted, RunTurnInput, RunTurnReceived, TurnRecord } from "../../../machines/turn.contract.js";
+import type { RunTurnEmitted, RunTurnInput, RunTurnReceived, SteerImage, TurnRecord } from "../../../machines/turn.contract.js";
 import type { CodexTurn } from "../../codex/app-server.js";
 import type { FinalizeRequest } from "../../codex/options.js";
 import { toolCallView, type CodexTurnEvent } from "../../codex/turn-projector.js";
 import type { ToolCallHookEvent } from "../../hooks/types.js";
 import { errorCode } from "../../log/error-label.js";
 import type { TurnDeps } from "../deps.js";
+
+/** A steer the machine forwarded: its text and images (checked at the handle). */
+type Steer = { text: string; images?: SteerImage[] };
 
 /** How much longer the client waits for an interceptor than the hook runner waits for the hook. */
 const INTERCEPTOR_MARGIN_MS = 5_000;
@@ -30,23 +33,31 @@ export function runTurn(
   const state = {
     turn: undefined as CodexTurn | undefined,
     interruptRequested: false,
-    pendingSteers: [] as string[],
+    pendingSteers: [] as Steer[],
     userMessageStarted: false,
     // Native calls the hook relay already put to `beforeToolCall` (it must not see them twice).
     nativeAsked: new Set<string>(),
     // The relay's Stop hook already put the final answer to `beforeAgentFinalize` (not again after the turn).
     finalizeAsked: false,
   };
-  const steer = async (turn: CodexTurn, texts: string[]) => {
-    for (const text of texts) {
-      const outcome = await turn.steer(text);
-      if (!outcome.accepted) channel.sendBack({ type: "TURN.STEER_REJECTED", texts: outcome.followUp });
+  const steer = async (turn: CodexTurn, steers: Steer[]) => {
+    for (const { text, images } of steers) {
+      const outcome = await turn.steer(text, images ? { images } : undefined).catch((error: unknown) => ({
+        accepted: false as const,
+        followUp: [text],
+        ...(images ? { images } : {}),
+        reason: error instanceof Error ? error.message : String(error),
+      }));
+      if (!outcome.accepted) {
+        channel.sendBack({ type: "TURN.STEER_REJECTED", texts: outcome.followUp, ...(outcome.images ? { images: [outcome.images] } : {}) });
+      }
     }
   };
   receive((event) => {
     if (event.type === "TURN.STEER") {
-      if (state.turn) void steer(state.turn, [event.text]);
-      else state.pendingSteers.push(event.text);
+      const item: Steer = { text: event.text, ...(event.images ? { images: event.images } : {}) };
+      if (state.turn) void steer(state.turn, [item]);
+      else state.pendingSteers.push(item);
     } else {
       state.interruptRequested = true;
       if (state.turn) void state.turn.interrupt().catch(() => undefined);
