@@ -142,10 +142,12 @@ export interface LlmInputEvent extends TurnHookIds {
   developerInstructions?: string;
   /** Number of additional-context entries sent with the turn. */
   contextEntries: number;
-  /** Number of images sent with the prompt (`CodexTurnParams.images`). */
+  /** Number of images sent with the turn: the prompt's (`CodexTurnParams.images`) and those of earlier messages in the projected context. */
   imagesCount: number;
   /** The mirrored history before this turn (read-only): what the session held when the turn was sent. */
   historyMessages: readonly AgentMessage[];
+  /** The client-side tools the model may call in this turn (`CodexTurnParams.dynamicTools`), without their handlers. */
+  tools: ReadonlyArray<{ name: string; description: string; inputSchema: unknown }>;
 }
 
 /** `llmOutput`: what Codex answered in this turn. */

@@ -172,6 +172,8 @@ function llmInputEvent(e: LlmInputEvent, provider: string, model: string): Recor
     prompt: e.prompt,
     historyMessages: boundedHistory(e.historyMessages),
     imagesCount: e.imagesCount,
+    // OpenClaw hands its agent tools (`name`, `description`, `parameters`); the turn's dynamic tools are ours.
+    tools: e.tools.map((t) => ({ name: t.name, description: t.description, parameters: structuredClone(t.inputSchema) })),
   };
 }
 

@@ -77,9 +77,13 @@ describe("the hook surface", () => {
       runIds.add(e.runId);
       order.push(e.backend ? `${name}(${e.backend})` : e.toolName ? `${name}(${e.toolName})` : name);
     };
+    const toolsAsked: unknown[] = [];
     const hooks: CodexTurnHooks = {
       beforePromptBuild: () => void order.push("beforePromptBuild"),
-      llmInput: record("llmInput"),
+      llmInput: (e) => {
+        record("llmInput")(e);
+        toolsAsked.push(e.tools);
+      },
       beforeToolCall: record("beforeToolCall"),
       afterToolCall: record("afterToolCall"),
       beforeCompaction: (e) => {
@@ -125,6 +129,9 @@ describe("the hook surface", () => {
       [file, 2, ["user", "assistant"], undefined],
       [file, 2, undefined, true],
     ]);
+    // llmInput lists the turn's client-side tools as the model got them (no handler).
+    const lookup = tool([]);
+    expect(toolsAsked).toEqual([[{ name: lookup.name, description: lookup.description, inputSchema: lookup.inputSchema }]]);
     // One run id (a fresh UUID for this attempt) in every hook event, and in the result.
     expect([...runIds]).toEqual([r.runId]);
     expect(r.runId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/);

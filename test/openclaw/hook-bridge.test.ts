@@ -44,7 +44,8 @@ describe("plugin hooks as turn hooks", () => {
     });
     // The history as the host hands it (frozen), 130 messages: the plugin gets the last 100, copies it may change.
     const history = Object.freeze(Array.from({ length: 130 }, (_, i) => Object.freeze({ role: "user", content: `m${i}`, timestamp: i })));
-    await hooks.llmInput!({ sessionId: "s1", runId: "run-1", threadId: "th", prompt: "p", developerInstructions: "d", contextEntries: 0, imagesCount: 2, historyMessages: history });
+    const schema = { type: "object", properties: { q: { type: "string" } } };
+    await hooks.llmInput!({ sessionId: "s1", runId: "run-1", threadId: "th", prompt: "p", developerInstructions: "d", contextEntries: 0, imagesCount: 2, historyMessages: history, tools: [{ name: "lookup", description: "Look up.", inputSchema: schema }] });
     await hooks.llmOutput!({ ...base, assistantText: "a", lastAssistant: { role: "assistant", content: [{ type: "text", text: "a" }], timestamp: 5 } as never, codexStatus: "completed", usage: { inputTokens: 9, cachedInputTokens: 1, outputTokens: 2, reasoningOutputTokens: 0, totalTokens: 11, lastCallInputTokens: 5 } });
     await hooks.agentEnd!({ ...base, status: "failed", error: { phase: "turn", message: "boom" }, messages: [] });
     await hooks.agentEnd!({ ...base, status: "completed", messages: [{ role: "assistant", content: "now", timestamp: 200 }] as never, historyMessages: history });
@@ -54,7 +55,7 @@ describe("plugin hooks as turn hooks", () => {
     await hooks.afterCompaction!({ sessionId: "s1", runId: "run-1", backend: "codex-app-server", trigger: "native", ownsCompaction: false, compacted: true, sessionFile: "/d/s1.jsonl", messageCount: 2 });
     await hooks.afterCompaction!({ sessionId: "s1", runId: "run-1", backend: "context-engine", trigger: "accordion", ownsCompaction: true, compacted: false });
     expect(seen.map(([n, e]) => [n, e])).toEqual([
-      ["llm_input", { runId: "run-1", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: history.slice(30), imagesCount: 2 }],
+      ["llm_input", { runId: "run-1", sessionId: "s1", provider: "codex", model: "gpt-test", systemPrompt: "d", prompt: "p", historyMessages: history.slice(30), imagesCount: 2, tools: [{ name: "lookup", description: "Look up.", parameters: schema }] }],
       ["llm_output", { runId: "run-1", sessionId: "s1", provider: "codex", model: "gpt-test", resolvedRef: "codex/gpt-test", harnessId: "codex", assistantTexts: ["a"], lastAssistant: { role: "assistant", content: [{ type: "text", text: "a" }], timestamp: 5 }, usage: { input: 5, output: 2, cacheRead: 1, total: 11 } }],
       ["agent_end", { runId: "run-1", messages: [], success: false, error: "boom" }],
       ["agent_end", { runId: "run-1", messages: [...history.slice(30), { role: "assistant", content: "now", timestamp: 200 }], success: true }],

@@ -147,7 +147,7 @@ describe("beforeMessageWrite", () => {
 });
 
 describe("observation hooks started in the background (llmInput, llmOutput)", () => {
-  const input = { sessionId: "s", runId: "run-1", threadId: "th", prompt: "p", contextEntries: 0, imagesCount: 0, historyMessages: [] };
+  const input = { sessionId: "s", runId: "run-1", threadId: "th", prompt: "p", contextEntries: 0, imagesCount: 0, historyMessages: [], tools: [] };
   it("returns at once while the hook runs; drain waits for it, and its failure is a warning", async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));

@@ -98,6 +98,7 @@ async function startCodexTurn(
     contextEntries: Object.keys(input.additionalContext ?? {}).length,
     imagesCount: (p.images?.length ?? 0) + (input.contextImages?.length ?? 0),
     historyMessages: input.historyMessages ?? [],
+    tools: (p.dynamicTools ?? []).map(({ name, description, inputSchema }) => ({ name, description, inputSchema })),
   });
   try {
     // The turn id is known once Codex accepted the turn; interceptor calls come after that.
