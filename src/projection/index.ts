@@ -304,7 +304,8 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
  *
  * - no assembled context (no engine, assemble failed, empty view): mode `none`, the raw prompt; resume a compatible
  *   binding, else start. Without an engine (`historyContinuity`), a fresh thread also gets the newest history as
- *   context entries (reason `historyContinuity`).
+ *   context entries (reason `historyContinuity`), and a resumed one what others wrote to the transcript after its last
+ *   turn (reason `newerHistory`).
  * - `prompt`: the first-port text around the prompt, on the compatible bound thread (the anchor).
  * - `delta`: resume and send, as `untrusted` entries, only blocks the thread neither holds (by content) nor received
  *   before; rotate to a fresh thread (the whole view) when the rotation policy says so (`rotation.ts`: rent-or-buy on
@@ -353,7 +354,8 @@ function projectContext(p: ProjectAssembledContextParams): ProjectionOutput {
     const b = projectionBuilder(p, developerInstructions, []);
     const out = b.base("none", "nothingAssembled", resumeOrStart(p.binding, p.fingerprints, "none"));
     if (out.thread.action === "resume" && p.binding) {
-      return b.resumed("none", "nothingAssembled", p.binding, undefined, { reset: false, ledgerAdd: [] }, 0, out.thread.reason);
+      const newer = p.historyContinuity === true ? projectNewerHistory(p, b, p.binding, out.thread.reason) : undefined;
+      return newer ?? b.resumed("none", "nothingAssembled", p.binding, undefined, { reset: false, ledgerAdd: [] }, 0, out.thread.reason);
     }
     if (p.historyContinuity === true) {
       const continuity = projectHistoryContinuity(p, b, out.thread);
@@ -526,12 +528,54 @@ export function continuityOmittedNote(omitted: number): string {
  */
 function projectHistoryContinuity(p: ProjectAssembledContextParams, b: ProjectionBuilder, thread: ThreadPlan): ProjectionOutput | undefined {
   if (thread.action !== "start" || p.history.length === 0) return undefined;
+  const plan = continuityPlan(p, p.history);
+  if (!plan) return undefined;
+  const out = b.base("none", "historyContinuity", thread, plan);
+  out.bindingUpdate = { reset: true, ledgerAdd: plan.ledgerAdd } satisfies BindingUpdate;
+  return out;
+}
+
+/**
+ * A resumed thread without an engine: the conversation messages written to the transcript after the thread's last
+ * turn by anyone but this thread (another runtime sharing the session file, as OpenClaw's pi runner does, or a turn
+ * that ran on another thread while the binding lagged behind it) are sent as context, as OpenClaw's Codex harness
+ * sends "newer visible history" to a resumed thread. Only user, assistant and custom messages; never a refused turn's
+ * record (its prompt did not reach the model). Undefined when there is nothing newer.
+ */
+function projectNewerHistory(p: ProjectAssembledContextParams, b: ProjectionBuilder, binding: ThreadBinding, threadReason: string): ProjectionOutput | undefined {
+  let lastOwn = -1;
+  for (let index = p.origins.length - 1; index >= 0; index--) {
+    if (p.origins[index]?.threadId === binding.threadId) {
+      lastOwn = index;
+      break;
+    }
+  }
+  if (lastOwn < 0 || lastOwn >= p.history.length - 1) return undefined;
+  const newer = p.history.slice(lastOwn + 1).filter(isNewerConversationMessage);
+  const plan = newer.length > 0 ? continuityPlan(p, newer) : undefined;
+  if (!plan) return undefined;
+  return b.resumed("none", "newerHistory", binding, plan, { reset: false, ledgerAdd: plan.ledgerAdd }, 0, threadReason);
+}
+
+/** A message another writer added that the model should see: user, assistant or custom, not a refused turn's record. */
+function isNewerConversationMessage(message: AgentMessage): boolean {
+  const m = message as { role?: unknown; __openclaw?: { beforeAgentRunBlocked?: unknown } };
+  if (m.role !== "user" && m.role !== "assistant" && m.role !== "custom") return false;
+  return m.__openclaw?.beforeAgentRunBlocked === undefined;
+}
+
+/**
+ * The newest of `messages` whose blocks fit {@link continuityBudgetChars} (whole blocks, newest kept, joined by blank
+ * lines; older ones counted in {@link continuityOmittedNote}), as untrusted context entries. Undefined when nothing
+ * renders.
+ */
+function continuityPlan(p: ProjectAssembledContextParams, messages: readonly AgentMessage[]): EntryPlan | undefined {
   const budget = continuityBudgetChars(p.tokenBudget, p.totalCapChars);
   const renderings = renderingMemo(p.partCapChars);
   let used = 0;
-  let first = p.history.length;
-  for (let index = p.history.length - 1; index >= 0; index--) {
-    const rendered = renderedBlockOf(p.history[index]!, p.partCapChars, renderings);
+  let first = messages.length;
+  for (let index = messages.length - 1; index >= 0; index--) {
+    const rendered = renderedBlockOf(messages[index]!, p.partCapChars, renderings);
     if (rendered === undefined) {
       first = index;
       continue;
@@ -541,11 +585,8 @@ function projectHistoryContinuity(p: ProjectAssembledContextParams, b: Projectio
     used = next;
     first = index;
   }
-  const units = renderUnits(p.history.slice(first), p.partCapChars, renderings);
+  const units = renderUnits(messages.slice(first), p.partCapChars, renderings);
   if (units.length === 0) return undefined;
   const note = first > 0 ? [{ block: continuityOmittedNote(first), unit: ledgerUnit(continuityOmittedNote(first)) }] : [];
-  const plan = planEntries([...note, ...units], new Set());
-  const out = b.base("none", "historyContinuity", thread, plan);
-  out.bindingUpdate = { reset: true, ledgerAdd: plan.ledgerAdd } satisfies BindingUpdate;
-  return out;
+  return planEntries([...note, ...units], new Set());
 }

@@ -6,7 +6,9 @@
  * - a change that does need a fresh thread (here: the dynamic tool catalog) gives that thread the newest history as
  *   context, as OpenClaw's Codex harness does with no engine, once: the next turn resumes it and sends nothing again.
  */
+import { readFileSync, writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { sessionSidecarPaths } from "../../src/transcript/paths.js";
 import { runCodexTurn, type CodexTurnResult } from "../../src/turn.js";
 import { inputMessageTexts, startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
 import { disposeChecked, requestThreadId, tempSessions, turnParams } from "../helpers/turn-env.js";
@@ -97,5 +99,25 @@ describe("a thread change without an engine", () => {
     // The thread holds the context it was given: the model sees each earlier turn once, nothing new was injected.
     for (const marker of ["q0-9k", "a2-9k", "q3-9k", "a3-9k"]) expect(count(requestText(next.request), marker), marker).toBe(1);
     expect(count(contextText(next.request), "q0-9k")).toBe(1);
+  }, 180_000);
+
+  it("a resumed thread gets what was written after its last turn elsewhere (here: a turn on another thread the binding lost)", async () => {
+    const file = sessions.file("newer-history");
+    const onA = await turn(file, "n0-4w first on A", "n0-4w-answer");
+    const bindingFile = sessionSidecarPaths(file).binding;
+    const bindingA = readFileSync(bindingFile, "utf8");
+    const onB = await turn(file, "n1-4w on B", "n1-4w-answer", { dynamicTools: [lookupTool] });
+    expect(onB.result.threadId).not.toBe(onA.result.threadId);
+    // An OS crash lost the last binding write: the binding names thread A again, which never saw turn 2.
+    writeFileSync(bindingFile, bindingA);
+    const back = await turn(file, "n2-4w back on A", "n2-4w-answer");
+    expect(back.result.threadId).toBe(onA.result.threadId);
+    expect(back.result.projection).toMatchObject({ mode: "none", reason: "newerHistory" });
+    const context = contextText(back.request);
+    expect(count(context, "n1-4w on B")).toBe(1);
+    expect(count(context, "n1-4w-answer")).toBe(1);
+    expect(context).not.toContain("n0-4w");
+    // Thread A holds turn 1 natively: the model sees it once.
+    expect(count(requestText(back.request), "n0-4w first on A")).toBe(1);
   }, 180_000);
 });

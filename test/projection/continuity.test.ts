@@ -126,6 +126,31 @@ describe("history continuity on a fresh thread without an engine", () => {
   });
 });
 
+describe("newer history on a resumed thread without an engine", () => {
+  const own = { threadId: "thread-A", turnId: "turn-1" };
+  it("sends what others wrote after the thread's last turn, and nothing else", () => {
+    const history = [user("q-own"), assistant("a-own"), user("q-pi written by another runtime"), assistant("a-pi")];
+    const out = projectAssembledContext(params({ history, origins: [own, own, null, { threadId: "thread-B", turnId: "t9" }], binding: binding() }));
+    expect(out).toMatchObject({ mode: "none", reason: "newerHistory", thread: { action: "resume", threadId: "thread-A" } });
+    expect(contextOf(out)).toBe([history[2]!, history[3]!].map((m) => renderMessageBlock(m)).join("\n\n"));
+    expect((out.bindingUpdate as BindingUpdate).reset).toBe(false);
+    expect((out.bindingUpdate as BindingUpdate).ledgerAdd).toHaveLength(2);
+  });
+
+  it("a refused turn's record, a summary, an engine, or nothing newer: the thread is resumed with nothing sent", () => {
+    const blocked = { role: "user", content: [{ type: "text", text: "Your message could not be sent" }], timestamp: 3, __openclaw: { beforeAgentRunBlocked: { blockedBy: "g", blockedAt: 3 } } } as AgentMessage;
+    const summary = { role: "compactionSummary", summary: "s", tokensBefore: 9, timestamp: 4 } as unknown as AgentMessage;
+    const history = [user("q-own"), assistant("a-own"), blocked, summary];
+    const refused = projectAssembledContext(params({ history, origins: [own, own, null, null], binding: binding() }));
+    expect(refused).toMatchObject({ reason: "nothingAssembled", entriesSent: 0, thread: { action: "resume" } });
+    const withForeign = [...history, user("from elsewhere")];
+    const engine = projectAssembledContext(params({ history: withForeign, origins: [own, own, null, null, null], binding: binding(), historyContinuity: false }));
+    expect(engine).toMatchObject({ reason: "nothingAssembled", entriesSent: 0 });
+    const caughtUp = projectAssembledContext(params({ history: history.slice(0, 2), origins: [own, own], binding: binding() }));
+    expect(caughtUp).toMatchObject({ reason: "nothingAssembled", entriesSent: 0 });
+  });
+});
+
 describe("which binding a turn resumes", () => {
   const tools = { dynamicTools: "tools-1", engineId: "legacy" };
   it("a model switch keeps the policy; a binding with the earlier model-bearing policy stays compatible", () => {
