@@ -159,6 +159,24 @@ export function inputMessageTexts(body: Record<string, unknown> | null, role = "
 }
 
 /**
+ * The context entries a request carried, in order. Codex 0.169.0 injects each `untrusted` additionalContext entry as a
+ * `function_call_output` item named after its key without dots (`openclaw.context.000.<hash>` becomes
+ * `openclawcontext000<hash>`), never as a developer message.
+ *
+ * @example
+ * ```ts
+ * const text = contextEntryOutputs(fake.requests[0]!.body).map((e) => e.output).join("\n");
+ * expect(text).toContain("[user]\nearlier question");
+ * ```
+ */
+export function contextEntryOutputs(body: Record<string, unknown> | null): Array<{ name: string; output: string }> {
+  const input = Array.isArray(body?.input) ? (body.input as Array<Record<string, unknown>>) : [];
+  return input
+    .filter((item) => item.type === "function_call_output" && typeof item.name === "string" && item.name.startsWith("openclawcontext"))
+    .map((item) => ({ name: item.name as string, output: typeof item.output === "string" ? item.output : JSON.stringify(item.output) }));
+}
+
+/**
  * The last user message of a request that is not Codex's `<environment_context>` block.
  *
  * @example

@@ -3,6 +3,7 @@
  * offline Codex app-server wired to it.
  */
 export {
+  contextEntryOutputs,
   defaultCompactionReply,
   defaultTurnReply,
   inputMessageTexts,

@@ -12,7 +12,7 @@ import type { CompactionHookEvent } from "../../src/hooks/types.js";
 import { readThreadBinding } from "../../src/transcript/binding.js";
 import { readSessionHistory } from "../../src/transcript/session-file.js";
 import { runCodexTurn, type CodexTurnParams } from "../../src/turn.js";
-import { inputMessageTexts, startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
+import { contextEntryOutputs, inputMessageTexts, startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
 
 const LIMIT = 5_000;
 let env: OfflineCodex;
@@ -28,14 +28,8 @@ afterAll(async () => {
 });
 
 const small = { input_tokens: 500, output_tokens: 10, total_tokens: 510 };
-/**
- * Our injected context is `untrusted`: Codex 0.169.0 brings each entry as a `function_call_output` item named after
- * the key without its dots (`openclawcontext<NNN><hash>`), never as a developer message.
- */
-const contextEntries = (body: Record<string, unknown> | null) =>
-  (Array.isArray(body?.input) ? (body!.input as Array<Record<string, unknown>>) : [])
-    .filter((item) => item.type === "function_call_output" && typeof item.name === "string" && item.name.startsWith("openclawcontext"))
-    .map((item) => (typeof item.output === "string" ? item.output : JSON.stringify(item.output)));
+/** Our injected context entries (untrusted: `function_call_output` items, see `contextEntryOutputs`), as text. */
+const contextEntries = (body: Record<string, unknown> | null) => contextEntryOutputs(body).map((e) => e.output);
 
 describe("in-turn native auto-compaction through runCodexTurn", () => {
   it("reports Codex's compaction as native, fires the hooks, and the next turn re-sends the dropped context", async () => {

@@ -13,7 +13,7 @@ import { CodexAppServerError } from "../../src/codex/errors.js";
 import { CodexTurnParamsError } from "../../src/params.js";
 import type { LlmInputEvent } from "../../src/hooks/types.js";
 import { readSessionHistory } from "../../src/transcript/session-file.js";
-import { startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
+import { contextEntryOutputs, startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
 import { captureLogger, disposeChecked, tempSessions } from "../helpers/turn-env.js";
 import { waitFor } from "../codex/helpers.js";
 
@@ -140,12 +140,7 @@ describe("images with the prompt", () => {
 });
 
 describe("images of earlier messages in the context a turn sends", () => {
-  /** Untrusted context entries reach the model as `function_call_output` items named `openclawcontext...`. */
-  const contextOf = (r: RecordedRequest): string =>
-    ((r.body as { input?: Array<{ type?: string; name?: string; output?: unknown }> })?.input ?? [])
-      .filter((i) => i.type === "function_call_output" && i.name?.startsWith("openclawcontext"))
-      .map((i) => String(i.output))
-      .join("\n");
+  const contextOf = (r: RecordedRequest): string => contextEntryOutputs(r.body).map((e) => e.output).join("\n");
   const tool = { name: "lookup", description: "Look up.", inputSchema: { type: "object" }, handler: () => "ok" };
 
   it("a fresh thread's context carries the earlier screenshot: its label in the block, the image itself before the prompt", async () => {

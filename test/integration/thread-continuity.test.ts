@@ -10,7 +10,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
 import { runCodexTurn, type CodexTurnResult } from "../../src/turn.js";
-import { inputMessageTexts, startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
+import { contextEntryOutputs, inputMessageTexts, startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
 import { disposeChecked, requestThreadId, tempSessions, turnParams } from "../helpers/turn-env.js";
 
 let env: OfflineCodex;
@@ -24,14 +24,8 @@ afterAll(async () => {
   sessions.cleanup();
 });
 
-/** Untrusted context entries reach the model as `function_call_output` items named `openclawcontext...`. */
-function contextText(req: RecordedRequest): string {
-  const input = Array.isArray(req.body?.input) ? (req.body!.input as Array<Record<string, unknown>>) : [];
-  return input
-    .filter((item) => item.type === "function_call_output" && typeof item.name === "string" && item.name.startsWith("openclawcontext"))
-    .map((item) => (typeof item.output === "string" ? item.output : JSON.stringify(item.output)))
-    .join("\n");
-}
+/** The text of the context entries the model received (`contextEntryOutputs`). */
+const contextText = (req: RecordedRequest): string => contextEntryOutputs(req.body).map((e) => e.output).join("\n");
 
 /** Everything the model received in the request, as text. */
 const requestText = (req: RecordedRequest): string => JSON.stringify(req.body?.input ?? []);

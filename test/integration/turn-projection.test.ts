@@ -9,7 +9,7 @@ import { createWindowEngine } from "../../src/context-engine/engines/index.js";
 import type { AgentMessage, ContextEngine } from "../../src/context-engine/types.js";
 import { PROMPT_HEADER } from "../../src/projection/render.js";
 import { readSessionHistory } from "../../src/transcript/session-file.js";
-import { inputMessageTexts, startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
+import { contextEntryOutputs, inputMessageTexts, startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
 import { mirrorKeyCounts, requestThreadId, tempSessions, turnParams, disposeChecked } from "../helpers/turn-env.js";
 
 let env: OfflineCodex;
@@ -59,10 +59,7 @@ interface ContextItem {
   output: string;
 }
 function contextItems(req: RecordedRequest): ContextItem[] {
-  const input = Array.isArray(req.body?.input) ? (req.body!.input as Array<Record<string, unknown>>) : [];
-  return input
-    .filter((item) => item.type === "function_call_output" && typeof item.name === "string" && item.name.startsWith("openclawcontext"))
-    .map((item) => ({ name: item.name as string, output: typeof item.output === "string" ? item.output : JSON.stringify(item.output) }));
+  return contextEntryOutputs(req.body);
 }
 
 /** Names of the request's context items (one per additionalContext entry the thread received). */
