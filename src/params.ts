@@ -311,7 +311,7 @@ const steerOptionsSchema = z.object({ images: promptImagesSchema.optional() }).s
  *
  * @example
  * ```ts
- * parseSteerOptions({ images: [{ path: "/tmp/shot.png" }] }); // { images: [{ data, mimeType: "image/png", path }] }
+ * parseSteerOptions({ images: [{ path: "/data/shot.png" }] }); // { images: [{ data, mimeType: "image/png", path }] }
  * ```
  */
 export function parseSteerOptions(options: unknown): { images?: PromptImage[] } {

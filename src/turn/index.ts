@@ -44,7 +44,7 @@ export interface CodexTurnHandle {
    *
    * @example
    * ```ts
-   * handle.steer("Also look at this one", { images: [{ path: "/tmp/second.png" }] });
+   * handle.steer("Also look at this one", { images: [{ path: "/data/second.png" }] });
    * ```
    */
   steer(text: string, options?: { images?: PromptImageInput[] }): void;

@@ -3,6 +3,8 @@
  * entries within OpenClaw's continuity budget; a resumed thread, or a turn with an engine, gets none. And the binding
  * compatibility that decides fresh vs resumed: the model is not part of the policy, a legacy fingerprint still matches.
  */
+import os from "node:os";
+import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import type { ProjectionOutput } from "../../machines/turn.contract.js";
@@ -156,7 +158,7 @@ describe("which binding a turn resumes", () => {
   it("a model switch keeps the policy; a binding with the earlier model-bearing policy stays compatible", () => {
     const deps = (model: string | undefined) =>
       createTurnDeps(
-        parseCodexTurnParams({ appServer: stubAppServer, sessionId: "s", sessionFile: "/tmp/never-written.jsonl", prompt: "p", ...(model ? { model } : {}) }),
+        parseCodexTurnParams({ appServer: stubAppServer, sessionId: "s", sessionFile: path.join(os.tmpdir(), "never-written.jsonl"), prompt: "p", ...(model ? { model } : {}) }),
         createTurnEventStream(),
       ).fingerprints;
     const a = deps("gpt-a");
