@@ -44,6 +44,13 @@ export interface ToolCallInfo {
   arguments: unknown;
   /** A native tool (shell, apply_patch, MCP) Codex asked about through the hook relay (`nativeToolHooks`). */
   native?: boolean;
+  /** The thread the call runs on (a sub-agent's, for its calls), when known. */
+  threadId?: string;
+  /**
+   * Set when Codex asked the host to approve this native call (`item/commandExecution/requestApproval`, ...): the
+   * decision is then the approval's first word (OpenClaw's tool policy for approval requests).
+   */
+  approvalMethod?: string;
 }
 
 /** What `beforeToolCall` may decide: block (Codex gets `blockReason` as the failed result), or replace the arguments. */
@@ -51,6 +58,11 @@ export interface BeforeToolCallDecision {
   block?: boolean;
   blockReason?: string;
   arguments?: unknown;
+  /**
+   * The interceptor already obtained the user's approval for this call (an OpenClaw plugin's `requireApproval`
+   * answered allow): an approval request Codex sends for it is granted once without asking `onApproval`.
+   */
+  approved?: boolean;
 }
 
 /** Runs before the handler; `undefined` lets the call through unchanged. Bounded; a throw or timeout is ignored. */

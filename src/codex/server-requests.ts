@@ -11,7 +11,8 @@ import {
   toApprovalRequest,
   type CodexApprovalDecision,
 } from "./approvals.js";
-import { dispatchToolCall, interceptBefore, type DynamicToolSpec } from "./dynamic-tools.js";
+import { approvalPolicyCall, approvalPolicyOutcome, nativeCallKey, type ApprovalPolicyOutcome } from "./approval-policy.js";
+import { dispatchToolCall, interceptBefore, type DynamicToolSpec, type ToolCallInfo } from "./dynamic-tools.js";
 import { knownServerRequestMethods } from "./known-methods.js";
 import { nativeToolName, type PreToolUse, type PreToolUseDecision, type RelayedHook, type StopHookCall } from "./native-hooks.js";
 import type { ApprovalHandler, CodexUserInputRequest, UserInputAnswers } from "./options.js";
@@ -183,9 +184,12 @@ export async function decidePreToolUse(deps: ServerRequestDeps, call: PreToolUse
   const run = deps.activeRun(call.session_id);
   const hook = run?.options.beforeToolCall;
   if (!run || !hook) return { decision: "allow" };
-  const info = { callId: call.tool_use_id, tool: nativeToolName(call.tool_name), arguments: call.tool_input, native: true };
+  const info: ToolCallInfo = { callId: call.tool_use_id, tool: nativeToolName(call.tool_name), arguments: call.tool_input, native: true, threadId: call.session_id };
   const warn = (w: Omit<CodexTurnWarning, "threadId">) => run.warn(w);
-  const decision = await waitingOnHost(deps, run, () => interceptBefore(info, { beforeToolCall: hook, interceptorTimeoutMs: run.options.toolInterceptorTimeoutMs, warn }));
+  const asking = interceptBefore(info, { beforeToolCall: hook, interceptorTimeoutMs: run.options.toolInterceptorTimeoutMs, warn });
+  // Codex may ask to approve this call next (the sandbox needs an exception): that request uses this decision.
+  run.nativeDecisions.set(nativeCallKey(info, run.threadId), asking.then((decision) => ({ decision, asked: info.arguments })));
+  const decision = await waitingOnHost(deps, run, () => asking);
   deps.logger.info({ event: "codex.nativeTool.decided", threadId: call.session_id, callId: info.callId, tool: info.tool, blocked: decision.block === true }, "native tool call decided by the host");
   if (decision.block) return { decision: "block", reason: decision.blockReason ?? "blocked by a beforeToolCall hook" };
   if (decision.arguments !== undefined) {
@@ -194,14 +198,51 @@ export async function decidePreToolUse(deps: ServerRequestDeps, call: PreToolUse
   return { decision: "allow" };
 }
 
-/** Ask the turn's `onApproval` (bounded); no callback falls back to the raw handler / decline. */
+/**
+ * The turn's `beforeToolCall` on an approval request, first (OpenClaw's tool policy for approvals, see
+ * approval-policy.ts): the decision it already made on the call when it was asked before, else its answer now.
+ * Undefined when the request is not one the policy covers or the turn has no interceptor.
+ */
+async function askApprovalPolicy(deps: ServerRequestDeps, run: TurnRun, req: ServerRequestMessage, threadId: string): Promise<ApprovalPolicyOutcome | undefined> {
+  const hook = run.options.beforeToolCall;
+  const policy = approvalPolicyCall(req.method, req.params);
+  if (!hook || !policy) return undefined;
+  const p = req.params as { itemId?: unknown; approvalId?: unknown };
+  const callId = typeof p.approvalId === "string" ? p.approvalId : typeof p.itemId === "string" ? p.itemId : "";
+  const info: ToolCallInfo = { callId, tool: policy.tool, arguments: policy.arguments, native: true, threadId, approvalMethod: req.method };
+  const key = nativeCallKey(info, run.threadId);
+  const warn = (w: Omit<CodexTurnWarning, "threadId">) => run.warn(w);
+  const memo =
+    run.nativeDecisions.get(key) ??
+    interceptBefore(info, { beforeToolCall: hook, interceptorTimeoutMs: run.options.toolInterceptorTimeoutMs, warn }).then((decision) => ({ decision, asked: info.arguments }));
+  run.nativeDecisions.set(key, memo);
+  const { decision, asked } = await waitingOnHost(deps, run, () => memo);
+  const outcome = approvalPolicyOutcome(decision, asked);
+  if (outcome.outcome === "deny" && outcome.rewritten) warn({ code: "toolInterceptorFailed", message: outcome.reason, tool: policy.tool, callId });
+  deps.logger.info({ event: "codex.approval.policy", method: req.method, tool: policy.tool, outcome: outcome.outcome }, "approval request put to beforeToolCall first");
+  return outcome;
+}
+
+/**
+ * The tool policy first (`beforeToolCall`: decline, approve once, or go on), then the turn's `onApproval` (bounded);
+ * no callback falls back to the raw handler / decline.
+ */
 async function answerHostApproval(deps: ServerRequestDeps, rpc: Responder, req: ServerRequestMessage): Promise<void> {
   // v2 requests name the thread `threadId`, the legacy ones `conversationId`; toApprovalRequest reads either.
   const probe = toApprovalRequest(req, () => []);
   const run = probe ? deps.activeRun(probe.threadId) : undefined;
-  const onApproval = run?.options.onApproval;
-  if (!probe || !run || !onApproval) return answerRawApproval(deps, rpc, req);
+  if (!probe || !run) return answerRawApproval(deps, rpc, req);
   const request = toApprovalRequest(req, (itemId) => run.fileChanges.get(itemId) ?? [])!;
+  const policy = await askApprovalPolicy(deps, run, req, probe.threadId);
+  if (policy && policy.outcome !== "ask") {
+    const decided: CodexApprovalDecision = policy.outcome === "approve" ? "approve" : "deny";
+    if (decided === "deny") deps.counters.approvalsDeclined++;
+    deps.logger.info({ event: "codex.approval.decided", method: req.method, kind: request.kind, decision: decided, by: "beforeToolCall" }, "approval decided by the tool policy");
+    rpc.respond(req.id, approvalResponse(request, decided, policy.outcome === "deny" ? policy.reason : "declined by the host"));
+    return;
+  }
+  const onApproval = run.options.onApproval;
+  if (!onApproval) return answerRawApproval(deps, rpc, req);
   const r = await waitingOnHost(deps, run, () => withTimeout(() => onApproval(request), run.options.approvalTimeoutMs));
   let decision: CodexApprovalDecision = "deny";
   let denyReason = "declined by the host";

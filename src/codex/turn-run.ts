@@ -6,6 +6,7 @@
  *   notification would re-arm the idle timer, so without this a turn that cannot reach the model never ends.
  */
 import type { CodexFileChange } from "./approvals.js";
+import type { BeforeToolCallDecision } from "./dynamic-tools.js";
 import type { PromptImage } from "./prompt-images.js";
 import type { ResolvedStartTurnOptions } from "./options.js";
 import type { IncomingNotification } from "./schemas.js";
@@ -77,6 +78,11 @@ export class TurnRun {
   readonly warnings: CodexTurnWarning[] = [];
   /** File changes of `fileChange` items seen in this turn, by item id (their approval requests do not carry them). */
   readonly fileChanges = new Map<string, CodexFileChange[]>();
+  /**
+   * `beforeToolCall`'s decision on each native call the relay asked about (by thread and call id), with the arguments
+   * it was asked with: Codex's approval request for the same call uses it instead of asking again.
+   */
+  readonly nativeDecisions = new Map<string, Promise<{ decision: BeforeToolCallDecision; asked: unknown }>>();
   /** Image files steered into this turn, by path (the projector records a `localImage` Codex echoes with these bytes). */
   readonly sentImageFiles = new Map<string, PromptImage>();
   readonly threadId: string;

@@ -189,8 +189,19 @@ export interface ToolCallHookEvent extends TurnHookIds {
    * The call's arguments. Native calls put to `beforeToolCall` through the hook relay (`nativeToolHooks`) carry
    * Codex's hook input: `{ command }` for a shell command (as the model wrote it) and for a patch (the patch text),
    * the MCP arguments for an MCP tool. Observed native items carry what the item says (`{ command, cwd }`, ...).
+   * An approval request carries OpenClaw's policy shape: `{ command, cwd, approval }` for a command (`approval`: the
+   * request as Codex sent it), the request itself for a patch (`apply_patch`) or extra permissions
+   * (`codex_permission_approval`), `{ approval }` for network access (`codex_network_approval`).
    */
   params: unknown;
+  /**
+   * Set when Codex asks the host to approve this native call (the sandbox needs an exception): the request's method,
+   * e.g. `item/commandExecution/requestApproval`. The hook is asked before `onApproval`, as OpenClaw's Codex runtime
+   * runs its tool policy first: a block declines the request, `approved: true` grants it once, anything else leaves it
+   * to `onApproval`. A call the hook was already asked about (through the relay, or as it started) is not asked again:
+   * that decision is used.
+   */
+  approvalMethod?: string;
 }
 
 /**
@@ -202,6 +213,11 @@ export interface BeforeToolCallResult {
   block?: boolean;
   blockReason?: string;
   params?: unknown;
+  /**
+   * The hook already has the user's approval for this call (OpenClaw's `requireApproval`, answered allow): Codex's
+   * approval request for it, if one comes, is granted once without asking `onApproval`. Ignored for dynamic tools.
+   */
+  approved?: boolean;
 }
 
 /** `afterToolCall`: the tool call finished. */

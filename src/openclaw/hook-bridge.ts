@@ -359,6 +359,8 @@ async function beforeToolCall(
   if (approval) {
     const outcome = await approve(approval.raw, approval.owner);
     if (!outcome.allow) return { block: true, blockReason: outcome.reason };
+    // The person said yes to this call: Codex's own approval request for it is granted without a second question.
+    return { ...(rewritten ? { params } : {}), approved: true };
   }
   return rewritten ? { params } : undefined;
 }

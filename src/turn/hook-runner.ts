@@ -62,7 +62,7 @@ const beforeAgentFinalizeResultSchema = z
   .nullable();
 
 const beforeToolCallResultSchema = z
-  .object({ block: z.boolean().optional(), blockReason: z.string().optional(), params: z.unknown().optional() })
+  .object({ block: z.boolean().optional(), blockReason: z.string().optional(), params: z.unknown().optional(), approved: z.boolean().optional() })
   .strict()
   .optional()
   .nullable();

@@ -207,6 +207,26 @@ describe("codex-turn with OpenClaw plugins", () => {
     expect(records[1]!.text).toBe(`summaries=0 session=${sessionId} key=main channel=cli owner=true args=now llm=true`);
   }, 240_000);
 
+  it("Codex's approval requests go to the plugins' before_tool_call first (no relay needed): a block declines, a plugin approval is not asked twice", async () => {
+    const ws = await mkdtemp(path.join(dir, "approval-policy-"));
+    const script = path.join(ws, "script.json");
+    const exec = (file: string) => ({ functionCall: { name: "exec_command", arguments: { cmd: `echo x > ${file}`, workdir: ws } } });
+    await writeFile(script, JSON.stringify([exec("guarded.txt"), exec("forbidden.txt"), exec("allowed.txt"), { text: "done. Summary: tried three" }]));
+    const args = ["run", "write three", "--session", path.join(ws, "s.jsonl"), "--offline", "--offline-script", script, "--engine", fixture("tool-guard")];
+    // Every approval is approved by the CLI's answer; the plugin's policy comes first.
+    const r = await runCli([...args, "--cwd", ws, "--sandbox", "workspace-write", "--approval-policy", "untrusted", "--approve", "approve"], { cwd: dir, env: { HOME: ws } });
+    expect(r.code, r.stderr).toBe(0);
+    expect(existsSync(path.join(ws, "forbidden.txt"))).toBe(false);
+    expect(existsSync(path.join(ws, "guarded.txt"))).toBe(true);
+    expect(existsSync(path.join(ws, "allowed.txt"))).toBe(true);
+    const lines = r.stdout.split("\n");
+    // The plugin's own approval question, once; Codex's approval of that command is granted by it, not asked again.
+    expect(lines.filter((l) => l.startsWith("codex-turn: plugin tool-guard asks approval for exec"))).toHaveLength(1);
+    const asked = lines.filter((l) => l.startsWith("codex-turn: approval commandExecution"));
+    expect(asked).toHaveLength(1);
+    expect(asked[0]).toContain("allowed.txt");
+  }, 240_000);
+
   it("a plugin's requireApproval for Codex's own command is put to --approve: deny blocks it, approve lets it run", async () => {
     for (const approve of ["deny", "approve"] as const) {
       const ws = await mkdtemp(path.join(dir, `approval-${approve}-`));

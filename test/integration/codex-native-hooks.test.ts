@@ -93,6 +93,70 @@ describe("native tool calls put to beforeToolCall (nativeToolHooks)", () => {
     expect(log.events.filter((e) => e.event === "codex.nativeTool.decided").map((e) => e.blocked)).toEqual([false, true, true]);
   }, 90_000);
 
+  it("under approvals, the relay's decision is the approval's: asked once per call, `approved` grants Codex's request without onApproval", async () => {
+    const ws = workspace();
+    env.fake.enqueue([
+      { functionCall: execCommandCall("echo yes > approved.txt", { workdir: ws }) },
+      { functionCall: execCommandCall("echo ask > asked.txt", { workdir: ws }) },
+      { text: "both ran" },
+    ]);
+    const asked: ToolCallHookEvent[] = [];
+    const onApproval: string[] = [];
+    const result = await runCodexTurn({
+      appServer: env.codex,
+      sessionId: "hooks-approvals",
+      sessionFile: sessions.file("hooks-approvals"),
+      prompt: "write both",
+      cwd: ws,
+      sandbox: "workspace-write",
+      approvalPolicy: "untrusted",
+      onApproval: (r) => {
+        onApproval.push(r.kind === "commandExecution" ? String(r.command) : r.kind);
+        return "approve";
+      },
+      hooks: {
+        beforeToolCall: (e) => {
+          asked.push(e);
+          return String((e.params as { command?: unknown }).command).includes("approved.txt") ? { approved: true } : undefined;
+        },
+      },
+    });
+    expect(result.status, JSON.stringify(result.error)).toBe("completed");
+    expect(readFileSync(path.join(ws, "approved.txt"), "utf8")).toBe("yes\n");
+    expect(readFileSync(path.join(ws, "asked.txt"), "utf8")).toBe("ask\n");
+    // Asked by the relay (PreToolUse), once each; the approval requests used those answers.
+    expect(asked.map((e) => [e.toolName, e.approvalMethod])).toEqual([
+      ["shell", undefined],
+      ["shell", undefined],
+    ]);
+    expect(onApproval).toHaveLength(1);
+    expect(onApproval[0]).toContain("asked.txt");
+  });
+
+  it("the client alone (startTurn) also asks once: the approval request after a relayed call uses the relay's answer", async () => {
+    const ws = workspace();
+    env.fake.enqueue([{ functionCall: execCommandCall("echo yes > client.txt", { workdir: ws }) }, { text: "ran" }]);
+    const asked: Array<string | undefined> = [];
+    let onApprovalCalls = 0;
+    const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "untrusted" });
+    const turn = await env.codex.startTurn({
+      threadId,
+      text: "write it",
+      onApproval: () => {
+        onApprovalCalls++;
+        return "deny";
+      },
+      beforeToolCall: (call) => {
+        asked.push(call.approvalMethod);
+        return { approved: true };
+      },
+    });
+    expect((await turn.completion).codexStatus).toBe("completed");
+    expect(asked).toEqual([undefined]);
+    expect(onApprovalCalls).toBe(0);
+    expect(readFileSync(path.join(ws, "client.txt"), "utf8")).toBe("yes\n");
+  });
+
   it("blocks an MCP tool call by its server, tool and arguments", async () => {
     const ws = workspace();
     const echo = (text: string, i: number) => ({ functionCall: { name: "echo", namespace: "mcp__echo", arguments: { text }, callId: `call_mcp_${i}` } });

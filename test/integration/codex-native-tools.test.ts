@@ -202,6 +202,51 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     expect(record.assistantText).toBe("decided slowly");
   });
 
+  it("puts each approval request to beforeToolCall first (OpenClaw's tool policy): block declines, approved grants, a rewrite refuses, else onApproval", async () => {
+    const ws = workspace();
+    env.fake.enqueue([
+      { functionCall: execCommandCall("echo a > blocked.txt", { workdir: ws }) },
+      { functionCall: execCommandCall("echo b > granted.txt", { workdir: ws }) },
+      { functionCall: execCommandCall("echo c > rewritten.txt", { workdir: ws }) },
+      { customToolCall: applyPatchCall([{ kind: "add", path: "added.txt", content: "x\n" }]) },
+      { text: "policy applied" },
+    ]);
+    const seen: Array<{ tool: string; approvalMethod?: string; arguments: unknown }> = [];
+    const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "untrusted" });
+    const turn = await env.codex.startTurn({
+      threadId,
+      text: "apply the policy",
+      onApproval,
+      beforeToolCall: (call) => {
+        seen.push({ tool: call.tool, arguments: call.arguments, ...(call.approvalMethod ? { approvalMethod: call.approvalMethod } : {}) });
+        const args = call.arguments as { command?: string; approval?: unknown };
+        if (call.tool === "apply_patch") return { arguments: Object.fromEntries(Object.entries(call.arguments as object).reverse()) }; // handed back: no rewrite
+        if (args.command?.includes("blocked.txt")) return { block: true, blockReason: "not that file" };
+        if (args.command?.includes("granted.txt")) return { approved: true };
+        return { arguments: { ...args, command: "echo safe" } };
+      },
+    });
+    const record = await turn.completion;
+    expect(record.codexStatus).toBe("completed");
+    expect(seen.map((c) => [c.tool, c.approvalMethod])).toEqual([
+      ["shell", "item/commandExecution/requestApproval"],
+      ["shell", "item/commandExecution/requestApproval"],
+      ["shell", "item/commandExecution/requestApproval"],
+      ["apply_patch", "item/fileChange/requestApproval"],
+    ]);
+    // OpenClaw's policy shape: the command and cwd, and the request as Codex sent it.
+    expect(seen[0]!.arguments).toMatchObject({ command: expect.stringContaining("echo a > blocked.txt"), cwd: ws, approval: { itemId: "call_0_0", threadId } });
+    expect(seen[3]!.arguments).toMatchObject({ itemId: "call_3_0", threadId });
+    // Only the patch, which the policy left alone, reached onApproval.
+    expect(approvals.map((a) => a.kind)).toEqual(["fileChange"]);
+    expect(existsSync(path.join(ws, "blocked.txt"))).toBe(false);
+    expect(readFileSync(path.join(ws, "granted.txt"), "utf8")).toBe("b\n");
+    expect(existsSync(path.join(ws, "rewritten.txt"))).toBe(false);
+    expect(readFileSync(path.join(ws, "added.txt"), "utf8")).toBe("x\n");
+    expect(record.items.filter((i) => i.kind === "commandExecution").map((i) => (i as { status: string }).status)).toEqual(["declined", "completed", "declined"]);
+    expect(turn.warnings.map((w) => w.message)).toContain("beforeToolCall rewrote the approval request's params; the original request was refused");
+  });
+
   it("honours a denial: Codex reports the command and the patch declined, nothing is written", async () => {
     const ws = workspace();
     decision = "deny";

@@ -162,13 +162,13 @@ describe("loadOpenClawPlugins", () => {
     expect(await call("deploy --force")).toEqual({ block: true, blockReason: "no force" });
     expect(asked).toHaveLength(1);
     answer = "allow-once";
-    expect(await call("deploy")).toEqual({ params: { command: "deploy", reason: "gated" } });
+    expect(await call("deploy")).toEqual({ params: { command: "deploy", reason: "gated" }, approved: true });
     answer = "hang";
     expect(await call("deploy")).toEqual({ block: true, blockReason: "Approval timed out" });
     answer = "allow-always";
-    expect(await call("deploy", "c2")).toEqual({ params: { command: "deploy", reason: "gated" } });
+    expect(await call("deploy", "c2")).toEqual({ params: { command: "deploy", reason: "gated" }, approved: true });
     const before = asked.length;
-    expect(await call("deploy", "c3")).toEqual({ params: { command: "deploy", reason: "gated" } });
+    expect(await call("deploy", "c3")).toEqual({ params: { command: "deploy", reason: "gated" }, approved: true });
     expect(asked).toHaveLength(before); // remembered: not asked again
     expect(resolutions).toEqual(["deny", "allow-once", "timeout", "allow-always", "allow-always"]);
     await loaded.close();

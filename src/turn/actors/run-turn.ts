@@ -6,7 +6,8 @@ import type { RunTurnEmitted, RunTurnInput, RunTurnReceived, SteerImage, TurnRec
 import type { CodexTurn } from "../../codex/app-server.js";
 import type { FinalizeRequest } from "../../codex/options.js";
 import { toolCallView, type CodexTurnEvent } from "../../codex/turn-projector.js";
-import type { ToolCallHookEvent } from "../../hooks/types.js";
+import { nativeCallKey, sameParams } from "../../codex/approval-policy.js";
+import type { BeforeToolCallResult, ToolCallHookEvent } from "../../hooks/types.js";
 import { errorCode } from "../../log/error-label.js";
 import type { TurnDeps } from "../deps.js";
 
@@ -19,6 +20,14 @@ const INTERCEPTOR_MARGIN_MS = 5_000;
 interface Channel {
   sendBack(event: RunTurnEmitted): void;
   stopped(): boolean;
+}
+
+/** `beforeToolCall`'s answer on one call, with the params it was asked with. */
+type NativeDecision = Promise<{ result: BeforeToolCallResult | undefined; params: unknown }>;
+type NativeDecisions = Map<string, NativeDecision>;
+
+function askHook(deps: TurnDeps, event: ToolCallHookEvent): NativeDecision {
+  return deps.hooks.beforeToolCall(event).then((result) => ({ result, params: event.params }));
 }
 
 /** The callback actor's body: start the turn, forward steers/interrupts, report events. Returns the cleanup. */
@@ -35,8 +44,9 @@ export function runTurn(
     interruptRequested: false,
     pendingSteers: [] as Steer[],
     userMessageStarted: false,
-    // Native calls the hook relay already put to `beforeToolCall` (it must not see them twice).
-    nativeAsked: new Set<string>(),
+    // `beforeToolCall`'s decision on each native call (by thread and call id), asked once: through the relay, as the
+    // item started, or at its approval request, whichever came first; the later ones use it.
+    nativeDecisions: new Map() as NativeDecisions,
     // The relay's Stop hook already put the final answer to `beforeAgentFinalize` (not again after the turn).
     finalizeAsked: false,
   };
@@ -85,7 +95,7 @@ async function startCodexTurn(
   deps: TurnDeps,
   input: RunTurnInput,
   channel: Channel,
-  state: { userMessageStarted: boolean; nativeAsked: Set<string>; finalizeAsked: boolean },
+  state: { userMessageStarted: boolean; nativeDecisions: NativeDecisions; finalizeAsked: boolean },
 ): Promise<CodexTurn | undefined> {
   const p = deps.params;
   // Not awaited (OpenClaw's harness fires llm_input and sends turn/start): settle waits for it.
@@ -136,7 +146,7 @@ async function startCodexTurn(
   }
 }
 
-type InterceptedCall = { callId: string; tool: string; arguments?: unknown; native?: boolean };
+type InterceptedCall = { callId: string; tool: string; arguments?: unknown; native?: boolean; threadId?: string; approvalMethod?: string };
 
 /**
  * The turn's hooks as the client's interceptors: `beforeToolCall` (dynamic tools; native ones through the hook relay),
@@ -144,22 +154,36 @@ type InterceptedCall = { callId: string; tool: string; arguments?: unknown; nati
  * ask for one more model pass; without the relay Codex never calls it, and the hook runs after the turn instead).
  * Only the hooks the host has are passed, so Codex is not asked about what nobody decides.
  */
-function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: { nativeAsked: Set<string>; finalizeAsked: boolean }, ids: { turnId: string }) {
+function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: { nativeDecisions: NativeDecisions; finalizeAsked: boolean }, ids: { turnId: string }) {
   const p = deps.params;
   const toolEvent = (call: InterceptedCall): ToolCallHookEvent => ({
     ...deps.hookIds,
-    threadId: input.threadId,
+    threadId: call.threadId ?? input.threadId,
     turnId: ids.turnId,
     callId: call.callId,
     toolName: call.tool,
     native: call.native === true,
     params: call.arguments,
+    ...(call.approvalMethod !== undefined ? { approvalMethod: call.approvalMethod } : {}),
   });
   const beforeToolCall = async (call: InterceptedCall) => {
-    if (call.native) state.nativeAsked.add(call.callId);
-    const out = await deps.hooks.beforeToolCall(toolEvent(call));
+    let asked: NativeDecision;
+    if (call.native) {
+      const key = nativeCallKey(call, input.threadId);
+      asked = state.nativeDecisions.get(key) ?? askHook(deps, toolEvent(call));
+      state.nativeDecisions.set(key, asked);
+    } else {
+      asked = askHook(deps, toolEvent(call));
+    }
+    const { result: out, params } = await asked;
     if (!out) return undefined;
-    return { ...(out.block ? { block: true, blockReason: out.blockReason ?? "blocked by a beforeToolCall hook" } : {}), ...(out.params !== undefined ? { arguments: out.params } : {}) };
+    // Params handed back as they were asked are no rewrite (an approval request asked later compares with its own).
+    const rewritten = out.params !== undefined && !sameParams(out.params, params) ? out.params : undefined;
+    return {
+      ...(out.block ? { block: true, blockReason: out.blockReason ?? "blocked by a beforeToolCall hook" } : {}),
+      ...(rewritten !== undefined ? { arguments: rewritten } : {}),
+      ...(out.approved === true ? { approved: true } : {}),
+    };
   };
   const afterToolCall = (call: InterceptedCall & { result?: string; error?: string; durationMs?: number }) =>
     deps.hooks.observe("afterToolCall", { ...toolEvent(call), ...pick(call) });
@@ -208,7 +232,7 @@ function handleStreamEvent(
   deps: TurnDeps,
   input: RunTurnInput,
   channel: Channel,
-  state: { userMessageStarted: boolean; nativeAsked: Set<string>; finalizeAsked: boolean },
+  state: { userMessageStarted: boolean; nativeDecisions: NativeDecisions; finalizeAsked: boolean },
   event: CodexTurnEvent,
 ): void {
   switch (event.type) {
@@ -252,7 +276,7 @@ function handleStreamEvent(
 function observeItem(
   deps: TurnDeps,
   input: RunTurnInput,
-  state: { userMessageStarted: boolean; nativeAsked: Set<string>; finalizeAsked: boolean },
+  state: { userMessageStarted: boolean; nativeDecisions: NativeDecisions; finalizeAsked: boolean },
   event: Extract<CodexTurnEvent, { type: "itemStarted" | "itemCompleted" }>,
 ): void {
   const item = event.item as { kind: string; id: string; tool?: string } & Record<string, unknown>;
@@ -275,7 +299,9 @@ function observeItem(
   };
   if (event.type === "itemStarted") {
     deps.emit({ type: "toolCall", tool: view.toolName });
-    if (!state.nativeAsked.has(view.toolCallId)) void deps.hooks.beforeToolCall(hookEvent);
+    // Observed as it starts, unless already asked; Codex's approval request for it, if one follows, uses this answer.
+    const key = nativeCallKey({ threadId: event.threadId, callId: view.toolCallId }, input.threadId);
+    if (!state.nativeDecisions.has(key)) state.nativeDecisions.set(key, askHook(deps, hookEvent));
     return;
   }
   const durationMs = (event.item as { durationMs?: number | null }).durationMs;
