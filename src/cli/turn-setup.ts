@@ -161,7 +161,9 @@ export type ApprovalAsker = (question: string, signal?: AbortSignal) => Promise<
 export function describeApproval(r: CodexApprovalRequest): string {
   switch (r.kind) {
     case "commandExecution":
-      return `run ${JSON.stringify(r.command ?? "")}${r.cwd ? ` in ${r.cwd}` : ""}`;
+      return r.network
+        ? `network access to ${r.network.protocol}://${r.network.host} for ${JSON.stringify(r.command ?? "")}`
+        : `${r.commandKind === "writeStdin" ? "send input to" : "run"} ${JSON.stringify(r.command ?? "")}${r.cwd ? ` in ${r.cwd}` : ""}`;
     case "fileChange":
       return `change ${r.changes.map((c) => c.path).join(", ") || "files"}`;
     case "permissions":

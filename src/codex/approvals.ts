@@ -45,7 +45,18 @@ interface ApprovalBase {
  * ```
  */
 export type CodexApprovalRequest =
-  | (ApprovalBase & { kind: "commandExecution"; command?: string; cwd?: string })
+  | (ApprovalBase & {
+      kind: "commandExecution";
+      command?: string;
+      cwd?: string;
+      /**
+       * What is asked (Codex's approval kind): `command` (run it), `humanCommand` (a command the user typed),
+       * `writeStdin` (send input to a command already running); absent from older servers (a command).
+       */
+      commandKind?: string;
+      /** Set when the command needs network access Codex's managed network would block: which host, by which protocol. */
+      network?: { host: string; protocol: string };
+    })
   | (ApprovalBase & { kind: "fileChange"; changes: CodexFileChange[]; grantRoot?: string })
   | (ApprovalBase & { kind: "permissions"; cwd?: string; permissions: Record<string, unknown> })
   | (ApprovalBase & {
@@ -113,8 +124,19 @@ export function toApprovalRequest(
   const itemId = str(p.itemId) ?? str(p.callId) ?? "";
   const base = { method: req.method, threadId, itemId, ...opt("turnId", str(p.turnId)), ...opt("reason", str(p.reason)) };
   switch (req.method) {
-    case "item/commandExecution/requestApproval":
-      return { ...base, kind: "commandExecution", ...opt("command", str(p.command)), ...opt("cwd", str(p.cwd)) };
+    case "item/commandExecution/requestApproval": {
+      const net = (typeof p.networkApprovalContext === "object" && p.networkApprovalContext !== null ? p.networkApprovalContext : {}) as Params;
+      const host = str(net.host);
+      const protocol = str(net.protocol);
+      return {
+        ...base,
+        kind: "commandExecution",
+        ...opt("command", str(p.command)),
+        ...opt("cwd", str(p.cwd)),
+        ...opt("commandKind", str(p.kind)),
+        ...(host !== undefined && protocol !== undefined ? { network: { host, protocol } } : {}),
+      };
+    }
     case "execCommandApproval": {
       const command = Array.isArray(p.command) ? p.command.map(String).join(" ") : str(p.command);
       return { ...base, kind: "commandExecution", ...opt("command", command), ...opt("cwd", str(p.cwd)) };

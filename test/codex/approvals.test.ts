@@ -60,3 +60,45 @@ describe("MCP tool-call approvals", () => {
     expect(approvalResponse(once, "approveForSession", "")).toEqual({ action: "accept", content: {}, _meta: null });
   });
 });
+
+describe("command approvals", () => {
+  // The request as codex app-server 0.169.0 sends it under approvals "untrusted" (captured offline).
+  const command = {
+    kind: "command",
+    threadId: "thr",
+    turnId: "turn",
+    itemId: "call_0_0",
+    startedAtMs: 1,
+    environmentId: "local",
+    command: "/bin/bash -c 'echo hi > out.txt'",
+    cwd: "/w",
+    commandActions: [{ type: "unknown", command: "echo hi > out.txt" }],
+    availableDecisions: ["accept", { acceptWithExecpolicyAmendment: { execpolicy_amendment: ["/bin/bash", "-c", "echo hi > out.txt"] } }, "cancel"],
+  };
+  const typedCommand = (params: unknown) => toApprovalRequest({ method: "item/commandExecution/requestApproval", params }, () => []);
+
+  it("carry the command, its cwd and what is asked; a network approval names the host and protocol", () => {
+    expect(typedCommand(command)).toEqual({
+      method: "item/commandExecution/requestApproval",
+      threadId: "thr",
+      turnId: "turn",
+      itemId: "call_0_0",
+      kind: "commandExecution",
+      command: "/bin/bash -c 'echo hi > out.txt'",
+      cwd: "/w",
+      commandKind: "command",
+    });
+    const network = typedCommand({ ...command, networkApprovalContext: { host: "registry.npmjs.org", protocol: "https" } });
+    expect(network).toMatchObject({ kind: "commandExecution", network: { host: "registry.npmjs.org", protocol: "https" } });
+    // An incomplete context is no network request.
+    expect(typedCommand({ ...command, networkApprovalContext: { host: "x" } })).not.toHaveProperty("network");
+    expect(typedCommand({ ...command, kind: "writeStdin" })).toMatchObject({ commandKind: "writeStdin" });
+  });
+
+  it("answers in the v2 shape: accept, acceptForSession (honoured by Codex 0.169 for the thread even when not listed), decline", () => {
+    const request = typedCommand(command) as CodexApprovalRequest;
+    expect(approvalResponse(request, "approve", "")).toEqual({ decision: "accept" });
+    expect(approvalResponse(request, "approveForSession", "")).toEqual({ decision: "acceptForSession" });
+    expect(approvalResponse(request, "deny", "no")).toEqual({ decision: "decline" });
+  });
+});
