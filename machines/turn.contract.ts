@@ -315,6 +315,16 @@ export interface TurnRecord {
   usage?: TurnUsage;
   compactions: NativeCompactionRecord[];
   error?: { message: string; codexErrorInfo?: string; code?: string };
+  /** Codex answered with another model than the turn asked for (`model/rerouted`): the last reroute of the turn. */
+  modelRerouted?: ModelReroute;
+}
+
+/** A `model/rerouted` notification: the model asked for, the model that answered, and Codex's reason. */
+export interface ModelReroute {
+  fromModel: string;
+  toModel: string;
+  /** e.g. `highRiskCyberActivity`. */
+  reason: string;
 }
 
 export interface MirrorOutput {

@@ -13,6 +13,7 @@ import type {
   TurnError,
   TurnStatus,
   TurnUsage,
+  ModelReroute,
   NativeCompactionRecord,
 } from "../machines/turn.contract.js";
 
@@ -271,6 +272,11 @@ export interface CodexTurnResult {
    */
   messagesSnapshot: AgentMessage[];
   usage?: TurnUsage;
+  /**
+   * Codex answered with another model than the turn asked for (`model/rerouted`, e.g. a fallback for high-risk cyber
+   * activity): the assistant messages then carry `responseModel`, and a warning says so.
+   */
+  modelRerouted?: ModelReroute;
   /** Lifecycle states in the order they were entered. */
   trace: string[];
   engine: EngineOutcomes;

@@ -171,6 +171,10 @@ export const consumedNotificationSchemas = {
   }),
   error: z.looseObject({ ...threadTurn, error: turnErrorSchema, willRetry: z.boolean() }),
   "thread/closed": z.looseObject({ threadId: z.string().min(1) }),
+  // Codex answered with another model than asked (the Responses API's `openai-model` header; e.g. a high-risk-cyber fallback).
+  "model/rerouted": z.looseObject({ ...threadTurn, fromModel: z.string(), toModel: z.string(), reason: z.string() }),
+  // A concise message for the user; `threadId` null when it is about the process, not a thread.
+  warning: z.looseObject({ threadId: z.string().nullish(), message: z.string() }),
   "thread/status/changed": z.looseObject({
     threadId: z.string().min(1),
     status: z.looseObject({ type: z.string() }),

@@ -40,7 +40,7 @@
  *   display: true, timestamp: t }
  * ```
  */
-import type { NativeCompactionRecord, TurnRecord, TurnUsage } from "../../machines/turn.contract.js";
+import type { ModelReroute, NativeCompactionRecord, TurnRecord, TurnUsage } from "../../machines/turn.contract.js";
 import type {
   AgentMessage,
   AssistantMessage,
@@ -135,7 +135,9 @@ export type CodexTurnEvent =
   | { type: "tokenUsage"; threadId: string; turnId: string; usage: TurnUsage }
   | { type: "planUpdated"; threadId: string; turnId: string; update: PlanUpdate }
   | { type: "error"; threadId: string; turnId: string; message: string; codexErrorInfo?: string; willRetry: boolean }
-  | { type: "turnCompleted"; threadId: string; turnId: string; codexStatus: TurnRecord["codexStatus"] };
+  | { type: "turnCompleted"; threadId: string; turnId: string; codexStatus: TurnRecord["codexStatus"] }
+  | { type: "modelRerouted"; threadId: string; turnId: string; reroute: ModelReroute }
+  | { type: "warning"; threadId: string; turnId: string; message: string };
 
 export interface TurnProjectorOptions {
   threadId: string;
@@ -347,6 +349,8 @@ export class TurnProjector {
   private readonly compactionsInProgress = new Set<string>();
   private group: PendingGroup | undefined;
   private lastAssistant: AssistantMessage | undefined;
+  /** The turn's model reroute, once Codex reported one. */
+  private reroute: ModelReroute | undefined;
   private promptTimestamp: number | undefined;
   private turnStartedAt: number | undefined;
   private sawPromptItem = false;
@@ -382,7 +386,7 @@ export class TurnProjector {
     const p = n.params as { threadId?: string; turnId?: string; turn?: { id?: string } };
     if (p.threadId !== this.opts.threadId) return false;
     const turnId = p.turnId ?? p.turn?.id;
-    return turnId === undefined ? n.method === "thread/status/changed" : turnId === this.opts.turnId;
+    return turnId === undefined ? n.method === "thread/status/changed" || n.method === "warning" : turnId === this.opts.turnId;
   }
 
   /** Apply one notification; returns the stream events it produced (empty when it is not ours). */
@@ -413,6 +417,13 @@ export class TurnProjector {
         return [{ type: "reasoningDelta", ...base, itemId: n.params.itemId, delta: n.params.delta, part: "content" }];
       case "thread/tokenUsage/updated":
         return this.onTokenUsage(n.params.tokenUsage);
+      case "model/rerouted": {
+        // Messages of this turn from now on name the model that answered (OpenClaw's `responseModel`).
+        this.reroute = { fromModel: n.params.fromModel, toModel: n.params.toModel, reason: n.params.reason };
+        return [{ type: "modelRerouted", ...base, reroute: { ...this.reroute } }];
+      }
+      case "warning":
+        return [{ type: "warning", ...base, message: n.params.message }];
       case "error": {
         const info = codexErrorInfoName(n.params.error.codexErrorInfo);
         if (!n.params.willRetry) {
@@ -671,6 +682,7 @@ export class TurnProjector {
       api: "codex-app-server",
       provider: this.opts.provider ?? "codex",
       model: this.opts.model ?? "unknown",
+      ...(this.reroute ? { responseModel: this.reroute.toModel } : {}),
       usage: g.usage ?? ZERO_USAGE,
       stopReason: g.clientTools > 0 || g.after.length > 0 ? "toolUse" : stopReason,
       ...(errorMessage !== undefined && g.results.length === 0 ? { errorMessage } : {}),
@@ -727,6 +739,7 @@ export class TurnProjector {
     };
     if (this.usage) record.usage = { ...this.usage };
     if (error) record.error = { ...error };
+    if (this.reroute) record.modelRerouted = { ...this.reroute };
     return record;
   }
 }

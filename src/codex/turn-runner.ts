@@ -377,6 +377,13 @@ export class TurnRunner {
       void this.endByWatchdog(run, error);
     });
     for (const e of projector.apply(n)) {
+      if (e.type === "modelRerouted") {
+        const { fromModel, toModel, reason } = e.reroute;
+        run.warn({ code: "modelRerouted", message: `codex answered with ${toModel} instead of ${fromModel} (${reason})` });
+        this.deps.logger.warn({ event: "codex.model.rerouted", threadId: run.threadId, turnId: run.turnId, fromModel, toModel, reason }, "codex rerouted the turn's model");
+      } else if (e.type === "warning") {
+        run.warn({ code: "codexWarning", message: e.message });
+      }
       try {
         run.options.onEvent?.(e);
       } catch (err) {

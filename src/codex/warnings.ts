@@ -20,7 +20,11 @@ export type CodexTurnWarningCode =
   /** `beforeFinalize` threw, timed out or returned a malformed decision; the turn ended with its answer. */
   | "finalizeCallbackFailed"
   /** `beforeFinalize` asked for more extra model passes than allowed in one turn; the turn ended. */
-  | "finalizeRevisionLimit";
+  | "finalizeRevisionLimit"
+  /** Codex answered this turn with another model than asked (`model/rerouted`); the message names both. */
+  | "modelRerouted"
+  /** Codex's own warning for the thread (a `warning` notification), its concise message for the user. */
+  | "codexWarning";
 
 /**
  * One warning of a running turn (also on `CodexTurn.warnings` and passed to `StartTurnOptions.onWarning`).
@@ -32,7 +36,7 @@ export type CodexTurnWarningCode =
  */
 export interface CodexTurnWarning {
   code: CodexTurnWarningCode;
-  /** Fixed text naming what happened; never content. */
+  /** Fixed text naming what happened (or Codex's own message, for `codexWarning`); never conversation content. */
   message: string;
   threadId: string;
   turnId?: string;

@@ -77,6 +77,11 @@ export interface FakeReply {
   dropStream?: boolean;
   /** Send bytes that are not valid SSE/JSON, then close. */
   garbage?: boolean;
+  /**
+   * The model that answered, sent as the `openai-model` response header: another model than the request's makes
+   * Codex report `model/rerouted` (as when the real API answers a flagged request with a fallback model).
+   */
+  answeredBy?: string;
 }
 
 /** A reply or a function computing one from the request. */
@@ -359,7 +364,12 @@ async function streamReply(res: ServerResponse, request: RecordedRequest, reply:
     res.end(body);
     return;
   }
-  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
+  res.writeHead(200, {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    connection: "keep-alive",
+    ...(reply.answeredBy !== undefined ? { "openai-model": reply.answeredBy } : {}),
+  });
   let closed = false;
   res.on("close", () => {
     closed = true;

@@ -52,6 +52,7 @@ export function toTurnResult(
     res.messagesSnapshot = output.record.messagesSnapshot;
     res.nativeCompactions = output.record.compactions;
     if (output.record.usage) res.usage = output.record.usage;
+    if (output.record.modelRerouted) res.modelRerouted = output.record.modelRerouted;
     if (output.record.error && !res.error) {
       const code = output.record.error.codexErrorInfo ?? output.record.error.code;
       res.error = { phase: "turnRunning", message: output.record.error.message, ...(code ? { code } : {}) };

@@ -491,3 +491,36 @@ describe("TurnProjector native items", () => {
     ).toBe("Plan: why\n- [x] done\n- [>] doing\n- [ ] next");
   });
 });
+
+describe("model reroutes and Codex's warnings", () => {
+  const wire = (method: string, params: unknown): IncomingNotification => {
+    const c = validateNotification({ method, params });
+    if (c.kind !== "ok") throw new Error(`not ok: ${c.kind}`);
+    return c.notification;
+  };
+  const ids = { threadId: "thr", turnId: "turn" };
+
+  it("a reroute of this turn is recorded and names the answering model on the answer; other turns' and process warnings are not ours", () => {
+    const p = new TurnProjector({ ...ids, originalPrompt: "q", model: "gpt-5.5" });
+    expect(p.apply(wire("model/rerouted", { threadId: "thr", turnId: "other", fromModel: "gpt-5.5", toModel: "x", reason: "r" }))).toEqual([]);
+    expect(p.apply(wire("warning", { threadId: null, message: "bubblewrap missing" }))).toEqual([]);
+    expect(p.apply(wire("warning", { threadId: "other-thread", message: "not ours" }))).toEqual([]);
+    const reroute = { fromModel: "gpt-5.5", toModel: "gpt-5.2", reason: "highRiskCyberActivity" };
+    expect(p.apply(wire("model/rerouted", { ...ids, ...reroute }))).toEqual([{ type: "modelRerouted", ...ids, reroute }]);
+    expect(p.apply(wire("warning", { threadId: "thr", message: "routed to a fallback" }))).toEqual([{ type: "warning", ...ids, message: "routed to a fallback" }]);
+    p.apply(wire("item/completed", { ...ids, item: { type: "agentMessage", id: "m1", text: "answer", phase: null } }));
+    p.apply(wire("turn/completed", { threadId: "thr", turn: { id: "turn", status: "completed", items: [], error: null } }));
+    const record = p.finish();
+    expect(record.modelRerouted).toEqual(reroute);
+    expect(record.messagesSnapshot.at(-1)).toMatchObject({ role: "assistant", model: "gpt-5.5", responseModel: "gpt-5.2" });
+  });
+
+  it("without a reroute nothing is added", () => {
+    const p = new TurnProjector({ ...ids, originalPrompt: "q", model: "gpt-5.5" });
+    p.apply(wire("item/completed", { ...ids, item: { type: "agentMessage", id: "m1", text: "answer", phase: null } }));
+    p.apply(wire("turn/completed", { threadId: "thr", turn: { id: "turn", status: "completed", items: [], error: null } }));
+    const record = p.finish();
+    expect(record).not.toHaveProperty("modelRerouted");
+    expect(record.messagesSnapshot.at(-1)).not.toHaveProperty("responseModel");
+  });
+});

@@ -59,6 +59,25 @@ describe("runCodexTurn without an engine", () => {
 });
 
 describe("runCodexTurn with the legacy engine", () => {
+  it("a rerouted model (Codex's model/rerouted) is recorded: responseModel on the answer, result.modelRerouted, Codex's warnings", async () => {
+    const file = sessions.file();
+    // The API answers with another model than asked, as it does for a request flagged as high-risk cyber activity.
+    env.fake.enqueue([{ text: "answered by the fallback", answeredBy: "gpt-5.2-fallback" }]);
+    const result = await runCodexTurn(turnParams(env, file, "a question"));
+    expect(result.status).toBe("completed");
+    expect(result.modelRerouted).toEqual({ fromModel: "fake-model", toModel: "gpt-5.2-fallback", reason: "highRiskCyberActivity" });
+    expect(result.warnings).toContain("codex answered with gpt-5.2-fallback instead of fake-model (highRiskCyberActivity)");
+    // Codex's own message for the user came too (its text is Codex's, so only its start is checked).
+    expect(result.warnings.some((w) => /flagged/i.test(w))).toBe(true);
+    const answer = (await readSessionHistory(file)).messages.at(-1) as { role: string; model?: string; responseModel?: string };
+    expect(answer).toMatchObject({ role: "assistant", model: "fake-model", responseModel: "gpt-5.2-fallback" });
+    // The next turn, answered by the model asked for, carries no reroute.
+    env.fake.enqueue([{ text: "back to normal" }]);
+    const next = await runCodexTurn(turnParams(env, file, "another"));
+    expect(next.modelRerouted).toBeUndefined();
+    expect((await readSessionHistory(file)).messages.at(-1)).not.toHaveProperty("responseModel");
+  });
+
   it("behaves exactly as without an engine", async () => {
     const file = sessions.file();
     const r = await runCodexTurn(turnParams(env, file, "legacy turn", { contextEngine: legacyEngine }));
