@@ -65,12 +65,14 @@ const offlineScriptSchema = z.array(
         })
         .strict()
         .optional(),
+      /** The model that answered (the `openai-model` header): another than asked makes Codex report a reroute. */
+      answeredBy: z.string().min(1).optional(),
     })
     .strict(),
 );
 
 /**
- * Reads `--offline-script FILE`: a JSON array of fake replies (`{ text?, delayMs?, holdOpenMs?, functionCall? }`) queued
+ * Reads `--offline-script FILE`: a JSON array of fake replies (`{ text?, delayMs?, holdOpenMs?, functionCall?, answeredBy? }`) queued
  * for the offline model, one per model request, before it falls back to "offline reply". For tests and demos.
  */
 async function readOfflineScript(file: string): Promise<FakeReply[]> {

@@ -103,6 +103,17 @@ describe("codex-turn CLI", () => {
     expect((out as { runId?: string }).runId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
   }, 90_000);
 
+  it("run prints a rerouted model: a warning line, and modelRerouted in --json", async () => {
+    const script = path.join(dir, "reroute.script.json");
+    await writeFile(script, JSON.stringify([{ text: "answered", answeredBy: "gpt-5.2-fallback" }]));
+    const args = ["run", "hello", "--session", path.join(dir, "reroute.jsonl"), "--offline", "--offline-script", script];
+    const [json, text] = await Promise.all([cli([...args, "--json"]), cli(["run", "hello", "--session", path.join(dir, "reroute-text.jsonl"), "--offline", "--offline-script", script])]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout.trim().split("\n").at(-1)!)).toMatchObject({ modelRerouted: { fromModel: "fake-model", toModel: "gpt-5.2-fallback", reason: "highRiskCyberActivity" } });
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toContain("warning: codex answered with gpt-5.2-fallback instead of fake-model (highRiskCyberActivity)");
+  }, 90_000);
+
   it("compact runs the host-level compaction: the engine's summary lands in the transcript as a pi compaction entry", async () => {
     const session = path.join(dir, "compact-entry.jsonl");
     const engine = path.join(root, "test", "cli", "fixtures", "summary-compact-engine.ts");

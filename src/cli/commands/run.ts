@@ -68,6 +68,7 @@ export function runResultJson(r: CodexTurnResult): Record<string, unknown> {
     engine: r.engine,
     followUps: r.followUps,
     ...(r.blocked ? { blocked: r.blocked } : {}),
+    ...(r.modelRerouted ? { modelRerouted: r.modelRerouted } : {}),
   };
 }
 
@@ -148,7 +149,7 @@ export function runCommand(done: (code: number) => void): Command {
   addEngineOptions(cmd);
   addServerOptions(cmd);
   addWorkOptions(cmd);
-  addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked");
+  addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked, modelRerouted");
   addInspectOptions(cmd);
   addTrajectoryOptions(cmd);
   cmd.addHelpText("after", `\nSIGINT/SIGTERM abort the turn, wait for it to settle, then exit 130.\n${LIVE_PROVIDER_HELP}`);
