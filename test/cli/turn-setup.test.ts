@@ -10,8 +10,8 @@ describe("describeApproval (the CLI's one-line approval question)", () => {
   });
 
   it("a network approval names the host and protocol, not only the command", () => {
-    expect(describeApproval({ ...base, kind: "commandExecution", command: "npm ci", cwd: "/w", network: { host: "registry.npmjs.org", protocol: "https" } })).toBe(
-      'network access to https://registry.npmjs.org for "npm ci"',
+    expect(describeApproval({ ...base, kind: "commandExecution", command: "npm ci", cwd: "/w", network: { host: "localhost", protocol: "https" } })).toBe(
+      'network access to https://localhost for "npm ci"',
     );
   });
 });
