@@ -242,6 +242,12 @@ export function createPluginTurnHooks(
     ...(e.runId ? { runId: e.runId } : {}),
     ...extra,
   });
+  // A tool hook's context, as OpenClaw builds it: `cwd` is where the call runs (a native command's or patch's own
+  // directory when Codex names one, as for OpenClaw's native operations), else the workspace.
+  const toolCtx = (e: ToolCallHookEvent, toolName: string) => {
+    const own = (e.params as { cwd?: unknown } | null | undefined)?.cwd;
+    return ctxFor(e, { toolName, toolCallId: e.callId, cwd: e.native && typeof own === "string" && own !== "" ? own : base().workspaceDir });
+  };
   const run = (name: string, event: unknown, ctx: unknown) => runPluginHook(registry, pluginId, name, event, ctx);
   const model = () => base().modelId ?? "default";
   const hooks: CodexTurnHooks = {};
@@ -301,7 +307,7 @@ export function createPluginTurnHooks(
     const settle = (event: unknown, ctx: unknown) => settlePluginHook(registry, pluginId, "before_tool_call", event, ctx);
     const approvalMs = options.pluginApprovalTimeoutMs ?? DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS;
     hooks.beforeToolCall = (e) =>
-      beforeToolCall(e, settle, ctxFor, (raw, owner) =>
+      beforeToolCall(e, settle, toolCtx, (raw, owner) =>
         decidePluginApproval(raw, { pluginId: owner, toolName: openClawToolName(e), toolCallId: e.callId, sessionId: e.sessionId }, options.onPluginApproval, approvals, approvalMs),
       );
     // OpenClaw's before_tool_call is fail-closed: a handler that throws, hangs or answers nonsense blocks the call.
@@ -313,7 +319,7 @@ export function createPluginTurnHooks(
     hooks.afterToolCall = async (e: AfterToolCallEvent) => {
       const toolName = openClawToolName(e);
       const event = { toolName, params: toolParams(e.params), runId: e.runId, toolCallId: e.callId, ...(e.result !== undefined ? { result: e.result } : {}), ...(e.error !== undefined ? { error: e.error } : {}), ...(e.durationMs !== undefined ? { durationMs: e.durationMs } : {}) };
-      await run("after_tool_call", event, ctxFor(e, { toolName, toolCallId: e.callId }));
+      await run("after_tool_call", event, toolCtx(e, toolName));
     };
   }
   if (has("before_compaction")) hooks.beforeCompaction = async (e) => void (await run("before_compaction", compactionEvent(e, false), ctxFor(e)));
@@ -338,12 +344,12 @@ export function openClawToolName(e: Pick<ToolCallHookEvent, "toolName" | "native
 async function beforeToolCall(
   e: ToolCallHookEvent,
   settle: (event: unknown, ctx: unknown) => Promise<{ results: unknown[]; owners: string[]; failures: string[] }>,
-  ctxFor: (e: HookIds, extra?: Record<string, unknown>) => unknown,
+  toolCtx: (e: ToolCallHookEvent, toolName: string) => unknown,
   approve: (requireApproval: unknown, pluginId: string) => Promise<ApprovalOutcome>,
 ): Promise<BeforeToolCallResult | undefined> {
   let params = toolParams(e.params);
   const toolName = openClawToolName(e);
-  const { results, owners, failures } = await settle({ toolName, params, runId: e.runId, toolCallId: e.callId }, ctxFor(e, { toolName, toolCallId: e.callId }));
+  const { results, owners, failures } = await settle({ toolName, params, runId: e.runId, toolCallId: e.callId }, toolCtx(e, toolName));
   if (failures.length > 0) return { block: true, blockReason: BEFORE_TOOL_CALL_FAILURE_REASON };
   let rewritten = false;
   let approval: { raw: unknown; owner: string } | undefined;

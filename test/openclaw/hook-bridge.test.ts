@@ -105,6 +105,25 @@ describe("plugin hooks as turn hooks", () => {
     expect(names).toEqual(["exec", "after:exec", "shell", "apply_patch"]);
   });
 
+  it("a tool hook's context says where the call runs: a native command's own cwd, else the workspace (as OpenClaw's)", async () => {
+    const cwds: unknown[] = [];
+    const hooks = pluginWith((api) => {
+      api.on("before_tool_call", ((_e: unknown, ctx: { cwd?: string; toolCallId?: string }) => void cwds.push([ctx.toolCallId, ctx.cwd])) as never);
+      api.on("after_tool_call", ((_e: unknown, ctx: { cwd?: string; toolCallId?: string }) => void cwds.push([`after:${ctx.toolCallId}`, ctx.cwd])) as never);
+    });
+    await hooks.beforeToolCall!({ ...base, callId: "c1", toolName: "shell", native: true, params: { command: "make", cwd: "/work/pkg" } });
+    await hooks.afterToolCall!({ ...base, callId: "c1", toolName: "shell", native: true, params: { command: "make", cwd: "/work/pkg" }, result: "ok" });
+    await hooks.beforeToolCall!({ ...base, callId: "c2", toolName: "shell", native: true, params: { command: "ls" } });
+    // A dynamic tool's own `cwd` argument is the model's, not where anything runs.
+    await hooks.beforeToolCall!({ ...base, callId: "c3", toolName: "search", native: false, params: { cwd: "/etc" } });
+    expect(cwds).toEqual([
+      ["c1", "/work/pkg"],
+      ["after:c1", "/work/pkg"],
+      ["c2", "/work"],
+      ["c3", "/work"],
+    ]);
+  });
+
   it("before_tool_call can block or rewrite a call", async () => {
     const block = pluginWith((api) => api.on("before_tool_call", (() => ({ block: true, blockReason: "not here" })) as never));
     expect(await block.beforeToolCall!({ ...base, callId: "c", toolName: "rm", native: false, params: {} })).toEqual({ block: true, blockReason: "not here" });
