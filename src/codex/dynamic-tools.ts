@@ -46,6 +46,8 @@ export interface ToolCallInfo {
   native?: boolean;
   /** The thread the call runs on (a sub-agent's, for its calls), when known. */
   threadId?: string;
+  /** Where a native call runs, when Codex said (its hook input's `cwd`, an approval request's `cwd`). */
+  cwd?: string;
   /**
    * Set when Codex asked the host to approve this native call (`item/commandExecution/requestApproval`, ...): the
    * decision is then the approval's first word (OpenClaw's tool policy for approval requests).

@@ -41,6 +41,8 @@ export const preToolUseSchema = z.object({
   tool_name: z.string().min(1),
   tool_input: z.unknown(),
   tool_use_id: z.string().min(1),
+  /** The thread's working directory (where the call runs unless the command names another). */
+  cwd: z.string().nullish(),
 });
 export type PreToolUse = z.infer<typeof preToolUseSchema>;
 
@@ -54,6 +56,8 @@ export const stopSchema = z.object({
   turn_id: z.string().nullish(),
   stop_hook_active: z.boolean().default(false),
   last_assistant_message: z.string().nullish(),
+  /** Codex's own record of the thread (its rollout file), as its hook input names it. */
+  transcript_path: z.string().nullish(),
 });
 export type StopHookCall = z.infer<typeof stopSchema>;
 

@@ -206,6 +206,8 @@ export interface FinalizeRequest {
   stopHookActive: boolean;
   /** Extra model passes already asked for in this turn. */
   revisions: number;
+  /** Codex's own record of the thread (its rollout file), when its `Stop` hook named it. */
+  transcriptPath?: string;
 }
 
 /** `StartTurnOptions.beforeFinalize`: `{ action: "revise", reason }` asks for one more model pass; anything else ends the turn. */

@@ -156,7 +156,14 @@ export async function decideStop(deps: ServerRequestDeps, call: StopHookCall): P
   const run = deps.ownRun(call.session_id);
   const hook = run?.options.beforeFinalize;
   if (!run || !hook) return { decision: "allow" };
-  const event = { threadId: run.threadId, turnId: run.turnId ?? String(call.turn_id ?? ""), assistantText: call.last_assistant_message ?? "", stopHookActive: call.stop_hook_active, revisions: run.finalizeRevisions };
+  const event = {
+    threadId: run.threadId,
+    turnId: run.turnId ?? String(call.turn_id ?? ""),
+    assistantText: call.last_assistant_message ?? "",
+    stopHookActive: call.stop_hook_active,
+    revisions: run.finalizeRevisions,
+    ...(call.transcript_path ? { transcriptPath: call.transcript_path } : {}),
+  };
   const r = await waitingOnHost(deps, run, () => withTimeout(() => hook(event), run.options.toolInterceptorTimeoutMs));
   const value = r.ok ? r.value : undefined;
   const revise = value && typeof value === "object" && value.action === "revise" && typeof value.reason === "string" && value.reason.trim() !== "" ? value.reason : undefined;
@@ -184,7 +191,14 @@ export async function decidePreToolUse(deps: ServerRequestDeps, call: PreToolUse
   const run = deps.activeRun(call.session_id);
   const hook = run?.options.beforeToolCall;
   if (!run || !hook) return { decision: "allow" };
-  const info: ToolCallInfo = { callId: call.tool_use_id, tool: nativeToolName(call.tool_name), arguments: call.tool_input, native: true, threadId: call.session_id };
+  const info: ToolCallInfo = {
+    callId: call.tool_use_id,
+    tool: nativeToolName(call.tool_name),
+    arguments: call.tool_input,
+    native: true,
+    threadId: call.session_id,
+    ...(call.cwd ? { cwd: call.cwd } : {}),
+  };
   const warn = (w: Omit<CodexTurnWarning, "threadId">) => run.warn(w);
   const asking = interceptBefore(info, { beforeToolCall: hook, interceptorTimeoutMs: run.options.toolInterceptorTimeoutMs, warn });
   // Codex may ask to approve this call next (the sandbox needs an exception): that request uses this decision.
@@ -209,7 +223,8 @@ async function askApprovalPolicy(deps: ServerRequestDeps, run: TurnRun, req: Ser
   if (!hook || !policy) return undefined;
   const p = req.params as { itemId?: unknown; approvalId?: unknown };
   const callId = typeof p.approvalId === "string" ? p.approvalId : typeof p.itemId === "string" ? p.itemId : "";
-  const info: ToolCallInfo = { callId, tool: policy.tool, arguments: policy.arguments, native: true, threadId, approvalMethod: req.method };
+  const cwd = typeof policy.arguments.cwd === "string" ? policy.arguments.cwd : undefined;
+  const info: ToolCallInfo = { callId, tool: policy.tool, arguments: policy.arguments, native: true, threadId, approvalMethod: req.method, ...(cwd ? { cwd } : {}) };
   const key = nativeCallKey(info, run.threadId);
   const warn = (w: Omit<CodexTurnWarning, "threadId">) => run.warn(w);
   const memo =

@@ -202,6 +202,8 @@ export interface ToolCallHookEvent extends TurnHookIds {
    * that decision is used.
    */
   approvalMethod?: string;
+  /** Where a native call runs, when Codex said (its `PreToolUse` hook input, an approval request, the item). */
+  cwd?: string;
 }
 
 /**
@@ -236,6 +238,8 @@ export interface BeforeAgentFinalizeEvent extends TurnHookIds {
   codexStatus: string;
   /** Asked again after a revision this hook asked for (OpenClaw's `stopHookActive`). */
   stopHookActive: boolean;
+  /** Codex's own record of the thread (its rollout file), when asked at Codex's `Stop` hook through the relay. */
+  transcriptPath?: string;
 }
 
 /**

@@ -245,7 +245,7 @@ export function createPluginTurnHooks(
   // A tool hook's context, as OpenClaw builds it: `cwd` is where the call runs (a native command's or patch's own
   // directory when Codex names one, as for OpenClaw's native operations), else the workspace.
   const toolCtx = (e: ToolCallHookEvent, toolName: string) => {
-    const own = (e.params as { cwd?: unknown } | null | undefined)?.cwd;
+    const own = e.cwd ?? (e.params as { cwd?: unknown } | null | undefined)?.cwd;
     return ctxFor(e, { toolName, toolCallId: e.callId, cwd: e.native && typeof own === "string" && own !== "" ? own : base().workspaceDir });
   };
   const run = (name: string, event: unknown, ctx: unknown) => runPluginHook(registry, pluginId, name, event, ctx);
@@ -294,7 +294,7 @@ export function createPluginTurnHooks(
       const results = await run(
         "before_agent_finalize",
         // OpenClaw's relay event (runNativeHookRelayBeforeAgentFinalize): the run, session and key, turn, model, cwd.
-        { runId: e.runId, sessionId: e.sessionId, ...(e.sessionKey ? { sessionKey: e.sessionKey } : {}), turnId: e.turnId, provider: base().modelProviderId, model: model(), cwd: base().workspaceDir, stopHookActive: e.stopHookActive, lastAssistantMessage: e.assistantText },
+        { runId: e.runId, sessionId: e.sessionId, ...(e.sessionKey ? { sessionKey: e.sessionKey } : {}), turnId: e.turnId, provider: base().modelProviderId, model: model(), cwd: base().workspaceDir, ...(e.transcriptPath ? { transcriptPath: e.transcriptPath } : {}), stopHookActive: e.stopHookActive, lastAssistantMessage: e.assistantText },
         ctxFor(e),
       );
       // OpenClaw's rule over all handlers: finalize wins, reasons join, retries are bounded per run and key.

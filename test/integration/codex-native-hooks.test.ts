@@ -85,6 +85,8 @@ describe("native tool calls put to beforeToolCall (nativeToolHooks)", () => {
       ["apply_patch", true, "call_2_0"],
     ]);
     expect(asked[0]!.params).toEqual({ command: "echo ok > allowed.txt" });
+    // Where the call runs, as Codex's hook input says (the thread's working directory).
+    expect(asked.map((e) => e.cwd)).toEqual([ws, ws, ws]);
     expect(String((asked[2]!.params as { command: string }).command)).toContain("*** Add File: patched.txt");
     // The model was told why.
     const outputs = outputsSince(from).join("\n");
@@ -241,6 +243,8 @@ describe("native tool calls put to beforeToolCall (nativeToolHooks)", () => {
       ["first answer", false, "inProgress"],
       ["revised answer, with a summary", true, "inProgress"],
     ]);
+    // Codex's own record of the thread, as its Stop hook names it (OpenClaw passes it on as transcriptPath).
+    expect(seen[0]!.transcriptPath).toMatch(new RegExp(`rollout-.*${result.threadId}\\.jsonl$`));
     const requests = env.fake.requests.slice(from);
     expect(requests).toHaveLength(2);
     expect(JSON.stringify(requests[1]!.body)).toContain("Add a one-line summary.");

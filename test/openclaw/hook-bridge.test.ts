@@ -88,6 +88,10 @@ describe("plugin hooks as turn hooks", () => {
     const event = { sessionId: "s1", runId: "run-1", sessionKey: "agent:main:s1", threadId: "th", turnId: "tu", assistantText: "done", codexStatus: "inProgress", stopHookActive: true };
     expect(await revise.beforeAgentFinalize!(event)).toEqual({ action: "revise", reason: "cite the file\n\nsecond" });
     expect(events).toEqual([{ runId: "run-1", sessionId: "s1", sessionKey: "agent:main:s1", turnId: "tu", provider: "codex", model: "gpt-test", cwd: "/work", stopHookActive: true, lastAssistantMessage: "done" }]);
+    // Through the relay, Codex's rollout path goes on as OpenClaw's transcriptPath.
+    events.length = 0;
+    await revise.beforeAgentFinalize!({ ...event, transcriptPath: "/codex/sessions/rollout-th.jsonl" });
+    expect(events).toEqual([expect.objectContaining({ transcriptPath: "/codex/sessions/rollout-th.jsonl" })]);
     const pass = pluginWith((api) => api.on("before_agent_finalize", (() => ({ action: "revise", reason: "  " })) as never));
     expect(await pass.beforeAgentFinalize!(event)).toBeUndefined();
   });
@@ -114,12 +118,15 @@ describe("plugin hooks as turn hooks", () => {
     await hooks.beforeToolCall!({ ...base, callId: "c1", toolName: "shell", native: true, params: { command: "make", cwd: "/work/pkg" } });
     await hooks.afterToolCall!({ ...base, callId: "c1", toolName: "shell", native: true, params: { command: "make", cwd: "/work/pkg" }, result: "ok" });
     await hooks.beforeToolCall!({ ...base, callId: "c2", toolName: "shell", native: true, params: { command: "ls" } });
+    // Through the relay Codex names the directory beside the tool input.
+    await hooks.beforeToolCall!({ ...base, callId: "c4", toolName: "shell", native: true, params: { command: "ls" }, cwd: "/work/sub" });
     // A dynamic tool's own `cwd` argument is the model's, not where anything runs.
     await hooks.beforeToolCall!({ ...base, callId: "c3", toolName: "search", native: false, params: { cwd: "/etc" } });
     expect(cwds).toEqual([
       ["c1", "/work/pkg"],
       ["after:c1", "/work/pkg"],
       ["c2", "/work"],
+      ["c4", "/work/sub"],
       ["c3", "/work"],
     ]);
   });

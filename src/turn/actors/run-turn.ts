@@ -146,7 +146,7 @@ async function startCodexTurn(
   }
 }
 
-type InterceptedCall = { callId: string; tool: string; arguments?: unknown; native?: boolean; threadId?: string; approvalMethod?: string };
+type InterceptedCall = { callId: string; tool: string; arguments?: unknown; native?: boolean; threadId?: string; approvalMethod?: string; cwd?: string };
 
 /**
  * The turn's hooks as the client's interceptors: `beforeToolCall` (dynamic tools; native ones through the hook relay),
@@ -165,6 +165,7 @@ function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: { nativeDe
     native: call.native === true,
     params: call.arguments,
     ...(call.approvalMethod !== undefined ? { approvalMethod: call.approvalMethod } : {}),
+    ...(call.cwd !== undefined ? { cwd: call.cwd } : {}),
   });
   const beforeToolCall = async (call: InterceptedCall) => {
     let asked: NativeDecision;
@@ -196,6 +197,7 @@ function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: { nativeDe
       assistantText: request.assistantText,
       codexStatus: "inProgress",
       stopHookActive: request.stopHookActive,
+      ...(request.transcriptPath !== undefined ? { transcriptPath: request.transcriptPath } : {}),
     });
     return out?.action === "revise" ? { action: "revise" as const, reason: out.reason } : undefined;
   };
