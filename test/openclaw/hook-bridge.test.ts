@@ -115,18 +115,18 @@ describe("plugin hooks as turn hooks", () => {
       api.on("before_tool_call", ((_e: unknown, ctx: { cwd?: string; toolCallId?: string }) => void cwds.push([ctx.toolCallId, ctx.cwd])) as never);
       api.on("after_tool_call", ((_e: unknown, ctx: { cwd?: string; toolCallId?: string }) => void cwds.push([`after:${ctx.toolCallId}`, ctx.cwd])) as never);
     });
-    await hooks.beforeToolCall!({ ...base, callId: "c1", toolName: "shell", native: true, params: { command: "make", cwd: "/work/pkg" } });
-    await hooks.afterToolCall!({ ...base, callId: "c1", toolName: "shell", native: true, params: { command: "make", cwd: "/work/pkg" }, result: "ok" });
+    await hooks.beforeToolCall!({ ...base, callId: "c1", toolName: "shell", native: true, params: { command: "make", cwd: "/srv/app/pkg" } });
+    await hooks.afterToolCall!({ ...base, callId: "c1", toolName: "shell", native: true, params: { command: "make", cwd: "/srv/app/pkg" }, result: "ok" });
     await hooks.beforeToolCall!({ ...base, callId: "c2", toolName: "shell", native: true, params: { command: "ls" } });
     // Through the relay Codex names the directory beside the tool input.
-    await hooks.beforeToolCall!({ ...base, callId: "c4", toolName: "shell", native: true, params: { command: "ls" }, cwd: "/work/sub" });
+    await hooks.beforeToolCall!({ ...base, callId: "c4", toolName: "shell", native: true, params: { command: "ls" }, cwd: "/srv/app/sub" });
     // A dynamic tool's own `cwd` argument is the model's, not where anything runs.
     await hooks.beforeToolCall!({ ...base, callId: "c3", toolName: "search", native: false, params: { cwd: "/etc" } });
     expect(cwds).toEqual([
-      ["c1", "/work/pkg"],
-      ["after:c1", "/work/pkg"],
+      ["c1", "/srv/app/pkg"],
+      ["after:c1", "/srv/app/pkg"],
       ["c2", "/work"],
-      ["c4", "/work/sub"],
+      ["c4", "/srv/app/sub"],
       ["c3", "/work"],
     ]);
   });
