@@ -51,6 +51,7 @@ export {
   CodexAppServer,
   resolveCodexHome,
   type ApprovalCallback,
+  type HostDecisionContext,
   type CodexApprovalDecision,
   type CodexApprovalRequest,
   type CodexAppServerOptions,

@@ -6,7 +6,7 @@
 import { stat } from "node:fs/promises";
 import path from "node:path";
 import type { InspectionEvent } from "xstate";
-import type { CodexApprovalDecision, CodexApprovalRequest } from "../codex/approvals.js";
+import type { CodexApprovalDecision, CodexApprovalRequest, HostDecisionContext } from "../codex/approvals.js";
 import type { CodexTurnParams } from "../params.js";
 import type { PluginApprovalCallback } from "../openclaw/index.js";
 import { createTrajectoryWriter, type TrajectoryWriter } from "../trajectory/index.js";
@@ -199,7 +199,8 @@ function workParams(opts: Partial<WorkOptionValues>, cwd: string | undefined, ou
   if (opts.approve === "ask" && ask) {
     return {
       ...where,
-      onApproval: (request: CodexApprovalRequest) => ask(`codex-turn: approval ${request.kind}: ${describeApproval(request)}`),
+      // Codex may withdraw a request (the turn was interrupted or ended): the question is then withdrawn too.
+      onApproval: (request: CodexApprovalRequest, { signal }: HostDecisionContext) => ask(`codex-turn: approval ${request.kind}: ${describeApproval(request)}`, signal),
       // The question's own timeout denies first, visibly; the turn's bound is only the backstop.
       timeouts: { approvalMs: QUESTION_TIMEOUT_MS + 5_000 },
     };

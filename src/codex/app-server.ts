@@ -49,7 +49,7 @@ import { ThreadRegistry, type ThreadInfo } from "./threads.js";
 import { TurnRun } from "./turn-run.js";
 import { TurnRunner, type CodexTurn } from "./turn-runner.js";
 
-export type { ApprovalCallback, CodexApprovalDecision, CodexApprovalRequest, CodexFileChange } from "./approvals.js";
+export type { ApprovalCallback, CodexApprovalDecision, CodexApprovalRequest, CodexFileChange, HostDecisionContext } from "./approvals.js";
 export { codexHomeTempBase, resolveCodexHome } from "./codex-home.js";
 export type { CompactThreadResult } from "./compaction.js";
 export type {
@@ -476,6 +476,8 @@ export class CodexAppServer {
       // Plan updates are not validated notifications, but the turn's projector records them (codex.plan messages).
       const planThread = (n.params as { threadId?: unknown } | undefined)?.threadId;
       if (n.method === "turn/plan/updated" && typeof planThread === "string") this.turns.onNotification(planThread, proc.generation, n);
+      // Codex stopped waiting for a request it sent (it resolved it itself): the host's pending decision is withdrawn.
+      if (n.method === "serverRequest/resolved" && typeof planThread === "string") this.turns.onNotification(planThread, proc.generation, n);
       return;
     }
     const threadId = (n.params as { threadId?: string }).threadId;

@@ -74,8 +74,17 @@ export type CodexApprovalRequest =
 /** The host's answer: approve once, approve for the rest of the session (Codex stops asking for the same thing), or deny. */
 export type CodexApprovalDecision = "approve" | "approveForSession" | "deny";
 
+/**
+ * What a host decision (`onApproval`, `onUserInput`) is given besides the request: `signal` aborts when Codex no longer
+ * waits for the answer (it resolved the request itself, `serverRequest/resolved`: the turn was interrupted or ended).
+ * A question shown to a person can then be withdrawn; a late answer is not sent.
+ */
+export interface HostDecisionContext {
+  signal: AbortSignal;
+}
+
 /** Host callback deciding approval requests. */
-export type ApprovalCallback = (request: CodexApprovalRequest) => CodexApprovalDecision | Promise<CodexApprovalDecision>;
+export type ApprovalCallback = (request: CodexApprovalRequest, context: HostDecisionContext) => CodexApprovalDecision | Promise<CodexApprovalDecision>;
 
 /** Methods this module maps; others (MCP elicitation) keep the spawn-level `approvalHandler` / decline path. */
 export const HOST_APPROVAL_METHODS = new Set([

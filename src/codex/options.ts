@@ -6,7 +6,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { contextImagesSchema, promptImagesSchema } from "./prompt-images.js";
-import type { ApprovalCallback } from "./approvals.js";
+import type { ApprovalCallback, HostDecisionContext } from "./approvals.js";
 import type { ModelCatalog } from "./config.js";
 import type { AfterToolCall, BeforeToolCall, DynamicToolSpec } from "./dynamic-tools.js";
 import { DEFAULT_MAX_LINE_BYTES } from "./rpc.js";
@@ -216,7 +216,10 @@ export type BeforeFinalize = (
 ) => { action: "revise"; reason: string } | undefined | void | Promise<{ action: "revise"; reason: string } | undefined | void>;
 
 /** Host callback for `request_user_input`; `undefined` declines (as without a callback). */
-export type UserInputCallback = (request: CodexUserInputRequest) => UserInputAnswers | undefined | Promise<UserInputAnswers | undefined>;
+export type UserInputCallback = (
+  request: CodexUserInputRequest,
+  context: HostDecisionContext,
+) => UserInputAnswers | undefined | Promise<UserInputAnswers | undefined>;
 
 export const startTurnSchema = z
   .object({

@@ -10,6 +10,7 @@ import {
   parseApprovalDecision,
   toApprovalRequest,
   type CodexApprovalDecision,
+  type HostDecisionContext,
 } from "./approvals.js";
 import { approvalPolicyCall, approvalPolicyOutcome, nativeCallKey, type ApprovalPolicyOutcome } from "./approval-policy.js";
 import { dispatchToolCall, interceptBefore, type DynamicToolSpec, type ToolCallInfo } from "./dynamic-tools.js";
@@ -139,6 +140,23 @@ async function waitingOnHost<T>(deps: ServerRequestDeps, run: TurnRun, decide: (
   }
 }
 
+/**
+ * Ask the host (bounded by `timeoutMs`) unless Codex withdraws the request first (`serverRequest/resolved`, or the turn
+ * ended): the callback's `signal` then aborts and the outcome is `withdrawn`, which gets no answer.
+ */
+async function askHost<T>(run: TurnRun, requestId: string | number, ask: (context: HostDecisionContext) => T | Promise<T>, timeoutMs: number) {
+  const controller = new AbortController();
+  run.hostDecisions.set(requestId, controller);
+  const withdrawn = new Promise<{ ok: false; reason: "withdrawn" }>((resolve) =>
+    controller.signal.addEventListener("abort", () => resolve({ ok: false, reason: "withdrawn" }), { once: true }),
+  );
+  try {
+    return await Promise.race([withTimeout(() => ask({ signal: controller.signal }), timeoutMs), withdrawn]);
+  } finally {
+    run.hostDecisions.delete(requestId);
+  }
+}
+
 /** Most extra model passes `beforeFinalize` may ask for in one turn; beyond that the turn ends (with a warning). */
 export const MAX_FINALIZE_REVISIONS = 3;
 
@@ -258,7 +276,11 @@ async function answerHostApproval(deps: ServerRequestDeps, rpc: Responder, req: 
   }
   const onApproval = run.options.onApproval;
   if (!onApproval) return answerRawApproval(deps, rpc, req);
-  const r = await waitingOnHost(deps, run, () => withTimeout(() => onApproval(request), run.options.approvalTimeoutMs));
+  const r = await waitingOnHost(deps, run, () => askHost(run, req.id, (context) => onApproval(request, context), run.options.approvalTimeoutMs));
+  if (!r.ok && r.reason === "withdrawn") {
+    deps.logger.info({ event: "codex.approval.withdrawn", method: req.method, kind: request.kind }, "codex resolved the approval request itself; no answer sent");
+    return;
+  }
   let decision: CodexApprovalDecision = "deny";
   let denyReason = "declined by the host";
   if (r.ok && parseApprovalDecision(r.value) !== undefined) {
@@ -313,7 +335,11 @@ async function answerUserInput(deps: ServerRequestDeps, rpc: Responder, req: Ser
   if (!run || !onUserInput || typeof p.itemId !== "string" || !Array.isArray(p.questions)) return unsupported(deps, rpc, req);
   // The asking thread: the turn's own, or a sub-agent's working for it (its turn id is then the sub-agent's).
   const request: CodexUserInputRequest = { threadId: p.threadId as string, turnId: String(p.turnId ?? run.turnId ?? ""), itemId: p.itemId, questions: p.questions };
-  const r = await waitingOnHost(deps, run, () => withTimeout(() => onUserInput(request), run.options.userInputTimeoutMs));
+  const r = await waitingOnHost(deps, run, () => askHost(run, req.id, (context) => onUserInput(request, context), run.options.userInputTimeoutMs));
+  if (!r.ok && r.reason === "withdrawn") {
+    deps.logger.info({ event: "codex.userInput.withdrawn", itemId: p.itemId }, "codex resolved the user-input request itself; no answer sent");
+    return;
+  }
   if (r.ok && isAnswers(r.value)) {
     deps.logger.info({ event: "codex.userInput.answered", itemId: p.itemId, answers: Object.keys(r.value).length }, "user input answered by the host");
     rpc.respond(req.id, { answers: r.value });

@@ -83,6 +83,8 @@ export class TurnRun {
    * it was asked with: Codex's approval request for the same call uses it instead of asking again.
    */
   readonly nativeDecisions = new Map<string, Promise<{ decision: BeforeToolCallDecision; asked: unknown }>>();
+  /** Host decisions (approvals, user input) waiting for an answer, by server request id: withdrawn when Codex no longer waits. */
+  readonly hostDecisions = new Map<string | number, AbortController>();
   /** Image files steered into this turn, by path (the projector records a `localImage` Codex echoes with these bytes). */
   readonly sentImageFiles = new Map<string, PromptImage>();
   readonly threadId: string;
@@ -101,6 +103,15 @@ export class TurnRun {
     this.model = s.model;
     this.provider = s.provider;
     this.options = s.options;
+  }
+
+  /** Codex no longer waits for these answers (it resolved the requests, or the turn ended): tell the deciders. */
+  withdrawHostDecisions(requestId?: string | number): void {
+    for (const [id, controller] of this.hostDecisions) {
+      if (requestId !== undefined && id !== requestId) continue;
+      this.hostDecisions.delete(id);
+      controller.abort();
+    }
   }
 
   /** Record a warning and tell the host (a throwing `onWarning` is ignored). */

@@ -333,6 +333,7 @@ export class TurnRunner {
    * the parent turn waiting on it, and its file changes are kept for the approval requests the parent's host answers.
    */
   onNotification(threadId: string, generation: number, n: IncomingNotification): void {
+    if (n.method === "serverRequest/resolved") return this.withdrawResolved(threadId, n.params);
     this.noteSubAgents(threadId, n);
     const run = this.runs.get(threadId);
     if (!run) {
@@ -342,6 +343,13 @@ export class TurnRunner {
     if (run.generation !== generation) return;
     if (run.state === "starting") run.buffer.push(n);
     else if (run.state === "running") this.apply(run, n);
+  }
+
+  /** Codex resolved a request it had sent (`serverRequest/resolved`): the host's pending decision on it is withdrawn. */
+  private withdrawResolved(threadId: string, params: unknown): void {
+    const requestId = (params as { requestId?: unknown } | null | undefined)?.requestId;
+    if (typeof requestId !== "string" && typeof requestId !== "number") return;
+    this.runFor(threadId)?.withdrawHostDecisions(requestId);
   }
 
   private onSubAgentNotification(threadId: string, generation: number, n: IncomingNotification): void {
@@ -400,6 +408,8 @@ export class TurnRunner {
     const wasStarting = run.state === "starting";
     run.state = "done";
     run.clearTimers();
+    // Codex resolves what it still asked of the host when a turn ends; nobody waits for those answers any more.
+    run.withdrawHostDecisions();
     run.batcher?.close(override ? `turn ${override.codexStatus}` : "turn completed");
     if (this.runs.get(run.threadId) === run) this.runs.delete(run.threadId);
     if (wasStarting || !run.projector) return;

@@ -64,6 +64,31 @@ describe("host callbacks of a turn (scripted fake app-server)", () => {
     expect(broken.turn.warnings.map((w) => w.code)).toEqual(["userInputCallbackFailed"]);
   });
 
+  it("a request Codex resolves itself (serverRequest/resolved) withdraws the host's decision: its signal aborts, no answer is sent", async () => {
+    const server = await CodexAppServer.spawn({ codexBin: FAKE, temporaryHome: true, env: { FAKE_APP_SERVER_MODE: "resolve-requests" } });
+    servers.push(server);
+    const { threadId } = await server.startThread();
+    const withdrawn: string[] = [];
+    // A person who never answers: each callback waits until it is told the question is gone.
+    const waitForWithdrawal = (what: string, signal: AbortSignal) => {
+      withdrawn.push(`asked ${what}`);
+      return new Promise<undefined>((resolve) => signal.addEventListener("abort", () => (withdrawn.push(`withdrawn ${what}`), resolve(undefined)), { once: true }));
+    };
+    const turn = await server.startTurn({
+      threadId,
+      text: "hello",
+      onApproval: (_r: CodexApprovalRequest, { signal }: { signal: AbortSignal }) => waitForWithdrawal("approval", signal).then(() => "approve" as const),
+      onUserInput: (_r: CodexUserInputRequest, { signal }: { signal: AbortSignal }) => waitForWithdrawal("userInput", signal),
+    });
+    const record = await turn.completion;
+    // Each withdrawn when Codex resolved it, while the turn went on (not only when it ended).
+    expect(withdrawn).toEqual(["asked approval", "withdrawn approval", "asked userInput", "withdrawn userInput"]);
+    // Neither the late "approve" nor a decline went back, and nothing was sent after the resolution.
+    expect(JSON.parse(record.assistantText)).toEqual({ approval: "no reply", userInput: "no reply", lateReplies: 0 });
+    // Not a failure of the host: no warnings.
+    expect(turn.warnings).toEqual([]);
+  });
+
   it("a host answering slower than the idle timeout is waited for (the watchdog is off while the host decides)", async () => {
     const slow = async () => {
       await new Promise((r) => setTimeout(r, 600));

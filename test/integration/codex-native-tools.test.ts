@@ -11,6 +11,7 @@ import { SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { CodexApprovalDecision, CodexApprovalRequest } from "../../src/codex/app-server.js";
 import { validateNotification } from "../../src/codex/rpc.js";
+import { waitFor } from "../codex/helpers.js";
 import { TurnProjector, type TurnRecordCore } from "../../src/codex/turn-projector.js";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { mirrorTurnToTranscript } from "../../src/transcript/mirror.js";
@@ -245,6 +246,33 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     expect(readFileSync(path.join(ws, "added.txt"), "utf8")).toBe("x\n");
     expect(record.items.filter((i) => i.kind === "commandExecution").map((i) => (i as { status: string }).status)).toEqual(["declined", "completed", "declined"]);
     expect(turn.warnings.map((w) => w.message)).toContain("beforeToolCall rewrote the approval request's params; the original request was refused");
+  });
+
+  it("an approval still open when the turn is interrupted is withdrawn: Codex resolves it, the host's signal aborts at once", async () => {
+    const ws = workspace();
+    env.fake.enqueue([{ functionCall: execCommandCall("echo never > never.txt", { workdir: ws }) }, { text: "not reached" }]);
+    const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "untrusted" });
+    let withdrawnAt = 0;
+    let asked!: () => void;
+    const askedNow = new Promise<void>((r) => (asked = r));
+    const turn = await env.codex.startTurn({
+      threadId,
+      text: "write it",
+      // A person who has not answered yet: the question stays open until it is withdrawn.
+      onApproval: (_request, { signal }) => {
+        asked();
+        return new Promise((resolve) => signal.addEventListener("abort", () => ((withdrawnAt = Date.now()), resolve("approve")), { once: true }));
+      },
+    });
+    await askedNow;
+    const interruptedAt = Date.now();
+    await turn.interrupt();
+    const record = await turn.completion;
+    expect(record.codexStatus).toBe("interrupted");
+    await waitFor(() => withdrawnAt > 0, 5_000);
+    expect(withdrawnAt - interruptedAt).toBeLessThan(5_000);
+    // The late "approve" was not sent: nothing ran.
+    expect(existsSync(path.join(ws, "never.txt"))).toBe(false);
   });
 
   it("honours a denial: Codex reports the command and the patch declined, nothing is written", async () => {

@@ -89,7 +89,7 @@ export class ApprovalQuestions {
   private withdraw(entry: OpenQuestion): void {
     const at = this.open.indexOf(entry);
     if (at < 0) return;
-    if (at === 0) return this.settle("deny", " (no longer asked: the request timed out)");
+    if (at === 0) return this.settle("deny", " (no longer asked: the request was withdrawn)");
     this.open.splice(at, 1);
     entry.resolve("deny");
   }

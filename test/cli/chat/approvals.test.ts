@@ -57,7 +57,7 @@ describe("chat --approve ask questions", () => {
     expect(await first).toBe("deny");
     expect(shown).toEqual([
       "run A -- approve? [y]es / [s]ession / [N]o",
-      "run A -> deny (no longer asked: the request timed out)",
+      "run A -> deny (no longer asked: the request was withdrawn)",
       "run C -- approve? [y]es / [s]ession / [N]o",
     ]);
     expect(q.answer("y")).toBe(true);
