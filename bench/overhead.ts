@@ -407,7 +407,8 @@ export async function runOverhead(opts: {
         "thread this app-server holds (a real thread/resume RPC only after a restart or a settings change), writes the " +
         "pending-finalize record (with the turn's snapshot, no fsync), mirrors the turn (one O_APPEND write, fsynced " +
         "together with the record and its directory: 3 fsyncs in one commit), writes the binding twice without fsync " +
-        "(on accept, overlapping the Codex turn; with the usage, while the mirror waits for its fsync) and clears the pending record (no fsync). " +
+        "(on accept with the in-flight marker, overlapping the Codex turn; with the usage and without the marker once the pending record is " +
+        "written, while the mirror waits for its fsync) and clears the pending record (no fsync). " +
         "The direct client does none of it.",
     };
   } finally {

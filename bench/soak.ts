@@ -11,10 +11,12 @@
  * Then the long-turn kill (`longTurnKill` in the summary), `--long-rounds` times on a fresh session each: process A
  * runs a turn whose model reply is slowed by `--long-delay-ms` per SSE event (about 10 events: > 10 s, longer than the
  * session lock's 10 s stale time), process B starts a turn on the same session once A's is accepted and waits for
- * the lock; A is SIGKILLed 11-14 s into its turn. B must get the lock (dead holder), run its turn, and a third process
- * C re-runs A's prompt the way a host does after a crash. Counted: lost turns (completed but not in the transcript),
- * duplicated mirror entries, duplicate finalizes, finalizes that saw another turn's prompt, B turns accepted by Codex
- * before A died (the lock did not hold), lock directories left, lingering app-servers.
+ * the lock; A is SIGKILLed 11-14 s into its turn. B must get the lock (dead holder), recover A's turn from Codex's
+ * thread (the binding's in-flight marker), run its own, and a third process C re-runs A's prompt only if the transcript
+ * still lacks it, the way a host does after a crash. Counted: lost turns (completed but not in the transcript), A's
+ * turns recovered from Codex (mirrored once, not run again), duplicated mirror entries, duplicate finalizes (by the
+ * turn's own prompt), finalizes that mixed two turns' prompts, B turns accepted by Codex before A died (the lock did
+ * not hold), lock directories left, lingering app-servers.
  *
  * The last prompt of a session is never a crash target, so its worker's turn also finalizes whatever the previous
  * worker left pending (finalizePendingTurns runs before every turn) and the session ends settled.
@@ -145,6 +147,8 @@ interface LongRoundReport {
   duplicatedMirrorEntries: number;
   duplicateFinalizes: number;
   crossTurnFinalizes: number;
+  /** A's turn reached the transcript once without being run again (recovered from Codex's thread by B). */
+  cutTurnRecovered: boolean;
   secondTurnAcceptedWhileFirstAlive: boolean;
   killedAfterMs: number;
   lockLeft: boolean;
@@ -191,7 +195,10 @@ async function longTurnKillRound(index: number, rand: () => number): Promise<Lon
     lost: fates.filter(([p, f]) => completed.has(p) && f.mirrored === 0).length,
     duplicatedMirrorEntries: report.duplicateKeys + fates.reduce((n, [, f]) => n + Math.max(0, f.mirrored - 1), 0),
     duplicateFinalizes: fates.reduce((n, [, f]) => n + Math.max(0, f.finalized - 1), 0),
-    crossTurnFinalizes: lines.filter((l) => l.kind === "finalize" && l.userTexts.some((t) => t !== l.prompt)).length,
+    // B's attempt finalizes A's recovered turn as well as its own: a finalize is attributed to its turn's prompt, and
+    // one that handed the engine two turns' prompts at once is the defect counted here.
+    crossTurnFinalizes: lines.filter((l) => l.kind === "finalize" && new Set(l.userTexts).size > 1).length,
+    cutTurnRecovered: retry.length === 0 && report.prompts.get(pa)?.mirrored === 1 && report.prompts.get(pa)?.accepted === 1,
     secondTurnAcceptedWhileFirstAlive: bBeforeKill,
     killedAfterMs,
     lockLeft: readdirSync(dir).some((n) => n.includes(".lock")),
@@ -221,6 +228,7 @@ const longTurnKill = {
   killedAfterMs: longRounds.map((r) => r.killedAfterMs),
   turnsCompleted: sumOf("completed"),
   lostTurns: sumOf("lost"),
+  cutTurnsRecovered: sumOf("cutTurnRecovered"),
   duplicatedMirrorEntries: sumOf("duplicatedMirrorEntries"),
   duplicateFinalizes: sumOf("duplicateFinalizes"),
   crossTurnFinalizes: sumOf("crossTurnFinalizes"),

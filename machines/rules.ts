@@ -10,11 +10,24 @@ import type { AccordionFacts, AssembleOutput, EngineFacts, HistoryOutput, LastUs
  *
  * @example
  * ```ts
- * needsRecovery({ waitedMs: 0, pendingRecord: false }); // false
+ * needsRecovery({ waitedMs: 0, pendingRecord: false, turnInFlight: false }); // false
  * ```
  */
 export function needsRecovery(lock: Pick<LockOutput, "pendingRecord">): boolean {
   return lock.pendingRecord;
+}
+
+/**
+ * Recover a turn an earlier attempt left in flight (Codex accepted it; the attempt died before writing its pending
+ * record) before this turn, after any pending records: the binding's marker says so, read under the lock.
+ *
+ * @example
+ * ```ts
+ * turnLeftInFlight({ waitedMs: 0, pendingRecord: false, turnInFlight: true }); // true
+ * ```
+ */
+export function turnLeftInFlight(lock: Pick<LockOutput, "turnInFlight">): boolean {
+  return lock.turnInFlight;
 }
 
 /** Bootstrap runs only for an active engine that has `bootstrap`, and only when the session file existed before. */

@@ -127,6 +127,22 @@ export interface LockOutput {
    * attempt left a turn to complete, so recovery runs before this turn.
    */
   pendingRecord: boolean;
+  /**
+   * The thread binding records a turn Codex accepted whose pending record was never written (the binding's
+   * `turnInFlight`): an earlier attempt died while Codex ran it, so the turn is recovered from Codex's thread first.
+   */
+  turnInFlight: boolean;
+}
+
+/** What recovering a turn an earlier attempt left in flight did (see `recoverCutTurn` in src/recovery.ts). */
+export interface CutTurnOutput {
+  turnId: string;
+  outcome: "recovered" | "alreadyMirrored" | "notInThread" | "unreadable" | "noAppServer";
+  codexStatus?: string;
+  messages?: number;
+  itemsSkipped?: number;
+  mirroredMessages?: number;
+  finalized?: number;
 }
 
 /** What recovering a crashed earlier attempt did (see `recoverCodexSession`). */

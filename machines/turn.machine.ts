@@ -25,6 +25,7 @@ import {
   maintenanceSkipReason,
   mirrorIsTailOfHistory,
   needsRecovery,
+  turnLeftInFlight,
   settleStatus,
   shouldAssemble,
   shouldBootstrap,
@@ -47,6 +48,7 @@ import type {
   LastUsageFacts,
   LockOutput,
   RecoveryOutput,
+  CutTurnOutput,
   SessionLoadOutput,
   HistoryOutput,
   HooksOutput,
@@ -86,6 +88,10 @@ export interface TurnContext {
   /** The bound thread could not be resumed: this attempt re-projected for a fresh thread (once). */
   resumeFellBack: boolean;
   recovery?: RecoveryOutput;
+  /** What the session lock step found (a pending record, a turn left in flight). */
+  lockFacts?: LockOutput;
+  /** What became of a turn an earlier attempt left in flight, when there was one. */
+  cutTurn?: CutTurnOutput;
   mirror?: MirrorOutput;
   /** finalize's session snapshot: where it came from, and the re-read history when it came from a re-read. */
   finalizeSource?: FinalizeSnapshotSource;
@@ -225,6 +231,7 @@ export const turnMachine = setup({
   actors: {
     acquireSessionLock: fromPromise<LockOutput, { sessionFile: string }>(notProvided("acquireSessionLock")),
     recoverSession: fromPromise<RecoveryOutput, { sessionFile: string }>(notProvided("recoverSession")),
+    recoverCutTurn: fromPromise<CutTurnOutput, { sessionFile: string }>(notProvided("recoverCutTurn")),
     readHistory: fromPromise<SessionLoadOutput, { sessionFile: string }>(notProvided("readHistory")),
     rereadHistory: fromPromise<HistoryOutput, { sessionFile: string }>(notProvided("rereadHistory")),
     rereadHistoryForFinalize: fromPromise<HistoryOutput, { sessionFile: string }>(notProvided("rereadHistoryForFinalize")),
@@ -255,6 +262,7 @@ export const turnMachine = setup({
   },
   guards: {
     crashedAttemptPending: (_, params: { output: LockOutput }) => needsRecovery(params.output),
+    turnLeftInFlight: (_, params: { lock: LockOutput | undefined }) => params.lock !== undefined && turnLeftInFlight(params.lock),
     // Read from the load's output: guards run before the transition's actions store it.
     shouldBootstrap: ({ context }, params: { output: SessionLoadOutput }) =>
       shouldBootstrap(context.input.engine, params.output.sessionFileExisted ?? context.hadSessionFile),
@@ -306,7 +314,12 @@ export const turnMachine = setup({
     /** Host hook: start `maintain` after the result is returned, tracked by the host. */
     scheduleBackgroundMaintenance: () => {},
     /** Host hook: Codex accepted the turn, so the thread holds what was injected: record it in the binding (no fsync). */
-    persistAcceptedBinding: (_, _params: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }) => {},
+    persistAcceptedBinding: (_, _params: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput; freshThread: boolean }) => {},
+    /**
+     * Host hook: the turn's pending record is written, so the binding's in-flight marker (set on accept, with the
+     * original prompt, so a crash before this point leaves the turn recoverable from Codex's thread) goes.
+     */
+    clearTurnInFlight: (_, _params: { turnId: string }) => {},
     /**
      * Host hook: the ended turn's usage goes to the binding (no fsync). The host writes it while the mirror waits for its
      * fsync, when the event loop is otherwise idle (a write during the turn competes with Codex for the CPU instead).
@@ -316,6 +329,14 @@ export const turnMachine = setup({
     persistNativeCompaction: (_, _params: { compaction: NativeCompactionRecord; preTurn: boolean }) => {},
     enterState: assign({ trace: ({ context }, params: { state: string }) => [...context.trace, params.state] }),
     storeRecovery: assign((_, params: { output: RecoveryOutput }) => ({ recovery: params.output })),
+    storeLockFacts: assign((_, params: { output: LockOutput }) => ({ lockFacts: params.output })),
+    storeCutTurn: assign(({ context }, params: { output: CutTurnOutput }) => ({
+      cutTurn: params.output,
+      warnings:
+        params.output.outcome === "notInThread" || params.output.outcome === "unreadable"
+          ? [...context.warnings, `an earlier attempt's turn ${params.output.turnId} was cut short and Codex could not give it back (${params.output.outcome}); it is not in the transcript`]
+          : context.warnings,
+    })),
     warnEndedWaitingForLock: assign(({ context }) => ({
       warnings: [...context.warnings, "ended while waiting for the session lock; nothing ran"],
     })),
@@ -611,11 +632,22 @@ export const turnMachine = setup({
               {
                 guard: { type: "crashedAttemptPending", params: ({ event }) => ({ output: event.output }) },
                 target: "recovering",
-                actions: { type: "logLifecycle", params: ({ event }) => ({ event: "session lock acquired", waitedMs: event.output.waitedMs, pendingRecord: true }) },
+                actions: [
+                  { type: "storeLockFacts", params: ({ event }) => ({ output: event.output }) },
+                  { type: "logLifecycle", params: ({ event }) => ({ event: "session lock acquired", waitedMs: event.output.waitedMs, pendingRecord: true, turnInFlight: event.output.turnInFlight }) },
+                ],
+              },
+              {
+                guard: { type: "turnLeftInFlight", params: ({ event }) => ({ lock: event.output }) },
+                target: "recoveringCutTurn",
+                actions: [
+                  { type: "storeLockFacts", params: ({ event }) => ({ output: event.output }) },
+                  { type: "logLifecycle", params: ({ event }) => ({ event: "session lock acquired", waitedMs: event.output.waitedMs, pendingRecord: false, turnInFlight: true }) },
+                ],
               },
               {
                 target: "#turn.loadHistory",
-                actions: { type: "logLifecycle", params: ({ event }) => ({ event: "session lock acquired", waitedMs: event.output.waitedMs, pendingRecord: false }) },
+                actions: { type: "logLifecycle", params: ({ event }) => ({ event: "session lock acquired", waitedMs: event.output.waitedMs, pendingRecord: false, turnInFlight: false }) },
               },
             ],
             onError: {
@@ -629,12 +661,41 @@ export const turnMachine = setup({
             id: "recover",
             src: "recoverSession",
             input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
-            onDone: {
-              target: "#turn.loadHistory",
-              actions: { type: "storeRecovery", params: ({ event }) => ({ output: event.output }) },
-            },
+            // After the pending records (one may hold that very turn): a turn an attempt left in flight.
+            onDone: [
+              {
+                guard: { type: "turnLeftInFlight", params: ({ context }) => ({ lock: context.lockFacts }) },
+                target: "recoveringCutTurn",
+                actions: { type: "storeRecovery", params: ({ event }) => ({ output: event.output }) },
+              },
+              {
+                target: "#turn.loadHistory",
+                actions: { type: "storeRecovery", params: ({ event }) => ({ output: event.output }) },
+              },
+            ],
             // A crashed attempt's turn that cannot be completed (e.g. its mirror still fails) blocks the session:
             // a new turn appended before it would reorder the transcript.
+            onError: {
+              target: "#turn.failed",
+              actions: { type: "recordFailureBeforeTurn", params: ({ event }) => ({ error: toTurnError("recovery", event.error) }) },
+            },
+          },
+        },
+        // Codex accepted a turn of an earlier attempt that died before recording it: the turn is rebuilt from Codex's
+        // thread, mirrored and finalized before this turn (or, when Codex cannot give it back, left out with a warning).
+        recoveringCutTurn: {
+          invoke: {
+            id: "recoverCutTurn",
+            src: "recoverCutTurn",
+            input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
+            onDone: {
+              target: "#turn.loadHistory",
+              actions: [
+                { type: "storeCutTurn", params: ({ event }) => ({ output: event.output }) },
+                { type: "logLifecycle", params: ({ event }) => ({ event: "cut turn recovery", outcome: event.output.outcome, messages: event.output.messages ?? 0 }) },
+              ],
+            },
+            // Its transcript write failed: as for a pending turn, the session waits rather than reorder the transcript.
             onError: {
               target: "#turn.failed",
               actions: { type: "recordFailureBeforeTurn", params: ({ event }) => ({ error: toTurnError("recovery", event.error) }) },
@@ -1057,6 +1118,7 @@ export const turnMachine = setup({
               params: ({ context, event }) => ({
                 threadId: context.threadId ?? "",
                 turnId: event.turnId,
+                prompt: context.input.prompt,
                 projection: context.projection,
                 freshThread: context.rotateThread || context.resumeFellBack,
               }),
@@ -1104,6 +1166,7 @@ export const turnMachine = setup({
                   params: ({ context, event }) => ({
                     threadId: context.threadId ?? "",
                     turnId: event.turnId,
+                    prompt: context.input.prompt,
                     projection: context.projection,
                     freshThread: context.rotateThread || context.resumeFellBack,
                   }),
@@ -1167,7 +1230,8 @@ export const turnMachine = setup({
             id: "recordPending",
             src: "recordPendingFinalize",
             input: ({ context }) => ({ record: context.record!, prePromptMessageCount: context.prePromptMessageCount }),
-            onDone: { target: "writing" },
+            // Only once the record holds the turn does the binding's in-flight marker go (a failed record keeps it).
+            onDone: { target: "writing", actions: { type: "clearTurnInFlight", params: ({ context }) => ({ turnId: context.record!.turnId }) } },
             onError: {
               target: "writing",
               actions: ["warnPendingNotRecorded", { type: "logLifecycle", params: { event: "pending record failed" } }],

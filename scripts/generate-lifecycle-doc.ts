@@ -38,10 +38,14 @@ record and finalize's snapshot choice are visible here and in the inspector, not
 1. **session** takes the per-session lock (\`session.acquiringLock\`; across processes; a path outside \`sessionRoot\` is
    refused first, before anything is created). When the locked session holds a pending-finalize record
    (\`crashedAttemptPending\`), it first completes what the crashed attempt left (\`session.recovering\`: mirror from the
-   record, then finalize); a session without one goes straight to loadHistory. An abort or a yield while waiting for the
-   lock ends the attempt with nothing run. A lock that cannot be had, or a crashed turn that still cannot be written,
-   ends in \`failed\` (phase \`lock\` / \`recovery\`): a new turn must not be appended before an earlier one. The host
-   releases the lock when the machine reaches a final state.
+   record, then finalize). When the thread binding records a turn Codex accepted whose pending record was never written
+   (\`turnLeftInFlight\`: the attempt died mid-turn), that turn is rebuilt from Codex's own record of the thread
+   (\`session.recoveringCutTurn\`: \`thread/read\`, the original prompt from the binding, then pending record, mirror and
+   finalize as for any ended turn; a turn Codex cannot give back is left out with a warning). A clean session goes
+   straight to loadHistory. An abort or a yield while waiting for the lock ends the attempt with nothing run. A lock
+   that cannot be had, or a crashed turn that still cannot be written, ends in \`failed\` (phase \`lock\` /
+   \`recovery\`): a new turn must not be appended before an earlier one. The host releases the lock when the machine
+   reaches a final state.
 2. **loadHistory** reads the transcript and the thread binding. A transcript that cannot be read (unsupported version,
    another session's id, I/O) ends the attempt in \`failed\` before anything is written.
 3. **bootstrap** runs only when an active (non-legacy) engine exists, it implements \`bootstrap\`, and the session file

@@ -187,10 +187,20 @@ export const recoverCodexSessionParamsSchema = codexTurnParamsSchema
     logger: true,
     runtimeContext: true,
   })
+  .extend({
+    // Optional here: with it, a turn an attempt left in flight is rebuilt from Codex's thread too.
+    appServer: z.custom<object>(looksLikeAppServer, "appServer must be a started CodexAppServer (CodexAppServer.spawn())").optional(),
+  })
   .strict();
 
-/** Parameters of `recoverCodexSession`. */
-export type RecoverCodexSessionParams = z.input<typeof recoverCodexSessionParamsSchema>;
+/**
+ * Parameters of `recoverCodexSession`: those of a turn for the session and the engine, and optionally `appServer`
+ * (a turn an attempt left in flight is then rebuilt from Codex's thread; without it that turn is left for the next
+ * turn, which has one).
+ */
+export type RecoverCodexSessionParams = Omit<z.input<typeof recoverCodexSessionParamsSchema>, "appServer"> & {
+  appServer?: import("./codex/app-server.js").CodexAppServer;
+};
 
 /**
  * Parse recovery parameters; throws {@link CodexTurnParamsError} naming the first bad field.

@@ -7,7 +7,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import { isLegacyEngine } from "./context-engine/contract.js";
 import { buildHarnessContextEngineRuntimeContext, finalizeHarnessContextEngineTurn } from "./context-engine/lifecycle.js";
-import type { ContextEngine, ContextEngineRuntimeContext } from "./context-engine/types.js";
+import type { AgentMessage, ContextEngine, ContextEngineRuntimeContext } from "./context-engine/types.js";
 import { errorLabel } from "./log/error-label.js";
 import { silentLogger } from "./log/logger.js";
 import { parseRecoverCodexSessionParams, type ParsedTurnParams, type RecoverCodexSessionParams } from "./params.js";
@@ -16,6 +16,9 @@ import { createJsonlSessionStore } from "./store/jsonl-store.js";
 import type { SessionStore } from "./store/session-store.js";
 import { SessionFileError } from "./transcript/errors.js";
 import { movePendingFinalizeAside, type PendingFinalizeRecord } from "./transcript/pending.js";
+import type { CodexAppServer } from "./codex/app-server.js";
+import { readThreadTurn } from "./codex/thread-turn.js";
+import type { TurnRecordCore } from "./codex/turn-projector.js";
 
 export type { RecoverCodexSessionParams };
 
@@ -29,6 +32,8 @@ export interface SessionRecovery {
   finalized: number;
   /** Records dropped: the turn never reached the transcript (a record without a snapshot), or the engine failed its one replay. */
   dropped: number;
+  /** The turn an attempt left in flight (Codex accepted it, the attempt died before recording it), when there was one. */
+  cutTurn?: CutTurnRecovery;
 }
 
 /** A crashed attempt's turn could not be written to the transcript: the record stays, and the session waits for it. */
@@ -142,15 +147,123 @@ async function finalizeOne(input: RecoveryInput, turn: PendingFinalizeRecord, lo
   }
 }
 
+/** What became of a turn an attempt left in flight (the binding's `turnInFlight`), see {@link recoverCutTurn}. */
+export interface CutTurnRecovery {
+  turnId: string;
+  /**
+   * `recovered`: rebuilt from Codex's record of the thread, mirrored and finalized; `alreadyMirrored`: the transcript
+   * holds it (nothing to do); `notInThread` / `unreadable`: Codex could not give it back (the marker is dropped, the
+   * turn stays out of the transcript, as before this recovery existed); `noAppServer`: left for the next turn, which
+   * has one.
+   */
+  outcome: "recovered" | "alreadyMirrored" | "notInThread" | "unreadable" | "noAppServer";
+  /** Codex's status of the turn (`interrupted` when its attempt died mid-turn), when it was recovered. */
+  codexStatus?: string;
+  /** Messages of the rebuilt turn (original prompt first), when it was recovered. */
+  messages?: number;
+  /** Items of Codex's record this client could not read (left out). */
+  itemsSkipped?: number;
+  /** Messages appended to the transcript and turns finalized by recovering it (also counted in {@link SessionRecovery}). */
+  mirroredMessages?: number;
+  finalized?: number;
+}
+
+/** What recovering a cut turn needs beyond {@link RecoveryInput}. */
+export interface CutTurnInput extends RecoveryInput {
+  /** Reads the thread (`thread/read`); absent: the turn is left for a later attempt. */
+  appServer?: Pick<CodexAppServer, "request">;
+  /** The host's message-write hooks, applied to the rebuilt turn before anything is written (as for a live turn). */
+  prepareMessages?: (record: TurnRecordCore) => Promise<AgentMessage[]>;
+}
+
+/**
+ * Recover the turn an attempt left in flight: Codex accepted it (the binding says so) and the attempt died before it
+ * recorded the turn (no pending record, nothing mirrored). Codex kept what the turn did in its thread, so the turn is
+ * rebuilt from `thread/read` (the original prompt from the binding first) and goes through the crash protocol as a
+ * turn that just ended: pending record (snapshot), then the marker is dropped, then the mirror and the engine's
+ * finalize ({@link finalizePendingTurns}). Without it, the transcript and the engine would never see a turn the model
+ * saw and whose tools ran, and a host re-running the prompt would give it to the thread twice.
+ *
+ * Codex failing to give the turn back (the thread or turn is gone, the app-server cannot read it) drops the marker
+ * with a warning and the session goes on: the turn stays out of the transcript, as before. A transcript that cannot
+ * be written rejects (RecoveryMirrorError), as for any pending turn: the session waits for it.
+ *
+ * @example
+ * ```ts
+ * const cut = await recoverCutTurn({ params, store, engine, appServer }, logger);
+ * if (cut?.outcome === "recovered") console.log(`turn ${cut.turnId} recovered: ${cut.messages} messages`);
+ * ```
+ */
+export async function recoverCutTurn(input: CutTurnInput, logger: Logger): Promise<CutTurnRecovery | undefined> {
+  const { store, params } = input;
+  const binding = await store.readBinding();
+  const inFlight = binding?.turnInFlight;
+  if (!binding || !inFlight) return undefined;
+  const ids = { sessionId: params.sessionId, threadId: binding.threadId, turnId: inFlight.turnId };
+  const dropMarker = async () => {
+    const { turnInFlight: _dropped, ...rest } = binding;
+    await store.writeBinding(rest, { durable: false });
+  };
+  const history = await store.readHistory();
+  if (history.origins.some((o) => o?.turnId === inFlight.turnId)) {
+    await dropMarker();
+    return { turnId: inFlight.turnId, outcome: "alreadyMirrored" };
+  }
+  if (!input.appServer) {
+    logger.info({ event: "cut turn left for the next turn", ...ids }, "a turn cut short is left for an attempt with an app-server");
+    return { turnId: inFlight.turnId, outcome: "noAppServer" };
+  }
+  let read: Awaited<ReturnType<typeof readThreadTurn>>;
+  try {
+    read = await readThreadTurn(input.appServer, { threadId: binding.threadId, ...inFlight });
+  } catch (error) {
+    logger.warn({ event: "cut turn unreadable", ...ids, err: errorLabel(error) }, "Codex could not read the thread of a turn cut short; it stays out of the transcript");
+    await dropMarker();
+    return { turnId: inFlight.turnId, outcome: "unreadable" };
+  }
+  if (!read.found) {
+    logger.warn({ event: "cut turn not in thread", ...ids, reason: read.reason }, "Codex's thread does not hold the turn cut short; it stays out of the transcript");
+    await dropMarker();
+    return { turnId: inFlight.turnId, outcome: read.reason === "turnNotInThread" ? "notInThread" : "unreadable" };
+  }
+  const messages = input.prepareMessages ? await input.prepareMessages(read.record) : read.record.messagesSnapshot;
+  // The same order as a live turn: the pending record first, then the marker goes; a crash in between recovers the
+  // turn from the record (the marker then finds it mirrored).
+  await store.recordPending({
+    threadId: binding.threadId,
+    turnId: inFlight.turnId,
+    prePromptMessageCount: history.messages.length,
+    messageCount: messages.length,
+    status: read.record.codexStatus,
+    messages,
+  });
+  await dropMarker();
+  const done = await finalizePendingTurns(input, logger);
+  logger.info(
+    { event: "cut turn recovered", ...ids, codexStatus: read.codexStatus, messages: messages.length, itemsSkipped: read.itemsSkipped, appended: done.mirroredMessages },
+    "a turn cut short was recovered from Codex's thread",
+  );
+  return {
+    turnId: inFlight.turnId,
+    outcome: "recovered",
+    codexStatus: read.codexStatus,
+    messages: messages.length,
+    itemsSkipped: read.itemsSkipped,
+    mirroredMessages: done.mirroredMessages,
+    finalized: done.finalized,
+  };
+}
+
 /**
  * Complete what a crashed attempt left on a session (finish its mirror from the pending record, finalize it in the
- * engine exactly once) without running a turn. Every attempt does this first anyway; call it on host start-up to
+ * engine exactly once; with `appServer`, also rebuild a turn the attempt left in flight from Codex's thread: see
+ * {@link recoverCutTurn}) without running a turn. Every attempt does this first anyway; call it on host start-up to
  * decide from the transcript which prompts still need to run.
  *
  * @example
  * ```ts
- * const r = await recoverCodexSession({ sessionId: "s1", sessionFile: "/data/s1.jsonl", contextEngine: engine });
- * console.log(r.pending, r.mirroredMessages, r.finalized);
+ * const r = await recoverCodexSession({ sessionId: "s1", sessionFile: "/data/s1.jsonl", contextEngine: engine, appServer });
+ * console.log(r.pending, r.mirroredMessages, r.finalized, r.cutTurn?.outcome);
  * ```
  */
 export async function recoverCodexSession(params: RecoverCodexSessionParams): Promise<SessionRecovery> {
@@ -167,7 +280,13 @@ export async function recoverCodexSession(params: RecoverCodexSessionParams): Pr
   try {
     const engine = parsed.contextEngine && !isLegacyEngine(parsed.contextEngine) ? parsed.contextEngine : undefined;
     // The host's runtime context (a plugin host's provider, model, llm) reaches the replayed finalize, as in a turn.
-    return await finalizePendingTurns({ params: parsed, store, engine, ...(parsed.runtimeContext ? { runtimeContext: parsed.runtimeContext } : {}) }, logger);
+    const input = { params: parsed, store, engine, ...(parsed.runtimeContext ? { runtimeContext: parsed.runtimeContext } : {}) };
+    const stats = await finalizePendingTurns(input, logger);
+    // After the pending records (which may hold that very turn): the turn an attempt left in flight.
+    const appServer = params.appServer;
+    const cutTurn = await recoverCutTurn({ ...input, ...(appServer ? { appServer } : {}) }, logger);
+    if (!cutTurn) return stats;
+    return { ...stats, mirroredMessages: stats.mirroredMessages + (cutTurn.mirroredMessages ?? 0), finalized: stats.finalized + (cutTurn.finalized ?? 0), cutTurn };
   } finally {
     await lock.release();
   }

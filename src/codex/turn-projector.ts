@@ -389,6 +389,17 @@ export class TurnProjector {
     return turnId === undefined ? n.method === "thread/status/changed" || n.method === "warning" : turnId === this.opts.turnId;
   }
 
+  /**
+   * The items that follow belong to the model's next response when a tool's output is already in the current one.
+   * A live turn learns where a response ends from its usage notification; a turn rebuilt from Codex's record of the
+   * thread has none, so the rebuild calls this before each tool item (a model that called tools in parallel is then
+   * recorded as one response per call, which keeps every call before its result).
+   */
+  nextResponseAfterToolOutput(): void {
+    const g = this.group;
+    if (g && (g.results.length > 0 || g.after.length > 0)) this.flushGroup("toolUse");
+  }
+
   /** Apply one notification; returns the stream events it produced (empty when it is not ours). */
   apply(n: IncomingNotification): CodexTurnEvent[] {
     if (!this.matches(n) || this.status !== undefined) return [];

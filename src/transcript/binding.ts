@@ -60,6 +60,19 @@ export const threadBindingSchema = z.object({
   nativeCompactions: z.number().int().nonnegative().optional(),
   /** Who wrote the binding last (e.g. "turn", "compaction", "cli"); for inspection only. */
   updatedBy: z.string().optional(),
+  /**
+   * The turn Codex accepted on this thread whose pending-finalize record this host has not written yet, with the
+   * original prompt (and its images) the transcript records for it. Set when Codex accepts the turn, removed once the
+   * turn's pending record is written. An attempt that died in between leaves it, and the next attempt rebuilds that
+   * turn from Codex's own record of the thread (`thread/read`): see `src/recovery/cut-turn.ts`.
+   */
+  turnInFlight: z
+    .object({
+      turnId: z.string().min(1),
+      prompt: z.string(),
+      images: z.array(z.object({ type: z.literal("image"), data: z.string(), mimeType: z.string() })).optional(),
+    })
+    .optional(),
 });
 
 export type ThreadBinding = z.infer<typeof threadBindingSchema>;

@@ -13,7 +13,7 @@ import type { TurnMachineInput } from "../../machines/turn.contract.js";
 import { turnMachine } from "../../machines/turn.machine.js";
 import type { RunTurnEmitted, RunTurnInput, RunTurnReceived } from "../../machines/turn.contract.js";
 import type { TurnDeps } from "./deps.js";
-import { acquireSessionLock, recoverSession } from "./actors/session.js";
+import { acquireSessionLock, recoverSession, recoverTurnLeftInFlight } from "./actors/session.js";
 import { readHistory, rereadHistory } from "./actors/history.js";
 import { assembleContext, bootstrapEngine, compactEngine, finalizeEngine, maintainEngine } from "./actors/engine.js";
 import { projectContext } from "./actors/project.js";
@@ -48,11 +48,13 @@ export const boundTurnMachine = turnMachine.provide({
     scheduleBackgroundMaintenance: ({ context, system }) => scheduleBackgroundMaintenance(depsOf(system), context.record),
     persistAcceptedBinding: ({ system }, params) => depsOf(system).binding.accept(params),
     persistUsage: ({ system }, params) => depsOf(system).binding.usage(params.threadId, params.usage),
+    clearTurnInFlight: ({ system }, params) => depsOf(system).binding.turnRecorded(params.turnId),
     persistNativeCompaction: ({ system }, params) => depsOf(system).binding.nativeCompaction(params.compaction, params.preTurn),
   },
   actors: {
     acquireSessionLock: fromPromise(({ system, signal }) => acquireSessionLock(depsOf(system), signal)),
     recoverSession: fromPromise(({ system }) => recoverSession(depsOf(system))),
+    recoverCutTurn: fromPromise(({ system }) => recoverTurnLeftInFlight(depsOf(system))),
     readHistory: fromPromise(({ system }) => readHistory(depsOf(system))),
     rereadHistory: fromPromise(({ system }) => rereadHistory(depsOf(system))),
     rereadHistoryForFinalize: fromPromise(({ system }) => rereadHistory(depsOf(system))),

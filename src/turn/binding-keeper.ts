@@ -30,7 +30,12 @@ export interface BindingKeeper {
    * Codex accepted the turn: the thread holds what was injected. Written at once, while the Codex turn runs, so a crash
    * during the turn leaves a binding that knows what the thread holds.
    */
-  accept(p: { threadId: string; turnId: string; projection?: ProjectionOutput; freshThread: boolean }): void;
+  accept(p: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput; freshThread: boolean }): void;
+  /**
+   * The turn's pending-finalize record is written: the turn no longer depends on the binding's `turnInFlight` marker
+   * (set at accept with the original prompt) to be recovered. Written with the next queued write.
+   */
+  turnRecorded(turnId: string): void;
   /**
    * The ended turn reported usage: kept in the binding and written on the next macrotask, when the mirror is waiting
    * for its fsync (a write right here would sit between the end of the Codex turn and the transcript append; only the
@@ -52,7 +57,10 @@ export function createBindingKeeper(deps: {
   logger: Logger;
   ids: Record<string, string>;
   fingerprints: ProjectionFingerprints;
+  /** The turn's prompt images, recorded with the original prompt in `turnInFlight`. */
+  promptImages?: ReadonlyArray<{ data: string; mimeType: string }>;
 }): BindingKeeper {
+  const images = deps.promptImages?.map(({ data, mimeType }) => ({ type: "image" as const, data, mimeType }));
   let binding: ThreadBinding | undefined;
   let lastProjection: ProjectionOutput | undefined;
   let writes: Promise<void> = Promise.resolve();
@@ -74,9 +82,9 @@ export function createBindingKeeper(deps: {
     load(loaded) {
       binding = loaded;
     },
-    accept({ threadId, turnId, projection, freshThread }) {
+    accept({ threadId, turnId, prompt, projection, freshThread }) {
       lastProjection = projection;
-      binding = applyBindingUpdate(freshThread ? undefined : binding, {
+      const next = applyBindingUpdate(freshThread ? undefined : binding, {
         threadId,
         turnId,
         update: projection?.bindingUpdate,
@@ -85,7 +93,18 @@ export function createBindingKeeper(deps: {
         policyFingerprint: deps.fingerprints.policy,
         projectionMode: projection?.mode ?? "none",
       } as Parameters<typeof applyBindingUpdate>[1]);
+      // Until its pending record exists, this marker is how a crash of this attempt leaves the turn recoverable.
+      binding = { ...next, turnInFlight: { turnId, prompt, ...(images && images.length > 0 ? { images } : {}) } };
       void persist();
+    },
+    turnRecorded(turnId) {
+      if (binding?.turnInFlight?.turnId !== turnId) return;
+      const { turnInFlight: _recorded, ...rest } = binding;
+      binding = rest;
+      dirty = true;
+      setImmediate(() => {
+        if (dirty) void persist();
+      });
     },
     usage(threadId, usage) {
       if (!binding || !usage || binding.threadId !== threadId) return;

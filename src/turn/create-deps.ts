@@ -73,7 +73,7 @@ export function createTurnDeps(params: ParsedTurnParams, events: TurnEventStream
       }
     },
     hooks: createHookRunner({ hooks: params.hooks, timeoutMs: engineCallMs, logger, ids, warn: (w) => hostWarnings.push(w) }),
-    binding: createBindingKeeper({ store: sessionStore, logger, ids, fingerprints }),
+    binding: createBindingKeeper({ store: sessionStore, logger, ids, fingerprints, ...(params.images ? { promptImages: params.images } : {}) }),
     lock: {},
     fingerprints,
     hostWarnings,

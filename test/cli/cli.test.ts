@@ -87,6 +87,17 @@ describe("codex-turn CLI", () => {
     const compact = await cli(["compact", "--session", summary.transcript, "--offline", "--json"]);
     expect(compact.code).toBe(0);
     expect(JSON.parse(compact.stdout)).toMatchObject({ ok: true });
+
+    // A turn an attempt left in flight (the binding's marker) is shown, without its prompt.
+    const bindingFile = `${summary.transcript}.codex-binding.json`;
+    const binding = JSON.parse(await readFile(bindingFile, "utf8")) as Record<string, unknown>;
+    await writeFile(bindingFile, JSON.stringify({ ...binding, turnInFlight: { turnId: "turn-cut-7", prompt: "secret cut prompt" } }));
+    const cut = await cli(["inspect-session", summary.transcript]);
+    expect(cut.code).toBe(0);
+    expect(cut.stdout).toContain("turn cut short: turn-cut-7");
+    expect(cut.stdout).not.toContain("secret cut prompt");
+    const cutJson = JSON.parse((await cli(["inspect-session", summary.transcript, "--json"])).stdout) as { binding: { turnInFlight: string | null } };
+    expect(cutJson.binding.turnInFlight).toBe("turn-cut-7");
   }, 180_000);
 
   it("run --offline runs one turn and reports it as JSON", async () => {

@@ -16,6 +16,7 @@ import type {
 export type PromiseActor =
   | "acquireSessionLock"
   | "recoverSession"
+  | "recoverCutTurn"
   | "readHistory"
   | "bootstrapEngine"
   | "compactEngine"
@@ -38,6 +39,7 @@ export type PromiseActor =
 export const ACTOR_STATE: Record<PromiseActor, string[]> = {
   acquireSessionLock: ["session"],
   recoverSession: ["session"],
+  recoverCutTurn: ["session"],
   readHistory: ["loadHistory"],
   bootstrapEngine: ["bootstrap"],
   compactEngine: ["compactBeforeTurn"],
@@ -59,7 +61,7 @@ export const ACTOR_STATE: Record<PromiseActor, string[]> = {
 };
 
 /** Actors a driver settles by itself unless a test asks to control them (the session steps and bookkeeping). */
-export const AUTO_ACTORS: ReadonlySet<PromiseActor> = new Set(["acquireSessionLock", "recoverSession", "prepareTranscriptMessages", "recordPendingFinalize", "rereadHistoryForFinalize"]);
+export const AUTO_ACTORS: ReadonlySet<PromiseActor> = new Set(["acquireSessionLock", "recoverSession", "recoverCutTurn", "prepareTranscriptMessages", "recordPendingFinalize", "rereadHistoryForFinalize"]);
 
 /** The output an auto actor settles with: `okOutput`, except that preparing the messages keeps the turn's own. */
 export function autoOutput(actor: PromiseActor, input: unknown): unknown {
@@ -123,9 +125,11 @@ export function fakeRecord(codexStatus: TurnRecord["codexStatus"], turnId = "tur
 export function okOutput(actor: PromiseActor): unknown {
   switch (actor) {
     case "acquireSessionLock":
-      return { waitedMs: 0, pendingRecord: false };
+      return { waitedMs: 0, pendingRecord: false, turnInFlight: false };
     case "recoverSession":
       return { pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 };
+    case "recoverCutTurn":
+      return { turnId: "turn-0", outcome: "recovered", messages: 2 };
     case "readHistory":
       return sessionLoad();
     case "rereadHistory":

@@ -53,7 +53,7 @@ async function recordTurn(): Promise<TraceStep[]> {
   const machine = turnMachine.provide({
     actors: {
       // The session steps (lock, recovery, pending record) as the shared machine driver settles them.
-      acquireSessionLock: resolves<LockOutput>(() => ({ waitedMs: 0, pendingRecord: true })),
+      acquireSessionLock: resolves<LockOutput>(() => ({ waitedMs: 0, pendingRecord: true, turnInFlight: false })),
       recoverSession: resolves<RecoveryOutput>(() => ({ pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 })),
       recordPendingFinalize: resolves<void>(() => undefined),
       rereadHistoryForFinalize: resolves<HistoryOutput>(() => history),

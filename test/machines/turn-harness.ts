@@ -168,6 +168,7 @@ export class TurnHarness {
     if (sub === "interrupting") return "interrupting";
     if (value["session"] === "acquiringLock") return "lock";
     if (value["session"] === "recovering") return "recover";
+    if (value["session"] === "recoveringCutTurn") return "recoverCutTurn";
     if (value["threadStart"] === "resuming") return "threadResume";
     if (value["hooks"] === "reprojecting") return "reproject";
     if (value["hooks"] === "running") return "hooks";

@@ -13,7 +13,7 @@ import type { EngineFacts, TurnMachineInput } from "../../machines/turn.contract
 import { ENGINE_FULL, NO_ENGINE, TurnHarness, record, settle, transitionKey, type PromiseActorName } from "./turn-harness.js";
 
 type ModelEvent =
-  | { type: "LOCK_OK" | "LOCK_CLEAN" | "LOCK_FAIL" | "RECOVER_OK" | "RECOVER_FAIL" }
+  | { type: "LOCK_OK" | "LOCK_CLEAN" | "LOCK_IN_FLIGHT" | "LOCK_BOTH" | "LOCK_FAIL" | "RECOVER_OK" | "RECOVER_FAIL" | "CUT_OK" | "CUT_FAIL" }
   | { type: "HISTORY_OK" | "HISTORY_FAIL" | "BOOTSTRAP_OK" | "BOOTSTRAP_FAIL" | "ASSEMBLE_OK" | "ASSEMBLE_EMPTY" | "ASSEMBLE_FAIL" }
   | { type: "COMPACT_OK" | "COMPACT_NONE" | "COMPACT_FAIL" | "RELOAD_OK" | "RELOAD_FAIL" }
   | { type: "PROJECT_OK" | "PROJECT_FAIL" | "HOOKS_OK" | "HOOKS_CHANGED" | "HOOKS_FAIL" | "REPROJECT_OK" | "REPROJECT_FAIL" | "THREAD_OK" | "THREAD_FAIL" }
@@ -36,6 +36,8 @@ interface ModelContext {
   projectFailed: boolean;
   /** The gate admitted the turn: a re-projection after a refused resume does not ask it again. */
   admitted: boolean;
+  /** The binding records a turn an earlier attempt left in flight: it is recovered after any pending records. */
+  inFlight: boolean;
 }
 
 // --- The independent lifecycle model -------------------------------------------------------------------------
@@ -66,6 +68,7 @@ export const lifecycleModel = setup({
     maintainForeground: ({ context }) => maintenanceAllowed(context) && context.cfg.engine.turnMaintenanceMode === "foreground",
     promptError: ({ context }) => context.promptError,
     notAbortedYet: ({ context }) => !context.aborted && !context.yielded,
+    inFlight: ({ context }) => context.inFlight,
   },
   actions: {
     abort: assign({ aborted: true }),
@@ -77,15 +80,29 @@ export const lifecycleModel = setup({
     projectOk: assign({ projectFailed: false }),
     projectFail: assign({ projectFailed: true }),
     admit: assign({ admitted: true }),
+    leftInFlight: assign({ inFlight: true }),
   },
 }).createMachine({
   id: "model",
-  context: ({ input }) => ({ cfg: input, aborted: false, yielded: false, accepted: false, promptError: false, finalizeOk: false, fellBack: false, projectFailed: false, admitted: false }),
+  context: ({ input }) => ({ cfg: input, aborted: false, yielded: false, accepted: false, promptError: false, finalizeOk: false, fellBack: false, projectFailed: false, admitted: false, inFlight: false }),
   initial: "lock",
   states: {
     // One attempt at a time per session; a crashed attempt's turn is completed before this one starts.
-    lock: { on: { LOCK_OK: "recover", LOCK_CLEAN: "loadHistory", LOCK_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted", STEER: {} } },
-    recover: { on: { RECOVER_OK: "loadHistory", RECOVER_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted" } },
+    // Then a turn an earlier attempt left in flight (Codex accepted it, nothing recorded it) is rebuilt from Codex.
+    lock: {
+      on: {
+        LOCK_OK: "recover",
+        LOCK_BOTH: { target: "recover", actions: "leftInFlight" },
+        LOCK_IN_FLIGHT: "recoverCutTurn",
+        LOCK_CLEAN: "loadHistory",
+        LOCK_FAIL: "failed",
+        ABORT: "aborted",
+        YIELD: "yieldAborted",
+        STEER: {},
+      },
+    },
+    recover: { on: { RECOVER_OK: [{ guard: "inFlight", target: "recoverCutTurn" }, { target: "loadHistory" }], RECOVER_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted" } },
+    recoverCutTurn: { on: { CUT_OK: "loadHistory", CUT_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted" } },
     loadHistory: {
       on: {
         HISTORY_OK: [
@@ -277,8 +294,12 @@ const ctxOf = (h: TurnHarness) => (h.actor.getSnapshot() as { context: { input: 
 
 const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   // A crashed attempt left a pending record (recovery runs), or the session is clean (recovery is skipped).
-  LOCK_OK: ok("acquireSessionLock", { waitedMs: 0, pendingRecord: true }),
-  LOCK_CLEAN: ok("acquireSessionLock", { waitedMs: 0, pendingRecord: false }),
+  LOCK_OK: ok("acquireSessionLock", { waitedMs: 0, pendingRecord: true, turnInFlight: false }),
+  LOCK_CLEAN: ok("acquireSessionLock", { waitedMs: 0, pendingRecord: false, turnInFlight: false }),
+  LOCK_IN_FLIGHT: ok("acquireSessionLock", { waitedMs: 0, pendingRecord: false, turnInFlight: true }),
+  LOCK_BOTH: ok("acquireSessionLock", { waitedMs: 0, pendingRecord: true, turnInFlight: true }),
+  CUT_OK: ok("recoverCutTurn", { turnId: "turn-0", outcome: "recovered", messages: 2 }),
+  CUT_FAIL: fail("recoverCutTurn"),
   LOCK_FAIL: fail("acquireSessionLock"),
   RECOVER_OK: ok("recoverSession", { pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 }),
   RECOVER_FAIL: fail("recoverSession"),
@@ -403,7 +424,7 @@ async function replay(
     const background = maintenanceAllowed(ctx) && input.engine.turnMaintenanceMode === "background";
     if (background !== harness.backgroundScheduled > 0) return `background maintenance: model ${background}, machine ${harness.backgroundScheduled}`;
     // Engine calls happen in lifecycle order.
-    const order = ["acquireSessionLock", "recoverSession", "readHistory", "bootstrapEngine", "compactEngine", "rereadHistory", "assembleContext", "projectContext", "runPromptHooks", "admitTurn", "recordBlockedTurn", "resumeThread", "startThread", "runTurn", "prepareTranscriptMessages", "recordPendingFinalize", "mirrorTranscript", "rereadHistoryForFinalize", "finalizeEngine", "maintainEngine"];
+    const order = ["acquireSessionLock", "recoverSession", "recoverCutTurn", "readHistory", "bootstrapEngine", "compactEngine", "rereadHistory", "assembleContext", "projectContext", "runPromptHooks", "admitTurn", "recordBlockedTurn", "resumeThread", "startThread", "runTurn", "prepareTranscriptMessages", "recordPendingFinalize", "mirrorTranscript", "rereadHistoryForFinalize", "finalizeEngine", "maintainEngine"];
     // A refused resume goes back to project once: order is checked from the last projection on.
     const calls = harness.calls.slice(Math.max(0, harness.calls.lastIndexOf("projectContext")));
     const head = harness.calls.slice(0, Math.max(0, harness.calls.lastIndexOf("projectContext")));
@@ -432,7 +453,7 @@ async function runModel(input: TurnMachineInput, guards?: Record<string, () => b
 }
 
 /** The model drives the session steps itself; the pending record and finalize's re-read settle on their own. */
-const SESSION_ACTORS: PromiseActorName[] = ["acquireSessionLock", "recoverSession"];
+const SESSION_ACTORS: PromiseActorName[] = ["acquireSessionLock", "recoverSession", "recoverCutTurn"];
 
 const coverage = { paths: 0, steps: 0, states: new Set<string>(), transitions: new Set<unknown>() };
 

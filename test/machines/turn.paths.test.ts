@@ -33,8 +33,22 @@ interface Invoke {
 }
 /** The invoke of each leaf state, with the outcomes the traversal tries (every `onDone` branch and `onError`). */
 const invokes: Record<string, Invoke> = {
-  "session.acquiringLock": { id: "acquireLock", src: "acquireSessionLock", outputs: () => [{ waitedMs: 0, pendingRecord: true }, { waitedMs: 0, pendingRecord: false }] },
+  "session.acquiringLock": {
+    id: "acquireLock",
+    src: "acquireSessionLock",
+    outputs: () => [
+      { waitedMs: 0, pendingRecord: true, turnInFlight: false },
+      { waitedMs: 0, pendingRecord: false, turnInFlight: false },
+      { waitedMs: 0, pendingRecord: false, turnInFlight: true },
+      { waitedMs: 0, pendingRecord: true, turnInFlight: true },
+    ],
+  },
   "session.recovering": { id: "recover", src: "recoverSession", outputs: () => [{ pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 }] },
+  "session.recoveringCutTurn": {
+    id: "recoverCutTurn",
+    src: "recoverCutTurn",
+    outputs: () => [{ turnId: "turn-0", outcome: "recovered", messages: 2 }, { turnId: "turn-0", outcome: "notInThread" }],
+  },
   loadHistory: {
     id: "loadHistory",
     src: "readHistory",

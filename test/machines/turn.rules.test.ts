@@ -10,6 +10,7 @@ import {
   isBackgroundMaintenance,
   maintenanceSkipReason,
   needsRecovery,
+  turnLeftInFlight,
   settleStatus,
   shouldAssemble,
   shouldBootstrap,
@@ -43,6 +44,11 @@ describe("turn lifecycle rules", () => {
   it("recovers only when the locked session holds a pending record", () => {
     expect(needsRecovery({ pendingRecord: true })).toBe(true);
     expect(needsRecovery({ pendingRecord: false })).toBe(false);
+  });
+
+  it("recovers a turn left in flight only when the binding's marker names one", () => {
+    expect(turnLeftInFlight({ turnInFlight: true })).toBe(true);
+    expect(turnLeftInFlight({ turnInFlight: false })).toBe(false);
   });
 
   it("bootstraps only an active engine with bootstrap on an existing session", () => {

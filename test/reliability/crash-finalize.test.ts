@@ -5,7 +5,7 @@
  * transcript and the engine's fsynced ledger: every prompt is mirrored exactly once and finalized exactly once,
  * except in the documented unavoidable window (engine committed, record not yet cleared), where it is finalized twice.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
@@ -18,6 +18,7 @@ import {
 } from "./fixtures/turn-worker.js";
 import { recordCases } from "./case-count.js";
 import { codexHomeTempBase } from "../../src/codex/app-server.js";
+import { readSessionHistory } from "../../src/transcript/session-file.js";
 
 const dirs: string[] = [];
 const codexPids: number[] = [];
@@ -51,10 +52,26 @@ interface Case {
   pendingAfterCrash: boolean;
   /** Whether "a1"'s reply made it into the transcript (default true). */
   replied?: boolean;
+  /**
+   * What recovery may find of a turn left in flight (undefined: none, the marker went once the pending record was
+   * written). Killed right after the record, the marker may still be there: the record's recovery mirrors the turn
+   * first, and the marker then finds it mirrored.
+   */
+  cutTurn?: Array<string | undefined>;
 }
 
 const cases: Case[] = [
-  { point: "midTurn", title: "killed mid-turn: not mirrored, not finalized, the prompt runs again once", finalized: 1, accepted: 2, retried: true, pendingAfterCrash: false },
+  {
+    // Codex accepted the turn and kept what it did in its thread; the binding's in-flight marker names it, with the
+    // original prompt. Recovery rebuilds it from thread/read: mirrored and finalized once, never run again.
+    point: "midTurn",
+    title: "killed mid-turn: rebuilt from Codex's thread, mirrored and finalized once, not run again",
+    finalized: 1,
+    accepted: 1,
+    retried: false,
+    pendingAfterCrash: false,
+    cutTurn: ["recovered"],
+  },
   {
     point: "afterPendingRecord",
     title: "killed after the pending record, before the mirror: recovery mirrors the turn from the record and finalizes it once",
@@ -62,6 +79,7 @@ const cases: Case[] = [
     accepted: 1,
     retried: false,
     pendingAfterCrash: true,
+    cutTurn: [undefined, "alreadyMirrored"],
   },
   {
     // The prompt line landed, the reply line was torn: recovery cuts the torn tail and re-mirrors the missing reply
@@ -72,6 +90,7 @@ const cases: Case[] = [
     accepted: 1,
     retried: false,
     pendingAfterCrash: true,
+    cutTurn: [undefined, "alreadyMirrored"],
   },
   { point: "afterMirror", title: "killed after the mirror, before finalize: recovery finalizes it exactly once", finalized: 1, accepted: 1, retried: false, pendingAfterCrash: true },
   {
@@ -118,6 +137,9 @@ describe("SIGKILL at each point of a real turn, then recovery by the next proces
       expect(second.code).toBe(0);
       const retried = (await readLedger(base.ledger)).flatMap((l) => (l.kind === "retry" ? [l.prompts] : []));
       expect(retried).toEqual([c.retried ? ["a1", "a2"] : ["a2"]]);
+      const recovered = (await readLedger(base.ledger)).flatMap((l) => (l.kind === "recovered" ? [l.cutTurn] : []));
+      expect(recovered).toHaveLength(1);
+      expect(c.cutTurn ?? [undefined]).toContain(recovered[0]);
       for (const l of await readLedger(base.ledger)) if (l.kind === "spawned" && l.codexPid !== undefined) codexPids.push(l.codexPid);
 
       const after = await analyzeSession(base.file, base.ledger, ["a0", "a1", "a2", "b0"]);
@@ -140,4 +162,39 @@ describe("SIGKILL at each point of a real turn, then recovery by the next proces
       }
     });
   }
+});
+
+describe("a turn cut short mid-turn, recovered by the next turn itself", () => {
+  it("the next runCodexTurn rebuilds the dead attempt's turn from Codex's thread before its own (no recoverCodexSession)", async () => {
+    const dir = mkdtempSync(path.join(codexHomeTempBase(), "crash-finalize-next-turn-"));
+    dirs.push(dir);
+    const base: Omit<TurnJob, "prompts"> = {
+      file: path.join(dir, "s.jsonl"),
+      sessionId: "s",
+      codexHome: path.join(dir, "codex-home"),
+      ledger: path.join(dir, "ledger.jsonl"),
+    };
+    const first = await runTurnWorker({ ...base, prompts: ["a0", "a1"], crash: { point: "midTurn", prompt: "a1" } });
+    expect(first.signal, first.stderr).toBe("SIGKILL");
+    for (const l of await readLedger(base.ledger)) if (l.kind === "spawned" && l.codexPid !== undefined) codexPids.push(l.codexPid);
+    const crashed = await analyzeSession(base.file, base.ledger, ["a0", "a1"]);
+    expect(crashed.prompts.get("a1")).toMatchObject({ accepted: 1, mirrored: 0, finalized: 0 });
+    expect(crashed.pending).toEqual([]);
+
+    const second = await runTurnWorker({ ...base, prompts: ["b0"] });
+    expect(second.stderr).toBe("");
+    expect(second.code).toBe(0);
+    for (const l of await readLedger(base.ledger)) if (l.kind === "spawned" && l.codexPid !== undefined) codexPids.push(l.codexPid);
+
+    const after = await analyzeSession(base.file, base.ledger, ["a0", "a1", "b0"]);
+    expect(after.pending).toEqual([]);
+    expect(after.duplicateKeys).toBe(0);
+    for (const p of ["a0", "a1", "b0"]) expect(after.prompts.get(p), p).toMatchObject({ accepted: 1, mirrored: 1, replied: true, finalized: 1 });
+    // In order: the recovered turn sits between the turn before it and the next one.
+    const history = await readSessionHistory(base.file);
+    const users = history.messages.filter((m) => m.role === "user").map((m) => (typeof m.content === "string" ? m.content : ""));
+    expect(users).toEqual(["a0", "a1", "b0"]);
+    const binding = JSON.parse(readFileSync(`${base.file}.codex-binding.json`, "utf8")) as { turnInFlight?: unknown };
+    expect(binding.turnInFlight).toBeUndefined();
+  });
 });

@@ -61,3 +61,54 @@ describe("binding keeper: usage", () => {
     expect(writes).toHaveLength(0);
   });
 });
+
+describe("binding keeper: the turn in flight", () => {
+  const keeperWith = (images?: Array<{ data: string; mimeType: string }>) => {
+    const writes: ThreadBinding[] = [];
+    const store = { writeBinding: async (b: ThreadBinding) => void writes.push(structuredClone(b)) } as unknown as SessionStore;
+    const keeper = createBindingKeeper({
+      store,
+      logger: silentLogger,
+      ids: {},
+      fingerprints: { dynamicTools: "t", engineId: "legacy", policy: "p" },
+      ...(images ? { promptImages: images } : {}),
+    });
+    keeper.load(bound);
+    return { keeper, writes };
+  };
+
+  it("accept writes the marker with the original prompt and its images; the turn's record removes it (one more write)", async () => {
+    const { keeper, writes } = keeperWith([{ data: "aGk=", mimeType: "image/png" }]);
+    keeper.accept({ threadId: "thread-1", turnId: "turn-1", prompt: "fix it", freshThread: false });
+    await keeper.settle();
+    expect(writes).toHaveLength(1);
+    expect(writes[0]!.turnInFlight).toEqual({ turnId: "turn-1", prompt: "fix it", images: [{ type: "image", data: "aGk=", mimeType: "image/png" }] });
+    expect(writes[0]!.heldTurnIds).toEqual(["turn-1"]);
+
+    keeper.turnRecorded("turn-1");
+    await new Promise((r) => setImmediate(r));
+    await keeper.settle();
+    expect(writes).toHaveLength(2);
+    expect(writes[1]!.turnInFlight).toBeUndefined();
+    expect(writes[1]!.heldTurnIds).toEqual(["turn-1"]);
+  });
+
+  it("the usage and the record's removal in one macrotask are one write; another turn's record leaves the marker", async () => {
+    const { keeper, writes } = keeperWith();
+    keeper.accept({ threadId: "thread-1", turnId: "turn-1", prompt: "p", freshThread: false });
+    await keeper.settle();
+    keeper.turnRecorded("turn-0");
+    await new Promise((r) => setImmediate(r));
+    await keeper.settle();
+    expect(writes).toHaveLength(1);
+    expect(writes[0]!.turnInFlight).toEqual({ turnId: "turn-1", prompt: "p" });
+
+    keeper.usage("thread-1", usage(10));
+    keeper.turnRecorded("turn-1");
+    await new Promise((r) => setImmediate(r));
+    await keeper.settle();
+    expect(writes).toHaveLength(2);
+    expect(writes[1]).toMatchObject({ lastUsage: { inputTokens: 10 } });
+    expect(writes[1]!.turnInFlight).toBeUndefined();
+  });
+});

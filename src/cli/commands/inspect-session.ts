@@ -31,7 +31,16 @@ export async function summarizeSession(file: string, showContent = false) {
     messages: messages.length,
     byRole,
     binding: b
-      ? { threadId: b.threadId, mode: b.projectionMode, epoch: b.projectionEpoch ?? null, engineId: b.engineId, ledgerSize: b.ledger.length, heldTurns: b.heldTurnIds.length }
+      ? {
+          threadId: b.threadId,
+          mode: b.projectionMode,
+          epoch: b.projectionEpoch ?? null,
+          engineId: b.engineId,
+          ledgerSize: b.ledger.length,
+          heldTurns: b.heldTurnIds.length,
+          // A turn Codex accepted whose attempt died before recording it (the next turn recovers it from Codex).
+          turnInFlight: b.turnInFlight?.turnId ?? null,
+        }
       : null,
     pendingFinalize: pending.map((p) => ({ turnId: p.turnId })),
     ...(showContent ? { content: messages } : {}),
@@ -48,6 +57,7 @@ function summaryLines(s: Summary): string[] {
       ? `binding: thread=${s.binding.threadId} mode=${s.binding.mode} epoch=${s.binding.epoch ?? "-"} ledger=${s.binding.ledgerSize} held=${s.binding.heldTurns}`
       : "binding: none",
     `pending finalize: ${s.pendingFinalize.length}`,
+    ...(s.binding?.turnInFlight ? [`turn cut short: ${s.binding.turnInFlight} (the next turn rebuilds it from Codex's thread)`] : []),
   ];
 }
 

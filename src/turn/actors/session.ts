@@ -1,8 +1,9 @@
 /** `session.acquiringLock` and `session.recovering`: one attempt at a time per session, crashed attempts completed first. */
-import type { LockOutput, RecoveryOutput } from "../../../machines/turn.contract.js";
-import { finalizePendingTurns } from "../../recovery.js";
+import type { CutTurnOutput, LockOutput, RecoveryOutput } from "../../../machines/turn.contract.js";
+import { finalizePendingTurns, recoverCutTurn } from "../../recovery.js";
 import { resolveSessionPath } from "../../transcript/resolve.js";
 import type { TurnDeps } from "../deps.js";
+import { prepareTranscriptMessages } from "./persist.js";
 
 /**
  * Take the session lock (waiting while another attempt, in any process, holds it), and report whether a crashed
@@ -18,7 +19,8 @@ export async function acquireSessionLock(deps: TurnDeps, signal: AbortSignal): P
   // Another process took the session (this process stalled past the stale time): stop, and write nothing more.
   handle.signal.addEventListener("abort", () => deps.lock.onLost?.(), { once: true });
   // What a crashed attempt left is a fact of the session once the lock is ours; the machine decides on recovery.
-  return { waitedMs: Math.round(performance.now() - started), pendingRecord: await deps.store.hasPending() };
+  const [pendingRecord, binding] = await Promise.all([deps.store.hasPending(), deps.store.readBinding()]);
+  return { waitedMs: Math.round(performance.now() - started), pendingRecord, turnInFlight: binding?.turnInFlight !== undefined };
 }
 
 /** Complete what a crashed earlier attempt left (mirror from its pending record, then finalize), before this turn. */
@@ -28,4 +30,27 @@ export async function recoverSession(deps: TurnDeps): Promise<RecoveryOutput> {
     { params: deps.params, store: deps.store, engine: deps.engine, ...(deps.params.runtimeContext ? { runtimeContext: deps.params.runtimeContext } : {}) },
     deps.logger,
   );
+}
+
+/**
+ * Recover the turn an earlier attempt left in flight, from Codex's thread (see `recoverCutTurn`): the host's
+ * message-write hooks see the rebuilt messages first, as they would have at the end of that turn.
+ */
+export async function recoverTurnLeftInFlight(deps: TurnDeps): Promise<CutTurnOutput> {
+  deps.lock.handle?.assertHeld();
+  const out = await recoverCutTurn(
+    {
+      params: deps.params,
+      store: deps.store,
+      engine: deps.engine,
+      appServer: deps.appServer,
+      ...(deps.params.runtimeContext ? { runtimeContext: deps.params.runtimeContext } : {}),
+      ...(deps.hooks.has("beforeMessageWrite")
+        ? { prepareMessages: async (record) => (await prepareTranscriptMessages(deps, { record })).messages }
+        : {}),
+    },
+    deps.logger,
+  );
+  // The marker was seen under the lock; it can only be gone if another writer removed it (nothing to recover).
+  return out ?? { turnId: "", outcome: "alreadyMirrored" };
 }

@@ -1,0 +1,104 @@
+/**
+ * A turn as Codex itself recorded it in the thread (`thread/read` with `includeTurns`), rebuilt into the same
+ * {@link TurnRecordCore} a live turn produces: its items go through the {@link TurnProjector} as `item/completed`
+ * notifications would, so the messages (and their mirror keys) are the ones the live turn would have mirrored.
+ *
+ * Used to recover a turn whose attempt died while Codex ran it: Codex persists every item it completes in the thread's
+ * rollout (observed with 0.169: a turn whose host was SIGKILLed at its first streamed delta reads back from a new
+ * app-server as `status: "interrupted"` with the user message and the completed agent message), while the host had not
+ * mirrored anything yet.
+ */
+import { z } from "zod";
+import type { CodexAppServer } from "./app-server.js";
+import { NATIVE_TOOL_KINDS } from "./native-items.js";
+import { validateNotification } from "./rpc.js";
+import { TurnProjector, type TurnRecordCore } from "./turn-projector.js";
+
+/** What the host knew of the turn when Codex accepted it (the binding's `turnInFlight`). */
+export interface TurnToRebuild {
+  threadId: string;
+  turnId: string;
+  /** The original prompt (Codex may have received a projected or hook-rewritten text). */
+  prompt: string;
+  images?: ReadonlyArray<{ type: "image"; data: string; mimeType: string }>;
+}
+
+/** Codex's item types of tool calls (the model asked for them; their output went back to it). */
+const TOOL_ITEM_TYPES: ReadonlySet<string> = new Set<string>(["dynamicToolCall", ...NATIVE_TOOL_KINDS]);
+
+/** Only what is read; the items are validated one by one as `item/completed` notifications. */
+const threadReadSchema = z.looseObject({
+  thread: z.looseObject({
+    model: z.string().nullable().optional(),
+    modelProvider: z.string().nullable().optional(),
+    turns: z
+      .array(
+        z.looseObject({
+          id: z.string(),
+          status: z.string(),
+          items: z.array(z.unknown()),
+          error: z.looseObject({ message: z.string().optional() }).nullable().optional(),
+        }),
+      )
+      .optional(),
+  }),
+});
+
+/** Why a turn could not be rebuilt from Codex's record. */
+export type ThreadTurnMissing = { found: false; reason: "turnNotInThread" | "malformedThreadRead" };
+
+/**
+ * Read `threadId` from Codex and rebuild `turnId` as a turn record, the original prompt first. A turn Codex did not
+ * complete keeps Codex's status (`interrupted`, or `failed` with its error); one it still reports `inProgress` (its
+ * app-server outlived the host) is recorded as interrupted. Rejects when Codex cannot read the thread.
+ *
+ * @example
+ * ```ts
+ * const out = await readThreadTurn(appServer, { threadId, turnId, prompt: "fix the test" });
+ * if (out.found) console.log(out.record.messagesSnapshot.length, out.itemsSkipped);
+ * ```
+ */
+export async function readThreadTurn(
+  appServer: Pick<CodexAppServer, "request">,
+  turn: TurnToRebuild,
+): Promise<{ found: true; record: TurnRecordCore; codexStatus: string; itemsSkipped: number } | ThreadTurnMissing> {
+  const raw = await appServer.request("thread/read", { threadId: turn.threadId, includeTurns: true });
+  const parsed = threadReadSchema.safeParse(raw);
+  if (!parsed.success) return { found: false, reason: "malformedThreadRead" };
+  const recorded = parsed.data.thread.turns?.find((t) => t.id === turn.turnId);
+  if (!recorded) return { found: false, reason: "turnNotInThread" };
+  const { model, modelProvider } = parsed.data.thread;
+  const projector = new TurnProjector({
+    threadId: turn.threadId,
+    turnId: turn.turnId,
+    ...(typeof model === "string" ? { model } : {}),
+    ...(typeof modelProvider === "string" ? { provider: modelProvider } : {}),
+    originalPrompt: turn.prompt,
+    ...(turn.images && turn.images.length > 0 ? { promptImages: turn.images } : {}),
+  });
+  let itemsSkipped = 0;
+  for (const item of recorded.items) {
+    // Started, then completed, in Codex's order: the projector splits the model's responses where the live turn did
+    // (text after a tool's output begins the next response).
+    const { startedAtMs, completedAtMs } = item as { startedAtMs?: unknown; completedAtMs?: unknown };
+    const params = { threadId: turn.threadId, turnId: turn.turnId, item };
+    const started = validateNotification({ method: "item/started", params: { ...params, ...(typeof startedAtMs === "number" ? { startedAtMs } : {}) } });
+    const completed = validateNotification({ method: "item/completed", params: { ...params, ...(typeof completedAtMs === "number" ? { completedAtMs } : {}) } });
+    // An item this client does not understand is left out (counted), as a live turn leaves out an invalid notification.
+    if (started.kind !== "ok" || completed.kind !== "ok") {
+      itemsSkipped++;
+      continue;
+    }
+    if (started.notification.consumed && TOOL_ITEM_TYPES.has(String((item as { type?: unknown }).type))) projector.nextResponseAfterToolOutput();
+    projector.apply(started.notification);
+    projector.apply(completed.notification);
+  }
+  const codexStatus = recorded.status;
+  const record =
+    codexStatus === "completed"
+      ? projector.finish({ codexStatus: "completed" })
+      : codexStatus === "failed"
+        ? projector.finish({ codexStatus: "failed", error: { message: recorded.error?.message ?? "the turn failed", code: "turnFailed" } })
+        : projector.finish({ codexStatus: "interrupted", error: { message: "the attempt running this turn ended before the turn did", code: "attemptEnded" } });
+  return { found: true, record, codexStatus, itemsSkipped };
+}

@@ -1,0 +1,223 @@
+/**
+ * A turn an attempt left in flight, recovered from Codex's own record of the thread, against the real app-server:
+ * Codex accepted the turn (the binding's `turnInFlight` marker names it, with the original prompt) and the attempt
+ * died before it recorded the turn. The next attempt rebuilds it with `thread/read` and mirrors and finalizes it before
+ * its own turn. (The real crash, a SIGKILLed worker mid-turn, is in test/reliability/crash-finalize.test.ts; here the
+ * dead attempt is stood in for by a turn run on the bound thread with the client alone, which records nothing.)
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { readThreadTurn } from "../../src/codex/thread-turn.js";
+import type { AgentMessage, ContextEngine } from "../../src/context-engine/types.js";
+import { recoverCodexSession } from "../../src/recovery.js";
+import { readThreadBinding, writeThreadBinding } from "../../src/transcript/binding.js";
+import { readSessionHistory } from "../../src/transcript/session-file.js";
+import { runCodexTurn } from "../../src/turn.js";
+import { applyPatchCall, execCommandCall, startOfflineCodex, updatePlanCall, type OfflineCodex } from "../../src/testing/index.js";
+import { disposeChecked, tempSessions, turnParams } from "../helpers/turn-env.js";
+
+let env: OfflineCodex;
+const sessions = tempSessions("cut-turn-");
+const workspaces: string[] = [];
+
+beforeAll(async () => {
+  // A HOME of its own keeps the machine's shell startup files out of the commands' output.
+  env = await startOfflineCodex({ codex: { config: { tools: { update_plan: { enabled: true } } }, env: { HOME: workspace() } } });
+}, 60_000);
+afterAll(async () => {
+  await disposeChecked(env);
+  sessions.cleanup();
+  for (const ws of workspaces) rmSync(ws, { recursive: true, force: true });
+});
+
+function workspace(): string {
+  const ws = mkdtempSync(path.join(tmpdir(), "ctm-cut-turn-ws-"));
+  workspaces.push(ws);
+  return ws;
+}
+
+/** The model's work in the cut turn: text and a shell command, a patch, then the final answer. */
+function scriptWork(ws: string): void {
+  env.fake.enqueue([
+    { text: "running it", functionCall: execCommandCall("echo hello > out.txt && echo WROTE-OUT", { workdir: ws }) },
+    { customToolCall: applyPatchCall([{ kind: "add", path: "added.txt", content: "one\n" }]) },
+    { text: "all done" },
+  ]);
+}
+
+/** An engine that records what each finalize handed it (the turn's own messages). */
+function recordingEngine(): { engine: ContextEngine; finalized: AgentMessage[][] } {
+  const finalized: AgentMessage[][] = [];
+  const engine: ContextEngine = {
+    info: { id: "recorder", name: "Recorder" },
+    async ingest() {
+      return { ingested: true };
+    },
+    async afterTurn({ messages, prePromptMessageCount }) {
+      finalized.push(messages.slice(prePromptMessageCount));
+    },
+    async assemble({ messages }) {
+      return { messages, estimatedTokens: 0 };
+    },
+    async compact() {
+      return { ok: true, compacted: false };
+    },
+  };
+  return { engine, finalized };
+}
+
+const textOf = (m: AgentMessage): string => {
+  const c = (m as { content?: unknown }).content;
+  if (typeof c === "string") return c;
+  return Array.isArray(c) ? c.map((p: { type: string; text?: string }) => (p.type === "text" ? (p.text ?? "") : `[${p.type}]`)).join("|") : "";
+};
+const shape = (messages: readonly AgentMessage[]) =>
+  messages.map((m) => `${m.role}:${m.role === "toolResult" ? (m as { toolName: string }).toolName : textOf(m)}`);
+
+/**
+ * Stand in for an attempt that died mid-turn: run a turn on the session's bound thread with the client alone (nothing
+ * mirrored, no pending record) and leave the marker the dead attempt's accept would have written.
+ */
+async function cutTurn(file: string, ws: string, originalPrompt: string, sentText: string): Promise<{ threadId: string; turnId: string }> {
+  const binding = await readThreadBinding(file);
+  expect(binding).toBeDefined();
+  scriptWork(ws);
+  const turn = await env.codex.startTurn({ threadId: binding!.threadId, text: sentText });
+  const record = await turn.completion;
+  expect(record.codexStatus).toBe("completed");
+  await writeThreadBinding(file, { ...binding!, heldTurnIds: [...binding!.heldTurnIds, turn.turnId], turnInFlight: { turnId: turn.turnId, prompt: originalPrompt } });
+  return { threadId: binding!.threadId, turnId: turn.turnId };
+}
+
+describe("a turn rebuilt from Codex's record of the thread", () => {
+  it("has the live turn's messages: the same tool calls, results and answers, in the same responses (not the plan, which Codex does not keep)", async () => {
+    const ws = workspace();
+    env.fake.enqueue([
+      { functionCall: updatePlanCall([{ step: "write out.txt", status: "in_progress" }], "starting") },
+      { text: "running it", functionCall: execCommandCall("echo hello > out.txt && echo WROTE-OUT", { workdir: ws }) },
+      { customToolCall: applyPatchCall([{ kind: "add", path: "added.txt", content: "one\n" }]) },
+      { text: "all done" },
+    ]);
+    const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "never" });
+    const turn = await env.codex.startTurn({ threadId, text: "do the work" });
+    const live = await turn.completion;
+    expect(live.codexStatus).toBe("completed");
+
+    const rebuilt = await readThreadTurn(env.codex, { threadId, turnId: turn.turnId, prompt: "do the work" });
+    expect(rebuilt.found).toBe(true);
+    if (!rebuilt.found) return;
+    expect(rebuilt.codexStatus).toBe("completed");
+    expect(rebuilt.itemsSkipped).toBe(0);
+    const liveWithoutPlan = live.messagesSnapshot.filter((m) => m.role !== "custom");
+    expect(live.messagesSnapshot.length - liveWithoutPlan.length).toBe(1);
+    expect(shape(rebuilt.record.messagesSnapshot)).toEqual(shape(liveWithoutPlan));
+    // Tool calls and results carry the same ids, names, arguments and output; the model and provider are the thread's.
+    const calls = (ms: readonly AgentMessage[]) =>
+      ms.flatMap((m) => (m.role === "assistant" ? (m.content as Array<{ type: string }>).filter((p) => p.type === "toolCall") : []));
+    expect(calls(rebuilt.record.messagesSnapshot)).toEqual(calls(liveWithoutPlan));
+    const results = (ms: readonly AgentMessage[]) => ms.filter((m) => m.role === "toolResult").map((m) => ({ ...m, timestamp: 0 }));
+    expect(results(rebuilt.record.messagesSnapshot)).toEqual(results(liveWithoutPlan));
+    const last = rebuilt.record.messagesSnapshot.at(-1) as { model?: string; provider?: string };
+    expect(last).toMatchObject({ model: "fake-model", provider: "fakeresp" });
+    expect(rebuilt.record.assistantText).toBe(live.assistantText);
+  });
+
+  it("is not found when the thread does not hold the turn", async () => {
+    const { threadId } = await env.codex.startThread({ cwd: workspace() });
+    env.fake.enqueue({ text: "hi" });
+    await (await env.codex.startTurn({ threadId, text: "hello" })).completion;
+    expect(await readThreadTurn(env.codex, { threadId, turnId: "no-such-turn", prompt: "x" })).toEqual({ found: false, reason: "turnNotInThread" });
+  });
+});
+
+describe("runCodexTurn recovers a turn an earlier attempt left in flight", () => {
+  it("mirrors it (original prompt, tool calls, results, answer) and finalizes it once, before its own turn, and clears the marker", async () => {
+    const file = sessions.file("recovered");
+    const ws = workspace();
+    const { engine, finalized } = recordingEngine();
+    const base = { contextEngine: engine, cwd: ws, sandbox: "workspace-write" as const, approvalPolicy: "never" as const };
+    env.fake.enqueue({ text: "first answer" });
+    expect((await runCodexTurn(turnParams(env, file, "first question", base))).status).toBe("completed");
+    // Codex got a projected text; the transcript records the prompt the user gave.
+    const cut = await cutTurn(file, ws, "the cut prompt", "[projected] the cut prompt");
+
+    env.fake.enqueue({ text: "third answer" });
+    const result = await runCodexTurn(turnParams(env, file, "third question", base));
+    expect(result.status, JSON.stringify(result.error)).toBe("completed");
+    expect(result.warnings).toEqual([]);
+
+    const history = await readSessionHistory(file);
+    expect(shape(history.messages)).toEqual([
+      "user:first question",
+      "assistant:first answer",
+      "user:the cut prompt",
+      "assistant:running it|[toolCall]",
+      "toolResult:shell",
+      "assistant:[toolCall]",
+      "toolResult:apply_patch",
+      "assistant:all done",
+      "user:third question",
+      "assistant:third answer",
+    ]);
+    expect(history.origins.filter((o) => o?.turnId === cut.turnId)).toHaveLength(6);
+    // Finalized once each, the recovered turn with its own messages, in session order.
+    expect(finalized.map((ms) => shape(ms)[0])).toEqual(["user:first question", "user:the cut prompt", "user:third question"]);
+    expect(finalized[1]).toHaveLength(6);
+    expect((await readThreadBinding(file))?.turnInFlight).toBeUndefined();
+  });
+
+  it("a marker whose turn Codex does not hold is dropped with a warning, and the turn runs", async () => {
+    const file = sessions.file("lost");
+    env.fake.enqueue({ text: "first answer" });
+    expect((await runCodexTurn(turnParams(env, file, "first question"))).status).toBe("completed");
+    const binding = (await readThreadBinding(file))!;
+    await writeThreadBinding(file, { ...binding, turnInFlight: { turnId: "turn-codex-never-had", prompt: "lost prompt" } });
+
+    env.fake.enqueue({ text: "second answer" });
+    const result = await runCodexTurn(turnParams(env, file, "second question"));
+    expect(result.status).toBe("completed");
+    expect(result.warnings).toEqual([expect.stringContaining("turn-codex-never-had was cut short and Codex could not give it back (notInThread)")]);
+    expect(shape((await readSessionHistory(file)).messages)).toEqual(["user:first question", "assistant:first answer", "user:second question", "assistant:second answer"]);
+    expect((await readThreadBinding(file))?.turnInFlight).toBeUndefined();
+  });
+
+  it("a turn that ends normally leaves no marker behind (it goes once the pending record is written)", async () => {
+    const file = sessions.file("clean");
+    env.fake.enqueue({ text: "answer" });
+    const result = await runCodexTurn(turnParams(env, file, "question"));
+    expect(result.status).toBe("completed");
+    const binding = await readThreadBinding(file);
+    expect(binding?.heldTurnIds).toContain(result.turnId);
+    expect(binding?.turnInFlight).toBeUndefined();
+  });
+});
+
+describe("recoverCodexSession and a turn left in flight", () => {
+  it("without an app-server leaves it for the next turn; with one, recovers it", async () => {
+    const file = sessions.file("host-start");
+    const ws = workspace();
+    const { engine, finalized } = recordingEngine();
+    const base = { contextEngine: engine, cwd: ws, sandbox: "workspace-write" as const, approvalPolicy: "never" as const };
+    env.fake.enqueue({ text: "first answer" });
+    expect((await runCodexTurn(turnParams(env, file, "first question", base))).status).toBe("completed");
+    const cut = await cutTurn(file, ws, "the cut prompt", "the cut prompt");
+    const params = { sessionId: path.basename(file, ".jsonl"), sessionFile: file, contextEngine: engine };
+
+    const without = await recoverCodexSession(params);
+    expect(without.cutTurn).toEqual({ turnId: cut.turnId, outcome: "noAppServer" });
+    expect((await readThreadBinding(file))?.turnInFlight?.turnId).toBe(cut.turnId);
+
+    const withServer = await recoverCodexSession({ ...params, appServer: env.codex });
+    expect(withServer.cutTurn).toMatchObject({ turnId: cut.turnId, outcome: "recovered", codexStatus: "completed", messages: 6, itemsSkipped: 0 });
+    // No pending record was found; the recovered turn's messages and finalize count with the rest.
+    expect(withServer).toMatchObject({ pending: 0, mirroredMessages: 6, finalized: 1, dropped: 0 });
+    expect((await readThreadBinding(file))?.turnInFlight).toBeUndefined();
+    expect(finalized).toHaveLength(2);
+
+    // Once recovered, nothing is left to do.
+    const again = await recoverCodexSession({ ...params, appServer: env.codex });
+    expect(again).toEqual({ pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 });
+  });
+});
