@@ -92,15 +92,22 @@ async function cutTurn(file: string, ws: string, originalPrompt: string, sentTex
 }
 
 describe("a turn rebuilt from Codex's record of the thread", () => {
-  it("has the live turn's messages: the same tool calls, results and answers, in the same responses (not the plan, which Codex does not keep)", async () => {
+  it("has the live turn's messages: the same tool calls (native and dynamic), results and answers, in the same responses (not the plan, which Codex does not keep)", async () => {
     const ws = workspace();
+    const lookup = {
+      name: "lookup_fact",
+      description: "Look a fact up.",
+      inputSchema: { type: "object", properties: { q: { type: "string" } } },
+      handler: () => "FACT: 42",
+    };
     env.fake.enqueue([
       { functionCall: updatePlanCall([{ step: "write out.txt", status: "in_progress" }], "starting") },
+      { functionCall: { name: "lookup_fact", arguments: { q: "answer" } } },
       { text: "running it", functionCall: execCommandCall("echo hello > out.txt && echo WROTE-OUT", { workdir: ws }) },
       { customToolCall: applyPatchCall([{ kind: "add", path: "added.txt", content: "one\n" }]) },
       { text: "all done" },
     ]);
-    const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "never" });
+    const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "never", dynamicTools: [lookup] });
     const turn = await env.codex.startTurn({ threadId, text: "do the work" });
     const live = await turn.completion;
     expect(live.codexStatus).toBe("completed");
@@ -113,6 +120,8 @@ describe("a turn rebuilt from Codex's record of the thread", () => {
     const liveWithoutPlan = live.messagesSnapshot.filter((m) => m.role !== "custom");
     expect(live.messagesSnapshot.length - liveWithoutPlan.length).toBe(1);
     expect(shape(rebuilt.record.messagesSnapshot)).toEqual(shape(liveWithoutPlan));
+    expect(shape(liveWithoutPlan)).toContain("toolResult:lookup_fact");
+    expect(JSON.stringify(rebuilt.record.messagesSnapshot)).toContain("FACT: 42");
     // Tool calls and results carry the same ids, names, arguments and output; the model and provider are the thread's.
     const calls = (ms: readonly AgentMessage[]) =>
       ms.flatMap((m) => (m.role === "assistant" ? (m.content as Array<{ type: string }>).filter((p) => p.type === "toolCall") : []));
