@@ -449,4 +449,6 @@ export interface TurnMachineOutput {
   error?: TurnError;
   /** Status `blocked`: who refused the turn, the text the user is told, and the redacted message recorded for it. */
   blocked?: TurnBlock & { userMessage?: AgentMessage };
+  /** A turn an earlier attempt left in flight, handled before this one (see `recoverCutTurn`). */
+  cutTurn?: CutTurnOutput;
 }

@@ -198,6 +198,7 @@ function buildOutput(context: TurnContext): TurnMachineOutput {
   if (context.turnId) output.turnId = context.turnId;
   if (context.record) output.record = context.record;
   if (context.error) output.error = context.error;
+  if (context.cutTurn) output.cutTurn = context.cutTurn;
   if (context.block) output.blocked = { ...context.block, ...(context.blockedUserMessage ? { userMessage: context.blockedUserMessage } : {}) };
   if (context.projection) {
     const { mode, reason, entriesSent, bytes, staleTokens } = context.projection;

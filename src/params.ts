@@ -310,6 +310,13 @@ export interface CodexTurnResult {
   blocked?: TurnBlock;
   /** Settles when background maintenance (turnMaintenanceMode "background") finished; resolved at once otherwise. */
   backgroundMaintenance: Promise<void>;
+  /**
+   * An earlier attempt died while Codex ran its turn, and this attempt first recovered that turn from Codex's thread:
+   * it is in the transcript before this turn's prompt, and the engine finalized it. `codexStatus` is Codex's
+   * (`interrupted` when the crash stopped the turn: the model may not have finished that work, and a host may want to
+   * say so in the next prompt). Only present when a turn was recovered.
+   */
+  cutTurnRecovered?: { turnId: string; codexStatus: string; messages: number };
 }
 
 /**

@@ -41,6 +41,10 @@ export function toTurnResult(
   if (output.turnId) res.turnId = output.turnId;
   if (output.error) res.error = output.error;
   if (output.projection) res.projection = output.projection;
+  if (output.cutTurn?.outcome === "recovered") {
+    const { turnId, codexStatus, messages } = output.cutTurn;
+    res.cutTurnRecovered = { turnId, codexStatus: codexStatus ?? "interrupted", messages: messages ?? 0 };
+  }
   if (output.blocked) {
     const { userMessage, ...block } = output.blocked;
     res.blocked = block;

@@ -156,6 +156,7 @@ describe("runCodexTurn recovers a turn an earlier attempt left in flight", () =>
     const result = await runCodexTurn(turnParams(env, file, "third question", base));
     expect(result.status, JSON.stringify(result.error)).toBe("completed");
     expect(result.warnings).toEqual([]);
+    expect(result.cutTurnRecovered).toEqual({ turnId: cut.turnId, codexStatus: "completed", messages: 6 });
 
     const history = await readSessionHistory(file);
     expect(shape(history.messages)).toEqual([
@@ -188,6 +189,7 @@ describe("runCodexTurn recovers a turn an earlier attempt left in flight", () =>
     const result = await runCodexTurn(turnParams(env, file, "second question"));
     expect(result.status).toBe("completed");
     expect(result.warnings).toEqual([expect.stringContaining("turn-codex-never-had was cut short and Codex could not give it back (notInThread)")]);
+    expect(result.cutTurnRecovered).toBeUndefined();
     expect(shape((await readSessionHistory(file)).messages)).toEqual(["user:first question", "assistant:first answer", "user:second question", "assistant:second answer"]);
     expect((await readThreadBinding(file))?.turnInFlight).toBeUndefined();
   });

@@ -14,7 +14,7 @@ import { EXIT } from "../errors.js";
 import { holdInspector } from "../inspector.js";
 import { addEngineOptions, addInspectOptions, addJsonOption, addServerOptions, addTrajectoryOptions, addWorkOptions, LIVE_PROVIDER_HELP } from "../options.js";
 import { createOut, type Out } from "../output.js";
-import { readImageOptions, replyText, runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
+import { cutTurnNote, readImageOptions, replyText, runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
 import { sessionResetCommand } from "../session-reset.js";
 import { settleWithin, watchSignals, type SignalWatch } from "../signals.js";
 import { setUpTurnCommand, type TurnCommandOptions, type TurnSetup } from "../turn-setup.js";
@@ -67,8 +67,11 @@ function attachImage(file: string, attached: PromptImage[], say: (line: string) 
 
 function reportTurn(out: Out, r: CodexTurnResult, queue: PromptQueue): void {
   if (out.json) out.record(runResultJson(r));
-  else if (r.status === "blocked") out.text(`(turn blocked by ${r.blocked?.blockedBy ?? "a gate"})`);
-  else if (r.status !== "completed") out.text(`(turn ${r.status}${r.error ? `: ${r.error.message}` : ""})`);
+  else {
+    if (r.cutTurnRecovered) out.text(cutTurnNote(r.cutTurnRecovered));
+    if (r.status === "blocked") out.text(`(turn blocked by ${r.blocked?.blockedBy ?? "a gate"})`);
+    else if (r.status !== "completed") out.text(`(turn ${r.status}${r.error ? `: ${r.error.message}` : ""})`);
+  }
   // Follow-ups run next, in order, before anything typed later.
   for (const f of [...r.followUps].reverse()) queue.push(f, true);
   if (!out.json) for (const f of r.followUps) out.text(`steer not taken, running next: ${f}`);

@@ -69,6 +69,7 @@ export function runResultJson(r: CodexTurnResult): Record<string, unknown> {
     followUps: r.followUps,
     ...(r.blocked ? { blocked: r.blocked } : {}),
     ...(r.modelRerouted ? { modelRerouted: r.modelRerouted } : {}),
+    ...(r.cutTurnRecovered ? { cutTurnRecovered: r.cutTurnRecovered } : {}),
   };
 }
 
@@ -85,8 +86,22 @@ export function replyText(r: CodexTurnResult): string {
   return r.status === "blocked" && r.blocked ? r.blocked.message : r.assistantText;
 }
 
+/**
+ * The line shown before a reply when the attempt first recovered a turn an earlier one left in flight.
+ *
+ * @example
+ * ```ts
+ * cutTurnNote({ turnId: "t1", codexStatus: "interrupted", messages: 2 });
+ * // "note: an earlier turn (t1) was cut short (interrupted) and recovered from Codex's thread: 2 messages"
+ * ```
+ */
+export function cutTurnNote(c: NonNullable<CodexTurnResult["cutTurnRecovered"]>): string {
+  return `note: an earlier turn (${c.turnId}) was cut short (${c.codexStatus}) and recovered from Codex's thread: ${c.messages} messages`;
+}
+
 function printResult(out: Out, r: CodexTurnResult): void {
   if (out.json) return out.record(runResultJson(r));
+  if (r.cutTurnRecovered) out.text(cutTurnNote(r.cutTurnRecovered));
   out.text(replyText(r));
   for (const w of r.warnings) out.text(`warning: ${typeof w === "string" ? w : JSON.stringify(w)}`);
   for (const f of r.followUps) out.text(`follow-up not run (steer not taken): ${f}`);
@@ -149,7 +164,7 @@ export function runCommand(done: (code: number) => void): Command {
   addEngineOptions(cmd);
   addServerOptions(cmd);
   addWorkOptions(cmd);
-  addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked, modelRerouted");
+  addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked, modelRerouted, cutTurnRecovered");
   addInspectOptions(cmd);
   addTrajectoryOptions(cmd);
   cmd.addHelpText("after", `\nSIGINT/SIGTERM abort the turn, wait for it to settle, then exit 130.\n${LIVE_PROVIDER_HELP}`);
