@@ -177,6 +177,12 @@ export interface AgentEndEvent extends TurnHookIds {
   durationMs?: number;
 }
 
+/** What `beforeToolCall` gets beside its event. */
+export interface ToolCallHookContext {
+  /** Aborts when the answer is no longer waited for (the turn ended). */
+  signal: AbortSignal;
+}
+
 /** A tool call Codex asked for: a dynamic tool (ours) or a native one (command, file change, MCP, web search). */
 export interface ToolCallHookEvent extends TurnHookIds {
   threadId: string;
@@ -293,7 +299,11 @@ export interface CodexTurnHooks {
   llmInput?(event: LlmInputEvent): void | Promise<void>;
   llmOutput?(event: LlmOutputEvent): void | Promise<void>;
   agentEnd?(event: AgentEndEvent): void | Promise<void>;
-  beforeToolCall?(event: ToolCallHookEvent): BeforeToolCallResult | void | Promise<BeforeToolCallResult | void>;
+  /**
+   * `context.signal` aborts when nobody waits for the answer any more (the Codex turn ended, e.g. interrupted while a
+   * person was being asked): a hook that asks someone can withdraw the question then. Its answer is ignored after that.
+   */
+  beforeToolCall?(event: ToolCallHookEvent, context?: ToolCallHookContext): BeforeToolCallResult | void | Promise<BeforeToolCallResult | void>;
   afterToolCall?(event: AfterToolCallEvent): void | Promise<void>;
   beforeAgentFinalize?(event: BeforeAgentFinalizeEvent): BeforeAgentFinalizeResult | void | Promise<BeforeAgentFinalizeResult | void>;
   beforeCompaction?(event: CompactionHookEvent): void | Promise<void>;

@@ -306,9 +306,17 @@ export function createPluginTurnHooks(
     const approvals: RememberedApprovals = new Set();
     const settle = (event: unknown, ctx: unknown) => settlePluginHook(registry, pluginId, "before_tool_call", event, ctx);
     const approvalMs = options.pluginApprovalTimeoutMs ?? DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS;
-    hooks.beforeToolCall = (e) =>
+    hooks.beforeToolCall = (e, context) =>
       beforeToolCall(e, settle, toolCtx, (raw, owner) =>
-        decidePluginApproval(raw, { pluginId: owner, toolName: openClawToolName(e), toolCallId: e.callId, sessionId: e.sessionId }, options.onPluginApproval, approvals, approvalMs),
+        decidePluginApproval(
+          raw,
+          { pluginId: owner, toolName: openClawToolName(e), toolCallId: e.callId, sessionId: e.sessionId },
+          options.onPluginApproval,
+          approvals,
+          approvalMs,
+          // The turn ended while the person was asked: the question is withdrawn, the plugin hears "cancelled".
+          context?.signal,
+        ),
       );
     // OpenClaw's before_tool_call is fail-closed: a handler that throws, hangs or answers nonsense blocks the call.
     hooks.beforeToolCallFailure = "block";

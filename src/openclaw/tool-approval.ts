@@ -2,8 +2,8 @@
  * A plugin's `before_tool_call` may answer `requireApproval: { title, description, severity?, timeoutMs?,
  * allowedDecisions?, onResolution? }`: the call runs only when someone approves it, as in OpenClaw. The loader's
  * `onPluginApproval` is asked (bounded by the request's `timeoutMs`, default 120 s, at most the loader's
- * `pluginApprovalTimeoutMs`); without one, or when it fails,
- * times out or denies, the call is blocked with OpenClaw's reason. `allow-always` is remembered for the plugin, tool
+ * `pluginApprovalTimeoutMs`, and withdrawn when the turn ends first: the plugin hears `cancelled`); without one, or
+ * when it fails, times out or denies, the call is blocked with OpenClaw's reason. `allow-always` is remembered for the plugin, tool
  * and title while the plugins stay loaded. The plugin's `onResolution` hears the outcome.
  */
 import { z } from "zod";
@@ -61,16 +61,28 @@ function tell(onResolution: ((d: string) => unknown) | undefined, resolution: st
   }
 }
 
-async function ask(approver: PluginApprovalCallback, request: PluginToolApprovalRequest, timeoutMs: number): Promise<PluginApprovalDecision | "timeout"> {
+async function ask(
+  approver: PluginApprovalCallback,
+  request: PluginToolApprovalRequest,
+  timeoutMs: number,
+  withdrawn: AbortSignal | undefined,
+): Promise<PluginApprovalDecision | "timeout" | "withdrawn"> {
   const waiting = new AbortController();
   let timer: NodeJS.Timeout | undefined;
+  let onWithdraw: (() => void) | undefined;
   const timeout = new Promise<"timeout">((resolve) => (timer = setTimeout(() => resolve("timeout"), timeoutMs)));
+  const gone = new Promise<"withdrawn">((resolve) => {
+    onWithdraw = () => resolve("withdrawn");
+    if (withdrawn?.aborted) onWithdraw();
+    else withdrawn?.addEventListener("abort", onWithdraw, { once: true });
+  });
   try {
-    const answer = await Promise.race([Promise.resolve().then(() => approver(request, { signal: waiting.signal })), timeout]);
-    if (answer === "timeout") waiting.abort();
+    const answer = await Promise.race([Promise.resolve().then(() => approver(request, { signal: waiting.signal })), timeout, gone]);
+    if (answer === "timeout" || answer === "withdrawn") waiting.abort();
     return answer;
   } finally {
     clearTimeout(timer);
+    if (onWithdraw) withdrawn?.removeEventListener("abort", onWithdraw);
   }
 }
 
@@ -89,6 +101,8 @@ export async function decidePluginApproval(
   approver: PluginApprovalCallback | undefined,
   remembered: RememberedApprovals,
   maxTimeoutMs: number = DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS,
+  /** Aborts when nobody waits for the decision any more (the turn ended): the question is withdrawn. */
+  withdrawn?: AbortSignal,
 ): Promise<ApprovalOutcome> {
   const parsed = requestSchema.safeParse(raw);
   if (!parsed.success) return { allow: false, reason: "Plugin approval required (the plugin's approval request is malformed)" };
@@ -114,12 +128,16 @@ export async function decidePluginApproval(
     ...(a.severity ? { severity: a.severity } : {}),
     allowedDecisions: allowed,
   };
-  let decision: PluginApprovalDecision | "timeout";
+  let decision: PluginApprovalDecision | "timeout" | "withdrawn";
   try {
-    decision = await ask(approver, request, Math.min(a.timeoutMs ?? DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS, maxTimeoutMs));
+    decision = await ask(approver, request, Math.min(a.timeoutMs ?? DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS, maxTimeoutMs), withdrawn);
   } catch {
     tell(a.onResolution, "cancelled");
     return { allow: false, reason: "Plugin approval required (the approver failed)" };
+  }
+  if (decision === "withdrawn") {
+    tell(a.onResolution, "cancelled");
+    return { allow: false, reason: "Plugin approval withdrawn (the turn ended)" };
   }
   if (decision === "timeout") {
     tell(a.onResolution, "timeout");

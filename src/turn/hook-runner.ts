@@ -22,6 +22,9 @@ import type {
 } from "../hooks/types.js";
 import { errorLabel } from "../log/error-label.js";
 
+/** Why a call is blocked when the turn ended while its `beforeToolCall` was still deciding. */
+export const WITHDRAWN_TOOL_CALL_REASON = "Tool call not run: the turn ended before its beforeToolCall hook answered";
+
 /** Why a call is blocked when its `beforeToolCall` failed under `beforeToolCallFailure: "block"` (OpenClaw's words). */
 export const BEFORE_TOOL_CALL_FAILURE_REASON = "Tool call blocked because before_tool_call hook failed";
 
@@ -123,8 +126,12 @@ export interface HookRunner {
   beforeModelResolve(ctx: BeforeModelResolveContext): Promise<string | undefined>;
   /** `beforeAgentFinalize`: a revision request, else undefined (absent, failed or malformed: the turn ends). */
   beforeAgentFinalize(event: BeforeAgentFinalizeEvent): Promise<BeforeAgentFinalizeResult | undefined>;
-  /** `beforeToolCall`: undefined when absent, failed or malformed (the call then runs unchanged). */
-  beforeToolCall(event: ToolCallHookEvent): Promise<BeforeToolCallResult | undefined>;
+  /**
+   * `beforeToolCall`: undefined when absent, failed or malformed (the call then runs unchanged). `signal` (the hook's
+   * `context.signal`) aborts when the answer is no longer waited for: the hook may withdraw a question, and the runner
+   * stops waiting and blocks the call (no warning: nobody decided it may run).
+   */
+  beforeToolCall(event: ToolCallHookEvent, signal?: AbortSignal): Promise<BeforeToolCallResult | undefined>;
   /** `onState`: synchronous observer. */
   onState(state: string): void;
 }
@@ -156,17 +163,22 @@ export function createHookRunner(p: {
     name: "beforeAgentFinalize" | "beforeToolCall" | "beforeModelResolve" | "beforeMessageWrite",
     schema: z.ZodType<T | null | undefined>,
     event: unknown,
-    o: { onFailure?: T; timeoutMs?: number } = {},
+    o: { onFailure?: T; timeoutMs?: number; signal?: AbortSignal; onWithdrawn?: T } = {},
   ): Promise<T | undefined> => {
-    const hook = hooks[name] as ((e: unknown) => unknown) | undefined;
+    const hook = hooks[name] as ((e: unknown, context?: unknown) => unknown) | undefined;
     if (typeof hook !== "function") return undefined;
     try {
-      const run = () => hook.call(hooks, event);
-      const raw = o.timeoutMs !== undefined ? await callEngine(`${name} hook`, async () => run(), { timeoutMs: o.timeoutMs }) : await call(name, run);
+      const run = () => (o.signal ? hook.call(hooks, event, { signal: o.signal }) : hook.call(hooks, event));
+      const raw =
+        o.timeoutMs !== undefined
+          ? await callEngine(`${name} hook`, async () => run(), { timeoutMs: o.timeoutMs, ...(o.signal ? { signal: o.signal } : {}) })
+          : await call(name, run, o.signal);
       const parsed = schema.safeParse(raw);
       if (!parsed.success) throw new Error(`malformed result: ${parsed.error.issues[0]?.message ?? "invalid"}`);
       return parsed.data ?? undefined;
     } catch (error) {
+      // Nobody waits for the answer any more (the turn ended): not a failure of the hook.
+      if (o.signal?.aborted) return o.onWithdrawn;
       failed(name, error);
       return o.onFailure;
     }
@@ -209,10 +221,12 @@ export function createHookRunner(p: {
     },
     beforeModelResolve: async (ctx) => (await decide("beforeModelResolve", beforeModelResolveResultSchema, ctx))?.model,
     beforeAgentFinalize: (event) => decide("beforeAgentFinalize", beforeAgentFinalizeResultSchema, event),
-    beforeToolCall: (event) =>
+    beforeToolCall: (event, signal) =>
       decide("beforeToolCall", beforeToolCallResultSchema, event, {
         ...(toolCallFailure ? { onFailure: toolCallFailure } : {}),
         ...(hooks.beforeToolCallTimeoutMs !== undefined ? { timeoutMs: hooks.beforeToolCallTimeoutMs } : {}),
+        // A call whose hook was withdrawn never runs: no one decided it may.
+        ...(signal ? { signal, onWithdrawn: { block: true, blockReason: WITHDRAWN_TOOL_CALL_REASON } } : {}),
       }),
     onState(state) {
       try {

@@ -202,6 +202,42 @@ describe("the hook surface", () => {
     expect(JSON.stringify(env.fake.requests.at(-1)!.body)).toContain("lookups are off today");
   });
 
+  it("a beforeToolCall still asking when the turn ends is withdrawn: its signal aborts, the turn settles at once, no warning", async () => {
+    const file = sessions.file();
+    const handlerCalls: unknown[] = [];
+    env.fake.enqueue([{ functionCall: { name: "lookup", arguments: { q: "slow" } } }, { text: "never reached" }]);
+    let asked: AbortSignal | undefined;
+    let withdrawnAt: number | undefined;
+    const handle = startCodexTurn(
+      turnParams(env, file, "try the tool", {
+        dynamicTools: [tool(handlerCalls)],
+        hooks: {
+          beforeToolCallTimeoutMs: 60_000,
+          // A person is being asked: the answer would come much later.
+          beforeToolCall: (_call, context) => {
+            asked = context?.signal;
+            context?.signal.addEventListener("abort", () => (withdrawnAt = performance.now()));
+            return new Promise(() => undefined);
+          },
+        },
+      }),
+    );
+    const deadline = Date.now() + 20_000;
+    while (!asked && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(asked?.aborted).toBe(false);
+    const abortedAt = performance.now();
+    handle.abort();
+    const r = await handle.result;
+    expect(r.status).toBe("aborted");
+    expect(asked?.aborted).toBe(true);
+    expect(withdrawnAt! - abortedAt).toBeLessThan(10_000);
+    expect(r.warnings.filter((w) => w.includes("beforeToolCall"))).toEqual([]);
+    // Nobody decided the call may run: it never does.
+    expect(handlerCalls).toEqual([]);
+    // The model's second answer was never asked for.
+    env.fake.reset();
+  });
+
   it("a dynamic tool handler learns which session made the call (two sessions on one app-server)", async () => {
     const seen: Array<Record<string, unknown>> = [];
     const sessionTool = {

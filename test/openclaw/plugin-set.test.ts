@@ -172,6 +172,22 @@ describe("loadOpenClawPlugins", () => {
     expect(asked).toHaveLength(before); // remembered: not asked again
     expect(resolutions).toEqual(["deny", "allow-once", "timeout", "allow-always", "allow-always"]);
     await loaded.close();
+    // The turn ends while the person is asked: the question is withdrawn (the approver's signal aborts), the plugin
+    // hears "cancelled", the call is blocked.
+    let approverSignal: AbortSignal | undefined;
+    loaded = await loadOpenClawPlugins([{ spec: gate }], {
+      cwd,
+      appServer: server(),
+      onPluginApproval: (_request, { signal }) => ((approverSignal = signal), new Promise<never>(() => undefined)),
+    });
+    const turnOver = new AbortController();
+    const pending = loaded.hooks.beforeToolCall!({ sessionId: "s1", runId: "run-1", threadId: "t", turnId: "u", callId: "c9", toolName: "shell", native: true, params: { command: "deploy" } }, { signal: turnOver.signal });
+    while (!approverSignal) await new Promise((r) => setTimeout(r, 5));
+    turnOver.abort();
+    expect(await pending).toEqual({ block: true, blockReason: "Plugin approval withdrawn (the turn ended)" });
+    expect(approverSignal.aborted).toBe(true);
+    expect(resolutions.at(-1)).toBe("cancelled");
+    await loaded.close();
     // No approver: blocked, as OpenClaw without an approval route.
     loaded = await loadOpenClawPlugins([{ spec: gate }], { cwd, appServer: server() });
     expect(await call("deploy")).toEqual({ block: true, blockReason: "Plugin approval unavailable (no approval route)" });

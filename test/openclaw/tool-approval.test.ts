@@ -28,6 +28,29 @@ describe("decidePluginApproval", () => {
     expect(answered?.aborted).toBe(false);
   });
 
+  it("a question the turn no longer waits for is withdrawn: the approver's signal aborts, the plugin hears cancelled, the call is blocked", async () => {
+    const turnOver = new AbortController();
+    const seen: string[] = [];
+    let signal: AbortSignal | undefined;
+    const pending = decidePluginApproval(
+      { title: "T", description: "", onResolution: (d: string) => void seen.push(d) },
+      call,
+      (_r, o) => ((signal = o.signal), new Promise(() => undefined)),
+      new Set(),
+      120_000,
+      turnOver.signal,
+    );
+    await new Promise((r) => setImmediate(r));
+    expect(signal?.aborted).toBe(false);
+    turnOver.abort();
+    expect(await pending).toEqual({ allow: false, reason: "Plugin approval withdrawn (the turn ended)" });
+    expect(signal?.aborted).toBe(true);
+    expect(seen).toEqual(["cancelled"]);
+    // Already withdrawn before anyone is asked: no wait.
+    const late = await decidePluginApproval({ title: "T", description: "" }, call, () => new Promise(() => undefined), new Set(), 120_000, turnOver.signal);
+    expect(late).toEqual({ allow: false, reason: "Plugin approval withdrawn (the turn ended)" });
+  });
+
   it("a malformed request or a failing approver blocks the call", async () => {
     expect(await decidePluginApproval({ description: "no title" }, call, () => "allow-once", new Set())).toEqual({
       allow: false,

@@ -22,12 +22,20 @@ interface Channel {
   stopped(): boolean;
 }
 
+/** What the turn's callbacks share: the memo of native decisions, whether finalize was asked, the end signal. */
+interface TurnState {
+  userMessageStarted: boolean;
+  nativeDecisions: NativeDecisions;
+  finalizeAsked: boolean;
+  turnOver: AbortSignal;
+}
+
 /** `beforeToolCall`'s answer on one call, with the params it was asked with. */
 type NativeDecision = Promise<{ result: BeforeToolCallResult | undefined; params: unknown }>;
 type NativeDecisions = Map<string, NativeDecision>;
 
-function askHook(deps: TurnDeps, event: ToolCallHookEvent): NativeDecision {
-  return deps.hooks.beforeToolCall(event).then((result) => ({ result, params: event.params }));
+function askHook(deps: TurnDeps, event: ToolCallHookEvent, turnOver: AbortSignal): NativeDecision {
+  return deps.hooks.beforeToolCall(event, turnOver).then((result) => ({ result, params: event.params }));
 }
 
 /** The callback actor's body: start the turn, forward steers/interrupts, report events. Returns the cleanup. */
@@ -39,7 +47,10 @@ export function runTurn(
 ): () => void {
   let stopped = false;
   const channel: Channel = { sendBack: (e) => !stopped && sendBack(e), stopped: () => stopped };
+  // Aborts once the Codex turn ended (or the actor stopped): a `beforeToolCall` still asking someone is withdrawn.
+  const turnOver = new AbortController();
   const state = {
+    turnOver: turnOver.signal,
     turn: undefined as CodexTurn | undefined,
     interruptRequested: false,
     pendingSteers: [] as Steer[],
@@ -82,11 +93,13 @@ export function runTurn(
     if (state.pendingSteers.length > 0) void steer(turn, state.pendingSteers.splice(0));
     const record = await turn.completion;
     state.turn = undefined;
+    turnOver.abort();
     await observeTurnEnd(deps, record, state.finalizeAsked, input.model ?? deps.params.model);
     channel.sendBack({ type: "TURN.ENDED", record });
   })();
   return () => {
     stopped = true;
+    turnOver.abort();
   };
 }
 
@@ -95,7 +108,7 @@ async function startCodexTurn(
   deps: TurnDeps,
   input: RunTurnInput,
   channel: Channel,
-  state: { userMessageStarted: boolean; nativeDecisions: NativeDecisions; finalizeAsked: boolean },
+  state: TurnState,
 ): Promise<CodexTurn | undefined> {
   const p = deps.params;
   // Not awaited (OpenClaw's harness fires llm_input and sends turn/start): settle waits for it.
@@ -154,7 +167,7 @@ type InterceptedCall = { callId: string; tool: string; arguments?: unknown; nati
  * ask for one more model pass; without the relay Codex never calls it, and the hook runs after the turn instead).
  * Only the hooks the host has are passed, so Codex is not asked about what nobody decides.
  */
-function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: { nativeDecisions: NativeDecisions; finalizeAsked: boolean }, ids: { turnId: string }) {
+function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: TurnState, ids: { turnId: string }) {
   const p = deps.params;
   const toolEvent = (call: InterceptedCall): ToolCallHookEvent => ({
     ...deps.hookIds,
@@ -171,10 +184,10 @@ function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: { nativeDe
     let asked: NativeDecision;
     if (call.native) {
       const key = nativeCallKey(call, input.threadId);
-      asked = state.nativeDecisions.get(key) ?? askHook(deps, toolEvent(call));
+      asked = state.nativeDecisions.get(key) ?? askHook(deps, toolEvent(call), state.turnOver);
       state.nativeDecisions.set(key, asked);
     } else {
-      asked = askHook(deps, toolEvent(call));
+      asked = askHook(deps, toolEvent(call), state.turnOver);
     }
     const { result: out, params } = await asked;
     if (!out) return undefined;
@@ -234,7 +247,7 @@ function handleStreamEvent(
   deps: TurnDeps,
   input: RunTurnInput,
   channel: Channel,
-  state: { userMessageStarted: boolean; nativeDecisions: NativeDecisions; finalizeAsked: boolean },
+  state: TurnState,
   event: CodexTurnEvent,
 ): void {
   switch (event.type) {
@@ -278,7 +291,7 @@ function handleStreamEvent(
 function observeItem(
   deps: TurnDeps,
   input: RunTurnInput,
-  state: { userMessageStarted: boolean; nativeDecisions: NativeDecisions; finalizeAsked: boolean },
+  state: TurnState,
   event: Extract<CodexTurnEvent, { type: "itemStarted" | "itemCompleted" }>,
 ): void {
   const item = event.item as { kind: string; id: string; tool?: string } & Record<string, unknown>;
@@ -303,7 +316,7 @@ function observeItem(
     deps.emit({ type: "toolCall", tool: view.toolName });
     // Observed as it starts, unless already asked; Codex's approval request for it, if one follows, uses this answer.
     const key = nativeCallKey({ threadId: event.threadId, callId: view.toolCallId }, input.threadId);
-    if (!state.nativeDecisions.has(key)) state.nativeDecisions.set(key, askHook(deps, hookEvent));
+    if (!state.nativeDecisions.has(key)) state.nativeDecisions.set(key, askHook(deps, hookEvent, state.turnOver));
     return;
   }
   const durationMs = (event.item as { durationMs?: number | null }).durationMs;
