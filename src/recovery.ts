@@ -17,7 +17,7 @@ import type { SessionStore } from "./store/session-store.js";
 import { SessionFileError } from "./transcript/errors.js";
 import { movePendingFinalizeAside, type PendingFinalizeRecord } from "./transcript/pending.js";
 import type { CodexAppServer } from "./codex/app-server.js";
-import { readThreadTurn } from "./codex/thread-turn.js";
+import { readThreadTurn, type TurnToRebuild } from "./codex/thread-turn.js";
 import type { TurnRecordCore } from "./codex/turn-projector.js";
 
 export type { RecoverCodexSessionParams };
@@ -215,7 +215,7 @@ export async function recoverCutTurn(input: CutTurnInput, logger: Logger): Promi
   }
   let read: Awaited<ReturnType<typeof readThreadTurn>>;
   try {
-    read = await readThreadTurn(input.appServer, { threadId: binding.threadId, ...inFlight });
+    read = await readSettledThreadTurn(input.appServer, { threadId: binding.threadId, ...inFlight });
   } catch (error) {
     logger.warn({ event: "cut turn unreadable", ...ids, err: errorLabel(error) }, "Codex could not read the thread of a turn cut short; it stays out of the transcript");
     await dropMarker();
@@ -252,6 +252,27 @@ export async function recoverCutTurn(input: CutTurnInput, logger: Logger): Promi
     mirroredMessages: done.mirroredMessages,
     finalized: done.finalized,
   };
+}
+
+/** How long recovery waits for Codex to stop a turn that still runs, and how often it looks. */
+const STILL_RUNNING_WAIT_MS = 5_000;
+const STILL_RUNNING_POLL_MS = 100;
+
+/**
+ * {@link readThreadTurn}, for a turn that may still run: the attempt ended but its app-server did not (the same
+ * process goes on, e.g. after the attempt lost its lock). Such a turn is interrupted first and read once Codex says it
+ * stopped (at most {@link STILL_RUNNING_WAIT_MS}), so the transcript gets all of it and no later item is left out.
+ */
+async function readSettledThreadTurn(appServer: Pick<CodexAppServer, "request">, turn: TurnToRebuild): Promise<Awaited<ReturnType<typeof readThreadTurn>>> {
+  let read = await readThreadTurn(appServer, turn);
+  if (!read.found || read.codexStatus !== "inProgress") return read;
+  await appServer.request("turn/interrupt", { threadId: turn.threadId, turnId: turn.turnId }).catch(() => undefined);
+  const until = Date.now() + STILL_RUNNING_WAIT_MS;
+  while (read.found && read.codexStatus === "inProgress" && Date.now() < until) {
+    await new Promise((r) => setTimeout(r, STILL_RUNNING_POLL_MS));
+    read = await readThreadTurn(appServer, turn);
+  }
+  return read;
 }
 
 /**

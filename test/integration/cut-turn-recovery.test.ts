@@ -205,6 +205,27 @@ describe("runCodexTurn recovers a turn an earlier attempt left in flight", () =>
   });
 });
 
+describe("a turn left in flight that still runs", () => {
+  it("is interrupted first and recovered once Codex stopped it (the attempt ended, its app-server did not)", async () => {
+    const file = sessions.file("still-running");
+    const { engine, finalized } = recordingEngine();
+    env.fake.enqueue({ text: "first answer" });
+    expect((await runCodexTurn(turnParams(env, file, "first question", { contextEngine: engine }))).status).toBe("completed");
+    const binding = (await readThreadBinding(file))!;
+    // A slow answer (about 2 s): still streaming when recovery looks.
+    env.fake.enqueue({ text: "a long answer that is still being written", delayMs: 200 });
+    const running = await env.codex.startTurn({ threadId: binding.threadId, text: "the slow prompt" });
+    await writeThreadBinding(file, { ...binding, heldTurnIds: [...binding.heldTurnIds, running.turnId], turnInFlight: { turnId: running.turnId, prompt: "the slow prompt" } });
+
+    const out = await recoverCodexSession({ sessionId: path.basename(file, ".jsonl"), sessionFile: file, contextEngine: engine, appServer: env.codex });
+    expect(out.cutTurn).toMatchObject({ turnId: running.turnId, outcome: "recovered", codexStatus: "interrupted" });
+    expect((await running.completion).codexStatus).toBe("interrupted");
+    expect(shape((await readSessionHistory(file)).messages).slice(0, 3)).toEqual(["user:first question", "assistant:first answer", "user:the slow prompt"]);
+    expect(finalized.map((ms) => shape(ms)[0])).toEqual(["user:first question", "user:the slow prompt"]);
+    env.fake.reset();
+  });
+});
+
 describe("recoverCodexSession and a turn left in flight", () => {
   it("without an app-server leaves it for the next turn; with one, recovers it", async () => {
     const file = sessions.file("host-start");
