@@ -1,4 +1,7 @@
-/** `session.acquiringLock` and `session.recovering`: one attempt at a time per session, crashed attempts completed first. */
+/**
+ * `session.acquiringLock`, `session.recovering` and `session.recoveringCutTurn`: one attempt at a time per session;
+ * what crashed attempts left (a pending record, a turn Codex ran that nothing recorded) is completed first.
+ */
 import type { CutTurnOutput, LockOutput, RecoveryOutput } from "../../../machines/turn.contract.js";
 import { finalizePendingTurns, recoverCutTurn } from "../../recovery.js";
 import { resolveSessionPath } from "../../transcript/resolve.js";
