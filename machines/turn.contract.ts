@@ -137,10 +137,19 @@ export interface LockOutput {
 /** What recovering a turn an earlier attempt left in flight did (see `recoverCutTurn` in src/recovery.ts). */
 export interface CutTurnOutput {
   turnId: string;
+  /**
+   * `recovered`: rebuilt from Codex's record of the thread, mirrored and finalized; `alreadyMirrored`: the transcript
+   * holds it (nothing to do); `notInThread` / `unreadable`: Codex could not give it back (the marker is dropped, the
+   * turn stays out of the transcript); `noAppServer`: left for the next turn, which has one.
+   */
   outcome: "recovered" | "alreadyMirrored" | "notInThread" | "unreadable" | "noAppServer";
+  /** Codex's status of the turn (`interrupted` when its attempt died mid-turn), when it was recovered. */
   codexStatus?: string;
+  /** Messages of the rebuilt turn (original prompt first), when it was recovered. */
   messages?: number;
+  /** Items of Codex's record this client could not read (left out). */
   itemsSkipped?: number;
+  /** Messages appended to the transcript and turns finalized by recovering it (also counted in `SessionRecovery`). */
   mirroredMessages?: number;
   finalized?: number;
 }

@@ -19,6 +19,7 @@ import { movePendingFinalizeAside, type PendingFinalizeRecord } from "./transcri
 import type { CodexAppServer } from "./codex/app-server.js";
 import { readThreadTurn, type TurnToRebuild } from "./codex/thread-turn.js";
 import type { TurnRecordCore } from "./codex/turn-projector.js";
+import type { CutTurnOutput } from "../machines/turn.contract.js";
 
 export type { RecoverCodexSessionParams };
 
@@ -147,26 +148,17 @@ async function finalizeOne(input: RecoveryInput, turn: PendingFinalizeRecord, lo
   }
 }
 
-/** What became of a turn an attempt left in flight (the binding's `turnInFlight`), see {@link recoverCutTurn}. */
-export interface CutTurnRecovery {
-  turnId: string;
-  /**
-   * `recovered`: rebuilt from Codex's record of the thread, mirrored and finalized; `alreadyMirrored`: the transcript
-   * holds it (nothing to do); `notInThread` / `unreadable`: Codex could not give it back (the marker is dropped, the
-   * turn stays out of the transcript, as before this recovery existed); `noAppServer`: left for the next turn, which
-   * has one.
-   */
-  outcome: "recovered" | "alreadyMirrored" | "notInThread" | "unreadable" | "noAppServer";
-  /** Codex's status of the turn (`interrupted` when its attempt died mid-turn), when it was recovered. */
-  codexStatus?: string;
-  /** Messages of the rebuilt turn (original prompt first), when it was recovered. */
-  messages?: number;
-  /** Items of Codex's record this client could not read (left out). */
-  itemsSkipped?: number;
-  /** Messages appended to the transcript and turns finalized by recovering it (also counted in {@link SessionRecovery}). */
-  mirroredMessages?: number;
-  finalized?: number;
-}
+/**
+ * What became of a turn an attempt left in flight (the binding's `turnInFlight`), see {@link recoverCutTurn}: the
+ * statechart's `CutTurnOutput` (machines/turn.contract.ts), where each field is described.
+ *
+ * @example
+ * ```ts
+ * const r = await recoverCodexSession({ sessionId, sessionFile, appServer });
+ * if (r.cutTurn?.outcome === "recovered") console.log(r.cutTurn.turnId, r.cutTurn.codexStatus, r.cutTurn.messages);
+ * ```
+ */
+export type CutTurnRecovery = CutTurnOutput;
 
 /** What recovering a cut turn needs beyond {@link RecoveryInput}. */
 export interface CutTurnInput extends RecoveryInput {

@@ -106,17 +106,17 @@ const cases: Case[] = [
 
 recordCases("crash-finalize", cases.length);
 
+/** A fresh session for one case: its transcript, CODEX_HOME (shared by its workers) and ledger in a temp dir. */
+function sessionJob(name: string): Omit<TurnJob, "prompts"> {
+  const dir = mkdtempSync(path.join(codexHomeTempBase(), `crash-finalize-${name}-`));
+  dirs.push(dir);
+  return { file: path.join(dir, "s.jsonl"), sessionId: "s", codexHome: path.join(dir, "codex-home"), ledger: path.join(dir, "ledger.jsonl") };
+}
+
 describe("SIGKILL at each point of a real turn, then recovery by the next process", () => {
   for (const c of cases) {
     it(c.title, async () => {
-      const dir = mkdtempSync(path.join(codexHomeTempBase(), `crash-finalize-${c.point}-`));
-      dirs.push(dir);
-      const base: Omit<TurnJob, "prompts"> = {
-        file: path.join(dir, "s.jsonl"),
-        sessionId: "s",
-        codexHome: path.join(dir, "codex-home"),
-        ledger: path.join(dir, "ledger.jsonl"),
-      };
+      const base = sessionJob(c.point);
       const first = await runTurnWorker({ ...base, prompts: ["a0", "a1", "a2"], crash: { point: c.point, prompt: "a1" } });
       expect(first.signal, first.stderr).toBe("SIGKILL");
 
@@ -166,14 +166,7 @@ describe("SIGKILL at each point of a real turn, then recovery by the next proces
 
 describe("a turn cut short mid-turn, recovered by the next turn itself", () => {
   it("the next runCodexTurn rebuilds the dead attempt's turn from Codex's thread before its own (no recoverCodexSession)", async () => {
-    const dir = mkdtempSync(path.join(codexHomeTempBase(), "crash-finalize-next-turn-"));
-    dirs.push(dir);
-    const base: Omit<TurnJob, "prompts"> = {
-      file: path.join(dir, "s.jsonl"),
-      sessionId: "s",
-      codexHome: path.join(dir, "codex-home"),
-      ledger: path.join(dir, "ledger.jsonl"),
-    };
+    const base = sessionJob("next-turn");
     const first = await runTurnWorker({ ...base, prompts: ["a0", "a1"], crash: { point: "midTurn", prompt: "a1" } });
     expect(first.signal, first.stderr).toBe("SIGKILL");
     for (const l of await readLedger(base.ledger)) if (l.kind === "spawned" && l.codexPid !== undefined) codexPids.push(l.codexPid);
