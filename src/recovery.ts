@@ -271,7 +271,8 @@ async function readSettledThreadTurn(appServer: Pick<CodexAppServer, "request">,
  * Complete what a crashed attempt left on a session (finish its mirror from the pending record, finalize it in the
  * engine exactly once; with `appServer`, also rebuild a turn the attempt left in flight from Codex's thread: see
  * {@link recoverCutTurn}) without running a turn. Every attempt does this first anyway; call it on host start-up to
- * decide from the transcript which prompts still need to run.
+ * decide from the transcript which prompts still need to run. Without `appServer`, a turn cut short stays out of the
+ * transcript until the next turn recovers it (`cutTurn.outcome: "noAppServer"`): do not run its prompt again.
  *
  * @example
  * ```ts
