@@ -16,6 +16,7 @@ import { createJsonlSessionStore } from "./store/jsonl-store.js";
 import type { SessionStore } from "./store/session-store.js";
 import { SessionFileError } from "./transcript/errors.js";
 import { movePendingFinalizeAside, type PendingFinalizeRecord } from "./transcript/pending.js";
+import { markNativeCompaction, type ThreadBinding } from "./transcript/binding.js";
 import type { CodexAppServer } from "./codex/app-server.js";
 import { readThreadTurn, type TurnToRebuild } from "./codex/thread-turn.js";
 import type { TurnRecordCore } from "./codex/turn-projector.js";
@@ -192,8 +193,8 @@ export async function recoverCutTurn(input: CutTurnInput, logger: Logger): Promi
   const inFlight = binding?.turnInFlight;
   if (!binding || !inFlight) return undefined;
   const ids = { sessionId: params.sessionId, threadId: binding.threadId, turnId: inFlight.turnId };
-  const dropMarker = async () => {
-    const { turnInFlight: _dropped, ...rest } = binding;
+  const dropMarker = async (after: ThreadBinding = binding) => {
+    const { turnInFlight: _dropped, ...rest } = after;
     await store.writeBinding(rest, { durable: false });
   };
   const history = await store.readHistory();
@@ -229,10 +230,13 @@ export async function recoverCutTurn(input: CutTurnInput, logger: Logger): Promi
     status: read.record.codexStatus,
     messages,
   });
-  await dropMarker();
+  // Codex compacted the thread natively during that turn: what the binding says the thread holds is gone (the
+  // next projection re-sends it), as the live turn's TURN.COMPACTION would have recorded.
+  const compacted = read.record.compactions.some((c) => c.completed);
+  await dropMarker(compacted ? markNativeCompaction(binding, binding.threadId) : binding);
   const done = await finalizePendingTurns(input, logger);
   logger.info(
-    { event: "cut turn recovered", ...ids, codexStatus: read.codexStatus, messages: messages.length, itemsSkipped: read.itemsSkipped, appended: done.mirroredMessages },
+    { event: "cut turn recovered", ...ids, codexStatus: read.codexStatus, messages: messages.length, itemsSkipped: read.itemsSkipped, appended: done.mirroredMessages, nativeCompaction: compacted },
     "a turn cut short was recovered from Codex's thread",
   );
   return {
