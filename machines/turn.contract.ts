@@ -342,6 +342,19 @@ export interface TurnRecord {
   error?: { message: string; codexErrorInfo?: string; code?: string };
   /** Codex answered with another model than the turn asked for (`model/rerouted`): the last reroute of the turn. */
   modelRerouted?: ModelReroute;
+  /**
+   * Images Codex generated in the turn and saved (its image-generation items with a `savedPath`), in order: OpenClaw
+   * forwards exactly these files as the reply's media, even when the turn has no assistant text.
+   */
+  generatedImages?: GeneratedImage[];
+}
+
+/** One image Codex generated and saved during a turn. */
+export interface GeneratedImage {
+  /** The image-generation item's id (also the tool call id in the transcript). */
+  itemId: string;
+  /** Where Codex saved the file. */
+  path: string;
 }
 
 /** A `model/rerouted` notification: the model asked for, the model that answered, and Codex's reason. */

@@ -15,6 +15,7 @@ import type {
   TurnUsage,
   ModelReroute,
   NativeCompactionRecord,
+  GeneratedImage,
 } from "../machines/turn.contract.js";
 
 /** Raised when `runCodexTurn`/`startCodexTurn` parameters are invalid; `field` names the offending parameter. */
@@ -287,6 +288,11 @@ export interface CodexTurnResult {
    * activity): the assistant messages then carry `responseModel`, and a warning says so.
    */
   modelRerouted?: ModelReroute;
+  /**
+   * Images Codex generated and saved in this turn (`path` of each image-generation item, in order): deliver these
+   * files as the reply's media, as OpenClaw does, even when `assistantText` is empty. Absent when there were none.
+   */
+  generatedImages?: GeneratedImage[];
   /** Lifecycle states in the order they were entered. */
   trace: string[];
   engine: EngineOutcomes;

@@ -751,6 +751,11 @@ export class TurnProjector {
     if (this.usage) record.usage = { ...this.usage };
     if (error) record.error = { ...error };
     if (this.reroute) record.modelRerouted = { ...this.reroute };
+    const images = this.order.flatMap((id) => {
+      const item = this.items.get(id);
+      return item?.kind === "imageGeneration" && item.completed && typeof item.savedPath === "string" ? [{ itemId: item.id, path: item.savedPath }] : [];
+    });
+    if (images.length > 0) record.generatedImages = images;
     return record;
   }
 }

@@ -57,6 +57,7 @@ export function toTurnResult(
     res.nativeCompactions = output.record.compactions;
     if (output.record.usage) res.usage = output.record.usage;
     if (output.record.modelRerouted) res.modelRerouted = output.record.modelRerouted;
+    if (output.record.generatedImages) res.generatedImages = output.record.generatedImages;
     if (output.record.error && !res.error) {
       const code = output.record.error.codexErrorInfo ?? output.record.error.code;
       res.error = { phase: "turnRunning", message: output.record.error.message, ...(code ? { code } : {}) };

@@ -1,6 +1,6 @@
-/** What `run` / `chat` print of a result that first recovered a turn an earlier attempt left in flight. */
+/** What `run` / `chat` print of a result beyond the reply: a recovered turn cut short, images Codex generated. */
 import { describe, expect, it } from "vitest";
-import { cutTurnNote, runResultJson } from "../../src/cli/commands/run.js";
+import { cutTurnNote, imageLine, runResultJson } from "../../src/cli/commands/run.js";
 import { emptyResult } from "../../src/turn/result.js";
 
 describe("a recovered turn cut short in the CLI's output", () => {
@@ -10,5 +10,15 @@ describe("a recovered turn cut short in the CLI's output", () => {
     const plain = emptyResult("completed", "run-1");
     expect(runResultJson(plain)).not.toHaveProperty("cutTurnRecovered");
     expect(runResultJson({ ...plain, cutTurnRecovered: cut })).toMatchObject({ status: "completed", cutTurnRecovered: cut });
+  });
+});
+
+describe("images Codex generated, in the CLI's output", () => {
+  it("a line per saved file; --json carries them only when there were some", () => {
+    const images = [{ itemId: "ig_1", path: "/home/ada/.codex/images/ig_1.png" }];
+    expect(imageLine(images[0]!)).toBe("image: /home/ada/.codex/images/ig_1.png");
+    const plain = emptyResult("completed", "run-1");
+    expect(runResultJson(plain)).not.toHaveProperty("generatedImages");
+    expect(runResultJson({ ...plain, generatedImages: images })).toMatchObject({ generatedImages: images });
   });
 });

@@ -120,5 +120,27 @@ describe("image views and generations", () => {
       { role: "assistant", stopReason: "stop", content: [{ type: "text", text: "here" }, { type: "toolCall", id: "ig_1", name: "image_generation", arguments: {} }] },
       { role: "toolResult", toolCallId: "ig_1", toolName: "image_generation", content: [{ type: "text", text: "Image saved to /i.png" }], isError: false },
     ]);
+    // The saved file is the turn's media (OpenClaw forwards exactly it as the reply's image).
+    expect(record.generatedImages).toEqual([{ itemId: "ig_1", path: "/i.png" }]);
+  });
+
+  it("a turn record lists only the images Codex saved, in order; none means no field", () => {
+    const threadId = "t1";
+    const turnId = "u1";
+    const gen = (id: string, savedPath: string | null, status = "completed") => ({ method: "item/completed", params: { threadId, turnId, item: { type: "imageGeneration", id, status, revisedPrompt: null, failure: savedPath ? null : { type: "usageLimitExceeded" }, savedPath, completedAtMs: 3 } } });
+    const run = (items: unknown[]) => {
+      const p = new TurnProjector({ threadId, turnId, originalPrompt: "draw" });
+      for (const r of items) {
+        const c = validateNotification(r);
+        if (c.kind !== "ok") throw new Error("not ok");
+        p.apply(c.notification);
+      }
+      return p.finish();
+    };
+    expect(run([gen("ig_1", "/a.png"), gen("ig_2", null, "failed"), gen("ig_3", "/b.png")]).generatedImages).toEqual([
+      { itemId: "ig_1", path: "/a.png" },
+      { itemId: "ig_3", path: "/b.png" },
+    ]);
+    expect(run([gen("ig_2", null, "failed")])).not.toHaveProperty("generatedImages");
   });
 });

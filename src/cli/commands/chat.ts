@@ -14,7 +14,7 @@ import { EXIT } from "../errors.js";
 import { holdInspector } from "../inspector.js";
 import { addEngineOptions, addInspectOptions, addJsonOption, addServerOptions, addTrajectoryOptions, addWorkOptions, LIVE_PROVIDER_HELP } from "../options.js";
 import { createOut, type Out } from "../output.js";
-import { cutTurnNote, readImageOptions, replyText, runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
+import { cutTurnNote, imageLine, readImageOptions, replyText, runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
 import { sessionResetCommand } from "../session-reset.js";
 import { settleWithin, watchSignals, type SignalWatch } from "../signals.js";
 import { setUpTurnCommand, type TurnCommandOptions, type TurnSetup } from "../turn-setup.js";
@@ -68,6 +68,7 @@ function attachImage(file: string, attached: PromptImage[], say: (line: string) 
 function reportTurn(out: Out, r: CodexTurnResult, queue: PromptQueue): void {
   if (out.json) out.record(runResultJson(r));
   else {
+    for (const image of r.generatedImages ?? []) out.text(imageLine(image));
     if (r.cutTurnRecovered) out.text(cutTurnNote(r.cutTurnRecovered));
     if (r.status === "blocked") out.text(`(turn blocked by ${r.blocked?.blockedBy ?? "a gate"})`);
     else if (r.status !== "completed") out.text(`(turn ${r.status}${r.error ? `: ${r.error.message}` : ""})`);

@@ -70,6 +70,7 @@ export function runResultJson(r: CodexTurnResult): Record<string, unknown> {
     ...(r.blocked ? { blocked: r.blocked } : {}),
     ...(r.modelRerouted ? { modelRerouted: r.modelRerouted } : {}),
     ...(r.cutTurnRecovered ? { cutTurnRecovered: r.cutTurnRecovered } : {}),
+    ...(r.generatedImages ? { generatedImages: r.generatedImages } : {}),
   };
 }
 
@@ -99,10 +100,23 @@ export function cutTurnNote(c: NonNullable<CodexTurnResult["cutTurnRecovered"]>)
   return `note: an earlier turn (${c.turnId}) was cut short (${c.codexStatus}) and recovered from Codex's thread: ${c.messages} messages`;
 }
 
+/**
+ * The line naming an image Codex generated in the turn (the file it saved), after the reply.
+ *
+ * @example
+ * ```ts
+ * imageLine({ itemId: "ig_1", path: "/home/ada/.codex/images/ig_1.png" }); // "image: /home/ada/.codex/images/ig_1.png"
+ * ```
+ */
+export function imageLine(image: { path: string }): string {
+  return `image: ${image.path}`;
+}
+
 function printResult(out: Out, r: CodexTurnResult): void {
   if (out.json) return out.record(runResultJson(r));
   if (r.cutTurnRecovered) out.text(cutTurnNote(r.cutTurnRecovered));
   out.text(replyText(r));
+  for (const image of r.generatedImages ?? []) out.text(imageLine(image));
   for (const w of r.warnings) out.text(`warning: ${typeof w === "string" ? w : JSON.stringify(w)}`);
   for (const f of r.followUps) out.text(`follow-up not run (steer not taken): ${f}`);
   out.text(`status: ${r.status}${r.error ? ` (${JSON.stringify(r.error)})` : ""}`);
@@ -164,7 +178,7 @@ export function runCommand(done: (code: number) => void): Command {
   addEngineOptions(cmd);
   addServerOptions(cmd);
   addWorkOptions(cmd);
-  addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked, modelRerouted, cutTurnRecovered");
+  addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked, modelRerouted, cutTurnRecovered, generatedImages");
   addInspectOptions(cmd);
   addTrajectoryOptions(cmd);
   cmd.addHelpText("after", `\nSIGINT/SIGTERM abort the turn, wait for it to settle, then exit 130.\n${LIVE_PROVIDER_HELP}`);
