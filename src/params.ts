@@ -156,6 +156,11 @@ export const codexTurnParamsSchema = z
     /** Codex approval policy: when Codex asks before running commands. */
     approvalPolicy: z.enum(["untrusted", "on-request", "never"]).optional(),
     reasoningEffort: z.enum(["none", "minimal", "low", "medium", "high", "xhigh"]).optional(),
+    /**
+     * Codex's collaboration mode for this turn: `"plan"` (Codex's Plan mode: its planning instructions and the
+     * `request_user_input` tool, answered by `onUserInput`) or `"default"`. Absent: the thread's current mode.
+     */
+    collaborationMode: z.enum(["plan", "default"]).optional(),
     reasoningSummary: z.enum(["auto", "concise", "detailed", "none"]).optional(),
     serviceTier: z.string().min(1).optional(),
     /** Host decision on Codex approval requests (command, file change, permission); no callback: deny. */

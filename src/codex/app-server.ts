@@ -40,6 +40,7 @@ import {
 } from "./options.js";
 import type { AppServerProcess } from "./process.js";
 import type { ClientRequest } from "./protocol/ClientRequest.js";
+import type { ReasoningEffort } from "./protocol/ReasoningEffort.js";
 import type { RpcStats } from "./rpc.js";
 import type { IncomingNotification } from "./schemas.js";
 import { answerServerRequest, decideRelayedHook } from "./server-requests.js";
@@ -437,6 +438,7 @@ export class CodexAppServer {
       model: o.model,
       effort: o.effort,
       sandboxPolicy: thread ? turnSandboxPolicy(thread.settings) : undefined,
+      collaborationMode: o.collaborationMode ? collaborationModeFor(o.collaborationMode, run.model, o.effort) : undefined,
     });
   }
 
@@ -504,4 +506,24 @@ export class CodexAppServer {
       counters: this.counters,
     };
   }
+}
+
+/**
+ * `turn/start`'s `collaborationMode`: the mode with the turn's model (Codex requires one) and reasoning effort.
+ * Throws INVALID_ARGUMENT when the model is unknown (a thread this client did not start or resume, and no `model`).
+ *
+ * @example
+ * ```ts
+ * collaborationModeFor("plan", "gpt-5.5", undefined); // { mode: "plan", settings: { model: "gpt-5.5", reasoning_effort: null, developer_instructions: null } }
+ * ```
+ */
+export function collaborationModeFor(mode: "plan" | "default", model: string | undefined, effort: string | undefined) {
+  if (!model) {
+    throw new CodexAppServerError(
+      "INVALID_ARGUMENT",
+      "startTurn options: collaborationMode needs the turn's model: pass model (the thread's is unknown to this client)",
+      { method: "turn/start", field: "collaborationMode" },
+    );
+  }
+  return { mode, settings: { model, reasoning_effort: (effort ?? null) as ReasoningEffort | null, developer_instructions: null } };
 }

@@ -241,6 +241,12 @@ export const startTurnSchema = z
     additionalContext: additionalContextSchema.optional(),
     model: z.string().min(1).optional(),
     effort: reasoningEffortSchema.optional(),
+    /**
+     * Codex's collaboration mode for this turn (experimental `turn/start` field): `"plan"` gives the model Codex's Plan
+     * mode instructions and its `request_user_input` tool (answered by `onUserInput`); `"default"` is Codex's Default
+     * mode. Absent: the thread's current mode. The mode's settings name the turn's model (`model`, else the thread's).
+     */
+    collaborationMode: z.enum(["plan", "default"]).optional(),
     steerQuietWindowMs: nonNegativeTimeoutMsSchema.default(50),
     idleTimeoutMs: timeoutMsSchema.optional(),
     /**

@@ -71,6 +71,7 @@ export interface TurnStartInput {
   model?: string | undefined;
   effort?: string | undefined;
   sandboxPolicy?: TurnStartParams["sandboxPolicy"];
+  collaborationMode?: TurnStartParams["collaborationMode"];
 }
 
 /**
@@ -153,6 +154,7 @@ export class TurnRunner {
       model: input.model,
       effort: input.effort,
       sandboxPolicy: input.sandboxPolicy,
+      collaborationMode: input.collaborationMode,
     });
     let raw: unknown;
     try {

@@ -2,14 +2,17 @@
  * Codex doing real work through the client, on the real `codex app-server` against the fake Responses API: the fake
  * model asks for a shell command; approvals reach the host's `onApproval` as a typed request and its decision (or
  * the default, or a timeout) is what Codex does. Also: the sandbox and reasoning settings are accepted by the binary.
- * (`request_user_input` is offered by Codex 0.169.0 only in Plan collaboration mode; `onUserInput` is tested against
- * the scripted app-server in test/codex/host-callbacks.test.ts.)
+ * Also: in Plan collaboration mode (`collaborationMode: "plan"`) the model's `request_user_input` question reaches
+ * `onUserInput` and the host's answer reaches the model; Codex 0.169.0 offers the tool in every mode but answers it
+ * itself outside Plan mode ("request_user_input is unavailable in Default mode").
  */
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { CodexApprovalRequest } from "../../src/codex/approvals.js";
+import type { CodexUserInputRequest } from "../../src/codex/options.js";
+import { runCodexTurn } from "../../src/turn.js";
 import { startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
 
 let env: OfflineCodex;
@@ -84,6 +87,67 @@ describe("approvals reach the host and its decision is honoured (real app-server
     expect(r.record.codexStatus).toBe("completed");
     expect(r.made).toBe(false);
     expect(r.turn.warnings).toEqual([expect.objectContaining({ code: "approvalTimeout" })]);
+  });
+});
+
+/** The model asks one question with two options through `request_user_input`, then answers. */
+function scriptQuestion(): void {
+  env.fake.enqueue([
+    {
+      functionCall: {
+        name: "request_user_input",
+        arguments: {
+          questions: [
+            { id: "color", header: "Color", question: "Which color should the button be?", options: [{ label: "Blue (Recommended)", description: "matches the brand" }, { label: "Red", description: "stands out" }] },
+          ],
+        },
+      },
+    },
+    { text: "Blue it is." },
+  ]);
+}
+
+describe("request_user_input in Plan mode reaches onUserInput (real app-server)", () => {
+  it("the client: in Plan mode the typed question reaches the host and its answer the model; in Default mode Codex refuses it", async () => {
+    const { codex, fake } = env;
+    const { threadId } = await codex.startThread({ cwd: workspace() });
+    scriptQuestion();
+    const asked: CodexUserInputRequest[] = [];
+    const turn = await codex.startTurn({ threadId, text: "plan the button", collaborationMode: "plan", onUserInput: (req) => (asked.push(req), { color: { answers: ["Blue (Recommended)"] } }) });
+    const record = await turn.completion;
+    expect(record.codexStatus).toBe("completed");
+    expect(record.assistantText).toBe("Blue it is.");
+    expect(asked).toEqual([
+      expect.objectContaining({
+        threadId,
+        turnId: turn.turnId,
+        questions: [expect.objectContaining({ id: "color", question: "Which color should the button be?", options: [{ label: "Blue (Recommended)", description: "matches the brand" }, { label: "Red", description: "stands out" }] })],
+      }),
+    ]);
+    expect(toolOutput(fake.requests.at(-1))).toContain("Blue (Recommended)");
+    // In Default mode Codex offers the tool but refuses it itself: the host is not asked.
+    scriptQuestion();
+    const again = await (await codex.startTurn({ threadId, text: "and now?", collaborationMode: "default", onUserInput: (req) => (asked.push(req), undefined) })).completion;
+    expect(again.codexStatus).toBe("completed");
+    expect(asked).toHaveLength(1);
+    expect(toolOutput(fake.requests.at(-1))).toBe("request_user_input is unavailable in Default mode");
+  });
+
+  it("runCodexTurn: collaborationMode and onUserInput as turn parameters", async () => {
+    const file = path.join(workspace(), "plan.jsonl");
+    scriptQuestion();
+    const asked: string[] = [];
+    const result = await runCodexTurn({
+      appServer: env.codex,
+      sessionId: "plan",
+      sessionFile: file,
+      prompt: "plan the button",
+      collaborationMode: "plan",
+      onUserInput: (req) => (asked.push(req.questions[0]!.id), { color: { answers: ["Red"] } }),
+    });
+    expect(result.status).toBe("completed");
+    expect(asked).toEqual(["color"]);
+    expect(toolOutput(env.fake.requests.at(-1))).toContain("Red");
   });
 });
 

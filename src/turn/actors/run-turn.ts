@@ -134,6 +134,7 @@ async function startCodexTurn(
       ...(input.contextImages && input.contextImages.length > 0 ? { contextImages: input.contextImages } : {}),
       additionalContext: input.additionalContext,
       model: input.model ?? p.model,
+      ...(p.collaborationMode ? { collaborationMode: p.collaborationMode } : {}),
       steerQuietWindowMs: p.steerQuietWindowMs,
       idleTimeoutMs: p.timeouts?.turnIdleMs,
       ...(p.timeouts?.toolCallMs !== undefined ? { toolCallTimeoutMs: p.timeouts.toolCallMs } : {}),
