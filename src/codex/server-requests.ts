@@ -335,13 +335,23 @@ async function answerUserInput(deps: ServerRequestDeps, rpc: Responder, req: Ser
   if (!run || !onUserInput || typeof p.itemId !== "string" || !Array.isArray(p.questions)) return unsupported(deps, rpc, req);
   // The asking thread: the turn's own, or a sub-agent's working for it (its turn id is then the sub-agent's).
   const request: CodexUserInputRequest = { threadId: p.threadId as string, turnId: String(p.turnId ?? run.turnId ?? ""), itemId: p.itemId, questions: p.questions };
+  // The turn's own question (a sub-agent's is in its own thread): the record holds the call and its answer.
+  const own = p.threadId === run.threadId;
+  const call = { itemId: p.itemId, tool: "request_user_input", arguments: { questions: p.questions } };
+  const started = performance.now();
+  const ended = (text: string, success: boolean) =>
+    own && run.recordHostAnsweredTool(call, { text, success, durationMs: Math.round(performance.now() - started) });
+  if (own) run.recordHostAnsweredTool(call);
   const r = await waitingOnHost(deps, run, () => askHost(run, req.id, (context) => onUserInput(request, context), run.options.userInputTimeoutMs));
   if (!r.ok && r.reason === "withdrawn") {
     deps.logger.info({ event: "codex.userInput.withdrawn", itemId: p.itemId }, "codex resolved the user-input request itself; no answer sent");
+    ended("request_user_input withdrawn: Codex no longer waited for the answer", false);
     return;
   }
   if (r.ok && isAnswers(r.value)) {
     deps.logger.info({ event: "codex.userInput.answered", itemId: p.itemId, answers: Object.keys(r.value).length }, "user input answered by the host");
+    // What the model reads as the tool's output (observed with 0.169: the response, as JSON).
+    ended(JSON.stringify({ answers: r.value }), true);
     rpc.respond(req.id, { answers: r.value });
     return;
   }
@@ -349,5 +359,6 @@ async function answerUserInput(deps: ServerRequestDeps, rpc: Responder, req: Ser
     const why = !r.ok ? (r.reason === "timeout" ? `did not answer within ${run.options.userInputTimeoutMs} ms` : "threw") : "returned malformed answers";
     run.warn({ code: "userInputCallbackFailed", message: `onUserInput ${why}; declined`, itemId: p.itemId });
   }
+  ended("request_user_input declined by the host", false);
   rpc.respondError(req.id, -32000, "request_user_input declined by the host");
 }

@@ -12,6 +12,7 @@ import type { ResolvedStartTurnOptions } from "./options.js";
 import type { IncomingNotification } from "./schemas.js";
 import type { SteerBatcher } from "./steering.js";
 import type { TurnProjector, TurnRecordCore, TurnRecordError } from "./turn-projector.js";
+import { validateNotification } from "./rpc.js";
 import type { CodexTurnWarning } from "./warnings.js";
 
 /** A promise with its resolver. */
@@ -103,6 +104,28 @@ export class TurnRun {
     this.model = s.model;
     this.provider = s.provider;
     this.options = s.options;
+  }
+
+  /**
+   * Record a tool call Codex asked this host to answer through a server request rather than an item (Codex 0.169
+   * emits no item for `request_user_input`): the model saw the call and its output, so the turn's record holds them,
+   * as a dynamic tool call would be. `output` undefined: the call started; else it ended with that output.
+   */
+  recordHostAnsweredTool(call: { itemId: string; tool: string; arguments: unknown }, output?: { text: string; success: boolean; durationMs: number }): void {
+    if (this.state !== "running" || !this.projector || this.turnId === undefined) return;
+    const item = {
+      type: "dynamicToolCall",
+      id: call.itemId,
+      tool: call.tool,
+      namespace: null,
+      arguments: call.arguments,
+      status: output ? (output.success ? "completed" : "failed") : "inProgress",
+      contentItems: output ? [{ type: "inputText", text: output.text }] : null,
+      success: output ? output.success : null,
+      durationMs: output ? output.durationMs : null,
+    };
+    const check = validateNotification({ method: output ? "item/completed" : "item/started", params: { threadId: this.threadId, turnId: this.turnId, item } });
+    if (check.kind === "ok") this.projector.apply(check.notification);
   }
 
   /** Codex no longer waits for these answers (it resolved the requests, or the turn ended): tell the deciders. */

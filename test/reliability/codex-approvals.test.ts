@@ -13,6 +13,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { CodexApprovalRequest } from "../../src/codex/approvals.js";
 import type { CodexUserInputRequest } from "../../src/codex/options.js";
 import { runCodexTurn } from "../../src/turn.js";
+import { readSessionHistory } from "../../src/transcript/session-file.js";
 import { startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
 
 let env: OfflineCodex;
@@ -125,6 +126,15 @@ describe("request_user_input in Plan mode reaches onUserInput (real app-server)"
       }),
     ]);
     expect(toolOutput(fake.requests.at(-1))).toContain("Blue (Recommended)");
+    // Codex emits no item for it, but the model saw a tool call and its output: the record holds both, in order.
+    const answer = JSON.stringify({ answers: { color: { answers: ["Blue (Recommended)"] } } });
+    expect(toolOutput(fake.requests.at(-1))).toBe(answer);
+    expect(record.messagesSnapshot).toMatchObject([
+      { role: "user", content: "plan the button" },
+      { role: "assistant", stopReason: "toolUse", content: [{ type: "toolCall", id: asked[0]!.itemId, name: "request_user_input", arguments: { questions: asked[0]!.questions } }] },
+      { role: "toolResult", toolCallId: asked[0]!.itemId, toolName: "request_user_input", content: [{ type: "text", text: answer }], isError: false },
+      { role: "assistant", content: [{ type: "text", text: "Blue it is." }] },
+    ]);
     // In Default mode Codex offers the tool but refuses it itself: the host is not asked.
     scriptQuestion();
     const again = await (await codex.startTurn({ threadId, text: "and now?", collaborationMode: "default", onUserInput: (req) => (asked.push(req), undefined) })).completion;
@@ -148,6 +158,10 @@ describe("request_user_input in Plan mode reaches onUserInput (real app-server)"
     expect(result.status).toBe("completed");
     expect(asked).toEqual(["color"]);
     expect(toolOutput(env.fake.requests.at(-1))).toContain("Red");
+    // The transcript records the question and the answer as the model saw them.
+    const history = await readSessionHistory(file);
+    expect(history.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+    expect(JSON.stringify(history.messages[2])).toContain('{\\"answers\\":{\\"color\\":{\\"answers\\":[\\"Red\\"]}}}');
   });
 });
 
