@@ -302,27 +302,7 @@ export function createPluginTurnHooks(
       return decision.action === "revise" ? { action: "revise" as const, reason: decision.reason } : undefined;
     };
   }
-  if (has("before_tool_call")) {
-    const approvals: RememberedApprovals = new Set();
-    const settle = (event: unknown, ctx: unknown) => settlePluginHook(registry, pluginId, "before_tool_call", event, ctx);
-    const approvalMs = options.pluginApprovalTimeoutMs ?? DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS;
-    hooks.beforeToolCall = (e, context) =>
-      beforeToolCall(e, settle, toolCtx, (raw, owner) =>
-        decidePluginApproval(
-          raw,
-          { pluginId: owner, toolName: openClawToolName(e), toolCallId: e.callId, sessionId: e.sessionId },
-          options.onPluginApproval,
-          approvals,
-          approvalMs,
-          // The turn ended while the person was asked: the question is withdrawn, the plugin hears "cancelled".
-          context?.signal,
-        ),
-      );
-    // OpenClaw's before_tool_call is fail-closed: a handler that throws, hangs or answers nonsense blocks the call.
-    hooks.beforeToolCallFailure = "block";
-    // A person deciding an approval needs longer than an engine call; the handlers' own work gets 10 s on top.
-    if (options.onPluginApproval) hooks.beforeToolCallTimeoutMs = approvalMs + 10_000;
-  }
+  if (has("before_tool_call")) Object.assign(hooks, toolPolicyHooks(registry, pluginId, toolCtx, options));
   if (has("after_tool_call")) {
     hooks.afterToolCall = async (e: AfterToolCallEvent) => {
       const toolName = openClawToolName(e);
@@ -333,6 +313,39 @@ export function createPluginTurnHooks(
   if (has("before_compaction")) hooks.beforeCompaction = async (e) => void (await run("before_compaction", compactionEvent(e, false), ctxFor(e)));
   if (has("after_compaction")) hooks.afterCompaction = async (e) => void (await run("after_compaction", compactionEvent(e, true), ctxFor(e)));
   return hooks;
+}
+
+/**
+ * The plugins' `before_tool_call` as the turn's `beforeToolCall`, with OpenClaw's `requireApproval` flow (asked through
+ * `onPluginApproval`, remembered `allow-always`, withdrawn when the turn ends) and its fail-closed policy.
+ */
+function toolPolicyHooks(
+  registry: PluginRegistry,
+  pluginId: string,
+  toolCtx: (e: ToolCallHookEvent, toolName: string) => unknown,
+  options: { onPluginApproval?: PluginApprovalCallback; pluginApprovalTimeoutMs?: number },
+): Pick<CodexTurnHooks, "beforeToolCall" | "beforeToolCallFailure" | "beforeToolCallTimeoutMs"> {
+  const approvals: RememberedApprovals = new Set();
+  const settle = (event: unknown, ctx: unknown) => settlePluginHook(registry, pluginId, "before_tool_call", event, ctx);
+  const approvalMs = options.pluginApprovalTimeoutMs ?? DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS;
+  return {
+    beforeToolCall: (e, context) =>
+      beforeToolCall(e, settle, toolCtx, (raw, owner) =>
+        decidePluginApproval(
+          raw,
+          { pluginId: owner, toolName: openClawToolName(e), toolCallId: e.callId, sessionId: e.sessionId },
+          options.onPluginApproval,
+          approvals,
+          approvalMs,
+          // The turn ended while the person was asked: the question is withdrawn, the plugin hears "cancelled".
+          context?.signal,
+        ),
+      ),
+    // OpenClaw's before_tool_call is fail-closed: a handler that throws, hangs or answers nonsense blocks the call.
+    beforeToolCallFailure: "block",
+    // A person deciding an approval needs longer than an engine call; the handlers' own work gets 10 s on top.
+    ...(options.onPluginApproval ? { beforeToolCallTimeoutMs: approvalMs + 10_000 } : {}),
+  };
 }
 
 /**

@@ -15,8 +15,8 @@ describe("a recovered turn cut short in the CLI's output", () => {
 
 describe("images Codex generated, in the CLI's output", () => {
   it("a line per saved file; --json carries them only when there were some", () => {
-    const images = [{ itemId: "ig_1", path: "/home/ada/.codex/images/ig_1.png" }];
-    expect(imageLine(images[0]!)).toBe("image: /home/ada/.codex/images/ig_1.png");
+    const images = [{ itemId: "ig_1", path: "/codex-home/images/ig_1.png" }];
+    expect(imageLine(images[0]!)).toBe("image: /codex-home/images/ig_1.png");
     const plain = emptyResult("completed", "run-1");
     expect(runResultJson(plain)).not.toHaveProperty("generatedImages");
     expect(runResultJson({ ...plain, generatedImages: images })).toMatchObject({ generatedImages: images });

@@ -105,7 +105,7 @@ export function cutTurnNote(c: NonNullable<CodexTurnResult["cutTurnRecovered"]>)
  *
  * @example
  * ```ts
- * imageLine({ itemId: "ig_1", path: "/home/ada/.codex/images/ig_1.png" }); // "image: /home/ada/.codex/images/ig_1.png"
+ * imageLine({ itemId: "ig_1", path: "/codex-home/images/ig_1.png" }); // "image: /codex-home/images/ig_1.png"
  * ```
  */
 export function imageLine(image: { path: string }): string {
