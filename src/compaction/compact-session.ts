@@ -293,34 +293,9 @@ async function runCompaction(p: z.output<typeof runCodexCompactionParamsSchema>)
     { ...ids, event: "compaction started", ownsCompaction: facts.ownsCompaction, hasMaintain: facts.hasMaintain },
     "codex compaction: compaction started",
   );
-  // The session as it stands, for the hooks' message count and messages (read only when a hook listens).
-  const hooked = typeof p.hooks?.beforeCompaction === "function" || typeof p.hooks?.afterCompaction === "function";
-  const session = hooked ? await readSessionHistory(p.sessionFile, { sessionId: p.sessionId }).catch(() => undefined) : undefined;
-  const hookEvent = {
-    sessionId: p.sessionId,
-    ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
-    backend: facts.ownsCompaction ? ("context-engine" as const) : ("codex-app-server" as const),
-    trigger: p.trigger,
-    ownsCompaction: facts.ownsCompaction,
-    sessionFile: p.sessionFile,
-    ...(session ? { messageCount: session.messages.length } : {}),
-  };
+  const { hookEvent, session } = await compactionHookEvent(p, facts);
   await observeCompactionHook(p, "beforeCompaction", { ...hookEvent, ...(session ? { messages: session.messages } : {}) }, logger);
-  const inspect = p.inspect;
-  const actor = createActor(machine, {
-    input,
-    ...(inspect
-      ? {
-          inspect: (event: InspectionEvent) => {
-            try {
-              inspect(event);
-            } catch {
-              // An observer never breaks the compaction.
-            }
-          },
-        }
-      : {}),
-  });
+  const actor = createActor(machine, { input, ...(p.inspect ? { inspect: guardedObserver(p.inspect) } : {}) });
   // Attach the result before start so an actor error rejects this promise instead of crashing the process.
   const done = toPromise(actor);
   const onAbort = () => actor.send({ type: "ABORT" });
@@ -353,6 +328,33 @@ async function runCompaction(p: z.output<typeof runCodexCompactionParamsSchema>)
     p.signal?.removeEventListener("abort", onAbort);
     actor.stop();
   }
+}
+
+/** The compaction hooks' event; the session is read for its messages only when a hook listens. */
+async function compactionHookEvent(p: z.output<typeof runCodexCompactionParamsSchema>, facts: ReturnType<typeof compactionEngineFacts>) {
+  const hooked = typeof p.hooks?.beforeCompaction === "function" || typeof p.hooks?.afterCompaction === "function";
+  const session = hooked ? await readSessionHistory(p.sessionFile, { sessionId: p.sessionId }).catch(() => undefined) : undefined;
+  const hookEvent = {
+    sessionId: p.sessionId,
+    ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),
+    backend: facts.ownsCompaction ? ("context-engine" as const) : ("codex-app-server" as const),
+    trigger: p.trigger,
+    ownsCompaction: facts.ownsCompaction,
+    sessionFile: p.sessionFile,
+    ...(session ? { messageCount: session.messages.length } : {}),
+  };
+  return { hookEvent, session };
+}
+
+/** An inspection observer that never breaks the compaction. */
+function guardedObserver(inspect: (event: InspectionEvent) => void): (event: InspectionEvent) => void {
+  return (event) => {
+    try {
+      inspect(event);
+    } catch {
+      // An observer never breaks the compaction.
+    }
+  };
 }
 
 /** Fire a compaction hook, bounded by the engine timeout; a failure is logged, never the compaction's. */

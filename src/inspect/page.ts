@@ -415,8 +415,6 @@ const SCRIPT = `
 })();
 `;
 
-// Long (about 90 lines) on purpose: most of it is the page's HTML and script template, kept in one piece so the
-// page reads top to bottom.
 /**
  * Renders the page from Mermaid definitions (use `renderStatechartPage` in `viz.ts` to start from machines).
  * Output is a pure function of the inputs: the same diagrams and trace give a byte-identical page.
@@ -452,46 +450,8 @@ export function renderPageFromDiagrams(input: PageInput): string {
     ...(live ? { live: { wsUrl: live.wsUrl } } : {}),
   };
 
-  const sections = diagrams
-    .map(
-      (d) => `<section class="diagram" id="diagram-${d.id}" data-machine-id="${escapeHtml(d.machineId)}">
-<h2>${escapeHtml(d.title)}</h2>
-<div class="viz-svg" id="viz-svg-box-${d.id}"></div>
-<details class="viz-source-box"><summary>Mermaid source</summary>
-<pre class="viz-source" id="viz-source-${d.id}">${escapeHtml(d.definition)}</pre>
-</details>
-</section>`,
-    )
-    .join("\n");
-
-  const livePanel = live
-    ? `<aside id="live">
-<h2>Live (offline view)</h2>
-<div id="live-status">connecting</div>
-<ol id="live-events"></ol>
-</aside>`
-    : "";
-  const replay =
-    trace.length === 0
-      ? livePanel
-      : `<aside id="replay">
-<h2>Trace replay (${trace.length} steps)</h2>
-<div class="controls">
-<button type="button" id="btn-prev" title="Previous step (Left arrow)">&#9664; Prev</button>
-<button type="button" id="btn-play">Play</button>
-<button type="button" id="btn-next" title="Next step (Right arrow)">Next &#9654;</button>
-</div>
-<input type="range" id="step-slider" min="0" max="${trace.length - 1}" value="0" step="1" aria-label="Trace step">
-<div id="step-current"></div>
-<ol id="steps">
-${trace
-  .map(
-    (s, i) =>
-      `<li data-index="${i}"><span class="n">${s.step}.</span> <span class="actor">${escapeHtml(s.actorId)}</span> ${escapeHtml(stepLabel(s))}</li>`,
-  )
-  .join("\n")}
-</ol>
-</aside>`;
+  const sections = diagrams.map(renderDiagramSection).join("\n");
+  const replay = trace.length === 0 ? renderLivePanel(live) : renderReplayPanel(trace);
 
   const html = `<!DOCTYPE html>
 <html lang="en">
@@ -521,4 +481,47 @@ ${MERMAID_END_MARKER}</script>
     "statechart page rendered",
   );
   return html;
+}
+
+type PageData = z.output<typeof pageInputSchema>;
+
+function renderDiagramSection(d: PageData["diagrams"][number]): string {
+  return `<section class="diagram" id="diagram-${d.id}" data-machine-id="${escapeHtml(d.machineId)}">
+<h2>${escapeHtml(d.title)}</h2>
+<div class="viz-svg" id="viz-svg-box-${d.id}"></div>
+<details class="viz-source-box"><summary>Mermaid source</summary>
+<pre class="viz-source" id="viz-source-${d.id}">${escapeHtml(d.definition)}</pre>
+</details>
+</section>`;
+}
+
+function renderLivePanel(live: PageData["live"]): string {
+  return live
+    ? `<aside id="live">
+<h2>Live (offline view)</h2>
+<div id="live-status">connecting</div>
+<ol id="live-events"></ol>
+</aside>`
+    : "";
+}
+
+function renderReplayPanel(trace: NonNullable<PageData["trace"]>): string {
+  return `<aside id="replay">
+<h2>Trace replay (${trace.length} steps)</h2>
+<div class="controls">
+<button type="button" id="btn-prev" title="Previous step (Left arrow)">&#9664; Prev</button>
+<button type="button" id="btn-play">Play</button>
+<button type="button" id="btn-next" title="Next step (Right arrow)">Next &#9654;</button>
+</div>
+<input type="range" id="step-slider" min="0" max="${trace.length - 1}" value="0" step="1" aria-label="Trace step">
+<div id="step-current"></div>
+<ol id="steps">
+${trace
+  .map(
+    (s, i) =>
+      `<li data-index="${i}"><span class="n">${s.step}.</span> <span class="actor">${escapeHtml(s.actorId)}</span> ${escapeHtml(stepLabel(s))}</li>`,
+  )
+  .join("\n")}
+</ol>
+</aside>`;
 }

@@ -251,19 +251,8 @@ export function createPluginTurnHooks(
   const run = (name: string, event: unknown, ctx: unknown) => runPluginHook(registry, pluginId, name, event, ctx);
   const model = () => base().modelId ?? "default";
   const hooks: CodexTurnHooks = {};
-  const finalizeRetries: FinalizeRetryBudget = new Map();
   if (has("before_prompt_build") || has("before_agent_start")) {
-    hooks.beforePromptBuild = async (ctx: BeforePromptBuildContext) => {
-      const event = { prompt: ctx.prompt, messages: [...ctx.messages] };
-      const settle = (name: string) => (has(name) ? settlePluginHook(registry, pluginId, name, event, ctxFor(ctx)) : { results: [], owners: [], failures: [] });
-      const promptBuild = await settle("before_prompt_build");
-      const beforeAgentStart = await settle("before_agent_start");
-      const failures = [...promptBuild.failures, ...beforeAgentStart.failures];
-      // As OpenClaw's hook runner: a failing handler is skipped, the others' changes apply; all failing fails the hook.
-      if (failures.length > 0 && promptBuild.results.length + beforeAgentStart.results.length === 0) throw new Error(failures.join("; "));
-      const folded = foldPromptBuildResults(ctx, promptBuild.results, beforeAgentStart.results);
-      return failures.length > 0 ? { ...folded, warnings: failures } : folded;
-    };
+    hooks.beforePromptBuild = promptBuildHook(registry, pluginId, has, ctxFor);
   }
   if (has("before_agent_run")) {
     // Fail-closed as in OpenClaw: the gate's own failures come back as a block attributed to before_agent_run.
@@ -290,17 +279,7 @@ export function createPluginTurnHooks(
   if (has("llm_output")) hooks.llmOutput = async (e: LlmOutputEvent) => void (await run("llm_output", llmOutputEvent(e, base().modelProviderId, e.model ?? model()), ctxFor(e)));
   if (has("agent_end")) hooks.agentEnd = async (e: AgentEndEvent) => void (await run("agent_end", agentEndEvent(e), ctxFor(e)));
   if (has("before_agent_finalize")) {
-    hooks.beforeAgentFinalize = async (e: BeforeAgentFinalizeEvent) => {
-      const results = await run(
-        "before_agent_finalize",
-        // OpenClaw's relay event (runNativeHookRelayBeforeAgentFinalize): the run, session and key, turn, model, cwd.
-        { runId: e.runId, sessionId: e.sessionId, ...(e.sessionKey ? { sessionKey: e.sessionKey } : {}), turnId: e.turnId, provider: base().modelProviderId, model: model(), cwd: base().workspaceDir, ...(e.transcriptPath ? { transcriptPath: e.transcriptPath } : {}), stopHookActive: e.stopHookActive, lastAssistantMessage: e.assistantText },
-        ctxFor(e),
-      );
-      // OpenClaw's rule over all handlers: finalize wins, reasons join, retries are bounded per run and key.
-      const decision = decideFinalize(results, e.runId, finalizeRetries);
-      return decision.action === "revise" ? { action: "revise" as const, reason: decision.reason } : undefined;
-    };
+    hooks.beforeAgentFinalize = agentFinalizeHook(run, base, new Map(), ctxFor);
   }
   if (has("before_tool_call")) Object.assign(hooks, toolPolicyHooks(registry, pluginId, toolCtx, options));
   if (has("after_tool_call")) {
@@ -313,6 +292,46 @@ export function createPluginTurnHooks(
   if (has("before_compaction")) hooks.beforeCompaction = async (e) => void (await run("before_compaction", compactionEvent(e, false), ctxFor(e)));
   if (has("after_compaction")) hooks.afterCompaction = async (e) => void (await run("after_compaction", compactionEvent(e, true), ctxFor(e)));
   return hooks;
+}
+
+/** `before_prompt_build` then `before_agent_start`, folded as OpenClaw's hook runner folds them. */
+function promptBuildHook(
+  registry: PluginRegistry,
+  pluginId: string,
+  has: (name: string) => boolean,
+  ctxFor: (e: HookIds) => Record<string, unknown>,
+): NonNullable<CodexTurnHooks["beforePromptBuild"]> {
+  return async (ctx: BeforePromptBuildContext) => {
+    const event = { prompt: ctx.prompt, messages: [...ctx.messages] };
+    const settle = (name: string) => (has(name) ? settlePluginHook(registry, pluginId, name, event, ctxFor(ctx)) : { results: [], owners: [], failures: [] });
+    const promptBuild = await settle("before_prompt_build");
+    const beforeAgentStart = await settle("before_agent_start");
+    const failures = [...promptBuild.failures, ...beforeAgentStart.failures];
+    // As OpenClaw's hook runner: a failing handler is skipped, the others' changes apply; all failing fails the hook.
+    if (failures.length > 0 && promptBuild.results.length + beforeAgentStart.results.length === 0) throw new Error(failures.join("; "));
+    const folded = foldPromptBuildResults(ctx, promptBuild.results, beforeAgentStart.results);
+    return failures.length > 0 ? { ...folded, warnings: failures } : folded;
+  };
+}
+
+/** `before_agent_finalize`: OpenClaw's relay event, and its rule over all handlers (finalize wins, retries bounded). */
+function agentFinalizeHook(
+  run: (name: string, event: unknown, ctx: unknown) => Promise<unknown[]>,
+  base: () => HookContextBase,
+  finalizeRetries: FinalizeRetryBudget,
+  ctxFor: (e: HookIds) => Record<string, unknown>,
+): NonNullable<CodexTurnHooks["beforeAgentFinalize"]> {
+  return async (e: BeforeAgentFinalizeEvent) => {
+    const results = await run(
+      "before_agent_finalize",
+      // OpenClaw's relay event (runNativeHookRelayBeforeAgentFinalize): the run, session and key, turn, model, cwd.
+      { runId: e.runId, sessionId: e.sessionId, ...(e.sessionKey ? { sessionKey: e.sessionKey } : {}), turnId: e.turnId, provider: base().modelProviderId, model: base().modelId ?? "default", cwd: base().workspaceDir, ...(e.transcriptPath ? { transcriptPath: e.transcriptPath } : {}), stopHookActive: e.stopHookActive, lastAssistantMessage: e.assistantText },
+      ctxFor(e),
+    );
+    // OpenClaw's rule over all handlers: finalize wins, reasons join, retries are bounded per run and key.
+    const decision = decideFinalize(results, e.runId, finalizeRetries);
+    return decision.action === "revise" ? { action: "revise" as const, reason: decision.reason } : undefined;
+  };
 }
 
 /**

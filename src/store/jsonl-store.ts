@@ -99,27 +99,16 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
   const { sessionFile, sessionId, sessionRoot } = opts;
   const logger = opts.logger ?? silentLogger;
   let lock: SessionLockHandle | undefined;
-  /**
-   * Turn ids in the pending sidecar, as this store last listed or wrote it while holding the lock (undefined: not
-   * known). Lets `completePending` remove the sidecar unread when it holds just that turn.
-   */
-  let knownPending: string[] | undefined;
-  /** A pending record written but not yet fsynced: the next append commits it beside the transcript. */
-  let pendingUncommitted = false;
-  const takePendingCommit = (): (() => Promise<void>) | undefined => {
-    if (!pendingUncommitted) return undefined;
-    pendingUncommitted = false;
-    return () => commitPendingFinalize(sessionFile);
-  };
   /** Before a durable write: the lock this store took must still be ours. */
   const guard = (): void => lock?.assertHeld();
+  const pending = createPendingSidecar(sessionFile, logger, guard, () => lock !== undefined);
 
   return {
     sessionFile,
     readHistory: async () => readCachedHistory(await resolveSessionPath(sessionFile, sessionRoot), sessionFile, { sessionId, logger }),
     appendTurn: async (turn) => {
       guard();
-      return appendTurn(opts, logger, turn, takePendingCommit());
+      return appendTurn(opts, logger, turn, pending.takeCommit());
     },
     appendMessage: async (input) => {
       guard();
@@ -143,41 +132,16 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
       // The binding is the typed one the turn host read and updated: written without a schema walk of its ledger.
       await writeValidatedThreadBinding(sessionFile, binding, { durable: o.durable });
     },
-    recordPending: async (record: PendingFinalizeInput) => {
-      guard();
-      await recordValidatedPendingFinalize(sessionFile, record, { logger, deferCommit: true, knownEmpty: knownPending?.length === 0 });
-      pendingUncommitted = true;
-      if (knownPending && !knownPending.includes(record.turnId)) knownPending = [...knownPending, record.turnId];
-    },
-    markPendingIngested: async (turnId, keys) => {
-      guard();
-      await markPendingIngested(sessionFile, turnId, keys, { logger });
-    },
-    completePending: async (turnId) => {
-      guard();
-      const onlyRecord = knownPending?.length === 1 && knownPending[0] === turnId;
-      const removed = await completePendingFinalize(sessionFile, turnId, { logger, onlyRecord });
-      if (knownPending) knownPending = knownPending.filter((t) => t !== turnId);
-      return removed;
-    },
-    hasPending: async () => {
-      const present = pendingFinalizeExists(sessionFile);
-      // Under our lock nobody else writes the record: none now means none until this store writes one.
-      knownPending = lock && !present ? [] : undefined;
-      return present;
-    },
-    listPending: async (o) => {
-      const records = await listPending(sessionFile, logger, o?.readOnly === true);
-      // Only a listing under our lock can be relied on until we release it.
-      knownPending = lock && !o?.readOnly ? records.map((r) => r.turnId) : undefined;
-      return records;
-    },
+    recordPending: pending.record,
+    markPendingIngested: pending.markIngested,
+    completePending: pending.complete,
+    hasPending: pending.has,
+    listPending: pending.list,
     acquireLock: async (o: AcquireLockOptions = {}) => {
       if (sessionRoot !== undefined) await resolveSessionPath(sessionFile, sessionRoot); // before the lock creates the directory
       // What this store knew of the pending sidecar held only while it held its previous lock: another process may
       // have written it since.
-      knownPending = undefined;
-      pendingUncommitted = false;
+      pending.forget();
       lock = await acquireSessionLock(sessionFile, {
         ...(o.signal ? { signal: o.signal } : {}),
         ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
@@ -186,6 +150,60 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
       return lock;
     },
   } satisfies SessionStore;
+}
+
+/**
+ * The pending-finalize sidecar as one store sees it. While the store holds the lock nobody else writes the sidecar, so
+ * what this store last listed or wrote stays true until it releases the lock: that lets `complete` remove the sidecar
+ * unread when it holds just that turn, and lets `record` defer its fsync to the next transcript append.
+ */
+function createPendingSidecar(sessionFile: string, logger: Logger, guard: () => void, lockHeld: () => boolean) {
+  /** Turn ids in the sidecar, as this store last listed or wrote it while holding the lock (undefined: not known). */
+  let knownPending: string[] | undefined;
+  /** A pending record written but not yet fsynced: the next append commits it beside the transcript. */
+  let pendingUncommitted = false;
+  return {
+    record: async (record: PendingFinalizeInput): Promise<void> => {
+      guard();
+      await recordValidatedPendingFinalize(sessionFile, record, { logger, deferCommit: true, knownEmpty: knownPending?.length === 0 });
+      pendingUncommitted = true;
+      if (knownPending && !knownPending.includes(record.turnId)) knownPending = [...knownPending, record.turnId];
+    },
+    markIngested: async (turnId: string, keys: string[]): Promise<void> => {
+      guard();
+      await markPendingIngested(sessionFile, turnId, keys, { logger });
+    },
+    complete: async (turnId: string): Promise<boolean> => {
+      guard();
+      const onlyRecord = knownPending?.length === 1 && knownPending[0] === turnId;
+      const removed = await completePendingFinalize(sessionFile, turnId, { logger, onlyRecord });
+      if (knownPending) knownPending = knownPending.filter((t) => t !== turnId);
+      return removed;
+    },
+    has: async (): Promise<boolean> => {
+      const present = pendingFinalizeExists(sessionFile);
+      // Under our lock nobody else writes the record: none now means none until this store writes one.
+      knownPending = lockHeld() && !present ? [] : undefined;
+      return present;
+    },
+    list: async (o?: { readOnly?: boolean }) => {
+      const records = await listPending(sessionFile, logger, o?.readOnly === true);
+      // Only a listing under our lock can be relied on until we release it.
+      knownPending = lockHeld() && !o?.readOnly ? records.map((r) => r.turnId) : undefined;
+      return records;
+    },
+    /** The deferred fsync of a record written since the last append, to run beside the next one. */
+    takeCommit: (): (() => Promise<void>) | undefined => {
+      if (!pendingUncommitted) return undefined;
+      pendingUncommitted = false;
+      return () => commitPendingFinalize(sessionFile);
+    },
+    /** Before a new lock: what this store knew held only under its previous lock (another process may have written since). */
+    forget: (): void => {
+      knownPending = undefined;
+      pendingUncommitted = false;
+    },
+  };
 }
 
 async function appendTurn(

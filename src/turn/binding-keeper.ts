@@ -78,33 +78,28 @@ export function createBindingKeeper(deps: {
     });
     return writes;
   };
+  // Written once the mirror has started its fsync (the next macrotask), so the write overlaps the wait for the disk
+  // instead of delaying the mirror; settle() waits for it.
+  const persistOnNextMacrotask = (): void => {
+    dirty = true;
+    setImmediate(() => {
+      if (dirty) void persist();
+    });
+  };
   return {
     load(loaded) {
       binding = loaded;
     },
-    accept({ threadId, turnId, prompt, projection, freshThread }) {
-      lastProjection = projection;
-      const next = applyBindingUpdate(freshThread ? undefined : binding, {
-        threadId,
-        turnId,
-        update: projection?.bindingUpdate,
-        dynamicToolsFingerprint: deps.fingerprints.dynamicTools,
-        engineId: deps.fingerprints.engineId,
-        policyFingerprint: deps.fingerprints.policy,
-        projectionMode: projection?.mode ?? "none",
-      } as Parameters<typeof applyBindingUpdate>[1]);
-      // Until its pending record exists, this marker is how a crash of this attempt leaves the turn recoverable.
-      binding = { ...next, turnInFlight: { turnId, prompt, ...(images && images.length > 0 ? { images } : {}) } };
+    accept(accepted) {
+      lastProjection = accepted.projection;
+      binding = acceptedBinding(accepted.freshThread ? undefined : binding, accepted, deps.fingerprints, images);
       void persist();
     },
     turnRecorded(turnId) {
       if (binding?.turnInFlight?.turnId !== turnId) return;
       const { turnInFlight: _recorded, ...rest } = binding;
       binding = rest;
-      dirty = true;
-      setImmediate(() => {
-        if (dirty) void persist();
-      });
+      persistOnNextMacrotask();
     },
     usage(threadId, usage) {
       if (!binding || !usage || binding.threadId !== threadId) return;
@@ -113,12 +108,7 @@ export function createBindingKeeper(deps: {
         totalTokens: usage.lastCallTotalTokens ?? usage.totalTokens,
         ...(usage.modelContextWindow ? { modelContextWindow: usage.modelContextWindow } : {}),
       });
-      dirty = true;
-      // Written once the mirror has started its fsync (the next macrotask), so the write overlaps the wait for the
-      // disk instead of delaying the mirror; settle() waits for it.
-      setImmediate(() => {
-        if (dirty) void persist();
-      });
+      persistOnNextMacrotask();
     },
     nativeCompaction(compaction, preTurn) {
       // Only a completed compaction dropped anything (the started notification comes first).
@@ -135,4 +125,24 @@ export function createBindingKeeper(deps: {
       await writes;
     },
   };
+}
+
+/** The binding once Codex accepted the turn, with the in-flight marker of the turn. */
+function acceptedBinding(
+  current: ThreadBinding | undefined,
+  a: Parameters<BindingKeeper["accept"]>[0],
+  fingerprints: ProjectionFingerprints,
+  images: Array<{ type: "image"; data: string; mimeType: string }> | undefined,
+): ThreadBinding {
+  const next = applyBindingUpdate(current, {
+    threadId: a.threadId,
+    turnId: a.turnId,
+    update: a.projection?.bindingUpdate,
+    dynamicToolsFingerprint: fingerprints.dynamicTools,
+    engineId: fingerprints.engineId,
+    policyFingerprint: fingerprints.policy,
+    projectionMode: a.projection?.mode ?? "none",
+  } as Parameters<typeof applyBindingUpdate>[1]);
+  // Until its pending record exists, this marker is how a crash of this attempt leaves the turn recoverable.
+  return { ...next, turnInFlight: { turnId: a.turnId, prompt: a.prompt, ...(images && images.length > 0 ? { images } : {}) } };
 }

@@ -136,53 +136,74 @@ export interface HookRunner {
   onState(state: string): void;
 }
 
-/** Build the runner for one attempt; `warn` collects the warnings for the result. */
-export function createHookRunner(p: {
+type HookRunnerOptions = {
   hooks: CodexTurnHooks | undefined;
   timeoutMs: number;
   logger: Logger;
   ids: Record<string, string>;
   warn: (text: string) => void;
-}): HookRunner {
-  const hooks = p.hooks ?? {};
-  const failed = (name: string, error: unknown) => {
-    p.warn(`${name} hook failed (${error instanceof Error ? error.message : String(error)}); ignored`);
-    p.logger.warn({ ...p.ids, event: "hook failed", hook: name, err: errorLabel(error) }, "hook failed");
-  };
+};
+
+/** What every hook call shares: the hooks, the bounded call, and how failures become warnings. */
+interface HookCallKit {
+  hooks: CodexTurnHooks;
+  failed(name: string, error: unknown): void;
   /** Problems a hook reported beside its result (a plugin's handler failed): turn warnings, logged without content. */
-  const partlyFailed = (name: string, warnings: readonly string[] | undefined) => {
-    for (const warning of warnings ?? []) {
-      p.warn(`${name} hook: ${warning}`);
-      p.logger.warn({ ...p.ids, event: "hook partly failed", hook: name }, "hook partly failed");
-    }
+  partlyFailed(name: string, warnings: readonly string[] | undefined): void;
+  call<T>(name: string, fn: () => T | Promise<T>, signal?: AbortSignal): Promise<T>;
+}
+
+function hookCallKit(p: HookRunnerOptions): HookCallKit {
+  return {
+    hooks: p.hooks ?? {},
+    failed(name, error) {
+      p.warn(`${name} hook failed (${error instanceof Error ? error.message : String(error)}); ignored`);
+      p.logger.warn({ ...p.ids, event: "hook failed", hook: name, err: errorLabel(error) }, "hook failed");
+    },
+    partlyFailed(name, warnings) {
+      for (const warning of warnings ?? []) {
+        p.warn(`${name} hook: ${warning}`);
+        p.logger.warn({ ...p.ids, event: "hook partly failed", hook: name }, "hook partly failed");
+      }
+    },
+    call: async (name, fn, signal) => callEngine(`${name} hook`, async () => fn(), { timeoutMs: p.timeoutMs, ...(signal ? { signal } : {}) }),
   };
-  const call = async <T>(name: string, fn: () => T | Promise<T>, signal?: AbortSignal): Promise<T> =>
-    callEngine(`${name} hook`, async () => fn(), { timeoutMs: p.timeoutMs, ...(signal ? { signal } : {}) });
-  /** A deciding hook: its validated result, else `onFailure` (absent: undefined; failed or malformed: a warning too). */
-  const decide = async <T>(
-    name: "beforeAgentFinalize" | "beforeToolCall" | "beforeModelResolve" | "beforeMessageWrite",
-    schema: z.ZodType<T | null | undefined>,
-    event: unknown,
-    o: { onFailure?: T; timeoutMs?: number; signal?: AbortSignal; onWithdrawn?: T } = {},
-  ): Promise<T | undefined> => {
-    const hook = hooks[name] as ((e: unknown, context?: unknown) => unknown) | undefined;
-    if (typeof hook !== "function") return undefined;
-    try {
-      const run = () => (o.signal ? hook.call(hooks, event, { signal: o.signal }) : hook.call(hooks, event));
-      const raw =
-        o.timeoutMs !== undefined
-          ? await callEngine(`${name} hook`, async () => run(), { timeoutMs: o.timeoutMs, ...(o.signal ? { signal: o.signal } : {}) })
-          : await call(name, run, o.signal);
-      const parsed = schema.safeParse(raw);
-      if (!parsed.success) throw new Error(`malformed result: ${parsed.error.issues[0]?.message ?? "invalid"}`);
-      return parsed.data ?? undefined;
-    } catch (error) {
-      // Nobody waits for the answer any more (the turn ended): not a failure of the hook.
-      if (o.signal?.aborted) return o.onWithdrawn;
-      failed(name, error);
-      return o.onFailure;
-    }
-  };
+}
+
+/** A deciding hook: its validated result, else `onFailure` (absent: undefined; failed or malformed: a warning too). */
+async function decideByHook<T>(
+  kit: HookCallKit,
+  name: "beforeAgentFinalize" | "beforeToolCall" | "beforeModelResolve" | "beforeMessageWrite",
+  schema: z.ZodType<T | null | undefined>,
+  event: unknown,
+  o: { onFailure?: T; timeoutMs?: number; signal?: AbortSignal; onWithdrawn?: T } = {},
+): Promise<T | undefined> {
+  const hooks = kit.hooks;
+  const hook = hooks[name] as ((e: unknown, context?: unknown) => unknown) | undefined;
+  if (typeof hook !== "function") return undefined;
+  try {
+    const run = () => (o.signal ? hook.call(hooks, event, { signal: o.signal }) : hook.call(hooks, event));
+    const raw =
+      o.timeoutMs !== undefined
+        ? await callEngine(`${name} hook`, async () => run(), { timeoutMs: o.timeoutMs, ...(o.signal ? { signal: o.signal } : {}) })
+        : await kit.call(name, run, o.signal);
+    const parsed = schema.safeParse(raw);
+    if (!parsed.success) throw new Error(`malformed result: ${parsed.error.issues[0]?.message ?? "invalid"}`);
+    return parsed.data ?? undefined;
+  } catch (error) {
+    // Nobody waits for the answer any more (the turn ended): not a failure of the hook.
+    if (o.signal?.aborted) return o.onWithdrawn;
+    kit.failed(name, error);
+    return o.onFailure;
+  }
+}
+
+/** Build the runner for one attempt; `warn` collects the warnings for the result. */
+export function createHookRunner(p: HookRunnerOptions): HookRunner {
+  const kit = hookCallKit(p);
+  const { hooks, failed, partlyFailed, call } = kit;
+  const decide = <T>(name: Parameters<typeof decideByHook>[1], schema: z.ZodType<T | null | undefined>, event: unknown, o?: Parameters<typeof decideByHook<T>>[4]) =>
+    decideByHook(kit, name, schema, event, o);
   // Fail-closed hosts (the OpenClaw plugin host) block a call whose hook failed instead of letting it run.
   const toolCallFailure: BeforeToolCallResult | undefined = hooks.beforeToolCallFailure === "block" ? { block: true, blockReason: BEFORE_TOOL_CALL_FAILURE_REASON } : undefined;
   const observe = async (name: ObservationHook, event: unknown): Promise<void> => {
