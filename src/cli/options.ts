@@ -43,6 +43,7 @@ export interface EngineOptionValues {
 export interface ServerOptionValues {
   offline?: boolean;
   offlineScript?: string;
+  offlineRequests?: string;
 }
 
 /** How `--approve` answers Codex's approval requests (`ask`: the person at the chat answers each one). */
@@ -55,6 +56,11 @@ export interface WorkOptionValues {
   approvalPolicy?: "untrusted" | "on-request" | "never";
   approve: ApproveAnswer;
   nativeToolHooks?: boolean;
+  /**
+   * `--plan`: Codex's Plan mode (`collaborationMode: "plan"`); `--no-plan` (false): Codex's Default mode, to leave Plan
+   * mode (a thread keeps the mode of its last turn); absent: no mode is sent.
+   */
+  plan?: boolean;
 }
 
 /** Values of the options {@link addInspectOptions} declares. */
@@ -84,17 +90,21 @@ export function addEngineOptions(cmd: Command): Command {
     .option("--engine-timeout <ms>", "give up (exit 3) when the engine does not load within this time", positiveInt, 30_000);
 }
 
-/** `--offline` and the hidden `--offline-script FILE` (scripted fake replies, for tests and demos). */
+/**
+ * `--offline` and the hidden `--offline-script FILE` (scripted fake replies, for tests and demos) and
+ * `--offline-requests FILE` (what the offline model received, for tests).
+ */
 export function addServerOptions(cmd: Command): Command {
   return cmd
     .option("--offline", 'use the offline fake model (answers "offline reply"); nothing leaves 127.0.0.1')
-    .addOption(new Option("--offline-script <file>", "JSON array of fake replies queued for the offline model").hideHelp());
+    .addOption(new Option("--offline-script <file>", "JSON array of fake replies queued for the offline model").hideHelp())
+    .addOption(new Option("--offline-requests <file>", "write the requests the offline model received (JSON lines) when the command ends").hideHelp());
 }
 
 /**
- * `--cwd`, `--sandbox`, `--approval-policy`, `--approve`, `--native-tool-hooks`: where Codex works, what it may do, and how the CLI answers
- * its approval requests (commands, patches, permissions, MCP tools; a sub-agent's too). Each request and its answer is
- * printed as a note (stderr with --json).
+ * `--cwd`, `--sandbox`, `--approval-policy`, `--approve`, `--native-tool-hooks`, `--plan`/`--no-plan`: where Codex works, what it may do, how the CLI
+ * answers its approval requests (commands, patches, permissions, MCP tools; a sub-agent's too), and whether it plans
+ * first. Each request and its answer is printed as a note (stderr with --json).
  */
 export function addWorkOptions(cmd: Command): Command {
   return cmd
@@ -106,8 +116,14 @@ export function addWorkOptions(cmd: Command): Command {
         .choices(["deny", "approve", "approve-for-session", "ask"])
         .default("deny"),
     )
-    .option("--native-tool-hooks", "put Codex's own tool calls (commands, patches, MCP tools) to the plugins' before_tool_call hooks, which may block them");
+    .option("--native-tool-hooks", "put Codex's own tool calls (commands, patches, MCP tools) to the plugins' before_tool_call hooks, which may block them")
+    .option("--plan", PLAN_HELP)
+    .option("--no-plan", "Codex's Default mode: leave Plan mode (a session's Codex thread stays in the mode of its last turn)");
 }
+
+/** Help text of `--plan`. */
+export const PLAN_HELP =
+  "Codex's Plan mode: it plans before acting and may ask you questions (request_user_input); chat on a terminal asks you each one, run and chat without a terminal decline them and print them on stderr";
 
 /** `--inspect` and `--inspect-wait`. */
 export function addInspectOptions(cmd: Command): Command {

@@ -1,7 +1,7 @@
 /**
  * The app-server a command runs against: the offline fake model (`--offline`) or the user's own Codex setup.
  */
-import { mkdir, readFile, stat } from "node:fs/promises";
+import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
@@ -90,7 +90,16 @@ async function readOfflineScript(file: string): Promise<FakeReply[]> {
   return parsed.data;
 }
 
-async function startOffline(scriptFile: string | undefined, nativeToolHooks: boolean): Promise<CliServer> {
+/**
+ * `--offline-requests FILE`: every request the offline model received, one JSON line each (`index`, `requestKind`,
+ * `body`), written when the command ends; tests read what the model was sent (a tool's output, an answer) from it.
+ */
+async function writeOfflineRequests(fake: FakeResponsesServer, file: string): Promise<void> {
+  const lines = fake.requests.map((r) => JSON.stringify({ index: r.index, requestKind: r.requestKind, body: r.body }));
+  await writeFile(file, lines.map((l) => `${l}\n`).join(""));
+}
+
+async function startOffline(scriptFile: string | undefined, nativeToolHooks: boolean, requestsFile: string | undefined): Promise<CliServer> {
   const script = scriptFile === undefined ? [] : await readOfflineScript(scriptFile);
   let env;
   try {
@@ -105,7 +114,12 @@ async function startOffline(scriptFile: string | undefined, nativeToolHooks: boo
   }
   env.fake.setDefault({ text: "offline reply" });
   if (script.length > 0) env.fake.enqueue(script);
-  return { codex: env.codex, fake: env.fake, dispose: () => env.dispose() };
+  const started = env;
+  const dispose = async () => {
+    if (requestsFile !== undefined) await writeOfflineRequests(started.fake, requestsFile).catch(() => undefined);
+    await started.dispose();
+  };
+  return { codex: env.codex, fake: env.fake, dispose };
 }
 
 async function checkCodexHome(): Promise<string> {
@@ -130,9 +144,9 @@ async function checkCodexHome(): Promise<string> {
  * try { ... } finally { await server.dispose(); }
  * ```
  */
-export async function startServer(options: { offline: boolean; offlineScript?: string; nativeToolHooks?: boolean }): Promise<CliServer> {
+export async function startServer(options: { offline: boolean; offlineScript?: string; offlineRequests?: string; nativeToolHooks?: boolean }): Promise<CliServer> {
   const nativeToolHooks = options.nativeToolHooks === true;
-  if (options.offline) return startOffline(options.offlineScript, nativeToolHooks);
+  if (options.offline) return startOffline(options.offlineScript, nativeToolHooks, options.offlineRequests);
   const home = await checkCodexHome();
   try {
     const codex = await CodexAppServer.spawn({ ...liveCodexSpawnOptions(), nativeToolHooks });

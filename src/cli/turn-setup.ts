@@ -7,11 +7,12 @@ import { stat } from "node:fs/promises";
 import path from "node:path";
 import type { InspectionEvent } from "xstate";
 import type { CodexApprovalDecision, CodexApprovalRequest, HostDecisionContext } from "../codex/approvals.js";
+import type { UserInputCallback } from "../codex/options.js";
 import type { CodexTurnParams } from "../params.js";
 import type { PluginApprovalCallback } from "../openclaw/index.js";
 import { createTrajectoryWriter, type TrajectoryWriter } from "../trajectory/index.js";
 import { engineLoadInputs, loadCliEngine, type LoadedEngine } from "./engine.js";
-import { QUESTION_TIMEOUT_MS } from "./chat/approvals.js";
+import { PERSON_BACKSTOP_MS } from "./chat/questions.js";
 import { envError, usageError } from "./errors.js";
 import { startInspector, type CliInspector } from "./inspector.js";
 import { answerPluginCommand, type PluginCommandAnswer } from "./plugin-command.js";
@@ -20,6 +21,7 @@ import type { Out } from "./output.js";
 import { startServer, type CliServer } from "./server.js";
 import { sessionIdOf } from "./session-file.js";
 import { resetCliSession, type SessionResetAction } from "./session-reset.js";
+import { declineUserInput } from "./user-input.js";
 
 /** Option values `run` and `chat` both have. */
 export type TurnCommandOptions = EngineOptionValues &
@@ -47,6 +49,17 @@ export interface TurnSetup {
 }
 
 /**
+ * How a command's turns reach the person: `askApproval` (chat `--approve ask`) and `onUserInput` (chat on a terminal:
+ * Codex's questions are asked). Without `onUserInput`, Codex's questions are declined and printed on stderr, with
+ * `noAnswerWhy` saying why nobody was asked.
+ */
+export interface TurnInteraction {
+  askApproval?: ApprovalAsker;
+  onUserInput?: UserInputCallback;
+  noAnswerWhy?: string;
+}
+
+/**
  * Starts what a turn command needs. On a failure part-way, what was already started is stopped again.
  *
  * @example
@@ -55,7 +68,7 @@ export interface TurnSetup {
  * try { await runCodexTurn({ ...setup.baseParams(), prompt }); } finally { await setup.dispose(); }
  * ```
  */
-export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, interactive: { askApproval?: ApprovalAsker } = {}): Promise<TurnSetup> {
+export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, interactive: TurnInteraction = {}): Promise<TurnSetup> {
   if (opts.approve === "ask" && !interactive.askApproval) throw usageError("--approve ask needs someone to answer: use it with chat");
   const engineInputs = await engineLoadInputs(opts);
   const cwd = opts.cwd !== undefined ? await workingDirectory(opts.cwd) : undefined;
@@ -68,6 +81,7 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
     const server = await startServer({
       offline: opts.offline === true,
       ...(opts.offlineScript ? { offlineScript: opts.offlineScript } : {}),
+      ...(opts.offlineRequests ? { offlineRequests: path.resolve(opts.offlineRequests) } : {}),
       ...(opts.nativeToolHooks ? { nativeToolHooks: true } : {}),
     });
     cleanups.push(() => server.dispose());
@@ -93,7 +107,7 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
       inspector,
       trajectory,
       sessionFile,
-      baseParams: () => ({ ...turnParams(opts, server, loaded, inspector, sessionFile), ...workParams(opts, cwd, out, interactive.askApproval) }),
+      baseParams: () => ({ ...turnParams(opts, server, loaded, inspector, sessionFile), ...workParams(opts, cwd, out, interactive) }),
       answerCommand: (line, cmdOut, say) =>
         answerPluginCommand(loaded, line, { sessionId: sessionIdOf(sessionFile), sessionFile, ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}) }, cmdOut, say),
       resetSession: async (action, cmdOut, say) =>
@@ -189,25 +203,30 @@ function pluginApprover(approve: ApproveAnswer | undefined, out: Out, ask: Appro
   };
 }
 
-/** The work options as turn parameters: `cwd`, `sandbox`, `approvalPolicy`, and `--approve` as the `onApproval` answer. */
-function workParams(opts: Partial<WorkOptionValues>, cwd: string | undefined, out: Out, ask: ApprovalAsker | undefined): Partial<CodexTurnParams> {
-  const where = {
+/**
+ * The work options as turn parameters: `cwd`, `sandbox`, `approvalPolicy`, `--approve` as the `onApproval` answer,
+ * `--plan` / `--no-plan` as `collaborationMode` `"plan"` / `"default"` (neither: none sent), and the `onUserInput`
+ * that answers Codex's questions (or declines them, printed on stderr). It is passed with or without `--plan`: a
+ * thread put in Plan mode stays in it (observed with 0.169), so its questions can come on a later turn too.
+ */
+function workParams(opts: Partial<WorkOptionValues>, cwd: string | undefined, out: Out, interactive: TurnInteraction): Partial<CodexTurnParams> {
+  const ask = opts.approve === "ask" ? interactive.askApproval : undefined;
+  const params: Partial<CodexTurnParams> = {
     ...(cwd !== undefined ? { cwd } : {}),
     ...(opts.sandbox !== undefined ? { sandbox: opts.sandbox } : {}),
     ...(opts.approvalPolicy !== undefined ? { approvalPolicy: opts.approvalPolicy } : {}),
+    ...(opts.plan !== undefined ? { collaborationMode: opts.plan ? ("plan" as const) : ("default" as const) } : {}),
+    onUserInput: interactive.onUserInput ?? declineUserInput(process.stderr, interactive.noAnswerWhy ?? "nobody can answer here"),
+    // The person's questions time out visibly first (QUESTION_TIMEOUT_MS each); the turn's bound is only the backstop.
+    ...(ask || interactive.onUserInput ? { timeouts: { approvalMs: PERSON_BACKSTOP_MS } } : {}),
   };
-  if (opts.approve === "ask" && ask) {
-    return {
-      ...where,
-      // Codex may withdraw a request (the turn was interrupted or ended): the question is then withdrawn too.
-      onApproval: (request: CodexApprovalRequest, { signal }: HostDecisionContext) => ask(`codex-turn: approval ${request.kind}: ${describeApproval(request)}`, signal),
-      // The question's own timeout denies first, visibly; the turn's bound is only the backstop.
-      timeouts: { approvalMs: QUESTION_TIMEOUT_MS + 5_000 },
-    };
+  if (ask) {
+    // Codex may withdraw a request (the turn was interrupted or ended): the question is then withdrawn too.
+    return { ...params, onApproval: (request: CodexApprovalRequest, { signal }: HostDecisionContext) => ask(`codex-turn: approval ${request.kind}: ${describeApproval(request)}`, signal) };
   }
   const decision = DECISIONS[opts.approve === "ask" || opts.approve === undefined ? "deny" : opts.approve];
   return {
-    ...where,
+    ...params,
     onApproval: (request: CodexApprovalRequest) => {
       out.note(`codex-turn: approval ${request.kind}: ${describeApproval(request)} -> ${decision}`);
       return decision;

@@ -90,4 +90,42 @@ describe("log content", () => {
     // No transcript line (a whole JSON entry) is echoed either.
     for (const line of transcript.split("\n").filter((l) => l.length > 40)) expect(logs).not.toContain(line);
   }, 30_000);
+
+  it("a Plan-mode question (request_user_input) and its answer: logged as ids and counts, never as text", async () => {
+    let logs = "";
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        logs += chunk.toString("utf8");
+        cb();
+      },
+    });
+    const logger = pino({ level: "debug" }, sink);
+    // The app-server logs the request's handling (its own logger), the turn the rest: both at debug.
+    const planEnv = await startOfflineCodex({ codex: { logger } });
+    try {
+      const secrets = { header: "HEADER-quetzal", question: "QUESTION-ibis", label: "OPTION-kakapo", description: "DESCRIPTION-dugong", answer: "ANSWER-saola" };
+      const question = { id: "q1", header: secrets.header, question: secrets.question, options: [{ label: secrets.label, description: secrets.description }] };
+      planEnv.fake.enqueue([{ functionCall: { name: "request_user_input", arguments: { questions: [question] } } }, { text: "REPLY-after-question" }]);
+      const sessionFile = path.join(dir, "plan-logs.jsonl");
+      const asked: string[] = [];
+      const r = await runCodexTurn({
+        appServer: planEnv.codex,
+        sessionId: "plan-logs",
+        sessionFile,
+        prompt: "PROMPT-plan-serval",
+        collaborationMode: "plan",
+        onUserInput: (req) => (asked.push(req.questions[0]!.question), { q1: { answers: [secrets.answer] } }),
+        logger,
+      });
+      expect(r.status).toBe("completed");
+      expect(asked).toEqual([secrets.question]);
+      // The question and the answer are in the transcript, and the handling was logged.
+      const transcript = await readFile(sessionFile, "utf8");
+      for (const s of Object.values(secrets)) expect(transcript, s).toContain(s);
+      expect(logs).toContain('"event":"codex.userInput.answered"');
+      for (const s of [...Object.values(secrets), "PROMPT-plan-serval", "REPLY-after-question"]) expect(logs, `logs leak ${s}`).not.toContain(s);
+    } finally {
+      await planEnv.dispose();
+    }
+  }, 60_000);
 });

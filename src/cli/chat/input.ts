@@ -10,6 +10,8 @@ import { createInterface, type Interface } from "node:readline";
 export interface PromptReaderHandlers {
   /** A whole prompt (lines joined with "\n"), never empty. */
   onPrompt(text: string): void;
+  /** Enter on an empty line (outside a paste): answers a question being asked (declines it); ignored otherwise. */
+  onEmptyLine?(): void;
   /** Ctrl-C (TTY) — the host decides: abort a running turn, or exit when idle. */
   onInterrupt(): void;
   /** End of input (Ctrl-D, a closed pipe, or {@link PromptReader.close}). */
@@ -60,6 +62,7 @@ export function createPromptReader(
     pending.push(line);
     const text = pending.splice(0).join("\n").trim();
     if (text !== "") handlers.onPrompt(text);
+    else handlers.onEmptyLine?.();
   });
   rl.on("SIGINT", () => handlers.onInterrupt());
   rl.on("close", () => {

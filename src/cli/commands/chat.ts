@@ -7,17 +7,30 @@
 import { Command } from "commander";
 import type { PromptImage } from "../../codex/prompt-images.js";
 import { startCodexTurn, type CodexTurnResult } from "../../turn.js";
-import { ApprovalQuestions, QUESTION_TIMEOUT_MS } from "../chat/approvals.js";
-import { createPromptReader } from "../chat/input.js";
-import { createTurnRenderer } from "../chat/render.js";
+import type { HostDecisionContext } from "../../codex/approvals.js";
+import type { CodexUserInputRequest } from "../../codex/options.js";
+import { approvalQuestion } from "../chat/approvals.js";
+import { createPromptReader, type PromptReader } from "../chat/input.js";
+import { ChatQuestions, QUESTION_TIMEOUT_MS } from "../chat/questions.js";
+import { createTurnRenderer, type TurnRenderer } from "../chat/render.js";
+import { askUserInput } from "../chat/user-input.js";
 import { EXIT } from "../errors.js";
 import { holdInspector } from "../inspector.js";
-import { addEngineOptions, addInspectOptions, addJsonOption, addServerOptions, addTrajectoryOptions, addWorkOptions, LIVE_PROVIDER_HELP } from "../options.js";
+import {
+  addEngineOptions,
+  addInspectOptions,
+  addJsonOption,
+  addServerOptions,
+  addTrajectoryOptions,
+  addWorkOptions,
+  LIVE_PROVIDER_HELP,
+  type ApproveAnswer,
+} from "../options.js";
 import { createOut, type Out } from "../output.js";
 import { cutTurnNote, imageLine, readImageOptions, replyText, runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
 import { sessionResetCommand } from "../session-reset.js";
 import { settleWithin, watchSignals, type SignalWatch } from "../signals.js";
-import { setUpTurnCommand, type TurnCommandOptions, type TurnSetup } from "../turn-setup.js";
+import { setUpTurnCommand, type TurnCommandOptions, type TurnInteraction, type TurnSetup } from "../turn-setup.js";
 
 type ChatOptions = TurnCommandOptions & { json?: boolean };
 
@@ -78,95 +91,176 @@ function reportTurn(out: Out, r: CodexTurnResult, queue: PromptQueue): void {
   if (!out.json) for (const f of r.followUps) out.text(`steer not taken, running next: ${f}`);
 }
 
-/** Where `--approve ask` questions are shown: the running turn's display, else plain output. */
+/** Where the chat's questions are shown: the running turn's display, else plain output. */
 interface ChatDisplay {
-  view: ReturnType<typeof createTurnRenderer> | undefined;
+  view: TurnRenderer | undefined;
   /** Shows the "> " input prompt again (TTY) after a question. */
   prompt(): void;
 }
 
-async function chatLoop(setup: TurnSetup, out: Out, watch: SignalWatch, display: ChatDisplay, questions: ApprovalQuestions | undefined): Promise<number> {
-  const queue = new PromptQueue();
-  let running: ReturnType<typeof startCodexTurn> | undefined;
-  let view: ReturnType<typeof createTurnRenderer> | undefined;
-  // Images attached with `/image FILE`, sent with the next prompt that is queued (not with a steer).
-  const attached: PromptImage[] = [];
-  const say = (line: string) => (out.json ? out.note(line) : view ? view.note(line) : out.text(line));
+/** What the chat's input handlers and its turn loop share. */
+interface ChatState {
+  readonly setup: TurnSetup;
+  readonly out: Out;
+  readonly display: ChatDisplay;
+  /** The questions put to the person (`--approve ask`, Codex's questions on a terminal); none: nobody is asked. */
+  readonly questions: ChatQuestions | undefined;
+  readonly queue: PromptQueue;
+  /** Images attached with `/image FILE`, sent with the next prompt that is queued (not with a steer). */
+  readonly attached: PromptImage[];
+  running: ReturnType<typeof startCodexTurn> | undefined;
+  /** The latest turn's display (notes go through it so they are not glued to streamed text). */
+  view: TurnRenderer | undefined;
+}
+
+/** A line of our own: a note with --json, else through the turn's display. */
+function say(state: ChatState, line: string): void {
+  if (state.out.json) state.out.note(line);
+  else if (state.view) state.view.note(line);
+  else state.out.text(line);
+}
+
+/** A typed line: a question's answer, an image to attach, a queued command, the next prompt, or a steer. */
+function routeLine(state: ChatState, text: string): void {
+  const { setup, queue, running } = state;
+  // While a question waits (an approval, Codex's question), the line typed is its answer, not a steer or a prompt.
+  if (state.questions?.answer(text)) return;
+  if (text.startsWith(IMAGE_COMMAND)) return attachImage(text.slice(IMAGE_COMMAND.length).trim(), state.attached, (l) => say(state, l));
+  // A session reset or a plugin command is never a steer: it runs between turns, in the order typed.
+  if (sessionResetCommand(text)) {
+    if (running) say(state, "(session reset queued: it runs when the turn ends)");
+    return queue.push(text, false, [], true);
+  }
+  if (setup.loaded.findCommand?.(text)) {
+    if (running) say(state, "(plugin command queued: it runs when the turn ends)");
+    return queue.push(text, false, [], true);
+  }
+  if (!running) return queue.push(text, false, state.attached.splice(0));
+  running.steer(text);
+  if (!state.out.json) state.view?.note("(steer sent)");
+}
+
+/** The chat's input: lines go to {@link routeLine}; Ctrl-C aborts the turn (idle: exits); the end of input ends the chat. */
+function openInput(state: ChatState, watch: SignalWatch): PromptReader {
   const reader = createPromptReader(process.stdin, process.stdout, {
-    onPrompt: (text) => {
-      // While Codex waits for an approval, the line typed is its answer, not a steer or the next prompt.
-      if (questions?.answer(text)) return;
-      if (text.startsWith(IMAGE_COMMAND)) return attachImage(text.slice(IMAGE_COMMAND.length).trim(), attached, say);
-      // A session reset or a plugin command is never a steer: it runs between turns, in the order typed.
-      if (sessionResetCommand(text)) {
-        if (running) say("(session reset queued: it runs when the turn ends)");
-        return queue.push(text, false, [], true);
-      }
-      if (setup.loaded.findCommand?.(text)) {
-        if (running) say("(plugin command queued: it runs when the turn ends)");
-        return queue.push(text, false, [], true);
-      }
-      if (!running) return queue.push(text, false, attached.splice(0));
-      running.steer(text);
-      if (!out.json) view?.note("(steer sent)");
-    },
+    onPrompt: (text) => routeLine(state, text),
+    // Enter alone answers a waiting question (declines it); otherwise it is nothing.
+    onEmptyLine: () => void state.questions?.answer(""),
     onInterrupt: () => {
-      if (!running) return reader.close();
-      running.abort("user");
-      if (!out.json) view?.note("(aborting turn)");
+      if (!state.running) return reader.close();
+      state.running.abort("user");
+      if (!state.out.json) state.view?.note("(aborting turn)");
     },
-    onClose: () => queue.close(),
+    onClose: () => {
+      // Nobody can answer any more: what is asked now, or later in the running turn, is declined at once.
+      state.questions?.close("end of input");
+      state.queue.close();
+    },
   });
-  display.prompt = () => reader.prompt();
+  state.display.prompt = () => reader.prompt();
   void watch.first.then(() => {
-    running?.abort("signal");
+    state.running?.abort("signal");
     reader.close();
   });
+  return reader;
+}
+
+/**
+ * A queued session reset (`/new`, `/reset`) or plugin command runs here. Returns the prompt to run as a turn (the text
+ * after a reset command, a command whose plugin asks for a turn, or a plain prompt), or `failed`/`done` when no turn runs.
+ */
+async function promptOf(state: ChatState, next: QueuedPrompt): Promise<string | "done" | "failed"> {
+  const { setup, out } = state;
+  const reset = next.command ? sessionResetCommand(next.text) : undefined;
+  if (reset) {
+    // OpenClaw's /new and /reset: a fresh session on the same file; text after the command is its first prompt.
+    let failed = false;
+    try {
+      await setup.resetSession(reset.action, out, (l) => say(state, l));
+    } catch (error) {
+      say(state, `(/${reset.action} failed: ${error instanceof Error ? error.message : String(error)})`);
+      failed = true;
+    }
+    if (reset.rest === "") return failed ? "failed" : "done";
+    return reset.rest;
+  }
+  if (next.command && (await setup.answerCommand(next.text, out)) !== "continueAgent") return "done";
+  return next.text;
+}
+
+/** Runs one turn with its live display; undefined when a signal came and the turn did not settle in time. */
+async function runChatTurn(state: ChatState, reader: PromptReader, watch: SignalWatch, prompt: string, images: PromptImage[]): Promise<CodexTurnResult | undefined> {
+  const { setup, out, display } = state;
+  setup.recordTurnRequest(prompt);
+  const view = out.json ? undefined : createTurnRenderer(process.stdout, reader.tty);
+  state.view = view;
+  display.view = view;
+  const withImages = images.length > 0 ? { images } : {};
+  state.running = startCodexTurn({ ...setup.baseParams(), prompt, ...withImages, onEvent: (e) => view?.onEvent(e) });
+  const r = await settleWithin(state.running.result, watch, SIGNAL_SETTLE_MS);
+  state.running = undefined;
+  // Questions of a turn that ended (aborted, interrupted) can no longer be answered.
+  state.questions?.declineAll("the turn ended");
+  display.view = undefined;
+  if (r === undefined) return undefined;
+  await r.backgroundMaintenance.catch(() => undefined);
+  view?.finish(replyText(r));
+  reportTurn(out, r, state.queue);
+  return r;
+}
+
+/** Runs what is typed, prompt after prompt, until the end of input, Ctrl-C when idle, or a signal. */
+async function chatLoop(state: ChatState, watch: SignalWatch): Promise<number> {
+  const reader = openInput(state, watch);
+  const promptAgain = () => {
+    if (state.queue.closed === false) reader.prompt();
+  };
   let exitCode: number = EXIT.ok;
   try {
     reader.prompt();
-    for (let next = await queue.next(); next !== undefined && watch.received === undefined; next = await queue.next()) {
-      let prompt = next.text;
-      const reset = next.command ? sessionResetCommand(prompt) : undefined;
-      if (reset) {
-        // OpenClaw's /new and /reset: a fresh session on the same file; text after the command is its first prompt.
-        try {
-          await setup.resetSession(reset.action, out, say);
-        } catch (error) {
-          say(`(/${reset.action} failed: ${error instanceof Error ? error.message : String(error)})`);
-          exitCode = EXIT.env;
-        }
-        if (reset.rest === "") {
-          if (queue.closed === false) reader.prompt();
-          continue;
-        }
-        prompt = reset.rest;
-      } else if (next.command && (await setup.answerCommand(prompt, out)) !== "continueAgent") {
-        if (queue.closed === false) reader.prompt();
+    for (let next = await state.queue.next(); next !== undefined && watch.received === undefined; next = await state.queue.next()) {
+      const prompt = await promptOf(state, next);
+      if (prompt === "done" || prompt === "failed") {
+        if (prompt === "failed") exitCode = EXIT.env;
+        promptAgain();
         continue;
       }
-      setup.recordTurnRequest(prompt);
-      view = out.json ? undefined : createTurnRenderer(process.stdout, reader.tty);
-      display.view = view;
-      const turnView = view;
-      const images = next.images.length > 0 ? { images: next.images } : {};
-      running = startCodexTurn({ ...setup.baseParams(), prompt, ...images, onEvent: (e) => turnView?.onEvent(e) });
-      const r = await settleWithin(running.result, watch, SIGNAL_SETTLE_MS);
-      running = undefined;
-      // Questions of a turn that ended (aborted, interrupted) can no longer be answered.
-      questions?.denyAll("the turn ended");
-      display.view = undefined;
+      const r = await runChatTurn(state, reader, watch, prompt, next.images);
       if (r === undefined) return EXIT.aborted;
-      await r.backgroundMaintenance.catch(() => undefined);
-      view?.finish(replyText(r));
-      reportTurn(out, r, queue);
       exitCode = r.status === "failed" ? EXIT.turnFailed : EXIT.ok;
-      if (queue.closed === false) reader.prompt();
+      promptAgain();
     }
     return watch.received !== undefined ? EXIT.aborted : exitCode;
   } finally {
     reader.close();
   }
+}
+
+/**
+ * The chat's question queue, when someone is asked (`--approve ask`, or Codex's questions on a terminal): its questions
+ * and outcomes go through the running turn's display (the spinner stops), or plain output; after a question, the
+ * input prompt again.
+ */
+function chatQuestions(out: Out, display: ChatDisplay, asks: boolean): ChatQuestions | undefined {
+  if (!asks) return undefined;
+  return new ChatQuestions((line, asking) => {
+    if (out.json) out.note(line);
+    else if (display.view) {
+      display.view.stopSpinner();
+      display.view.note(line);
+    } else out.text(line);
+    if (asking) display.prompt();
+  }, QUESTION_TIMEOUT_MS);
+}
+
+/** How the chat's turns reach the person: approvals (`--approve ask`), and Codex's questions when input is a terminal. */
+function chatInteraction(questions: ChatQuestions | undefined, approve: ApproveAnswer | undefined, tty: boolean): TurnInteraction {
+  return {
+    ...(questions && approve === "ask" ? { askApproval: (question, signal) => questions.put(approvalQuestion(question), signal) } : {}),
+    ...(questions && tty
+      ? { onUserInput: (request: CodexUserInputRequest, { signal }: HostDecisionContext) => askUserInput(questions, request, signal) }
+      : { noAnswerWhy: "chat's input is not a terminal" }),
+  };
 }
 
 async function chatAction(opts: ChatOptions): Promise<number> {
@@ -175,21 +269,13 @@ async function chatAction(opts: ChatOptions): Promise<number> {
   const watch = watchSignals();
   try {
     const display: ChatDisplay = { view: undefined, prompt: () => undefined };
-    const questions =
-      opts.approve === "ask"
-        ? new ApprovalQuestions((line, asking) => {
-            if (out.json) out.note(line);
-            else if (display.view) {
-              display.view.stopSpinner();
-              display.view.note(line);
-            }
-            else out.text(line);
-            if (asking) display.prompt();
-          }, QUESTION_TIMEOUT_MS)
-        : undefined;
-    const setup = await setUpTurnCommand(opts, out, questions ? { askApproval: (question, signal) => questions.ask(question, signal) } : {});
+    // Codex's questions are asked only on a terminal: a pipe's next line was not written as an answer.
+    const tty = process.stdin.isTTY === true;
+    const questions = chatQuestions(out, display, opts.approve === "ask" || tty);
+    const setup = await setUpTurnCommand(opts, out, chatInteraction(questions, opts.approve, tty));
     try {
-      const code = await chatLoop(setup, out, watch, display, questions);
+      const state: ChatState = { setup, out, display, questions, queue: new PromptQueue(), attached: [], running: undefined, view: undefined };
+      const code = await chatLoop(state, watch);
       if (watch.received === undefined) await holdInspector(setup.inspector, opts.inspectWait, out);
       return code;
     } finally {
@@ -227,8 +313,12 @@ Enter). "/image FILE" attaches an image (PNG, JPEG, GIF or WebP) to the next pro
 plugin's command (e.g. "/lcm status"), answered by the plugin without the model, between turns. A prompt typed while a turn
 runs is sent as a steer; a steer the turn did not take runs next ("steer not taken, running next: ..."). With
 --approve ask, each approval request Codex makes is shown as a question and the next line typed answers it: y
-(approve), s (approve for the session), anything else denies; unanswered for 300 s: denied. Ctrl-C aborts the
-running turn; Ctrl-C when idle, or end of input, exits.
+(approve), s (approve for the session), anything else (Enter alone too) denies; unanswered for 300 s: denied.
+With --plan, Codex plans first and may ask you questions (request_user_input): on a terminal each is shown with its
+numbered options and the next line typed answers it, a number picking that option, other text being your own answer;
+Enter alone, end of input, the turn ending or 300 s without an answer declines (Codex goes on without one). When input
+is not a terminal, questions are declined and printed on stderr. Ctrl-C aborts the running turn; Ctrl-C when idle, or
+end of input, exits.
 SIGTERM aborts the running turn and exits 130.
 ${LIVE_PROVIDER_HELP}`,
   );

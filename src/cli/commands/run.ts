@@ -21,6 +21,7 @@ import { createOut, type Out } from "../output.js";
 import { settleWithin, watchSignals } from "../signals.js";
 import { sessionResetCommand } from "../session-reset.js";
 import { setUpTurnCommand, type TurnCommandOptions } from "../turn-setup.js";
+import { userInputRecords } from "../user-input.js";
 
 /** How long a signalled turn may take to settle before the CLI closes the app-server anyway (ms). */
 export const SIGNAL_SETTLE_MS = 15_000;
@@ -54,6 +55,7 @@ const collect = (value: string, previous: string[]): string[] => [...previous, v
  * ```
  */
 export function runResultJson(r: CodexTurnResult): Record<string, unknown> {
+  const userInput = userInputRecords(r.messagesSnapshot);
   return {
     status: r.status,
     runId: r.runId,
@@ -71,6 +73,8 @@ export function runResultJson(r: CodexTurnResult): Record<string, unknown> {
     ...(r.modelRerouted ? { modelRerouted: r.modelRerouted } : {}),
     ...(r.cutTurnRecovered ? { cutTurnRecovered: r.cutTurnRecovered } : {}),
     ...(r.generatedImages ? { generatedImages: r.generatedImages } : {}),
+    // Codex's questions (Plan mode) and the answers given (null: declined), as the turn's messages record them.
+    ...(userInput.length > 0 ? { userInput } : {}),
   };
 }
 
@@ -128,7 +132,8 @@ async function runAction(prompt: string, opts: RunOptions): Promise<number> {
   const ac = new AbortController();
   const watch = watchSignals(() => ac.abort());
   try {
-    const setup = await setUpTurnCommand(opts, out);
+    // Nobody can answer Codex's questions here: each is declined (waiting would hang) and printed on stderr.
+    const setup = await setUpTurnCommand(opts, out, { noAnswerWhy: "run cannot ask; answer Codex's questions in chat on a terminal" });
     try {
       // `/new` or `/reset`: a fresh session (text after it is its first prompt).
       const reset = sessionResetCommand(prompt);
@@ -178,9 +183,16 @@ export function runCommand(done: (code: number) => void): Command {
   addEngineOptions(cmd);
   addServerOptions(cmd);
   addWorkOptions(cmd);
-  addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked, modelRerouted, cutTurnRecovered, generatedImages");
+  addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked, modelRerouted, cutTurnRecovered, generatedImages, userInput");
   addInspectOptions(cmd);
   addTrajectoryOptions(cmd);
-  cmd.addHelpText("after", `\nSIGINT/SIGTERM abort the turn, wait for it to settle, then exit 130.\n${LIVE_PROVIDER_HELP}`);
+  cmd.addHelpText(
+    "after",
+    `
+With --plan, Codex may ask questions (request_user_input): run cannot ask anyone, so each is declined at once and
+printed on stderr, and Codex goes on without an answer (it sees {"answers":{}}); --json lists them under userInput.
+SIGINT/SIGTERM abort the turn, wait for it to settle, then exit 130.
+${LIVE_PROVIDER_HELP}`,
+  );
   return cmd.action(async (prompt: string, opts: RunOptions) => done(await runAction(prompt, opts)));
 }

@@ -1,5 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { ApprovalQuestions, parseApprovalAnswer } from "../../../src/cli/chat/approvals.js";
+import { approvalQuestion, parseApprovalAnswer } from "../../../src/cli/chat/approvals.js";
+import { ChatQuestions } from "../../../src/cli/chat/questions.js";
+
+/** The chat's question queue with approvals in it, as `chat --approve ask` uses it. */
+class ApprovalQuestions extends ChatQuestions {
+  ask(question: string, signal?: AbortSignal) {
+    return this.put(approvalQuestion(question), signal);
+  }
+}
+
 describe("chat --approve ask questions", () => {
   it("y/yes approve, s/session approve for the session, anything else denies", () => {
     expect(["y", " Yes ", "s", "SESSION", "n", "", "sure", "yess"].map(parseApprovalAnswer)).toEqual([
@@ -37,7 +46,7 @@ describe("chat --approve ask questions", () => {
     expect(await q.ask("run slow")).toBe("deny");
     expect(shown.at(-1)).toBe("run slow -> deny (no answer within 0 s)");
     const open = [q.ask("run X"), q.ask("run Y")];
-    q.denyAll("the turn ended");
+    q.declineAll("the turn ended");
     expect(await Promise.all(open)).toEqual(["deny", "deny"]);
     expect(shown.slice(-2)).toEqual(["run X -> deny (the turn ended)", "run Y -> deny (the turn ended)"]);
     expect(q.waiting).toBe(false);
@@ -62,5 +71,25 @@ describe("chat --approve ask questions", () => {
     ]);
     expect(q.answer("y")).toBe(true);
     expect(await third).toBe("approve");
+  });
+
+  it("Enter alone denies ([N]o is the default); after the end of input every question is denied at once", async () => {
+    const shown: string[] = [];
+    const q = new ApprovalQuestions((l) => shown.push(l), 60_000);
+    const first = q.ask("run A");
+    const second = q.ask("run B");
+    expect(q.answer("")).toBe(true);
+    expect(await first).toBe("deny");
+    q.close("end of input");
+    expect(await second).toBe("deny");
+    expect(await q.ask("run C")).toBe("deny");
+    expect(shown).toEqual([
+      "run A -- approve? [y]es / [s]ession / [N]o",
+      "run A -> deny",
+      "run B -- approve? [y]es / [s]ession / [N]o",
+      "run B -> deny (end of input)",
+      "run C -> deny (end of input)",
+    ]);
+    expect(q.waiting).toBe(false);
   });
 });
