@@ -327,12 +327,18 @@ function isAnswers(v: unknown): v is UserInputAnswers {
   );
 }
 
+/**
+ * What the model reads as the tool's output when the host declines a `request_user_input` (an error response):
+ * observed with Codex 0.169, the same as a request answered with nothing. The record keeps it, marked as an error.
+ */
+const DECLINED_USER_INPUT_OUTPUT = JSON.stringify({ answers: {} });
+
 /** `request_user_input`: the turn's `onUserInput` (bounded), else declined as before (unsupported). */
 async function answerUserInput(deps: ServerRequestDeps, rpc: Responder, req: ServerRequestMessage): Promise<void> {
   const p = (req.params ?? {}) as Partial<CodexUserInputRequest>;
   const run = typeof p.threadId === "string" ? deps.activeRun(p.threadId) : undefined;
   const onUserInput = run?.options.onUserInput;
-  if (!run || !onUserInput || typeof p.itemId !== "string" || !Array.isArray(p.questions)) return unsupported(deps, rpc, req);
+  if (!run || typeof p.itemId !== "string" || !Array.isArray(p.questions)) return unsupported(deps, rpc, req);
   // The asking thread: the turn's own, or a sub-agent's working for it (its turn id is then the sub-agent's).
   const request: CodexUserInputRequest = { threadId: p.threadId as string, turnId: String(p.turnId ?? run.turnId ?? ""), itemId: p.itemId, questions: p.questions };
   // The turn's own question (a sub-agent's is in its own thread): the record holds the call and its answer.
@@ -342,6 +348,11 @@ async function answerUserInput(deps: ServerRequestDeps, rpc: Responder, req: Ser
   const ended = (text: string, success: boolean) =>
     own && run.recordHostAnsweredTool(call, { text, success, durationMs: Math.round(performance.now() - started) });
   if (own) run.recordHostAnsweredTool(call);
+  if (!onUserInput) {
+    // Nobody to ask: declined, and the record says so with what the model then reads.
+    ended(DECLINED_USER_INPUT_OUTPUT, false);
+    return unsupported(deps, rpc, req);
+  }
   const r = await waitingOnHost(deps, run, () => askHost(run, req.id, (context) => onUserInput(request, context), run.options.userInputTimeoutMs));
   if (!r.ok && r.reason === "withdrawn") {
     deps.logger.info({ event: "codex.userInput.withdrawn", itemId: p.itemId }, "codex resolved the user-input request itself; no answer sent");
@@ -359,6 +370,6 @@ async function answerUserInput(deps: ServerRequestDeps, rpc: Responder, req: Ser
     const why = !r.ok ? (r.reason === "timeout" ? `did not answer within ${run.options.userInputTimeoutMs} ms` : "threw") : "returned malformed answers";
     run.warn({ code: "userInputCallbackFailed", message: `onUserInput ${why}; declined`, itemId: p.itemId });
   }
-  ended("request_user_input declined by the host", false);
+  ended(DECLINED_USER_INPUT_OUTPUT, false);
   rpc.respondError(req.id, -32000, "request_user_input declined by the host");
 }

@@ -163,6 +163,19 @@ describe("request_user_input in Plan mode reaches onUserInput (real app-server)"
     expect(history.messages.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
     expect(JSON.stringify(history.messages[2])).toContain('{\\"answers\\":{\\"color\\":{\\"answers\\":[\\"Red\\"]}}}');
   });
+
+  it("a question nobody can answer (no onUserInput) is declined, and the record holds what the model then read", async () => {
+    const { codex, fake } = env;
+    const { threadId } = await codex.startThread({ cwd: workspace() });
+    scriptQuestion();
+    const record = await (await codex.startTurn({ threadId, text: "plan the button", collaborationMode: "plan" })).completion;
+    expect(record.codexStatus).toBe("completed");
+    // Observed with 0.169: a declined request reads to the model as an empty answer.
+    expect(toolOutput(fake.requests.at(-1))).toBe('{"answers":{}}');
+    const [call, result] = record.messagesSnapshot.slice(1, 3);
+    expect(call).toMatchObject({ role: "assistant", content: [{ type: "toolCall", name: "request_user_input" }] });
+    expect(result).toMatchObject({ role: "toolResult", toolName: "request_user_input", content: [{ type: "text", text: '{"answers":{}}' }], isError: true });
+  });
 });
 
 describe("other host decisions and settings on the real binary", () => {
