@@ -6,7 +6,7 @@ import { mkdtemp, readFile, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
-import pino from "pino";
+import pino, { type Logger } from "pino";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCodexCompaction, createBindingStore } from "../../src/compaction/index.js";
 import { createWindowEngine } from "../../src/context-engine/engines/index.js";
@@ -26,16 +26,22 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+/** A debug-level pino logger whose lines are kept in memory. */
+function captureLogs(): { logger: Logger; text: () => string } {
+  let logs = "";
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, cb) {
+      logs += chunk.toString("utf8");
+      cb();
+    },
+  });
+  return { logger: pino({ level: "debug" }, sink), text: () => logs };
+}
+
 describe("log content", () => {
   it("a 3-turn session with a tool call and a compaction logs no prompt, reply, tool result or transcript text", async () => {
-    let logs = "";
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        logs += chunk.toString("utf8");
-        cb();
-      },
-    });
-    const logger = pino({ level: "debug" }, sink);
+    const captured = captureLogs();
+    const logger = captured.logger;
     const sessionFile = path.join(dir, "logs.jsonl");
     const engine = createWindowEngine({ tokenBudget: 16_000, ownsCompaction: true });
     const secrets = {
@@ -85,21 +91,15 @@ describe("log content", () => {
     const all = [...secrets.prompts, ...secrets.replies, secrets.toolResult];
     for (const s of all) expect(transcript, s).toContain(s);
     // The logger really was used at debug level.
-    expect(logs.split("\n").filter(Boolean).length).toBeGreaterThan(10);
-    for (const s of [...all, secrets.toolArg]) expect(logs, `logs leak ${s}`).not.toContain(s);
+    expect(captured.text().split("\n").filter(Boolean).length).toBeGreaterThan(10);
+    for (const s of [...all, secrets.toolArg]) expect(captured.text(), `logs leak ${s}`).not.toContain(s);
     // No transcript line (a whole JSON entry) is echoed either.
-    for (const line of transcript.split("\n").filter((l) => l.length > 40)) expect(logs).not.toContain(line);
+    for (const line of transcript.split("\n").filter((l) => l.length > 40)) expect(captured.text()).not.toContain(line);
   }, 30_000);
 
   it("a Plan-mode question (request_user_input) and its answer: logged as ids and counts, never as text", async () => {
-    let logs = "";
-    const sink = new Writable({
-      write(chunk: Buffer, _enc, cb) {
-        logs += chunk.toString("utf8");
-        cb();
-      },
-    });
-    const logger = pino({ level: "debug" }, sink);
+    const captured = captureLogs();
+    const logger = captured.logger;
     // The app-server logs the request's handling (its own logger), the turn the rest: both at debug.
     const planEnv = await startOfflineCodex({ codex: { logger } });
     try {
@@ -122,8 +122,8 @@ describe("log content", () => {
       // The question and the answer are in the transcript, and the handling was logged.
       const transcript = await readFile(sessionFile, "utf8");
       for (const s of Object.values(secrets)) expect(transcript, s).toContain(s);
-      expect(logs).toContain('"event":"codex.userInput.answered"');
-      for (const s of [...Object.values(secrets), "PROMPT-plan-serval", "REPLY-after-question"]) expect(logs, `logs leak ${s}`).not.toContain(s);
+      expect(captured.text()).toContain('"event":"codex.userInput.answered"');
+      for (const s of [...Object.values(secrets), "PROMPT-plan-serval", "REPLY-after-question"]) expect(captured.text(), `logs leak ${s}`).not.toContain(s);
     } finally {
       await planEnv.dispose();
     }
