@@ -347,6 +347,11 @@ export interface TurnRecord {
    * forwards exactly these files as the reply's media, even when the turn has no assistant text.
    */
   generatedImages?: GeneratedImage[];
+  /**
+   * The plan Codex proposed in Plan mode (the text of the turn's last completed `plan` item: what the model wrote in
+   * its `<proposed_plan>` block, which Codex takes out of the assistant message). Absent when the turn proposed none.
+   */
+  proposedPlan?: string;
 }
 
 /** One image Codex generated and saved during a turn. */

@@ -298,6 +298,12 @@ export interface CodexTurnResult {
    * files as the reply's media, as OpenClaw does, even when `assistantText` is empty. Absent when there were none.
    */
   generatedImages?: GeneratedImage[];
+  /**
+   * The plan Codex proposed in Plan mode (`collaborationMode: "plan"`): the model writes it in a `<proposed_plan>` block,
+   * which Codex takes out of the reply, so it is not in `assistantText`. The transcript holds it as a `codex.plan`
+   * custom message. Absent when the turn proposed none.
+   */
+  proposedPlan?: string;
   /** Lifecycle states in the order they were entered. */
   trace: string[];
   engine: EngineOutcomes;

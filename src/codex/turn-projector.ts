@@ -756,6 +756,11 @@ export class TurnProjector {
       return item?.kind === "imageGeneration" && item.completed && typeof item.savedPath === "string" ? [{ itemId: item.id, path: item.savedPath }] : [];
     });
     if (images.length > 0) record.generatedImages = images;
+    const plans = this.order.flatMap((id) => {
+      const item = this.items.get(id);
+      return item?.kind === "plan" && item.completed ? [item.text] : [];
+    });
+    if (plans.length > 0) record.proposedPlan = plans.at(-1)!;
     return record;
   }
 }

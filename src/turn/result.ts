@@ -58,6 +58,7 @@ export function toTurnResult(
     if (output.record.usage) res.usage = output.record.usage;
     if (output.record.modelRerouted) res.modelRerouted = output.record.modelRerouted;
     if (output.record.generatedImages) res.generatedImages = output.record.generatedImages;
+    if (output.record.proposedPlan !== undefined) res.proposedPlan = output.record.proposedPlan;
     if (output.record.error && !res.error) {
       const code = output.record.error.codexErrorInfo ?? output.record.error.code;
       res.error = { phase: "turnRunning", message: output.record.error.message, ...(code ? { code } : {}) };

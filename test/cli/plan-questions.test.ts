@@ -150,6 +150,20 @@ describe("run --plan and chat --plan without a terminal", { timeout: 240_000 }, 
     expect((await toolOutputsSeen(requests)).at(-1)).toEqual(['{"answers":{}}']);
   });
 
+  it("run: the plan Codex proposed is printed after the reply (Codex takes it out of the reply); --json has proposedPlan", async () => {
+    const reply = "Here is the plan.\n<proposed_plan>\n# Button\n1. Add a blue button\n2. Test it\n</proposed_plan>\n";
+    const scriptFile = await script("proposed", [{ text: reply }]);
+    const text = await runCli(["run", "plan the button", "--session", path.join(dir, "proposed.jsonl"), "--offline", "--offline-script", scriptFile, "--plan"]);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/Here is the plan\.\n+plan:\n# Button\n1\. Add a blue button\n2\. Test it\nstatus: completed/);
+    expect(text.stdout).not.toContain("proposed_plan");
+    const jsonScript = await script("proposed-json", [{ text: reply }]);
+    const r = await runCli(["run", "plan the button", "--session", path.join(dir, "proposed-json.jsonl"), "--offline", "--offline-script", jsonScript, "--plan", "--json"]);
+    expect(r.code, r.stderr).toBe(0);
+    const json = JSON.parse(r.stdout.trim()) as Record<string, unknown>;
+    expect(json).toMatchObject({ assistantText: "Here is the plan.\n", proposedPlan: "# Button\n1. Add a blue button\n2. Test it\n" });
+  });
+
   it("chat with piped input: declined and printed on stderr, the next line is a prompt, not an answer", async () => {
     const scriptFile = await script("pipe", [ask(COLOR), { text: "PIPE-WENT-ON" }, { text: "SECOND-PROMPT" }]);
     const requests = path.join(dir, "pipe.requests.jsonl");

@@ -1,6 +1,6 @@
 /** What `run` / `chat` print of a result beyond the reply: a recovered turn cut short, images Codex generated. */
 import { describe, expect, it } from "vitest";
-import { cutTurnNote, imageLine, runResultJson } from "../../src/cli/commands/run.js";
+import { cutTurnNote, imageLine, planBlock, runResultJson } from "../../src/cli/commands/run.js";
 import { emptyResult } from "../../src/turn/result.js";
 
 describe("a recovered turn cut short in the CLI's output", () => {
@@ -20,5 +20,14 @@ describe("images Codex generated, in the CLI's output", () => {
     const plain = emptyResult("completed", "run-1");
     expect(runResultJson(plain)).not.toHaveProperty("generatedImages");
     expect(runResultJson({ ...plain, generatedImages: images })).toMatchObject({ generatedImages: images });
+  });
+});
+
+describe("the plan Codex proposed (Plan mode), in the CLI's output", () => {
+  it("printed under plan: without trailing blank lines; --json carries it only when there was one", () => {
+    expect(planBlock("# Button\n1. Add it\n2. Test it\n\n")).toBe("plan:\n# Button\n1. Add it\n2. Test it");
+    const plain = emptyResult("completed", "run-1");
+    expect(runResultJson(plain)).not.toHaveProperty("proposedPlan");
+    expect(runResultJson({ ...plain, proposedPlan: "1. Add it" })).toMatchObject({ proposedPlan: "1. Add it" });
   });
 });

@@ -475,7 +475,23 @@ describe("TurnProjector native items", () => {
     const p = new TurnProjector({ threadId, turnId, originalPrompt: "p" });
     p.apply(completedItem({ type: "plan", id: "pl-1", text: "1. do it" }, 4));
     p.apply(done());
-    expect(p.finish().messagesSnapshot[1]).toEqual({ role: "custom", customType: "codex.plan", content: "1. do it", display: true, timestamp: 4 });
+    const r = p.finish();
+    expect(r.messagesSnapshot[1]).toEqual({ role: "custom", customType: "codex.plan", content: "1. do it", display: true, timestamp: 4 });
+    expect(r.proposedPlan).toBe("1. do it");
+  });
+
+  it("proposedPlan: the last completed Plan-mode plan item; a checklist update (update_plan) is not a proposed plan", () => {
+    const p = new TurnProjector({ threadId, turnId, originalPrompt: "p" });
+    p.apply(n("turn/plan/updated", { threadId, turnId, explanation: null, plan: [{ step: "a", status: "completed" }] }, 3));
+    const none = new TurnProjector({ threadId, turnId, originalPrompt: "p" });
+    none.apply(n("turn/plan/updated", { threadId, turnId, explanation: null, plan: [{ step: "a", status: "completed" }] }, 3));
+    none.apply(done());
+    expect(none.finish()).not.toHaveProperty("proposedPlan");
+    p.apply(completedItem({ type: "plan", id: "pl-1", text: "first draft" }, 4));
+    p.apply(n("item/started", { threadId, turnId, item: { type: "plan", id: "pl-2", text: "" }, startedAtMs: 5 }));
+    p.apply(completedItem({ type: "plan", id: "pl-2", text: "second draft" }, 5));
+    p.apply(done());
+    expect(p.finish().proposedPlan).toBe("second draft");
   });
 
   it("planText renders steps as a checklist", () => {

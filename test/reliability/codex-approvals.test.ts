@@ -164,6 +164,17 @@ describe("request_user_input in Plan mode reaches onUserInput (real app-server)"
     expect(JSON.stringify(history.messages[2])).toContain('{\\"answers\\":{\\"color\\":{\\"answers\\":[\\"Red\\"]}}}');
   });
 
+  it("runCodexTurn: the plan proposed in Plan mode is result.proposedPlan, out of assistantText, and in the transcript", async () => {
+    const file = path.join(workspace(), "proposed.jsonl");
+    env.fake.enqueue({ text: "Here is the plan.\n<proposed_plan>\n# Button\n1. Add a blue button\n2. Test it\n</proposed_plan>\n" });
+    const result = await runCodexTurn({ appServer: env.codex, sessionId: "proposed", sessionFile: file, prompt: "plan the button", collaborationMode: "plan" });
+    expect(result.status).toBe("completed");
+    expect(result.proposedPlan).toBe("# Button\n1. Add a blue button\n2. Test it\n");
+    expect(result.assistantText).toBe("Here is the plan.\n");
+    const history = await readSessionHistory(file);
+    expect(history.messages).toContainEqual(expect.objectContaining({ role: "custom", customType: "codex.plan", content: result.proposedPlan }));
+  });
+
   it("a question nobody can answer (no onUserInput) is declined, and the record holds what the model then read", async () => {
     const { codex, fake } = env;
     const { threadId } = await codex.startThread({ cwd: workspace() });

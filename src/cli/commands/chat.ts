@@ -27,7 +27,7 @@ import {
   type ApproveAnswer,
 } from "../options.js";
 import { createOut, type Out } from "../output.js";
-import { cutTurnNote, imageLine, readImageOptions, replyText, runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
+import { cutTurnNote, imageLine, planBlock, readImageOptions, replyText, runResultJson, SIGNAL_SETTLE_MS } from "./run.js";
 import { sessionResetCommand } from "../session-reset.js";
 import { settleWithin, watchSignals, type SignalWatch } from "../signals.js";
 import { setUpTurnCommand, type TurnCommandOptions, type TurnInteraction, type TurnSetup } from "../turn-setup.js";
@@ -81,6 +81,7 @@ function attachImage(file: string, attached: PromptImage[], say: (line: string) 
 function reportTurn(out: Out, r: CodexTurnResult, queue: PromptQueue): void {
   if (out.json) out.record(runResultJson(r));
   else {
+    if (r.proposedPlan !== undefined) out.text(planBlock(r.proposedPlan));
     for (const image of r.generatedImages ?? []) out.text(imageLine(image));
     if (r.cutTurnRecovered) out.text(cutTurnNote(r.cutTurnRecovered));
     if (r.status === "blocked") out.text(`(turn blocked by ${r.blocked?.blockedBy ?? "a gate"})`);

@@ -73,6 +73,7 @@ export function runResultJson(r: CodexTurnResult): Record<string, unknown> {
     ...(r.modelRerouted ? { modelRerouted: r.modelRerouted } : {}),
     ...(r.cutTurnRecovered ? { cutTurnRecovered: r.cutTurnRecovered } : {}),
     ...(r.generatedImages ? { generatedImages: r.generatedImages } : {}),
+    ...(r.proposedPlan !== undefined ? { proposedPlan: r.proposedPlan } : {}),
     // Codex's questions (Plan mode) and the answers given (null: declined), as the turn's messages record them.
     ...(userInput.length > 0 ? { userInput } : {}),
   };
@@ -116,10 +117,23 @@ export function imageLine(image: { path: string }): string {
   return `image: ${image.path}`;
 }
 
+/**
+ * The plan Codex proposed in Plan mode, as the CLI prints it after the reply (Codex takes it out of the reply text).
+ *
+ * @example
+ * ```ts
+ * planBlock("1. Add the button\n2. Test it\n"); // "plan:\n1. Add the button\n2. Test it"
+ * ```
+ */
+export function planBlock(plan: string): string {
+  return `plan:\n${plan.replace(/\s+$/, "")}`;
+}
+
 function printResult(out: Out, r: CodexTurnResult): void {
   if (out.json) return out.record(runResultJson(r));
   if (r.cutTurnRecovered) out.text(cutTurnNote(r.cutTurnRecovered));
   out.text(replyText(r));
+  if (r.proposedPlan !== undefined) out.text(planBlock(r.proposedPlan));
   for (const image of r.generatedImages ?? []) out.text(imageLine(image));
   for (const w of r.warnings) out.text(`warning: ${typeof w === "string" ? w : JSON.stringify(w)}`);
   for (const f of r.followUps) out.text(`follow-up not run (steer not taken): ${f}`);
@@ -183,7 +197,7 @@ export function runCommand(done: (code: number) => void): Command {
   addEngineOptions(cmd);
   addServerOptions(cmd);
   addWorkOptions(cmd);
-  addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked, modelRerouted, cutTurnRecovered, generatedImages, userInput");
+  addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked, modelRerouted, cutTurnRecovered, generatedImages, proposedPlan, userInput");
   addInspectOptions(cmd);
   addTrajectoryOptions(cmd);
   cmd.addHelpText(
