@@ -1,11 +1,11 @@
 /** Shared helpers for the plugin-host tests: fixture paths, the fixture's record, a scripted app-server stand-in. */
-import { cp, mkdir, mkdtemp } from "node:fs/promises";
-import os from "node:os";
+import { cp, mkdir } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import type { CodexAppServer } from "../../src/codex/app-server.js";
 import { PluginLoadError } from "../../src/openclaw/index.js";
+import { testTempDir } from "../helpers/temp-dir.js";
 
 export const FIXTURES = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../fixtures/openclaw-plugins");
 export const fixture = (name: string) => path.join(FIXTURES, name);
@@ -31,9 +31,9 @@ export function resetSummarizerRecord(): void {
   delete (globalThis as Record<symbol, unknown>)[RECORD];
 }
 
-/** A temp directory with the named fixtures installed as packages under `node_modules/<package name>`. */
+/** A temp directory (removed when the test finishes) with the named fixtures installed as packages under `node_modules/<package name>`. */
 export async function installFixturesAsPackages(entries: Array<{ fixture: string; packageName: string }>): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "ctm-openclaw-pkg-"));
+  const dir = await testTempDir("ctm-openclaw-pkg-");
   for (const e of entries) {
     const target = path.join(dir, "node_modules", e.packageName);
     await mkdir(path.dirname(target), { recursive: true });

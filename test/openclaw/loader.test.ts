@@ -1,4 +1,4 @@
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -6,6 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadContextEngine, PluginLoadError, type LoadedContextEngine } from "../../src/openclaw/index.js";
 import { nativeImport } from "../../src/openclaw/sdk-resolver.js";
 import { fixture, loadError, installFixturesAsPackages, resetSummarizerRecord, scriptedAppServer, summarizerRecord } from "./helpers.js";
+import { testTempDir } from "../helpers/temp-dir.js";
 
 const cwd = process.cwd();
 let loaded: LoadedContextEngine | undefined;
@@ -166,7 +167,7 @@ describe("loadContextEngine: one-line typed errors", () => {
   });
 
   it("a register(api) that throws, and a module that is neither plugin nor engine", async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), "ctm-openclaw-bad-"));
+    const dir = await testTempDir("ctm-openclaw-bad-");
     await writeFile(path.join(dir, "throws.mjs"), `export default function register(api) { throw new Error("database locked"); }\n`);
     await writeFile(path.join(dir, "nothing.mjs"), `export const x = 1;\n`);
     await writeFile(path.join(dir, "not-engine.mjs"), `export default { hello: "world" };\n`);
@@ -193,7 +194,7 @@ describe("loadContextEngine: bare engine modules keep working", () => {
     ["a default engine object", `export default ${engineSource};`],
     ["a default factory", `export default async function make() { return ${engineSource}; }`],
   ])("%s", async (_label, source) => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), "ctm-openclaw-bare-"));
+    const dir = await testTempDir("ctm-openclaw-bare-");
     await writeFile(path.join(dir, "engine.mjs"), source);
     loaded = await loadContextEngine("engine.mjs", { cwd: dir });
     expect(loaded.engine.info.id).toBe("bare");

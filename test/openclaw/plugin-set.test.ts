@@ -2,13 +2,13 @@
  * Several OpenClaw plugins loaded together (`loadOpenClawPlugins`): the engine choice, every plugin's hooks, tools and
  * commands, OpenClaw's conflict rule, the legacy `before_agent_start` recall hook, gateway events in order.
  */
-import { mkdtemp, readFile, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { loadContextEngine, loadOpenClawPlugins, PluginLoadError, type LoadedOpenClawPlugins } from "../../src/openclaw/index.js";
 import type { BeforePromptBuildContext } from "../../src/hooks/types.js";
 import { fixture, loadError, resetSummarizerRecord, scriptedAppServer, summarizerRecord } from "./helpers.js";
+import { testTempDir } from "../helpers/temp-dir.js";
 
 const cwd = process.cwd();
 const RECALL = Symbol.for("ctm.fixture.recall-memory");
@@ -33,7 +33,7 @@ const promptCtx = (prompt: string): BeforePromptBuildContext => ({ sessionId: "s
 beforeEach(async () => {
   resetSummarizerRecord();
   delete (globalThis as Record<symbol, unknown>)[RECALL];
-  dir = await mkdtemp(path.join(os.tmpdir(), "ctm-plugin-set-"));
+  dir = await testTempDir("ctm-plugin-set-");
 });
 afterEach(async () => {
   await loaded?.close();

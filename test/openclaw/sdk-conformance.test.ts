@@ -7,13 +7,13 @@
  * mismatch must fail, proving the declarations resolved (an unresolved type would be `any` and pass anything).
  */
 import { createHash } from "node:crypto";
-import { mkdir, mkdtemp, readFile, writeFile } from "node:fs/promises";
+import { mkdir, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { gunzipSync } from "node:zlib";
 import ts from "typescript";
-import { beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 
 const REPO = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 const VENDOR = path.join(REPO, "test/fixtures/openclaw-plugins/sdk-types");
@@ -103,6 +103,7 @@ beforeAll(async () => {
   }
   expect(Object.keys(files).sort()).toEqual(Object.keys(manifest.sha256).sort());
 });
+afterAll(() => rm(dir, { recursive: true, force: true }));
 
 /** Compile both modules in one program (one pass over the declarations); diagnostics per file. */
 async function compile(): Promise<Record<"conformance" | "control", string[]>> {

@@ -1,15 +1,15 @@
 import { pathToFileURL } from "node:url";
-import { mkdtemp, writeFile } from "node:fs/promises";
-import os from "node:os";
+import { writeFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { RUNTIME_COMPACTION_NOT_DELEGATED } from "../../src/openclaw/sdk/index.js";
 import { installOpenClawSdkResolver, installSdkHooks, nativeImport, sdkModuleUrls } from "../../src/openclaw/sdk-resolver.js";
+import { testTempDir } from "../helpers/temp-dir.js";
 
 describe("openclaw/plugin-sdk resolution", () => {
   it("serves every implemented subpath to a plugin imported through Node's loader", async () => {
     expect(installOpenClawSdkResolver()).toBe(typeof (await import("node:module") as { registerHooks?: unknown }).registerHooks === "function" ? "registerHooks" : "register");
-    const dir = await mkdtemp(path.join(os.tmpdir(), "ctm-sdk-"));
+    const dir = await testTempDir("ctm-sdk-");
     const entry = path.join(dir, "plugin.mjs");
     await writeFile(
       entry,
@@ -35,7 +35,7 @@ describe("openclaw/plugin-sdk resolution", () => {
   });
 
   it("an unimplemented subpath still fails to resolve, as without OpenClaw", async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), "ctm-sdk-"));
+    const dir = await testTempDir("ctm-sdk-");
     const entry = path.join(dir, "plugin.mjs");
     await writeFile(entry, `import { x } from "openclaw/plugin-sdk/agent-sessions";\nexport const y = x;\n`);
     installOpenClawSdkResolver();

@@ -3,7 +3,7 @@
  * delegator fixture delegates the way lossless-claw's `lcm_expand_query` does; the real `codex app-server` runs both
  * the parent turn and the child turn against the fake Responses API.
  */
-import { mkdtemp, readdir } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { Logger } from "pino";
@@ -16,6 +16,7 @@ import { runCodexTurn } from "../../src/turn.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { captureLogger } from "../transcript/helpers.js";
 import { fixture } from "./helpers.js";
+import { testTempDir } from "../helpers/temp-dir.js";
 
 const MARKER = "DELEGATED-SUBAGENT-7Q";
 const RECORD = Symbol.for("ctm.fixture.delegator");
@@ -66,7 +67,7 @@ async function load(subagentSessionDir?: string, logger?: Logger): Promise<Loade
 
 describe("runtime.subagent through a model's tool call", () => {
   it("runs the delegated question as a child Codex turn and hands its answer back to the parent turn", async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), "ctm-subagent-"));
+    const dir = await testTempDir("ctm-subagent-");
     const childDir = path.join(dir, "children");
     const loaded = await load(childDir);
     offline.fake.setDefault((r) => {
@@ -116,7 +117,7 @@ describe("runtime.subagent through a model's tool call", () => {
 
 describe("runtime.subagent called directly", () => {
   it("run, waitForRun, getSessionMessages, deleteSession; an idempotency key runs once", async () => {
-    const childDir = await mkdtemp(path.join(os.tmpdir(), "ctm-subagent-direct-"));
+    const childDir = await testTempDir("ctm-subagent-direct-");
     const captured = captureLogger();
     await load(childDir, captured.logger);
     const sub = record().api.runtime.subagent!;
@@ -149,7 +150,7 @@ describe("runtime.subagent called directly", () => {
   }, 60_000);
 
   it("waitForRun times out on a slow child; deleteSession aborts it and its run ends in an error", async () => {
-    await load(await mkdtemp(path.join(os.tmpdir(), "ctm-subagent-slow-")));
+    await load(await testTempDir("ctm-subagent-slow-"));
     const sub = record().api.runtime.subagent!;
     offline.fake.setDefault((r) => (isChild(r) ? { text: "a slow answer arriving word by word", delayMs: 400 } : { text: "parent reply" }));
     const { runId } = await sub.run({ sessionKey: "agent:main:subagent:slow", message: "Take your time.", extraSystemPrompt: MARKER });
@@ -160,8 +161,8 @@ describe("runtime.subagent called directly", () => {
   }, 60_000);
 
   it("honours run's cwd, disableTools and assertCurrent; complete() is one tool-free completion", async () => {
-    const childDir = await mkdtemp(path.join(os.tmpdir(), "ctm-subagent-opts-"));
-    const workDir = await mkdtemp(path.join(os.tmpdir(), "ctm-subagent-cwd-"));
+    const childDir = await testTempDir("ctm-subagent-opts-");
+    const workDir = await testTempDir("ctm-subagent-cwd-");
     await load(childDir);
     const sub = record().api.runtime.subagent!;
     const before = offline.fake.requests.length;
@@ -207,12 +208,13 @@ describe("runtime.subagent called directly", () => {
 });
 
 describe("runtime.subagent requests the host refuses", () => {
-  const host = (policy = DEFAULT_LLM_POLICY, wired = true) =>
+  // A refused request never reaches the session directory: the run's leak check fails if one makes it.
+  const host = (policy = DEFAULT_LLM_POLICY, wired = true, sessionDir = path.join(os.tmpdir(), "ctm-subagent-never-used")) =>
     createSubagentHost({
       appServer: offline.codex,
       llm: createCodexLlm({ appServer: offline.codex, policy }),
       cwd: process.cwd(),
-      sessionDir: path.join(os.tmpdir(), "ctm-subagent-never-used"),
+      sessionDir,
       policy,
       pluginId: "delegator",
       logger: silentLogger,
@@ -247,7 +249,7 @@ describe("runtime.subagent requests the host refuses", () => {
   });
 
   it("a long-lived host forgets the outcomes of old ended runs, not of recent ones", async () => {
-    const sub = host();
+    const sub = host(DEFAULT_LLM_POLICY, true, await testTempDir("ctm-subagent-runs-"));
     // The stand-in wiring's engine is not an engine: each child turn ends at once in an error.
     const ids: string[] = [];
     for (let i = 0; i < 300; i++) {

@@ -4,8 +4,6 @@
  * plugin's summaries come from `runtime.llm.complete` (model requests on the fake), and what the model sees stays
  * within the budget plus one turn.
  */
-import { mkdtemp } from "node:fs/promises";
-import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { loadContextEngine, type LoadedContextEngine } from "../../src/openclaw/index.js";
@@ -13,6 +11,7 @@ import { LLM_COMPLETE_INSTRUCTIONS } from "../../src/openclaw/llm.js";
 import { inputMessageTexts, startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
 import { runCodexTurn } from "../../src/turn.js";
 import { fixture, resetSummarizerRecord, summarizerRecord } from "./helpers.js";
+import { testTempDir } from "../helpers/temp-dir.js";
 
 const TURNS = 40;
 const BUDGET = 1_200; // tokens (the fixture estimates 4 chars per token)
@@ -47,7 +46,7 @@ beforeEach(() => resetSummarizerRecord());
 
 describe("a 40-turn offline session with the summarizing OpenClaw plugin", () => {
   it("completes every turn; summaries come from runtime.llm.complete; the model input stays within budget + one turn", async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), "ctm-openclaw-session-"));
+    const dir = await testTempDir("ctm-openclaw-session-");
     const sessionFile = path.join(dir, "session.jsonl");
     loaded = await loadContextEngine(fixture("summarizer"), {
       cwd: process.cwd(),

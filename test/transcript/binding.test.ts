@@ -14,7 +14,8 @@ import {
   type ThreadBinding,
 } from "../../src/transcript/binding.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
-import { captureLogger, tempDir } from "./helpers.js";
+import { captureLogger } from "./helpers.js";
+import { testTempDir } from "../helpers/temp-dir.js";
 
 const fps = { dynamicToolsFingerprint: "d", engineId: "e", policyFingerprint: "p", projectionMode: "delta" };
 
@@ -38,12 +39,12 @@ async function sessionIn(dir: string): Promise<string> {
 
 describe("thread binding sidecar I/O", () => {
   it("returns undefined when there is no sidecar", async () => {
-    const sessionFile = await sessionIn(await tempDir("ctm-binding-"));
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-"));
     expect(await readThreadBinding(sessionFile)).toBeUndefined();
   });
 
   it("round-trips every field through an atomic write and leaves no temp files", async () => {
-    const dir = await tempDir("ctm-binding-");
+    const dir = await testTempDir("ctm-binding-");
     const sessionFile = await sessionIn(dir);
     const binding = sample({
       projectionEpoch: "w3",
@@ -58,7 +59,7 @@ describe("thread binding sidecar I/O", () => {
   });
 
   it("keeps one valid binding when writes race in one process", async () => {
-    const dir = await tempDir("ctm-binding-");
+    const dir = await testTempDir("ctm-binding-");
     const sessionFile = await sessionIn(dir);
     await Promise.all(Array.from({ length: 8 }, (_, i) => writeThreadBinding(sessionFile, sample({ threadId: `thread-${i}` }))));
     const read = await readThreadBinding(sessionFile);
@@ -67,7 +68,7 @@ describe("thread binding sidecar I/O", () => {
   });
 
   it("rejects writing an invalid binding", async () => {
-    const sessionFile = await sessionIn(await tempDir("ctm-binding-"));
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-"));
     await expect(writeThreadBinding(sessionFile, { ...sample(), threadId: "" })).rejects.toThrow();
     expect(await readThreadBinding(sessionFile)).toBeUndefined();
   });
@@ -77,7 +78,7 @@ describe("thread binding sidecar I/O", () => {
     ["wrong schema", JSON.stringify({ version: 1, threadId: 42 })],
     ["future version", JSON.stringify({ ...sample(), version: 2 })],
   ])("moves a corrupt sidecar (%s) aside with a warning and starts fresh", async (_label, content) => {
-    const dir = await tempDir("ctm-binding-");
+    const dir = await testTempDir("ctm-binding-");
     const sessionFile = await sessionIn(dir);
     const file = sessionSidecarPaths(sessionFile).binding;
     await fsp.writeFile(file, content);
@@ -100,7 +101,7 @@ describe("thread binding sidecar I/O", () => {
     ["not JSON", "{ not json", "not JSON"],
     ["wrong schema", JSON.stringify({ version: 1, threadId: 42 }), "threadId"],
   ])("read-only: reports a corrupt sidecar (%s) and leaves it in place", async (_label, content, reason) => {
-    const dir = await tempDir("ctm-binding-");
+    const dir = await testTempDir("ctm-binding-");
     const sessionFile = await sessionIn(dir);
     const file = sessionSidecarPaths(sessionFile).binding;
     await fsp.writeFile(file, content);
@@ -119,7 +120,7 @@ describe("thread binding sidecar I/O", () => {
   });
 
   it("clears a binding and reports whether one existed", async () => {
-    const sessionFile = await sessionIn(await tempDir("ctm-binding-"));
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-"));
     expect(await clearThreadBinding(sessionFile)).toBe(false);
     await writeThreadBinding(sessionFile, sample());
     expect(await clearThreadBinding(sessionFile)).toBe(true);
@@ -207,7 +208,7 @@ describe("binding updates (pure)", () => {
 
 describe("thread binding read cache", () => {
   it("a binding this process wrote or read is not read again while the file is unchanged (same frozen object)", async () => {
-    const sessionFile = await sessionIn(await tempDir("ctm-binding-cache-"));
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-cache-"));
     await writeThreadBinding(sessionFile, sample({ ledger: ["a:1", "b:2"] }), { durable: false });
     const first = await readThreadBinding(sessionFile);
     const second = await readThreadBinding(sessionFile);
@@ -219,7 +220,7 @@ describe("thread binding read cache", () => {
   });
 
   it("another writer's binding is read (the file's identity changed), whether it replaced the file or rewrote it in place", async () => {
-    const sessionFile = await sessionIn(await tempDir("ctm-binding-cache-"));
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-cache-"));
     const file = sessionSidecarPaths(sessionFile).binding;
     await writeThreadBinding(sessionFile, sample(), { durable: false });
     expect((await readThreadBinding(sessionFile))?.threadId).toBe("thread-1");
@@ -235,7 +236,7 @@ describe("thread binding read cache", () => {
   });
 
   it("the writer's own object is not frozen (the cache keeps a copy), also on the store's unvalidated write", async () => {
-    const sessionFile = await sessionIn(await tempDir("ctm-binding-cache-"));
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-cache-"));
     const mine = sample();
     await writeValidatedThreadBinding(sessionFile, mine, { durable: false });
     expect(Object.isFrozen(mine)).toBe(false);
