@@ -14,7 +14,7 @@ import path from "node:path";
 import { pino, type Logger } from "pino";
 import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
 import { resolveCodexCommand, type CodexCommand } from "./binary.js";
-import { createTempCodexHome, removeTempCodexHome, resolveCodexHome } from "./codex-home.js";
+import { attachTempCodexHomeProcess, createTempCodexHome, removeTempCodexHome, resolveCodexHome } from "./codex-home.js";
 import { CompactionRunner, type CompactThreadResult } from "./compaction.js";
 import { OFFLINE_KEY_ENV, OFFLINE_PROVIDER_ID } from "./config.js";
 import { CodexAppServerError, invalidArgument } from "./errors.js";
@@ -189,6 +189,8 @@ export class CodexAppServer {
     const command = resolveCodexCommand(opts.codexBin);
     const { home, owned } = await prepareCodexHome(opts);
     const server = new CodexAppServer(opts, command, home, owned);
+    // A host that ends without close() must stop Codex before its temporary home goes (see codex-home.ts).
+    if (owned) attachTempCodexHomeProcess(home, () => (server.supervisor.proc?.alive ? server.supervisor.proc.pid : undefined));
     try {
       if (opts.modelCatalog) {
         const catalogPath = path.join(home, "model-catalog.json");

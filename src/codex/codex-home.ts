@@ -1,10 +1,11 @@
 /**
  * Where the app-server's CODEX_HOME is: the user's own (resolved like Codex and its CLI do) or a temporary one this
- * client creates, tracks and removes, also when the host process exits or is stopped by SIGINT/SIGTERM/SIGHUP.
+ * client creates, tracks and removes, also when the host process exits without `close()` or is ended by
+ * SIGINT/SIGTERM/SIGHUP (a signal the host handles itself does not end it: the homes stay until it closes or exits).
  * SIGKILL cannot be handled: a host killed with it leaves its temporary homes (`codex-turn-home-*`, ~1 MB each) in
  * {@link codexHomeTempBase}.
  */
-import { accessSync, constants as fsConstants, rmSync } from "node:fs";
+import { accessSync, existsSync, constants as fsConstants, readFileSync, rmSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
@@ -52,13 +53,59 @@ export function codexHomeTempBase(): string {
 /** Prefix of the temporary homes this client creates (and removes). */
 export const TEMP_HOME_PREFIX = "codex-turn-home-";
 
-const openTempHomes = new Set<string>();
+/**
+ * The open temporary homes, each with the pid of the Codex process using it now (the supervisor may have restarted
+ * it), when one is attached.
+ */
+const openTempHomes = new Map<string, { currentPid?: () => number | undefined }>();
 const CLEANUP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+/** How long the exit path waits, synchronously, for a killed Codex child to be gone before removing its home. */
+const CHILD_GONE_WAIT_MS = 1_000;
+
+/** Sleep the thread (the exit path is synchronous: no timers run there). */
+function sleepSync(ms: number): void {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+/**
+ * Whether `pid` still runs. A killed child stays a zombie until its parent (this process, which is exiting) reaps it;
+ * on Linux /proc tells a zombie apart, elsewhere the bounded wait in {@link stopChildSync} ends the loop.
+ */
+function stillRuns(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === "ENOENT" && existsSync("/proc/self/stat")) return false;
+  }
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * SIGKILL the Codex child using a home and wait (bounded) until it is gone. Codex left to exit on its own (stdin EOF
+ * when this process is gone) writes into its home on the way out (0.169 recreates `thread-writer-locks/`), after the
+ * home was removed: a leak. Killing it first is safe because the home, its rollouts included, is being thrown away.
+ */
+function stopChildSync(pid: number): void {
+  try {
+    process.kill(pid, "SIGKILL");
+  } catch {
+    return; // already gone
+  }
+  const until = Date.now() + CHILD_GONE_WAIT_MS;
+  while (stillRuns(pid) && Date.now() < until) sleepSync(5);
+}
 
 function removeOpenTempHomesSync(): void {
-  for (const home of openTempHomes) {
+  for (const [home, { currentPid }] of openTempHomes) {
     try {
-      rmSync(home, { recursive: true, force: true });
+      const pid = currentPid?.();
+      if (pid !== undefined) stopChildSync(pid);
+      rmSync(home, { recursive: true, force: true, maxRetries: 3, retryDelay: 20 });
     } catch {
       /* best effort while the process goes away */
     }
@@ -67,15 +114,16 @@ function removeOpenTempHomesSync(): void {
 }
 
 /**
- * Remove the temp homes, then let the signal do what it would have done. Only when ours is the sole listener: a
- * host that handles the signal itself decides whether the process ends (its own exit then runs the 'exit' hook).
+ * At a signal that would end the process (ours is its only listener): remove the temp homes, then let the signal do
+ * what it would have done. A host that handles the signal itself decides whether and when the process ends, and
+ * Codex may still be working in the home (a CLI aborting its turn cleanly): the homes stay until its `close()`, or
+ * the 'exit' hook when it ends the process.
  */
 function onSignal(signal: NodeJS.Signals): void {
+  if (process.listenerCount(signal) !== 1) return;
   removeOpenTempHomesSync();
-  if (process.listenerCount(signal) === 1) {
-    uninstallExitHooks();
-    process.kill(process.pid, signal);
-  }
+  uninstallExitHooks();
+  process.kill(process.pid, signal);
 }
 
 let hooksInstalled = false;
@@ -105,9 +153,23 @@ function uninstallExitHooks(): void {
  */
 export async function createTempCodexHome(): Promise<string> {
   const home = await mkdtemp(path.join(codexHomeTempBase(), TEMP_HOME_PREFIX));
-  openTempHomes.add(home);
+  openTempHomes.set(home, {});
   installExitHooks();
   return home;
+}
+
+/**
+ * Tell the exit path which process uses a temporary home (`currentPid` returns its pid now, or undefined when none
+ * runs), so a host ending without `close()` stops it before the home is removed. No effect on a home not open.
+ *
+ * @example
+ * ```ts
+ * attachTempCodexHomeProcess(home, () => child.pid);
+ * ```
+ */
+export function attachTempCodexHomeProcess(home: string, currentPid: () => number | undefined): void {
+  const entry = openTempHomes.get(home);
+  if (entry) entry.currentPid = currentPid;
 }
 
 /**
@@ -126,5 +188,5 @@ export async function removeTempCodexHome(home: string): Promise<void> {
 
 /** Temporary homes still open in this process (for tests and diagnostics). */
 export function openTempCodexHomes(): string[] {
-  return [...openTempHomes];
+  return [...openTempHomes.keys()];
 }

@@ -4,7 +4,7 @@
  * the binary's version checked at spawn.
  */
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -39,20 +39,43 @@ async function introspect(server: CodexAppServer): Promise<{ envKeys: string[] }
   return (await server.request("test/introspect" as never, {} as never)) as { envKeys: string[] };
 }
 
-/** Start the worker, read its home, end it as `mode` says; resolves with the home once the worker is gone. */
-async function workerHome(mode: "wait" | "exit", signal?: NodeJS.Signals): Promise<string> {
-  const child = spawn(process.execPath, ["--import", "tsx", WORKER, mode], { stdio: ["pipe", "pipe", "inherit"] });
+interface Worker {
+  home: string;
+  codexPid: number;
+  lines: AsyncIterator<string>;
+  stdin: NodeJS.WritableStream;
+  kill(signal: NodeJS.Signals): void;
+  exited: Promise<void>;
+}
+
+/** Start the worker (see the fixture) and read its first line: the home (checked to exist) and Codex's pid. */
+async function startWorker(mode: "wait" | "exit" | "handle", codex: "fake" | "real" = "fake"): Promise<Worker> {
+  const child = spawn(process.execPath, ["--import", "tsx", WORKER, mode, codex], { stdio: ["pipe", "pipe", "inherit"] });
   const exited = new Promise<void>((r) => child.once("exit", () => r()));
-  const first = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: child.stdout }).once("line", resolve);
-    child.once("exit", () => reject(new Error("worker exited before printing its home")));
-  });
-  const { home } = JSON.parse(first) as { home: string };
+  const lines = createInterface({ input: child.stdout })[Symbol.asyncIterator]();
+  const first = await Promise.race([lines.next(), exited.then(() => ({ done: true as const, value: undefined }))]);
+  if (first.done) throw new Error("worker exited before printing its home");
+  const { home, codexPid } = JSON.parse(first.value) as { home: string; codexPid: number };
   expect(existsSync(home)).toBe(true);
-  if (signal) child.kill(signal);
-  else child.stdin.write("exit\n");
-  await exited;
-  return home;
+  return { home, codexPid, lines, stdin: child.stdin, kill: (s) => child.kill(s), exited };
+}
+
+/** Start the worker, end it as `mode` says; resolves with the home once the worker is gone. */
+async function workerHome(mode: "wait" | "exit", signal?: NodeJS.Signals): Promise<string> {
+  const worker = await startWorker(mode);
+  if (signal) worker.kill(signal);
+  else worker.stdin.write("exit\n");
+  await worker.exited;
+  return worker.home;
+}
+
+/** Whether a process runs (a zombie does not: /proc says Z). */
+function runs(pid: number): boolean {
+  try {
+    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
 }
 
 describe("CODEX_HOME resolution at spawn", () => {
@@ -96,6 +119,35 @@ describe("temporary homes of a host that ends without close()", () => {
     const home = await workerHome("exit");
     expect(existsSync(home)).toBe(false);
   });
+
+  it("are removed for good when the real Codex had a thread: Codex is stopped first, so it writes nothing there on its way out", async () => {
+    // Left to exit on stdin EOF, codex 0.169 recreates thread-writer-locks/ in its home after the host removed it.
+    for (const end of ["exit", "SIGTERM"] as const) {
+      const worker = await startWorker(end === "exit" ? "exit" : "wait", "real");
+      expect(runs(worker.codexPid)).toBe(true);
+      if (end === "exit") worker.stdin.write("exit\n");
+      else worker.kill(end);
+      await worker.exited;
+      await waitFor(() => !runs(worker.codexPid), 5_000, "codex to be gone");
+      // Codex's own shutdown writes would land within this; the home must still be absent after it.
+      await new Promise((r) => setTimeout(r, 300));
+      expect(existsSync(worker.home), `${end}: ${worker.home}`).toBe(false);
+    }
+  }, 60_000);
+
+  it("stay while a host that handles the signal itself goes on (a CLI aborting its turn); its exit removes them", async () => {
+    const worker = await startWorker("handle", "real");
+    worker.kill("SIGTERM");
+    expect((await worker.lines.next()).value).toBe("handled");
+    await new Promise((r) => setTimeout(r, 100));
+    expect(existsSync(worker.home)).toBe(true);
+    expect(runs(worker.codexPid)).toBe(true);
+    worker.stdin.write("exit\n");
+    await worker.exited;
+    await waitFor(() => !runs(worker.codexPid), 5_000, "codex to be gone");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(existsSync(worker.home)).toBe(false);
+  }, 60_000);
 });
 
 describe("environment and version of the child", () => {
