@@ -209,12 +209,27 @@ export interface HookRelay {
   close(): Promise<void>;
 }
 
+/** Relay directories still open: removed by an 'exit' hook when the host ends without closing its relay. */
+const openRelayDirs = new Set<string>();
+function removeOpenRelayDirsSync(): void {
+  for (const dir of openRelayDirs) rmSync(dir, { recursive: true, force: true });
+  openRelayDirs.clear();
+}
+
+function closeRelayDir(dir: string): void {
+  openRelayDirs.delete(dir);
+  if (openRelayDirs.size === 0) process.off("exit", removeOpenRelayDirsSync);
+  rmSync(dir, { recursive: true, force: true });
+}
+
 /**
  * Listen on a fresh Unix socket in a private directory; each connection carries one hook call (a JSON line) and gets
  * one decision (a JSON line). A malformed call is blocked (the relay fails closed, like the script).
  */
 export async function startHookRelay(decide: (call: RelayedHook) => Promise<PreToolUseDecision>): Promise<HookRelay> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "ctm-hooks-"));
+  if (openRelayDirs.size === 0) process.on("exit", removeOpenRelayDirsSync);
+  openRelayDirs.add(dir);
   const socketPath = path.join(dir, "relay.sock");
   // Open hook connections, ended at close(): a hook still waiting for a decision must not hold the close up.
   const open = new Set<net.Socket>();
@@ -254,6 +269,9 @@ export async function startHookRelay(decide: (call: RelayedHook) => Promise<PreT
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(socketPath, () => resolve());
+  }).catch((err: unknown) => {
+    closeRelayDir(dir);
+    throw err;
   });
   return {
     socketPath,
@@ -261,7 +279,7 @@ export async function startHookRelay(decide: (call: RelayedHook) => Promise<PreT
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         for (const socket of open) socket.destroy();
-        rmSync(dir, { recursive: true, force: true });
+        closeRelayDir(dir);
       }),
   };
 }

@@ -4,6 +4,8 @@
  * a host it cannot reach. The real-binary behaviour is in test/integration/codex-native-hooks.test.ts.
  */
 import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   computeRelayTrust,
@@ -144,6 +146,21 @@ describe("native tool hook relay", () => {
     const r = await pending;
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("codex-turn hook relay:");
+  });
+
+  it("a host that exits without closing its relay leaves no socket directory behind", async () => {
+    const src = path.join(import.meta.dirname, "../../src/codex/native-hooks.ts");
+    const script = `const { startHookRelay } = await import(${JSON.stringify(src)});
+      const relay = await startHookRelay(async () => ({ decision: "allow" }));
+      console.log(relay.socketPath);
+      process.exit(0);`;
+    const socketPath = await new Promise<string>((resolve, reject) =>
+      execFile(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { timeout: 20_000 }, (err, stdout) =>
+        err ? reject(err) : resolve(stdout.trim()),
+      ),
+    );
+    expect(path.basename(socketPath)).toBe("relay.sock");
+    expect(existsSync(path.dirname(socketPath))).toBe(false);
   });
 
   it("fails closed: malformed input, an unreachable host or no socket configured block the call", async () => {
