@@ -26,6 +26,7 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { z } from "zod";
+import { removeOnExit } from "../temp-dirs.js";
 
 /** The environment variable naming the relay socket (set on the app-server, inherited by its hooks). */
 export const HOOK_RELAY_ENV = "CODEX_TURN_HOOK_RELAY";
@@ -209,27 +210,17 @@ export interface HookRelay {
   close(): Promise<void>;
 }
 
-/** Relay directories still open: removed by an 'exit' hook when the host ends without closing its relay. */
-const openRelayDirs = new Set<string>();
-function removeOpenRelayDirsSync(): void {
-  for (const dir of openRelayDirs) rmSync(dir, { recursive: true, force: true });
-  openRelayDirs.clear();
-}
-
-function closeRelayDir(dir: string): void {
-  openRelayDirs.delete(dir);
-  if (openRelayDirs.size === 0) process.off("exit", removeOpenRelayDirsSync);
-  rmSync(dir, { recursive: true, force: true });
-}
-
 /**
  * Listen on a fresh Unix socket in a private directory; each connection carries one hook call (a JSON line) and gets
  * one decision (a JSON line). A malformed call is blocked (the relay fails closed, like the script).
  */
 export async function startHookRelay(decide: (call: RelayedHook) => Promise<PreToolUseDecision>): Promise<HookRelay> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "ctm-hooks-"));
-  if (openRelayDirs.size === 0) process.on("exit", removeOpenRelayDirsSync);
-  openRelayDirs.add(dir);
+  const untrack = removeOnExit(dir);
+  const closeRelayDir = () => {
+    untrack();
+    rmSync(dir, { recursive: true, force: true });
+  };
   const socketPath = path.join(dir, "relay.sock");
   // Open hook connections, ended at close(): a hook still waiting for a decision must not hold the close up.
   const open = new Set<net.Socket>();
@@ -270,7 +261,7 @@ export async function startHookRelay(decide: (call: RelayedHook) => Promise<PreT
     server.once("error", reject);
     server.listen(socketPath, () => resolve());
   }).catch((err: unknown) => {
-    closeRelayDir(dir);
+    closeRelayDir();
     throw err;
   });
   return {
@@ -279,7 +270,7 @@ export async function startHookRelay(decide: (call: RelayedHook) => Promise<PreT
       new Promise<void>((resolve) => {
         server.close(() => resolve());
         for (const socket of open) socket.destroy();
-        closeRelayDir(dir);
+        closeRelayDir();
       }),
   };
 }

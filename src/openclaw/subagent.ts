@@ -7,7 +7,8 @@
  * what still runs and removes the child's files. A run here is one `runCodexTurn` on the child session with the same
  * plugin wiring as any turn (its context engine, its tools built for the child session, its hooks), the message as
  * the prompt and `extraSystemPrompt` as developer instructions. The child's transcript, binding and pending record
- * live in `sessionDir` (default: a temporary directory made at the first run and removed by `close()`).
+ * live in `sessionDir` (default: a temporary directory made at the first run, removed by `close()` or, without it,
+ * when the process exits).
  *
  * `complete` is tool-free one-shot inference (`runtime.llm.complete` with the message as the user message). `cwd`,
  * `disableTools` and `assertCurrent` of `run` are honoured. Not modelled: `deliver` and `completionDelivery` (there is
@@ -32,6 +33,7 @@ import { runCodexTurn } from "../turn.js";
 import { errorText } from "./errors.js";
 import { codexModelFor, CODEX_LLM_PROVIDER, llmPolicyRefusal, type LlmPolicy } from "./llm.js";
 import type { PluginDynamicTool } from "./tools.js";
+import { removeOnExit } from "../temp-dirs.js";
 
 /** `runtime.subagent.run` parameters (OpenClaw's `SubagentRunParams`; the members this host acts on). */
 export interface SubagentRunParams {
@@ -104,7 +106,10 @@ export interface SubagentHostOptions {
   /** Backs `complete` (the plugin's `runtime.llm`, under the same llm policy). */
   llm: ContextEngineLlm;
   cwd: string;
-  /** Where child sessions' files live; default: a temporary directory made at the first run, removed by `close()`. */
+  /**
+   * Where child sessions' files live; default: a temporary directory made at the first run, removed by `close()` (or
+   * when the process exits without it).
+   */
   sessionDir?: string;
   /** The host's model: a run naming another one is checked against `policy`. */
   model?: string;
@@ -216,8 +221,13 @@ interface ChildSessionDir {
 
 function childSessionDir(configured: string | undefined): ChildSessionDir {
   let made: Promise<string> | undefined;
-  const dir = () =>
-    (made ??= configured ? fsp.mkdir(configured, { recursive: true }).then(() => configured) : fsp.mkdtemp(path.join(os.tmpdir(), "codex-turn-subagents-")));
+  let untrack = () => {};
+  const makeTemp = async () => {
+    const tmp = await fsp.mkdtemp(path.join(os.tmpdir(), "codex-turn-subagents-"));
+    untrack = removeOnExit(tmp); // a host ending without close() leaves no child sessions behind
+    return tmp;
+  };
+  const dir = () => (made ??= configured ? fsp.mkdir(configured, { recursive: true }).then(() => configured) : makeTemp());
   return {
     fileFor: async (sessionKey) => path.join(await dir(), childSessionFileName(sessionKey)),
     existingFileFor: async (sessionKey) => {
@@ -227,6 +237,7 @@ function childSessionDir(configured: string | undefined): ChildSessionDir {
     removeIfOwned: async () => {
       if (configured || !made) return;
       const tmp = await made.catch(() => undefined);
+      untrack();
       if (tmp) await fsp.rm(tmp, { recursive: true, force: true });
     },
   };
