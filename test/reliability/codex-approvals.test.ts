@@ -175,6 +175,35 @@ describe("request_user_input in Plan mode reaches onUserInput (real app-server)"
     expect(history.messages).toContainEqual(expect.objectContaining({ role: "custom", customType: "codex.plan", content: result.proposedPlan }));
   });
 
+  it("runCodexTurn without collaborationMode keeps the thread's mode: Plan stays until a turn asks for Default", async () => {
+    // Observed with 0.169: Codex adds a <collaboration_mode> developer message when a turn changes the mode, and none
+    // when a turn names no mode; the mode the model works in is the latest one in its input.
+    const latestMode = (request: RecordedRequest | undefined): string | undefined => {
+      const input = (request?.body as { input?: Array<{ role?: string; content?: unknown }> } | undefined)?.input ?? [];
+      const tags = input
+        .filter((m) => m.role === "developer")
+        .flatMap((m) => [...JSON.stringify(m.content).matchAll(/<collaboration_mode>(# Plan Mode|# Collaboration Mode: Default)/g)].map((x) => x[1]));
+      return tags.at(-1) === undefined ? undefined : tags.at(-1) === "# Plan Mode" ? "plan" : "default";
+    };
+    const ws = workspace();
+    const file = path.join(ws, "modes.jsonl");
+    const seen: Array<string | undefined> = [];
+    for (const mode of ["plan", undefined, "default", undefined] as const) {
+      env.fake.enqueue({ text: "ok" });
+      const result = await runCodexTurn({
+        appServer: env.codex,
+        sessionId: "modes",
+        sessionFile: file,
+        prompt: `turn in ${mode ?? "the thread's"} mode`,
+        cwd: ws,
+        ...(mode ? { collaborationMode: mode } : {}),
+      });
+      expect(result.status).toBe("completed");
+      seen.push(latestMode(env.fake.requests.at(-1)));
+    }
+    expect(seen).toEqual(["plan", "plan", "default", "default"]);
+  });
+
   it("a question nobody can answer (no onUserInput) is declined, and the record holds what the model then read", async () => {
     const { codex, fake } = env;
     const { threadId } = await codex.startThread({ cwd: workspace() });
