@@ -32,7 +32,7 @@ async function main(): Promise<number> {
   const sessionFile = path.join(dir, "session.jsonl");
   const sessionId = "lcm-cut-turn-check";
   const logs: Array<Record<string, unknown>> = [];
-  const logger = pino({ level: "info" }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
+  const logger = pino({ level: "debug" }, { write: (line: string) => void logs.push(JSON.parse(line) as Record<string, unknown>) });
   // A HOME of its own keeps the machine's shell startup files out of the command's output.
   const offline = await startOfflineCodex({ codex: { env: { HOME: dir } } });
   try {
@@ -78,11 +78,17 @@ async function main(): Promise<number> {
       const at = (s: string) => text.indexOf(s);
       console.log(`lossless-claw assembles ${assembled.messages.length} messages; positions: first ${at("first question")}, cut ${at("the cut prompt")}, command output ${at("CUT-MARKER-42")}, cut answer ${at("cut answer")}, third ${at("third question")}`);
       const recovered = logs.filter((l) => l.event === "cut turn recovered").length;
+      // Our lines and the plugin's own (api.logger goes to the same logger), at debug level: no content in any of them.
+      const logText = JSON.stringify(logs);
+      const contents = ["first question", "first answer", "the cut prompt", "CUT-MARKER-42", "cut answer", "third question", "third answer", "Summary: earlier turns."];
+      const leaked = contents.filter((c) => logText.includes(c));
+      console.log(`${logs.length} log lines at debug level; content strings in them: ${leaked.length === 0 ? "none" : leaked.join(", ")}`);
       const ok =
         first.status === "completed" &&
         third.status === "completed" &&
         third.cutTurnRecovered?.turnId === cut.turnId &&
         recovered === 1 &&
+        leaked.length === 0 &&
         at("first question") >= 0 &&
         at("first question") < at("the cut prompt") &&
         at("the cut prompt") < at("CUT-MARKER-42") &&
