@@ -56,6 +56,18 @@ async function startWorker(mode: "wait" | "exit" | "handle", codex: "fake" | "re
   const first = await Promise.race([lines.next(), exited.then(() => ({ done: true as const, value: undefined }))]);
   if (first.done) throw new Error("worker exited before printing its home");
   const { home, codexPid } = JSON.parse(first.value) as { home: string; codexPid: number };
+  // A test that fails half-way must not leave the worker (it runs until told), its Codex or its home behind.
+  cleanup.push(() => {
+    if (child.exitCode !== null || child.signalCode !== null) return; // ended as the test meant (no pid reuse risk)
+    for (const pid of [child.pid, codexPid]) {
+      try {
+        if (pid !== undefined) process.kill(pid, "SIGKILL");
+      } catch {
+        /* already gone */
+      }
+    }
+    rmSync(home, { recursive: true, force: true });
+  });
   expect(existsSync(home)).toBe(true);
   return { home, codexPid, lines, stdin: child.stdin, kill: (s) => child.kill(s), exited };
 }
