@@ -114,6 +114,21 @@ describe("codex-turn CLI", () => {
     expect((out as { runId?: string }).runId).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-/);
   }, 90_000);
 
+  it("a second run --offline on the session gets a fresh thread (its own temporary home) and the first turn by projection", async () => {
+    const session = path.join(dir, "two-runs.jsonl");
+    const requests = path.join(dir, "two-runs.requests.jsonl");
+    const first = await cli(["run", "FIRST-RUN-PROMPT", "--session", session, "--offline", "--json"]);
+    expect(first.code).toBe(0);
+    const second = await cli(["run", "second prompt", "--session", session, "--offline", "--json", "--offline-requests", requests]);
+    expect(second.code).toBe(0);
+    const [a, b] = [first, second].map((r) => JSON.parse(r.stdout) as { threadId: string; warnings: string[]; projection: { reason: string; entriesSent: number } });
+    expect(b!.threadId).not.toBe(a!.threadId);
+    expect(b!.warnings).toContain("the bound Codex thread could not be resumed; re-projected for a fresh thread");
+    expect(b!.projection).toMatchObject({ reason: "noBinding:resumeFailed", entriesSent: 1 });
+    // What the model got in the second run carries the first run's prompt, through the projection.
+    expect(await readFile(requests, "utf8")).toContain("FIRST-RUN-PROMPT");
+  }, 120_000);
+
   it("run prints a rerouted model: a warning line, and modelRerouted in --json", async () => {
     const script = path.join(dir, "reroute.script.json");
     await writeFile(script, JSON.stringify([{ text: "answered", answeredBy: "gpt-5.2-fallback" }]));
