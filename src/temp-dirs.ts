@@ -8,7 +8,13 @@ import { rmSync } from "node:fs";
 const open = new Set<string>();
 
 function removeAllSync(): void {
-  for (const dir of open) rmSync(dir, { recursive: true, force: true });
+  for (const dir of open) {
+    try {
+      rmSync(dir, { recursive: true, force: true });
+    } catch {
+      /* best effort while the process goes away */
+    }
+  }
   open.clear();
 }
 

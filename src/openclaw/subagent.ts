@@ -29,11 +29,11 @@ import type { CodexTurnHooks } from "../hooks/types.js";
 import { errorLabel } from "../log/error-label.js";
 import { createJsonlSessionStore } from "../store/session-store.js";
 import { sessionSidecarPaths } from "../transcript/paths.js";
+import { removeOnExit } from "../temp-dirs.js";
 import { runCodexTurn } from "../turn.js";
 import { errorText } from "./errors.js";
 import { codexModelFor, CODEX_LLM_PROVIDER, llmPolicyRefusal, type LlmPolicy } from "./llm.js";
 import type { PluginDynamicTool } from "./tools.js";
-import { removeOnExit } from "../temp-dirs.js";
 
 /** `runtime.subagent.run` parameters (OpenClaw's `SubagentRunParams`; the members this host acts on). */
 export interface SubagentRunParams {
