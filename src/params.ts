@@ -4,6 +4,7 @@ import type { InspectionEvent } from "xstate";
 import type { ContextEngine } from "./context-engine/types.js";
 import type { CodexTurnHooks } from "./hooks/types.js";
 import type { DynamicToolContext } from "./codex/dynamic-tools.js";
+import { workingDirectorySchema } from "./codex/options.js";
 import { promptImagesSchema, type PromptImage } from "./codex/prompt-images.js";
 import { accordionConfigSchema } from "./compaction/accordion.js";
 import type { AgentMessage } from "./context-engine/types.js";
@@ -138,7 +139,7 @@ export const codexTurnParamsSchema = z
       .optional(),
     contextTokenBudget: z.number().int().positive().optional(),
     model: z.string().min(1).optional(),
-    cwd: z.string().min(1).optional(),
+    cwd: workingDirectorySchema.optional(),
     developerInstructions: z.string().optional(),
     dynamicTools: z
       .array(dynamicToolSchema)

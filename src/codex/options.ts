@@ -2,6 +2,7 @@
  * The validated options of {@link CodexAppServer}: spawn, thread start/resume and turn start. zod at the boundary;
  * a bad value throws `CodexAppServerError` with code INVALID_ARGUMENT and `field` naming the option.
  */
+import { statSync } from "node:fs";
 import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
@@ -127,8 +128,27 @@ export const reasoningSummarySchema = z.enum(["auto", "concise", "detailed", "no
 /** Codex's `ReasoningEffort` is an open string ("minimal", "low", "medium", "high", "xhigh", ...); a lower-case word. */
 export const reasoningEffortSchema = z.string().regex(/^[a-z]+$/, "reasoning effort is a lower-case word such as low, medium or high");
 
+/**
+ * A thread's working directory: an absolute path to an existing directory. Codex takes any string and the turn then
+ * "completes" with every command failing ("Failed to create unified exec process"), so a typo is caught here.
+ *
+ * @example
+ * ```ts
+ * workingDirectorySchema.safeParse("relative/dir").success; // false: must be an absolute path
+ * ```
+ */
+export const workingDirectorySchema = z
+  .string()
+  .min(1)
+  .superRefine((dir, ctx) => {
+    if (!path.isAbsolute(dir)) return void ctx.addIssue({ code: "custom", message: `must be an absolute path (got ${dir})` });
+    const st = statSync(dir, { throwIfNoEntry: false });
+    if (st === undefined) ctx.addIssue({ code: "custom", message: `${dir} does not exist` });
+    else if (!st.isDirectory()) ctx.addIssue({ code: "custom", message: `${dir} is not a directory` });
+  });
+
 const threadSettings = {
-  cwd: z.string().min(1).optional(),
+  cwd: workingDirectorySchema.optional(),
   developerInstructions: z.string().optional(),
   model: z.string().min(1).optional(),
   /** Default "never": Codex does not ask, the sandbox decides. */

@@ -157,6 +157,12 @@ describe("CodexAppServer against a scripted fake app-server process", () => {
     await expect(
       server.startThread({ dynamicTools: [{ name: "bad name!", description: "", inputSchema: {}, handler: () => "" }] }),
     ).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("dynamicTools.0.name") });
+    // Codex itself would take any cwd; the turn's commands would then all fail.
+    await expect(server.startThread({ cwd: "relative/dir" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("cwd") });
+    await expect(server.resumeThread({ threadId: "t", cwd: "/nonexistent/codex-turn-cwd" })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringContaining("/nonexistent/codex-turn-cwd does not exist"),
+    });
     await expect(
       server.startTurn({ threadId: "t", text: "x", additionalContext: { k: { kind: "application", value: "v", name: "n" } } }),
     ).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });

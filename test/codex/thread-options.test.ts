@@ -1,6 +1,7 @@
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { CodexAppServer } from "../../src/codex/app-server.js";
 import { CodexAppServerError } from "../../src/codex/errors.js";
 import { MAX_TIMER_MS } from "../../src/codex/timeouts.js";
@@ -32,7 +33,9 @@ afterEach(async () => {
 });
 
 /** A working directory only sent on the wire (the scripted app-server never touches it). */
-const WORKSPACE = path.join(os.tmpdir(), "ctm-thread-options-space");
+// A real directory: a thread's cwd must exist (the client refuses one that does not).
+const WORKSPACE = mkdtempSync(path.join(os.tmpdir(), "ctm-thread-options-space-"));
+afterAll(() => rmSync(WORKSPACE, { recursive: true, force: true }));
 
 describe("thread options on the wire (scripted fake app-server)", () => {
   it("maps sandbox, writable roots, network, approvals, reasoning and service tier; personality is off", async () => {

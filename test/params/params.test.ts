@@ -2,7 +2,7 @@
  * Parameter validation at the boundary: every bad value is a CodexTurnParamsError naming the field, thrown before any
  * file is touched.
  */
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -12,6 +12,7 @@ import { recoverCodexSession } from "../../src/recovery.js";
 import type { CodexAppServer } from "../../src/codex/app-server.js";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "ctm-params-"));
+writeFileSync(path.join(dir, "a-file"), "not a directory");
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 // Validation never calls the app-server; it checks the methods a turn calls.
@@ -25,6 +26,10 @@ describe("parseCodexTurnParams", () => {
   it("accepts minimal params and fills the accordion defaults", () => {
     const parsed = parseCodexTurnParams({ ...base(), compaction: {} });
     expect(parsed.compaction).toEqual({ contextThreshold: 0.9, compactionTargetFraction: 0.35 });
+  });
+
+  it("accepts an existing absolute working directory as it is", () => {
+    expect(parseCodexTurnParams({ ...base(), cwd: dir }).cwd).toBe(dir);
   });
 
   it.each([
@@ -50,6 +55,10 @@ describe("parseCodexTurnParams", () => {
     [{ approvalPolicy: "on-failure" }, "approvalPolicy", ""],
     [{ writableRoots: ["relative/dir"] }, "writableRoots.0", "absolute"],
     [{ onApproval: "yes" }, "onApproval", "function"],
+    // Codex would take these and every command of the turn would fail.
+    [{ cwd: "relative/dir" }, "cwd", "must be an absolute path (got relative/dir)"],
+    [{ cwd: path.join(dir, "missing") }, "cwd", "missing does not exist"],
+    [{ cwd: path.join(dir, "a-file") }, "cwd", "a-file is not a directory"],
   ])("rejects %j naming `%s`", (extra, field, text) => {
     let error: unknown;
     try {
