@@ -28,8 +28,12 @@ import { checkHeader, isEntryShape, parseLine, readRange, statOrMissingSync, ver
 import { sessionIoError } from "./resolve.js";
 import { validateEntry } from "./validate.js";
 
-/** Sessions whose parsed entries are kept (least recently read dropped first). */
-const MAX_CACHED_SESSIONS = 32;
+/**
+ * Sessions whose parsed entries are kept, least recently read dropped first: at most this many, and at most
+ * `maxBytes` of transcript between them (parsed, a message takes about 2-3 times its bytes on the heap). The session
+ * just read is always kept, whatever its size. A dropped session is parsed again from the start at its next read.
+ */
+const limits = { sessions: 32, bytes: 256 * 1024 * 1024 };
 const TAIL_CHECK_BYTES = 64;
 /** Appended bytes read synchronously (one turn's mirror is a few KB; more than this is read asynchronously). */
 const SYNC_READ_MAX_BYTES = 1 << 20;
@@ -138,7 +142,34 @@ function isUnchanged(s: HistoryState, st: Stats): boolean {
 function touch(real: string, state: HistoryState): void {
   cache.delete(real);
   cache.set(real, state);
-  while (cache.size > MAX_CACHED_SESSIONS) cache.delete(cache.keys().next().value as string);
+  let bytes = 0;
+  for (const s of cache.values()) bytes += s.size;
+  // The oldest first; the entry just set is last, so it is never the one dropped.
+  for (const [key, s] of cache) {
+    if (cache.size <= 1 || (cache.size <= limits.sessions && bytes <= limits.bytes)) break;
+    cache.delete(key);
+    bytes -= s.size;
+  }
+}
+
+/**
+ * Change the cache's bounds (tests; not part of the package's public API). Returns the previous ones.
+ *
+ * @example
+ * ```ts
+ * const previous = setHistoryCacheLimits({ bytes: 64 * 1024 * 1024 });
+ * ```
+ */
+export function setHistoryCacheLimits(next: { sessions?: number; bytes?: number }): { sessions: number; bytes: number } {
+  const previous = { ...limits };
+  if (next.sessions !== undefined) limits.sessions = Math.max(1, Math.floor(next.sessions));
+  if (next.bytes !== undefined) limits.bytes = Math.max(0, next.bytes);
+  return previous;
+}
+
+/** The sessions whose history is cached, least recently read first (tests and diagnostics). */
+export function cachedHistoryPaths(): string[] {
+  return [...cache.keys()];
 }
 
 function checkIdentity(header: SessionHeader | null, reported: string, sessionId: string | undefined): void {

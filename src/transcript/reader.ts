@@ -28,7 +28,7 @@ import {
 import { checkHeader, HeaderSchema, invalidArgs, isEntryShape, migrateInMemory, parseLine, readRange, statOrMissing } from "./parse.js";
 import { resolveSessionPath, sessionIoError } from "./resolve.js";
 import { validateEntry } from "./validate.js";
-import { emptyIndex, indexCache, scanIntoIndex } from "./writer-index.js";
+import { cachedIndex, emptyIndex, rememberIndex, scanIntoIndex } from "./writer-index.js";
 
 const ReadOptionsSchema = z.object({
   sessionId: z.string().min(1).optional(),
@@ -166,14 +166,14 @@ function logDamage(logger: Logger, sessionFile: string, damage: TranscriptDamage
 
 /** Warm the writer's index so the next append in this process does not re-read the file. */
 function warmWriterIndex(real: string, sessionFile: string, complete: Buffer, fst: Stats): void {
-  const cached = indexCache.get(real);
+  const cached = cachedIndex(real);
   if (cached && cached.dev === fst.dev && cached.ino === fst.ino && cached.size === complete.length && cached.mtimeMs === fst.mtimeMs) return;
   const index = emptyIndex(real);
   index.dev = fst.dev;
   index.ino = fst.ino;
   index.mtimeMs = fst.mtimeMs;
   scanIntoIndex(index, complete, sessionFile, []);
-  indexCache.set(real, index);
+  rememberIndex(real, index);
 }
 
 function makeTranscript(

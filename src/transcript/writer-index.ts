@@ -33,7 +33,41 @@ export interface FileIndex {
   tail: Buffer;
 }
 
-export const indexCache = new Map<string, FileIndex>();
+/**
+ * Sessions whose index is kept, least recently used dropped first. A long-running host touches many sessions; an
+ * unbounded cache held every id and idempotency key of every transcript the process ever opened (about 160 bytes per
+ * entry, measured). A dropped index costs one full scan of that file at its next append.
+ */
+const MAX_INDEXED_SESSIONS = 64;
+
+const indexCache = new Map<string, FileIndex>();
+
+/** The cached index of `real`, marked as most recently used. */
+export function cachedIndex(real: string): FileIndex | undefined {
+  const index = indexCache.get(real);
+  if (index) {
+    indexCache.delete(real);
+    indexCache.set(real, index);
+  }
+  return index;
+}
+
+/** Cache `index` as the most recently used one, dropping the least recently used beyond the bound. */
+export function rememberIndex(real: string, index: FileIndex): void {
+  indexCache.delete(real);
+  indexCache.set(real, index);
+  while (indexCache.size > MAX_INDEXED_SESSIONS) indexCache.delete(indexCache.keys().next().value as string);
+}
+
+/** Forget the cached index of `real` (its file changed in a way an append cannot follow). */
+export function forgetIndex(real: string): void {
+  indexCache.delete(real);
+}
+
+/** The sessions with a cached index, least recently used first (tests and diagnostics). */
+export function cachedIndexPaths(): string[] {
+  return [...indexCache.keys()];
+}
 
 /**
  * Forget cached indexes and histories (all, or one canonical path). Reset/archive calls it; tests use it to measure a cold open.
@@ -125,7 +159,7 @@ export async function loadIndex(real: string, reported: string, logger: Logger, 
     indexCache.delete(real);
     return emptyIndex(real);
   }
-  let index = indexCache.get(real);
+  let index = cachedIndex(real);
   if (index && index.dev === st.dev && index.ino === st.ino && index.size === st.size && index.mtimeMs === st.mtimeMs) {
     return index;
   }
@@ -190,7 +224,7 @@ export async function loadIndex(real: string, reported: string, logger: Logger, 
       return loadIndex(real, reported, logger, attempt + 1);
     }
   }
-  indexCache.set(real, index);
+  rememberIndex(real, index);
   return index;
 }
 

@@ -24,7 +24,7 @@ import { fsyncDirectory } from "./fsync-dir.js";
 import { fsyncFd } from "./small-file.js";
 import { invalidArgs, statOrMissingSync } from "./parse.js";
 import { resolveSessionPath, sessionIoError } from "./resolve.js";
-import { indexAddEntry, indexCache, loadIndex, TAIL_CHECK_BYTES, type FileIndex } from "./writer-index.js";
+import { forgetIndex, indexAddEntry, loadIndex, rememberIndex, TAIL_CHECK_BYTES, type FileIndex } from "./writer-index.js";
 
 const OpenOptionsSchema = z.object({
   sessionId: z.string().min(1),
@@ -186,8 +186,8 @@ function commitToIndex(index: FileIndex, batch: EncodedBatch, st: Stats): void {
   index.dev = st.dev;
   index.ino = st.ino;
   index.mtimeMs = st.mtimeMs;
-  if (st.size === index.size) indexCache.set(index.real, index);
-  else indexCache.delete(index.real);
+  if (st.size === index.size) rememberIndex(index.real, index);
+  else forgetIndex(index.real);
 }
 
 /** One O_APPEND write of the whole batch, then fsync. On failure, cut the file back to where it was. */
