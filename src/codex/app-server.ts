@@ -47,6 +47,7 @@ import { answerServerRequest, decideRelayedHook } from "./server-requests.js";
 import { ProcessSupervisor, type ProcessEnd } from "./supervisor.js";
 import { turnSandboxPolicy } from "./thread-params.js";
 import { ThreadRegistry, type ThreadInfo } from "./threads.js";
+import { releaseGraceMs, type ThreadReleasePolicy } from "./thread-release.js";
 import { TurnRun } from "./turn-run.js";
 import { TurnRunner, type CodexTurn } from "./turn-runner.js";
 
@@ -138,6 +139,8 @@ export class CodexAppServer {
   private readonly counters = { toolCalls: 0, approvalsDeclined: 0, unsupportedServerRequests: 0 };
   /** The native tool hook relay (`nativeToolHooks`), while this client is open. */
   private hookRelay: HookRelay | undefined;
+  /** Releases idle threads (`releaseIdleThreads`) while this client is open; unref'd, so it never keeps a host alive. */
+  private readonly releaseTimer: NodeJS.Timeout | undefined;
 
   private constructor(opts: ResolvedSpawnOptions, command: CodexCommand, codexHome: string, ownsHome: boolean) {
     this.opts = opts;
@@ -168,6 +171,31 @@ export class CodexAppServer {
       turnRunning: (threadId) => this.turns.active(threadId) !== undefined,
       reattach: (threadId) => this.threads.reattach(threadId),
     });
+    const policy = this.releasePolicy();
+    if (policy.idleMs > 0 || policy.maxLoaded > 0) {
+      const every = Math.min(15_000, Math.max(50, Math.floor((policy.idleMs > 0 ? Math.min(policy.idleMs, policy.graceMs) : policy.graceMs) / 2)));
+      this.releaseTimer = setInterval(() => this.releaseIdleThreads(), every);
+      this.releaseTimer.unref();
+    }
+  }
+
+  private releasePolicy(): ThreadReleasePolicy {
+    const idleMs = this.opts.releaseIdleThreadsAfterMs;
+    return { idleMs, maxLoaded: this.opts.maxLoadedThreads, graceMs: releaseGraceMs(idleMs) };
+  }
+
+  /**
+   * Release the threads `releaseIdleThreadsAfterMs` and `maxLoadedThreads` pick (never one with a running turn or
+   * compaction); runs on a timer, and may be called at any time. Returns the released thread ids.
+   *
+   * @example
+   * ```ts
+   * const released = server.releaseIdleThreads(); // e.g. before a host goes quiet for the night
+   * ```
+   */
+  releaseIdleThreads(): string[] {
+    if (this.closedPromise || !this.supervisor.proc?.alive) return [];
+    return this.threads.releaseIdle(this.releasePolicy(), (threadId) => this.turns.active(threadId) !== undefined || this.compactions.running(threadId));
   }
 
   /**
@@ -333,6 +361,7 @@ export class CodexAppServer {
    */
   close(): Promise<void> {
     this.closedPromise ??= (async () => {
+      clearInterval(this.releaseTimer);
       await this.supervisor.close();
       await this.hookRelay?.close();
       this.turns.finishAll({ codexStatus: "failed", error: { message: "codex app-server was closed", code: "CLOSED" } });
@@ -432,7 +461,8 @@ export class CodexAppServer {
       provider: thread?.modelProvider,
       options: o,
     });
-    return this.turns.start(run, {
+    this.threads.touch(o.threadId);
+    const turn = await this.turns.start(run, {
       text: o.text,
       images: o.images,
       contextImages: o.contextImages,
@@ -442,6 +472,10 @@ export class CodexAppServer {
       sandboxPolicy: thread ? turnSandboxPolicy(thread.settings) : undefined,
       collaborationMode: o.collaborationMode ? collaborationModeFor(o.collaborationMode, run.model, o.effort) : undefined,
     });
+    // Used until its turn ends: the idle time of a thread counts from there.
+    const touch = () => this.threads.touch(o.threadId);
+    turn.completion.then(touch, touch);
+    return turn;
   }
 
   // -- compaction --------------------------------------------------------------------------------------------------

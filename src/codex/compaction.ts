@@ -53,6 +53,11 @@ export class CompactionRunner {
 
   constructor(private readonly deps: CompactionDeps) {}
 
+  /** A compaction runs on the thread. */
+  running(threadId: string): boolean {
+    return this.watches.has(threadId);
+  }
+
   /** Resolves when no compaction is running on the thread. */
   async idle(threadId: string): Promise<void> {
     const w = this.watches.get(threadId);

@@ -94,6 +94,18 @@ export const spawnOptionsSchema = z
      * process per native tool call. Default false (native calls are only observed).
      */
     nativeToolHooks: z.boolean().default(false),
+    /**
+     * Release a thread no turn has used for this long (`thread/unsubscribe`): Codex keeps every thread a client loaded
+     * in memory until it is released, then unloads it (about 1 MiB per short thread; unloaded 30-60 s after the
+     * release, observed with 0.169). Its next turn resumes it from its rollout, history intact. 0: never. Default
+     * 10 minutes.
+     */
+    releaseIdleThreadsAfterMs: z.number().int().nonnegative().default(600_000),
+    /**
+     * At most this many threads loaded by this client: beyond it the least recently used ones without a running turn,
+     * unused for 30 s (or `releaseIdleThreadsAfterMs` when shorter), are released. 0: no limit. Default 128.
+     */
+    maxLoadedThreads: z.number().int().nonnegative().default(128),
   })
   .strict()
   .refine((o) => !(o.codexHome !== undefined && o.temporaryHome === true), {

@@ -1,6 +1,7 @@
 /**
  * Thread operations of one client: start, resume (re-sending every setting), reuse of a thread already loaded with
- * the same settings, re-attach after a process restart, and the dynamic tool handlers of each thread.
+ * the same settings, re-attach after a process restart, release of idle threads (`thread-release.ts`), and the dynamic
+ * tool handlers of each thread.
  */
 import type { Logger } from "pino";
 import { canonicalJson } from "../projection/render.js";
@@ -9,6 +10,7 @@ import { CodexAppServerError, invalidArgument } from "./errors.js";
 import { resumeThreadSchema, startThreadSchema, toolListSchema, type ResumeThreadOptions, type StartThreadOptions, type ThreadSettings } from "./options.js";
 import { threadResultSchema } from "./schemas.js";
 import { defined, threadResumeParams, threadSettingsOf, threadStartParams } from "./thread-params.js";
+import { threadsToRelease, type ThreadReleasePolicy } from "./thread-release.js";
 
 /** What Codex told us about a thread. */
 export interface ThreadInfo {
@@ -19,9 +21,14 @@ export interface ThreadInfo {
   reused?: boolean;
 }
 
-/** A thread this client knows. `generation` -1: handlers only (never loaded here); -2: unloaded by Codex. */
+/**
+ * A thread this client knows. `generation` -1: handlers only (never loaded here); -2: unloaded by Codex, or released by
+ * this client (the next use resumes it).
+ */
 export interface ThreadState {
   generation: number;
+  /** When a thread operation or turn last used it (`performance.now()`). */
+  lastUsedMs: number;
   tools: Map<string, DynamicToolSpec>;
   settings: ThreadSettings;
   model?: string;
@@ -31,7 +38,7 @@ export interface ThreadState {
 /** What thread operations need from the client. */
 export interface ThreadDeps {
   logger: Logger;
-  rpcRequest(method: "thread/start" | "thread/resume", params: unknown): Promise<unknown>;
+  rpcRequest(method: "thread/start" | "thread/resume" | "thread/unsubscribe", params: unknown): Promise<unknown>;
   ensureAlive(): Promise<void>;
   generation(): number;
   defaultCwd(): string;
@@ -48,11 +55,47 @@ const toolMap = (tools: DynamicToolSpec[]) => new Map(tools.map((t) => [t.name, 
  */
 export class ThreadRegistry {
   private readonly threads = new Map<string, ThreadState>();
+  /** `thread/unsubscribe` requests in flight: a resume of the thread waits for its release to be answered first. */
+  private readonly releasing = new Map<string, Promise<void>>();
 
   constructor(private readonly deps: ThreadDeps) {}
 
   get(threadId: string): ThreadState | undefined {
     return this.threads.get(threadId);
+  }
+
+  /** The thread was used (a turn started or ended on it): it is the most recently used. */
+  touch(threadId: string): void {
+    const state = this.threads.get(threadId);
+    if (state) state.lastUsedMs = performance.now();
+  }
+
+  /**
+   * Release the loaded threads the policy picks (`thread/unsubscribe`; Codex unloads them a little later). Each is
+   * marked for a real resume first, so its next use resumes it, after the release was answered.
+   */
+  releaseIdle(policy: ThreadReleasePolicy, busy: (threadId: string) => boolean): string[] {
+    const generation = this.deps.generation();
+    const loaded = [...this.threads].filter(([, s]) => s.generation === generation).map(([threadId, s]) => ({ threadId, lastUsedMs: s.lastUsedMs, busy: busy(threadId) }));
+    const ids = threadsToRelease(loaded, performance.now(), policy);
+    for (const threadId of ids) this.release(threadId, generation);
+    return ids;
+  }
+
+  private release(threadId: string, generation: number): void {
+    const state = this.threads.get(threadId);
+    if (!state) return;
+    state.generation = -2;
+    const done = this.deps
+      .rpcRequest("thread/unsubscribe", { threadId })
+      .then(
+        (res) => this.deps.logger.info({ event: "codex.thread.released", threadId, generation, status: (res as { status?: unknown })?.status }, "idle thread released"),
+        (err: unknown) => this.deps.logger.warn({ event: "codex.thread.releaseFailed", threadId, err: err instanceof CodexAppServerError ? err.code : "unknown" }, "idle thread release failed"),
+      )
+      .finally(() => {
+        if (this.releasing.get(threadId) === done) this.releasing.delete(threadId);
+      });
+    this.releasing.set(threadId, done);
   }
 
   /** Start a thread (see `CodexAppServer.startThread`). */
@@ -69,6 +112,7 @@ export class ThreadRegistry {
     const threadId = res.data.thread.id;
     this.threads.set(threadId, {
       generation: this.deps.generation(),
+      lastUsedMs: performance.now(),
       tools: toolMap(tools),
       settings: { ...settings, ...(params.cwd ? { cwd: params.cwd } : {}) },
       ...defined({ model: res.data.model, modelProvider: res.data.modelProvider }),
@@ -87,6 +131,7 @@ export class ThreadRegistry {
     const loaded = this.threads.get(o.threadId);
     if (o.reuseLoaded && loaded && loaded.generation === this.deps.generation() && this.sameSettings(loaded.settings, settings)) {
       if (o.dynamicTools) loaded.tools = toolMap(o.dynamicTools);
+      loaded.lastUsedMs = performance.now();
       this.deps.logger.debug({ event: "codex.thread.reused", threadId: o.threadId }, "thread already loaded with these settings");
       return defined({ threadId: o.threadId, model: loaded.model, modelProvider: loaded.modelProvider, reused: true });
     }
@@ -100,12 +145,15 @@ export class ThreadRegistry {
   }
 
   private async resumeWith(threadId: string, settings: ThreadSettings, tools?: DynamicToolSpec[]): Promise<ThreadInfo> {
+    // Resumed after its release was answered: a resume Codex handled first would lose its subscription to it.
+    await this.releasing.get(threadId);
     const raw = await this.deps.rpcRequest("thread/resume", threadResumeParams(threadId, settings));
     const res = threadResultSchema.safeParse(raw);
     if (!res.success) throw new CodexAppServerError("INVALID_RESPONSE", "thread/resume returned no thread", { method: "thread/resume" });
     const prev = this.threads.get(threadId);
     this.threads.set(threadId, {
       generation: this.deps.generation(),
+      lastUsedMs: performance.now(),
       tools: tools ? toolMap(tools) : (prev?.tools ?? new Map()),
       settings,
       ...defined({ model: res.data.model, modelProvider: res.data.modelProvider }),
@@ -121,7 +169,7 @@ export class ThreadRegistry {
     const state = this.threads.get(threadId);
     const map = toolMap(parsed.data);
     if (state) state.tools = map;
-    else this.threads.set(threadId, { generation: -1, tools: map, settings: { approvalPolicy: "never", sandbox: "read-only" } });
+    else this.threads.set(threadId, { generation: -1, lastUsedMs: performance.now(), tools: map, settings: { approvalPolicy: "never", sandbox: "read-only" } });
   }
 
   /** Codex unloaded the thread (`thread/closed`): the next resume must really resume (tool handlers are kept). */
