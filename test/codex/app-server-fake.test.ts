@@ -152,6 +152,11 @@ describe("CodexAppServer against a scripted fake app-server process", () => {
       code: "INVALID_ARGUMENT",
       message: expect.stringContaining("requestTimeoutMs"),
     });
+    await expect(CodexAppServer.spawn({ releaseIdleThreadsAfterMs: -5 })).rejects.toMatchObject({
+      code: "INVALID_ARGUMENT",
+      message: expect.stringContaining("releaseIdleThreadsAfterMs"),
+    });
+    await expect(CodexAppServer.spawn({ maxLoadedThreads: 1.5 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("maxLoadedThreads") });
     const server = await spawnFake("normal");
     await expect(server.startTurn({ threadId: "t", text: "" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("text") });
     await expect(
