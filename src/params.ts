@@ -89,7 +89,7 @@ export const timeoutsSchema = z
     compactionMs: timeoutMs().default(300_000),
     /** After an abort/yield during a running turn, how long to wait for Codex to end it. */
     interruptGraceMs: timeoutMs().default(10_000),
-    /** A running turn with no notification for this long is interrupted and ends as timed out. */
+    /** A running turn with no notification for this long (not counting tool calls and host decisions) is interrupted and ends as timed out. */
     turnIdleMs: timeoutMs().optional(),
     /** Each dynamic tool handler call; past it Codex gets a "timed out" tool result and the turn goes on. */
     toolCallMs: timeoutMs().optional(),

@@ -69,7 +69,10 @@ export const spawnOptionsSchema = z
       .optional(),
     requestTimeoutMs: timeoutMsSchema.default(30_000),
     initializeTimeoutMs: timeoutMsSchema.default(30_000),
-    /** A running turn with no notification for this long is interrupted and ends as "timedOut". */
+    /**
+     * A running turn with no notification for this long is interrupted and ends as "timedOut". The clock stops while a
+     * tool call runs (dynamic, or a native command or MCP tool call, which Codex bounds) or the host decides a request.
+     */
     turnIdleTimeoutMs: timeoutMsSchema.default(120_000),
     /** After an idle timeout's interrupt, how long to wait for Codex to end the turn before giving up. */
     idleInterruptGraceMs: nonNegativeTimeoutMsSchema.default(2_000),

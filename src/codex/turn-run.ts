@@ -73,6 +73,13 @@ export class TurnRun {
   finalizeRevisions = 0;
   /** Approvals and user-input questions the host is deciding (the idle watchdog is off meanwhile). */
   hostDecisionsInFlight = 0;
+  /**
+   * Native commands and MCP tool calls running in this turn or a sub-agent it waits on (`thread:item` ids). Codex
+   * sends nothing while it waits on one (observed: a `write_stdin` wait on a running command is silent up to its
+   * `yield_time_ms`, which Codex allows up to `background_terminal_max_timeout`, 5 minutes by default), and bounds
+   * them itself, so the idle watchdog is off meanwhile, as for a dynamic tool call.
+   */
+  readonly nativeToolsRunning = new Set<string>();
   /** Set once we decided how this turn ends (idle/retry timeout); turn/completed then only finishes it. */
   pendingOverride: { codexStatus: "timedOut"; error: TurnRecordError } | undefined;
   readonly acceptedAt = Date.now();
@@ -159,8 +166,18 @@ export class TurnRun {
   armIdle(onIdle: () => void): void {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = undefined;
-    if (this.state !== "running" || this.pendingOverride || this.toolCallsInFlight > 0 || this.hostDecisionsInFlight > 0) return;
+    if (this.state !== "running" || this.pendingOverride || this.toolCallsInFlight > 0 || this.hostDecisionsInFlight > 0 || this.nativeToolsRunning.size > 0) return;
     this.idleTimer = setTimeout(onIdle, this.idleTimeoutMs);
+  }
+
+  /** Follow the native commands and MCP tool calls of `threadId` (this turn's thread or a sub-agent's) as they start and end. */
+  noteNativeTool(threadId: string, n: IncomingNotification): void {
+    if (!n.consumed || (n.method !== "item/started" && n.method !== "item/completed")) return;
+    const item = n.params.item as { type?: string; id?: string };
+    if ((item.type !== "commandExecution" && item.type !== "mcpToolCall") || typeof item.id !== "string") return;
+    const key = `${threadId}:${item.id}`;
+    if (n.method === "item/started") this.nativeToolsRunning.add(key);
+    else this.nativeToolsRunning.delete(key);
   }
 
   /**

@@ -358,6 +358,7 @@ export class TurnRunner {
     const parentRun = this.subAgentParents.has(threadId) ? this.runFor(threadId) : undefined;
     if (!parentRun || parentRun.generation !== generation || parentRun.state !== "running") return;
     parentRun.noteFileChanges(n);
+    parentRun.noteNativeTool(threadId, n);
     this.armIdle(parentRun);
   }
 
@@ -382,6 +383,7 @@ export class TurnRunner {
     const projector = run.projector!;
     if (!projector.matches(n)) return;
     run.noteFileChanges(n);
+    run.noteNativeTool(run.threadId, n);
     run.noteActivity(n, () => {
       const error = { message: `codex retried for ${run.options.retryWithoutProgressMs} ms without progress; the turn was interrupted`, code: "retryWithoutProgress" };
       void this.endByWatchdog(run, error);

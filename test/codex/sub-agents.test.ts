@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 import { validateNotification } from "../../src/codex/rpc.js";
 import type { IncomingNotification } from "../../src/codex/schemas.js";
 import { MAX_SUB_AGENT_LINKS, TurnRunner } from "../../src/codex/turn-runner.js";
-import type { TurnRun } from "../../src/codex/turn-run.js";
+import { TurnRun } from "../../src/codex/turn-run.js";
 
 function runner(rpc: Array<{ method: string; params: unknown }> = []): TurnRunner {
   return new TurnRunner({
@@ -44,6 +44,8 @@ function runningTurn(r: TurnRunner, threadId: string): TurnRun & { idleArms: num
       const item = (n.params as { item?: { type?: string; id?: string } }).item;
       if (item?.type === "fileChange") run.fileChanges.set(item.id!, []);
     },
+    nativeToolsRunning: new Set<string>(),
+    noteNativeTool: TurnRun.prototype.noteNativeTool,
   };
   (r as unknown as { runs: Map<string, unknown> }).runs.set(threadId, run);
   return run as unknown as TurnRun & { idleArms: number };
@@ -109,6 +111,12 @@ describe("sub-agent threads belong to the turn they work for", () => {
     // The sub-agent's file changes are kept for the approval requests the turn's host answers.
     r.onNotification("child", 1, notification("item/started", { threadId: "child", turnId: "t", item: { type: "fileChange", id: "fc1", status: "inProgress", changes: [] } }));
     expect(parent.fileChanges.has("fc1")).toBe(true);
+    // A command the sub-agent runs counts as the turn's own (Codex is silent while it waits on it), until it ends.
+    const command = (method: string) => notification(method, { threadId: "child", turnId: "t", item: { type: "commandExecution", id: "cmd1", command: "sleep 60", cwd: "/", status: "inProgress", commandActions: [] } });
+    r.onNotification("child", 1, command("item/started"));
+    expect([...parent.nativeToolsRunning]).toEqual(["child:cmd1"]);
+    r.onNotification("child", 1, command("item/completed"));
+    expect([...parent.nativeToolsRunning]).toEqual([]);
   });
 
   it("terminates on a cycle in a malformed stream, and forgets a closed thread", () => {

@@ -203,6 +203,33 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     expect(record.assistantText).toBe("decided slowly");
   });
 
+  it("a command Codex waits on in silence (an exec, then a write_stdin wait on it) does not trip the idle watchdog; after it, silence does", async () => {
+    const ws = workspace();
+    env.fake.enqueue([
+      // Codex returns after 500 ms with the process still running, then the model waits on it: no notification for ~4 s.
+      { functionCall: execCommandCall("sleep 4 && echo POLLED", { workdir: ws, yieldTimeMs: 500 }) },
+      (req) => {
+        const session = /session ID (\d+)/.exec(JSON.stringify(req.body?.input ?? []))?.[1];
+        return { functionCall: { name: "write_stdin", arguments: { session_id: Number(session), chars: "", yield_time_ms: 300_000 } } };
+      },
+      { text: "it finished" },
+    ]);
+    const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "never" });
+    const turn = await env.codex.startTurn({ threadId, text: "run the long one", idleTimeoutMs: 1_000 });
+    const record = await turn.completion;
+    expect(record.error).toBeUndefined();
+    expect(record.codexStatus).toBe("completed");
+    expect(record.assistantText).toBe("it finished");
+    expect(toolMessages(record.messagesSnapshot).filter((m) => m.role === "toolResult").some((m) => m.text?.includes("POLLED"))).toBe(true);
+
+    // Once the command has ended, the watchdog is back: a model silent for 4 s ends the turn.
+    env.fake.enqueue([{ functionCall: execCommandCall("echo quick", { workdir: ws }) }, { text: "late", delayMs: 4_000 }]);
+    const silent = await env.codex.startTurn({ threadId, text: "then stall", idleTimeoutMs: 1_000 });
+    const stalled = await silent.completion;
+    expect(stalled.codexStatus).toBe("timedOut");
+    expect(stalled.error).toMatchObject({ code: "idleTimeout" });
+  });
+
   it("puts each approval request to beforeToolCall first (OpenClaw's tool policy): block declines, approved grants, a rewrite refuses, else onApproval", async () => {
     const ws = workspace();
     env.fake.enqueue([
