@@ -186,7 +186,8 @@ export class CodexAppServer {
 
   /**
    * Release the threads `releaseIdleThreadsAfterMs` and `maxLoadedThreads` pick (never one with a running turn or
-   * compaction); runs on a timer, and may be called at any time. Returns the released thread ids.
+   * compaction), with the sub-agent threads below them that run no turn; runs on a timer, and may be called at any
+   * time. Returns the released threads' ids (not their sub-agents').
    *
    * @example
    * ```ts
@@ -195,7 +196,10 @@ export class CodexAppServer {
    */
   releaseIdleThreads(): string[] {
     if (this.closedPromise || !this.supervisor.proc?.alive) return [];
-    return this.threads.releaseIdle(this.releasePolicy(), (threadId) => this.turns.active(threadId) !== undefined || this.compactions.running(threadId));
+    const released = this.threads.releaseIdle(this.releasePolicy(), (threadId) => this.turns.active(threadId) !== undefined || this.compactions.running(threadId));
+    // Codex keeps a sub-agent's thread loaded after its parent goes: the idle ones go with it.
+    for (const threadId of released) for (const child of this.turns.idleSubAgentsOf(threadId)) this.threads.releaseSubAgent(child);
+    return released;
   }
 
   /**

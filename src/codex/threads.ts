@@ -82,10 +82,15 @@ export class ThreadRegistry {
     return ids;
   }
 
+  /** Release a sub-agent's thread (Codex loaded it for a thread of ours; this client never started it). */
+  releaseSubAgent(threadId: string): void {
+    if (this.releasing.has(threadId)) return;
+    this.release(threadId, this.deps.generation());
+  }
+
   private release(threadId: string, generation: number): void {
     const state = this.threads.get(threadId);
-    if (!state) return;
-    state.generation = -2;
+    if (state) state.generation = -2;
     const done = this.deps
       .rpcRequest("thread/unsubscribe", { threadId })
       .then(

@@ -128,6 +128,26 @@ export class TurnRunner {
     for (const [child, parent] of this.subAgentParents) if (parent === threadId) this.subAgentParents.delete(child);
   }
 
+  /**
+   * The sub-agent threads below `threadId` (its sub-agents, theirs, ...) that run no turn now: released with it, since
+   * Codex keeps a sub-agent's thread loaded after its parent is unloaded (observed with 0.169).
+   */
+  idleSubAgentsOf(threadId: string): string[] {
+    const found: string[] = [];
+    let level = [threadId];
+    for (let depth = 0; level.length > 0 && depth < MAX_SUB_AGENT_DEPTH; depth++) {
+      const parents = new Set(level);
+      level = [];
+      for (const [child, parent] of this.subAgentParents) {
+        if (parents.has(parent) && child !== threadId && !found.includes(child)) {
+          found.push(child);
+          level.push(child);
+        }
+      }
+    }
+    return found.filter((t) => !this.foreignTurns.has(t) && !this.active(t));
+  }
+
   /** How many sub-agent links and sub-agent turns are kept (for tests and stats). */
   subAgentCounts(): { links: number; turns: number } {
     return { links: this.subAgentParents.size, turns: this.foreignTurns.size };

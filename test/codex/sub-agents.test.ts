@@ -119,6 +119,21 @@ describe("sub-agent threads belong to the turn they work for", () => {
     expect([...parent.nativeToolsRunning]).toEqual([]);
   });
 
+  it("idleSubAgentsOf: every thread below a thread (sub-agents of sub-agents too), except those running a turn", () => {
+    const r = runner();
+    r.onNotification("parent", 1, collab("parent", ["child", "busy"]));
+    r.onNotification("child", 1, collab("child", ["grandchild"]));
+    r.onNotification("other", 1, collab("other", ["stranger"]));
+    r.onNotification("busy", 1, notification("turn/started", { threadId: "busy", turn: { id: "busy-turn", items: [], status: "inProgress", error: null } }));
+    expect(r.idleSubAgentsOf("parent").sort()).toEqual(["child", "grandchild"]);
+    expect(r.idleSubAgentsOf("child")).toEqual(["grandchild"]);
+    expect(r.idleSubAgentsOf("grandchild")).toEqual([]);
+    // Its turn ended: released with the rest. A cycle in a malformed stream ends too.
+    r.onNotification("busy", 1, notification("turn/completed", { threadId: "busy", turn: { id: "busy-turn", items: [], status: "completed", error: null } }));
+    r.onNotification("grandchild", 1, collab("grandchild", ["parent"]));
+    expect(r.idleSubAgentsOf("parent").sort()).toEqual(["busy", "child", "grandchild"]);
+  });
+
   it("terminates on a cycle in a malformed stream, and forgets a closed thread", () => {
     const r = runner();
     r.onNotification("a", 1, collab("a", ["b"]));

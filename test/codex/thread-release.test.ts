@@ -103,6 +103,20 @@ describe("ThreadRegistry.releaseIdle", () => {
     expect(calls.map((c) => c.method)).toEqual(["thread/start", "thread/unsubscribe", "(unsubscribe answered)", "thread/resume"]);
   });
 
+  it("a sub-agent's thread (never started by this client) is released once, however often it is asked", async () => {
+    const { reg, calls, hold, answer } = registry();
+    hold();
+    reg.releaseSubAgent("child-thread");
+    reg.releaseSubAgent("child-thread");
+    await sleep(5);
+    expect(calls.filter((c) => c.method === "thread/unsubscribe").map((c) => c.params.threadId)).toEqual(["child-thread"]);
+    answer();
+    await sleep(5);
+    reg.releaseSubAgent("child-thread");
+    await sleep(5);
+    expect(calls.filter((c) => c.method === "thread/unsubscribe")).toHaveLength(2);
+  });
+
   it("a thread used since is not idle: touch() restarts its idle time", async () => {
     const { reg } = registry();
     const a = (await reg.start({ cwd: "/tmp" })).threadId;

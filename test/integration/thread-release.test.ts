@@ -2,11 +2,11 @@
  * Idle threads are released, against the real app-server: Codex 0.169 keeps every thread a client loaded in memory
  * until the client unsubscribes (about 1 MiB per short thread), then unloads it about 60 s later (`thread/closed`).
  * A released thread's next turn resumes it, on the same thread and with its whole history, whether Codex has unloaded it
- * yet or not.
+ * yet or not. A sub-agent's thread, which Codex keeps loaded after its parent is unloaded, is released with it.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCodexTurn } from "../../src/turn.js";
-import { inputMessageTexts, startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
+import { defaultTurnReply, inputMessageTexts, startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
 import { captureLogger, disposeChecked, requestThreadId, tempSessions, turnParams, until } from "../helpers/turn-env.js";
 
 let env: OfflineCodex;
@@ -30,6 +30,25 @@ const loadedThreads = async () => ((await env.codex.request("thread/loaded/list"
 
 describe("idle threads are released and resumed", () => {
   it("released, unloaded by Codex, and resumed by the next turn with the whole conversation", async () => {
+    // A session whose turn delegates to a sub-agent (spawn_agent, wait_agent): Codex loads a second thread for it.
+    const inputOf = (r: RecordedRequest) => ((r.body as { input?: Array<{ type?: string; output?: unknown }> } | null)?.input ?? []);
+    env.fake.setDefault((req) => {
+      const input = inputOf(req);
+      if (!JSON.stringify(input).includes("Delegate the counting")) return JSON.stringify(input).includes("count to three") ? { text: "one two three" } : defaultTurnReply(req);
+      const outputs = input.filter((i) => i.type === "function_call_output");
+      if (outputs.length === 0) return { functionCall: { name: "spawn_agent", namespace: "multi_agent_v1", arguments: { message: "count to three" } } };
+      if (outputs.length === 1) {
+        const agentId = (JSON.parse(String(outputs[0]!.output)) as { agent_id: string }).agent_id;
+        return { functionCall: { name: "wait_agent", namespace: "multi_agent_v1", arguments: { targets: [agentId], timeout_ms: 30_000 } } };
+      }
+      return { text: "The sub-agent counted to three." };
+    });
+    const delegating = await runCodexTurn(turnParams(env, sessions.file("delegating"), "Delegate the counting.", { cwd: sessions.dir }));
+    env.fake.setDefault(defaultTurnReply);
+    expect(delegating.status).toBe("completed");
+    const subAgentThread = (await loadedThreads()).find((id) => id !== delegating.threadId && !released(id).length)!;
+    expect(subAgentThread).toBeDefined();
+
     const early = sessions.file("early");
     const late = sessions.file("late");
     const first = { early: await runCodexTurn(turnParams(env, early, "early one")), late: await runCodexTurn(turnParams(env, late, "late one")) };
@@ -50,9 +69,12 @@ describe("idle threads are released and resumed", () => {
     expect(inputMessageTexts(request.body).filter((t) => t.includes("early one"))).toHaveLength(1);
     expect(log.events.some((e) => e.event === "codex.thread.resumed" && e.threadId === earlyThread)).toBe(true);
 
-    // Left alone, the other one is unloaded by Codex (observed about 60 s after the release).
-    await until(() => closed.has(lateThread), 120_000, "Codex to unload the released thread");
-    expect(await loadedThreads()).not.toContain(lateThread);
+    // Left alone, the other one is unloaded by Codex (observed about 60 s after the release); so are the delegating
+    // session's thread and its sub-agent's, released with it.
+    await until(() => closed.has(lateThread) && closed.has(delegating.threadId!) && closed.has(subAgentThread), 120_000, "Codex to unload the released threads");
+    expect(released(subAgentThread)).toHaveLength(1);
+    const loaded = await loadedThreads();
+    for (const id of [lateThread, delegating.threadId!, subAgentThread]) expect(loaded).not.toContain(id);
 
     // Its next turn resumes it from its rollout: same thread, the first turn is in what the model gets.
     const beforeLate = env.fake.requests.length;
