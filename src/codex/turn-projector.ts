@@ -325,7 +325,15 @@ interface PendingGroup {
   clientTools: number;
   /** Messages after the results (plan updates made during this response). */
   after: CustomMessage[];
+  /** Identity of the response, kept by the copy `finish()` flushes. */
+  id: number;
 }
+
+/**
+ * The result recorded for a tool call still running when its turn ended: Codex reported the call (`item/started`)
+ * but neither its end nor, for a command left running in the background, the output the model got back.
+ */
+export const UNFINISHED_TOOL_RESULT = "(still running when the turn ended; Codex reported no result for it)";
 
 const TOOL_KINDS: ReadonlySet<ProjectedItem["kind"]> = new Set(["dynamicToolCall", ...NATIVE_TOOL_KINDS]);
 
@@ -349,6 +357,11 @@ export class TurnProjector {
   private readonly compactionsInProgress = new Set<string>();
   private group: PendingGroup | undefined;
   private lastAssistant: AssistantMessage | undefined;
+  private groupCount = 0;
+  /** The assistant message each flushed response became, by response id. */
+  private readonly assistantOfGroup = new Map<number, AssistantMessage>();
+  /** Tool calls started and not ended, with the response (and the position in it) they started in. */
+  private readonly unfinishedTools = new Map<string, { groupId: number; partIndex: number; at: number }>();
   /** The turn's model reroute, once Codex reported one. */
   private reroute: ModelReroute | undefined;
   private promptTimestamp: number | undefined;
@@ -534,6 +547,12 @@ export class TurnProjector {
     if (!TOOL_KINDS.has(item.kind) && item.kind !== "contextCompaction" && g && (g.clientTools > 0 || g.after.length > 0)) {
       this.flushGroup("toolUse");
     }
+    if (TOOL_KINDS.has(item.kind) && !item.completed && !this.unfinishedTools.has(item.id)) {
+      // Not through ts(): a start must not move the clock later messages without a time of their own fall back on.
+      const startedAt = raw.startedAtMs ?? at ?? this.lastTimestamp ?? this.opts.fallbackTimestamp ?? 0;
+      const group = this.ensureGroup(startedAt);
+      this.unfinishedTools.set(item.id, { groupId: group.id, partIndex: group.parts.length, at: startedAt });
+    }
     if (item.kind === "contextCompaction") {
       this.compactionsInProgress.add(item.id);
       const record = this.compactionRecord(item.id, false);
@@ -555,13 +574,14 @@ export class TurnProjector {
   }
 
   private ensureGroup(timestamp: number): PendingGroup {
-    if (!this.group) this.group = { parts: [], timestamp, results: [], clientTools: 0, after: [] };
+    if (!this.group) this.group = { parts: [], timestamp, results: [], clientTools: 0, after: [], id: ++this.groupCount };
     return this.group;
   }
 
   private onItemCompleted(raw: ParsedThreadItem, at: number | undefined): CodexTurnEvent[] {
     const base = { threadId: this.opts.threadId, turnId: this.opts.turnId };
     const item = this.remember(this.project(raw, true));
+    this.unfinishedTools.delete(item.id);
     const events: CodexTurnEvent[] = [{ type: "itemCompleted", ...base, item }];
     const t = this.ts(raw.completedAtMs ?? at);
     switch (item.kind) {
@@ -701,7 +721,50 @@ export class TurnProjector {
     };
     this.messages.push(msg);
     this.lastAssistant = msg;
+    this.assistantOfGroup.set(g.id, msg);
     this.messages.push(...g.results, ...g.after);
+  }
+
+  /**
+   * Tool calls still running at the end go into the snapshot where the model made them: the call in the response it
+   * started in, at its place there, its result (`UNFINISHED_TOOL_RESULT`) after that response's results. Works on the
+   * snapshot (copies), so `finish()` stays idempotent.
+   */
+  private addUnfinishedTools(snapshot: AgentMessage[], flushed: AgentMessage[]): void {
+    const capChars = this.opts.toolOutputCapChars ?? DEFAULT_TOOL_OUTPUT_CAP_CHARS;
+    // Latest first, so an insertion never moves the place of one still to insert before it.
+    for (const [id, start] of [...this.unfinishedTools].reverse()) {
+      const item = this.items.get(id);
+      const view = item ? toolCallView(item, capChars) : undefined;
+      if (!view) continue;
+      const anchor = this.assistantOfGroup.get(start.groupId);
+      let at = anchor ? flushed.indexOf(anchor) : -1;
+      let partIndex = start.partIndex;
+      if (at < 0) {
+        // Its response recorded nothing else: the call goes to the last response of the turn, at its end.
+        at = flushed.findLastIndex((m) => m.role === "assistant");
+        partIndex = Number.MAX_SAFE_INTEGER;
+      }
+      const part = { type: "toolCall" as const, id: view.toolCallId, name: view.toolName, arguments: view.arguments };
+      const result: ToolResultMessage = {
+        role: "toolResult",
+        toolCallId: view.toolCallId,
+        toolName: view.toolName,
+        content: [{ type: "text", text: UNFINISHED_TOOL_RESULT }],
+        isError: false,
+        timestamp: start.at,
+      };
+      if (at < 0) {
+        snapshot.push({ role: "assistant", content: [part], api: "codex-app-server", provider: this.opts.provider ?? "codex", model: this.opts.model ?? "unknown", usage: ZERO_USAGE, stopReason: "toolUse", timestamp: start.at } satisfies AssistantMessage, result);
+        continue;
+      }
+      // Snapshot index: the prompt comes first.
+      const message = snapshot[at + 1] as AssistantMessage;
+      message.content.splice(Math.min(partIndex, message.content.length), 0, part);
+      let end = at + 2;
+      while (end < snapshot.length && snapshot[end]!.role === "toolResult") end++;
+      snapshot.splice(end, 0, result);
+    }
   }
 
   /**
@@ -728,6 +791,7 @@ export class TurnProjector {
       timestamp: this.promptTimestamp ?? this.turnStartedAt ?? this.opts.fallbackTimestamp ?? 0,
     };
     const snapshot: AgentMessage[] = [prompt, ...this.messages.map((m) => structuredClone(m))];
+    this.addUnfinishedTools(snapshot, this.messages);
     this.messages.length = saved.messages;
     this.group = saved.group;
     this.lastAssistant = saved.lastAssistant;

@@ -9,6 +9,7 @@ import {
   codexErrorInfoName,
   planText,
   toolCallView,
+  UNFINISHED_TOOL_RESULT,
   type CodexTurnEvent,
   type ProjectedItem,
 } from "../../src/codex/turn-projector.js";
@@ -538,5 +539,63 @@ describe("model reroutes and Codex's warnings", () => {
     const record = p.finish();
     expect(record).not.toHaveProperty("modelRerouted");
     expect(record.messagesSnapshot.at(-1)).not.toHaveProperty("responseModel");
+  });
+});
+
+describe("TurnProjector: a tool call still running when the turn ends", () => {
+  const threadId = "thr-bg";
+  const turnId = "turn-bg";
+  const n = (method: string, params: Record<string, unknown>): IncomingNotification => {
+    const c = validateNotification({ method, params: { threadId, ...params } });
+    if (c.kind !== "ok") throw new Error(`not ok: ${method}`);
+    return c.notification;
+  };
+  const command = (id: string, cmd: string, t: number) => ({
+    type: "commandExecution", id, startedAtMs: t, completedAtMs: null, command: `/bin/bash -c '${cmd}'`, cwd: "/w", processId: "1",
+    source: "unifiedExecStartup", status: "inProgress", commandActions: [{ type: "unknown", command: cmd }], aggregatedOutput: null, exitCode: null, durationMs: null,
+  });
+  const text = (id: string, t: string, at: number) => [
+    n("item/started", { turnId, item: { type: "agentMessage", id, text: "", startedAtMs: at, completedAtMs: null }, startedAtMs: at }),
+    n("item/completed", { turnId, item: { type: "agentMessage", id, text: t, startedAtMs: at, completedAtMs: at } }),
+  ];
+  const run = (notifications: IncomingNotification[]) => {
+    const p = new TurnProjector({ threadId, turnId, originalPrompt: "start the server", model: "m", provider: "p" });
+    for (const x of [n("turn/started", { turn: { id: turnId, status: "inProgress", error: null, items: [] } }), ...notifications]) p.apply(x);
+    p.apply(n("turn/completed", { turn: { id: turnId, status: "completed", error: null, items: [] } }));
+    return p;
+  };
+  const shape = (messages: unknown[]) =>
+    (messages as Array<{ role: string; content: unknown }>).map((m) =>
+      m.role === "assistant" ? { assistant: (m.content as Array<{ type: string; text?: string; name?: string }>).map((p) => p.text ?? p.name ?? p.type) } : m.role === "toolResult" ? { result: (m as { toolCallId?: string }).toolCallId, text: ((m.content as Array<{ text: string }>)[0]!).text } : { [m.role]: m.content },
+    );
+
+  it("records the call where the model made it, before the text that followed, with a result saying it still ran", () => {
+    const p = run([n("item/started", { turnId, item: command("call_bg", "npm run dev", 10), startedAtMs: 10 }), ...text("msg_1", "The dev server is running.", 20)]);
+    const record = p.finish();
+    expect(shape(record.messagesSnapshot)).toEqual([
+      { user: "start the server" },
+      { assistant: ["shell", "The dev server is running."] },
+      { result: "call_bg", text: UNFINISHED_TOOL_RESULT },
+    ]);
+    expect(record.assistantText).toBe("The dev server is running.");
+    expect(record.messagesSnapshot[1]).toMatchObject({ stopReason: "stop" });
+    // finish() is idempotent: the insertion works on copies.
+    expect(p.finish().messagesSnapshot).toEqual(record.messagesSnapshot);
+  });
+
+  it("a call that ended is recorded as before; one running in a response before the last goes with that response", () => {
+    const p = run([
+      n("item/started", { turnId, item: command("call_bg", "npm run dev", 10), startedAtMs: 10 }),
+      n("item/started", { turnId, item: command("call_ls", "ls", 11), startedAtMs: 11 }),
+      n("item/completed", { turnId, item: { ...command("call_ls", "ls", 11), status: "completed", aggregatedOutput: "a.txt\n", exitCode: 0, completedAtMs: 12, durationMs: 1 } }),
+      ...text("msg_2", "Both started; here is the listing.", 30),
+    ]);
+    expect(shape(p.finish().messagesSnapshot)).toEqual([
+      { user: "start the server" },
+      { assistant: ["shell", "shell"] },
+      { result: "call_ls", text: expect.stringContaining("a.txt") },
+      { result: "call_bg", text: UNFINISHED_TOOL_RESULT },
+      { assistant: ["Both started; here is the listing."] },
+    ]);
   });
 });

@@ -12,7 +12,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import type { CodexApprovalDecision, CodexApprovalRequest } from "../../src/codex/app-server.js";
 import { validateNotification } from "../../src/codex/rpc.js";
 import { waitFor } from "../codex/helpers.js";
-import { TurnProjector, type TurnRecordCore } from "../../src/codex/turn-projector.js";
+import { TurnProjector, UNFINISHED_TOOL_RESULT, type TurnRecordCore } from "../../src/codex/turn-projector.js";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { mirrorTurnToTranscript } from "../../src/transcript/mirror.js";
 import {
@@ -201,6 +201,28 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     expect(approvals.map((a) => a.kind)).toEqual(["commandExecution"]);
     expect(readFileSync(path.join(ws, "slow.txt"), "utf8")).toBe("slow\n");
     expect(record.assistantText).toBe("decided slowly");
+  });
+
+  it("a command left running in the background when the turn ends is in the record where the model started it", async () => {
+    const ws = workspace();
+    // Codex hands the model the output after 300 ms with the process still running; the model answers; the turn ends.
+    env.fake.enqueue([{ functionCall: execCommandCall("sleep 3 && echo LATER", { workdir: ws, yieldTimeMs: 300, callId: "call_bg" }) }, { text: "The server runs in the background." }]);
+    const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "never" });
+    const turn = await env.codex.startTurn({ threadId, text: "start it" });
+    const record = await turn.completion;
+    expect(record.codexStatus).toBe("completed");
+    // Codex reported the call's start but not its end (nor the output the model got).
+    expect(record.items.find((i) => i.id === "call_bg")).toMatchObject({ kind: "commandExecution", completed: false });
+    expect(record.messagesSnapshot.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
+    const [, assistant, result] = record.messagesSnapshot as [AgentMessage, { content: Array<{ type: string; id?: string; text?: string }> }, { toolCallId: string; content: Array<{ text: string }> }];
+    expect(assistant.content.map((p) => p.type)).toEqual(["toolCall", "text"]);
+    expect(assistant.content[0]).toMatchObject({ id: "call_bg", arguments: expect.objectContaining({ command: expect.stringContaining("sleep 3") }) });
+    expect(record.assistantText).toBe("The server runs in the background.");
+    expect(result).toMatchObject({ toolCallId: "call_bg", content: [{ type: "text", text: UNFINISHED_TOOL_RESULT }] });
+    // pi reads the mirror back as the same messages.
+    const sessionFile = path.join(workspace(), "session.jsonl");
+    await mirrorTurnToTranscript({ sessionFile, sessionId: "native-bg", cwd: ws, threadId: record.threadId, turnId: record.turnId, messages: record.messagesSnapshot });
+    expect(SessionManager.open(sessionFile, ws).buildSessionContext().messages).toEqual(record.messagesSnapshot);
   });
 
   it("a command Codex waits on in silence (an exec, then a write_stdin wait on it) does not trip the idle watchdog; after it, silence does", async () => {
