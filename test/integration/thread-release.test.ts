@@ -28,6 +28,19 @@ afterAll(async () => {
 const released = (threadId: string) => log.events.filter((e) => e.event === "codex.thread.released" && e.threadId === threadId);
 const loadedThreads = async () => ((await env.codex.request("thread/loaded/list", {})) as { data: string[] }).data;
 
+/** A turn on `file` runs on `threadId` again, with no warning, and the model gets the earlier prompt once and this one. */
+async function expectResumedTurn(file: string, prompt: string, threadId: string, earlierPrompt: string): Promise<void> {
+  const before = env.fake.requests.length;
+  const result = await runCodexTurn(turnParams(env, file, prompt));
+  expect(result.status).toBe("completed");
+  expect(result.threadId).toBe(threadId);
+  expect(result.warnings).toEqual([]);
+  const request = env.fake.requests.slice(before).find((r) => requestThreadId(r) === threadId)!;
+  const texts = inputMessageTexts(request.body);
+  expect(texts.filter((t) => t.includes(earlierPrompt))).toHaveLength(1);
+  expect(texts.some((t) => t.includes(prompt))).toBe(true);
+}
+
 describe("idle threads are released and resumed", () => {
   it("released, unloaded by Codex, and resumed by the next turn with the whole conversation", async () => {
     // A session whose turn delegates to a sub-agent (spawn_agent, wait_agent): Codex loads a second thread for it.
@@ -60,13 +73,7 @@ describe("idle threads are released and resumed", () => {
     expect(released(earlyThread)[0]!.status).toBe("unsubscribed");
 
     // Used again at once (Codex has not unloaded it yet): resumed, same thread, the model sees the first turn.
-    const before = env.fake.requests.length;
-    const again = await runCodexTurn(turnParams(env, early, "early two"));
-    expect(again.status).toBe("completed");
-    expect(again.threadId).toBe(earlyThread);
-    expect(again.warnings).toEqual([]);
-    const request = env.fake.requests.slice(before).find((r) => requestThreadId(r) === earlyThread)!;
-    expect(inputMessageTexts(request.body).filter((t) => t.includes("early one"))).toHaveLength(1);
+    await expectResumedTurn(early, "early two", earlyThread, "early one");
     expect(log.events.some((e) => e.event === "codex.thread.resumed" && e.threadId === earlyThread)).toBe(true);
 
     // Left alone, the other one is unloaded by Codex (observed about 60 s after the release); so are the delegating
@@ -77,14 +84,6 @@ describe("idle threads are released and resumed", () => {
     for (const id of [lateThread, delegating.threadId!, subAgentThread]) expect(loaded).not.toContain(id);
 
     // Its next turn resumes it from its rollout: same thread, the first turn is in what the model gets.
-    const beforeLate = env.fake.requests.length;
-    const resumed = await runCodexTurn(turnParams(env, late, "late two"));
-    expect(resumed.status).toBe("completed");
-    expect(resumed.threadId).toBe(lateThread);
-    expect(resumed.warnings).toEqual([]);
-    const lateRequest = env.fake.requests.slice(beforeLate).find((r) => requestThreadId(r) === lateThread)!;
-    const texts = inputMessageTexts(lateRequest.body);
-    expect(texts.filter((t) => t.includes("late one"))).toHaveLength(1);
-    expect(texts.some((t) => t.includes("late two"))).toBe(true);
+    await expectResumedTurn(late, "late two", lateThread, "late one");
   }, 180_000);
 });
