@@ -30,7 +30,7 @@ import { validateEntry } from "./validate.js";
 
 /**
  * Sessions whose parsed entries are kept, least recently read dropped first: at most this many, and at most
- * `maxBytes` of transcript between them (parsed, a message takes about 2-3 times its bytes on the heap). The session
+ * `bytes` of transcript between them (parsed, a message takes about 2-3 times its bytes on the heap). The session
  * just read is always kept, whatever its size. A dropped session is parsed again from the start at its next read.
  */
 const limits = { sessions: 32, bytes: 256 * 1024 * 1024 };
