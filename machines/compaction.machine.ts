@@ -43,10 +43,10 @@ export type * from "./compaction.rules.js";
 export interface CompactionContext {
   input: CompactionMachineInput;
   binding: BindingFacts | null;
-  engineResult?: CompactResult;
+  engineResult?: CompactResult | undefined;
   /** Message of the error the engine's `compact()` threw. */
-  engineError?: string;
-  native?: NativeCompactionStatus;
+  engineError?: string | undefined;
+  native?: NativeCompactionStatus | undefined;
   aborted: boolean;
   outcomes: CompactionOutcomes;
   trace: string[];
@@ -59,8 +59,8 @@ export type CompactionEvent = { type: "ABORT" };
 /** Input of the `markBindingCompacted` actor. */
 export interface MarkBindingInput {
   threadId: string;
-  turnId?: string;
-  itemId?: string;
+  turnId?: string | undefined;
+  itemId?: string | undefined;
 }
 
 const notProvided = (name: string) => () => {
@@ -117,7 +117,7 @@ export const compactionMachine = setup({
   },
   actions: {
     /** Host hook: one structured log event per step (ids and counts only). */
-    logStep: (_, _params: { event: string; level?: "info" | "warn"; [key: string]: unknown }) => {},
+    logStep: (_, _params: { event: string; level?: "info" | "warn" | undefined; [key: string]: unknown }) => {},
     enterState: assign({ trace: ({ context }, params: { state: string }) => [...context.trace, params.state] }),
     storeBinding: assign((_, params: { binding: BindingFacts | null }) => ({ binding: params.binding ?? null })),
     warnBindingUnreadable: assign(({ context }) => ({

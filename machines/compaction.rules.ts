@@ -23,19 +23,19 @@ export interface CompactionEngineFacts {
 export interface BindingUsage {
   inputTokens: number;
   totalTokens: number;
-  modelContextWindow?: number;
+  modelContextWindow?: number | undefined;
 }
 
 /** What the machine needs from the Codex thread binding (null/absent: the session has no bound thread). */
 export interface BindingFacts {
-  threadId?: string;
-  lastUsage?: BindingUsage;
+  threadId?: string | undefined;
+  lastUsage?: BindingUsage | undefined;
 }
 
 /** Input of the compaction machine (validated by the host with zod before `createActor`). */
 export interface CompactionMachineInput {
   sessionId: string;
-  sessionKey?: string;
+  sessionKey?: string | undefined;
   sessionFile: string;
   trigger: CompactionTrigger;
   engine: CompactionEngineFacts;
@@ -45,27 +45,27 @@ export interface CompactionMachineInput {
 
 /** The engine `compact()` parameters the machine decides (the host adds ids, budget and instructions). */
 export interface EngineCompactionRequest {
-  force?: boolean;
+  force?: boolean | undefined;
   compactionTarget: "budget" | "threshold";
-  currentTokenCount?: number;
+  currentTokenCount?: number | undefined;
 }
 
 /** What a native compaction round returned (`CodexAppServer.compactThread`). */
 export interface NativeCompactOutput {
   ok: boolean;
-  reason?: string;
+  reason?: string | undefined;
   threadId: string;
-  turnId?: string;
-  itemId?: string;
+  turnId?: string | undefined;
+  itemId?: string | undefined;
 }
 
 /** Reported as `details.codexNativeCompaction`: a separate backend action, never conflated with the engine's. */
 export interface NativeCompactionStatus {
   ok: boolean;
-  reason?: string;
-  threadId?: string;
-  turnId?: string;
-  itemId?: string;
+  reason?: string | undefined;
+  threadId?: string | undefined;
+  turnId?: string | undefined;
+  itemId?: string | undefined;
 }
 
 /** Outcome labels per step (for the result and the logs). */
@@ -82,14 +82,14 @@ export interface CompactionOutcomes {
 export interface CompactionOutput {
   ok: boolean;
   compacted: boolean;
-  reason?: string;
+  reason?: string | undefined;
   result?: {
-    summary?: string;
-    firstKeptEntryId?: string;
+    summary?: string | undefined;
+    firstKeptEntryId?: string | undefined;
     tokensBefore: number;
-    tokensAfter?: number;
+    tokensAfter?: number | undefined;
     details: Record<string, unknown>;
-  };
+  } | undefined;
   /** Which system produced the primary result. */
   primary: "engine" | "native";
   native: NativeCompactionStatus;
@@ -166,9 +166,9 @@ export function nativeStatusFromOutput(output: NativeCompactOutput): NativeCompa
 export interface SettleCompactionFacts {
   input: CompactionMachineInput;
   binding: BindingFacts | null;
-  engineResult?: CompactResult;
-  engineError?: string;
-  native?: NativeCompactionStatus;
+  engineResult?: CompactResult | undefined;
+  engineError?: string | undefined;
+  native?: NativeCompactionStatus | undefined;
   aborted: boolean;
   outcomes: CompactionOutcomes;
   trace: string[];

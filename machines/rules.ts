@@ -87,13 +87,13 @@ export interface SettleFacts {
   yieldAborted: boolean;
   /** Codex accepted the turn (turn/start succeeded). */
   turnAccepted: boolean;
-  record?: Pick<TurnRecord, "codexStatus">;
+  record?: Pick<TurnRecord, "codexStatus"> | undefined;
   /** An error ended the attempt before the turn ran (threadStart or turn/start rejected). */
-  failedBeforeTurn?: boolean;
+  failedBeforeTurn?: boolean | undefined;
   /** The turn ran but could not be written to the transcript (its pending record keeps it for recovery). */
-  mirrorFailed?: boolean;
+  mirrorFailed?: boolean | undefined;
   /** A `beforeAgentRun` gate refused the turn before any Codex work started. */
-  blocked?: boolean;
+  blocked?: boolean | undefined;
 }
 
 /** The model call failed: Codex reported a failed, interrupted (not by us) or timed-out turn. */
@@ -157,7 +157,7 @@ export function accordionReason(
   accordion: AccordionFacts | undefined,
   lastUsage: LastUsageFacts | undefined,
   contextWindow?: number,
-): { due: boolean; reason: "disabled" | "noUsage" | "noContextWindow" | "belowThreshold" | "thresholdReached"; ratio?: number } {
+): { due: boolean; reason: "disabled" | "noUsage" | "noContextWindow" | "belowThreshold" | "thresholdReached"; ratio?: number | undefined } {
   if (!accordion?.enabled) return { due: false, reason: "disabled" };
   if (!lastUsage || !Number.isFinite(lastUsage.totalTokens)) return { due: false, reason: "noUsage" };
   const window = lastUsage.modelContextWindow ?? contextWindow;

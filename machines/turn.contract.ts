@@ -57,7 +57,7 @@ export interface TurnError {
   phase: TurnPhase;
   message: string;
   /** e.g. Codex `codexErrorInfo` ("internalServerError"), or our own codes ("turnStartRejected", "idleTimeout"). */
-  code?: string;
+  code?: string | undefined;
 }
 
 /** Facts about the engine that guards read; the engine object itself stays in the host. */
@@ -84,15 +84,15 @@ export interface AccordionFacts {
 
 /** Token usage of the bound thread's last turn, as the binding recorded it. */
 export interface LastUsageFacts {
-  inputTokens?: number;
+  inputTokens?: number | undefined;
   totalTokens: number;
-  modelContextWindow?: number;
+  modelContextWindow?: number | undefined;
 }
 
 /** Input of the turn machine (already validated by the host with zod). */
 export interface TurnMachineInput {
   sessionId: string;
-  sessionKey?: string;
+  sessionKey?: string | undefined;
   sessionFile: string;
   prompt: string;
   engine: EngineFacts;
@@ -101,11 +101,11 @@ export interface TurnMachineInput {
   /** At least one `beforePromptBuild` or `beforeModelResolve` hook is registered (the `hooks` state runs them). */
   hasPromptHooks: boolean;
   /** A `beforeAgentRun` gate is registered (`hooks.admitting` runs it last, before any thread is started or resumed). */
-  hasAdmissionGate?: boolean;
+  hasAdmissionGate?: boolean | undefined;
   /** A `beforeMessageWrite` hook is registered (`mirror.preparing` runs it on the turn's messages before anything is written). */
-  hasMessageWriteHooks?: boolean;
+  hasMessageWriteHooks?: boolean | undefined;
   /** Accordion cadence; absent means never compact before the turn. */
-  accordion?: AccordionFacts;
+  accordion?: AccordionFacts | undefined;
 }
 
 /** What `readHistory` returns at the start of the attempt: the history plus what the binding says about the thread. */
@@ -114,9 +114,9 @@ export interface SessionLoadOutput {
   /** The thread binding as read (opaque to the machine; the projection reads it). Undefined: no bound thread. */
   binding?: unknown;
   /** The bound thread's last reported usage (the accordion's input). */
-  lastUsage?: LastUsageFacts;
+  lastUsage?: LastUsageFacts | undefined;
   /** Whether the transcript existed when it was read under the lock (overrides the input's `hadSessionFile`). */
-  sessionFileExisted?: boolean;
+  sessionFileExisted?: boolean | undefined;
 }
 
 /** What the session lock state reports (the lock handle itself stays with the host). */
@@ -144,14 +144,14 @@ export interface CutTurnOutput {
    */
   outcome: "recovered" | "alreadyMirrored" | "notInThread" | "unreadable" | "noAppServer";
   /** Codex's status of the turn (`interrupted` when its attempt died mid-turn), when it was recovered. */
-  codexStatus?: string;
+  codexStatus?: string | undefined;
   /** Messages of the rebuilt turn (original prompt first), when it was recovered. */
-  messages?: number;
+  messages?: number | undefined;
   /** Items of Codex's record this client could not read (left out). */
-  itemsSkipped?: number;
+  itemsSkipped?: number | undefined;
   /** Messages appended to the transcript and turns finalized by recovering it (also counted in `SessionRecovery`). */
-  mirroredMessages?: number;
-  finalized?: number;
+  mirroredMessages?: number | undefined;
+  finalized?: number | undefined;
 }
 
 /** What recovering a crashed earlier attempt did (see `recoverCodexSession`). */
@@ -165,7 +165,7 @@ export interface RecoveryOutput {
 /** What the accordion's engine compaction did before the turn. */
 export interface CompactBeforeTurnOutput {
   compacted: boolean;
-  reason?: string;
+  reason?: string | undefined;
   /** The engine's compaction failed or returned a malformed result (the turn runs on the uncompacted history). */
   failed: boolean;
 }
@@ -182,35 +182,35 @@ export interface HistoryOutput {
    */
   origins: Array<{ threadId: string; turnId: string } | null>;
   /** Entries in the transcript file when this history was read (the mirror-tail check compares against it). */
-  entryCount?: number;
+  entryCount?: number | undefined;
 }
 
 export interface BootstrapOutput extends HistoryOutput {
   bootstrapped: boolean;
-  importedMessages?: number;
-  reason?: string;
+  importedMessages?: number | undefined;
+  reason?: string | undefined;
 }
 
 /** What the engine assembled; `empty` when it returned no messages (falls back to the unassembled prompt). */
 export interface AssembleOutput {
   messages: AgentMessage[];
   estimatedTokens: number;
-  systemPromptAddition?: string;
-  contextProjection?: { mode: "per_turn" | "thread_bootstrap"; epoch?: string; fingerprint?: string };
+  systemPromptAddition?: string | undefined;
+  contextProjection?: { mode: "per_turn" | "thread_bootstrap"; epoch?: string | undefined; fingerprint?: string | undefined } | undefined;
 }
 
 /** A Codex `turn/start.additionalContext` entry. */
 export interface AdditionalContextEntry {
   value: string;
   kind: "untrusted" | "application";
-  name?: string;
+  name?: string | undefined;
 }
 
 /** Whether the turn resumes the bound thread or starts a fresh one, and why. */
 export interface ThreadPlan {
   action: "start" | "resume";
   /** Thread id to resume (when action is "resume"). */
-  threadId?: string;
+  threadId?: string | undefined;
   reason: string;
 }
 
@@ -221,13 +221,13 @@ export interface ProjectionOutput {
   /** Text for `turn/start` input. */
   promptText: string;
   /** Final developer instructions (base + systemPromptAddition). */
-  developerInstructions?: string;
-  additionalContext?: Record<string, AdditionalContextEntry>;
+  developerInstructions?: string | undefined;
+  additionalContext?: Record<string, AdditionalContextEntry> | undefined;
   /**
    * Images of earlier user messages whose rendered blocks this turn sends (`promptText` or `additionalContext` holds
    * each one's label): they go before the prompt text, each after its label.
    */
-  contextImages?: ContextImageInput[];
+  contextImages?: ContextImageInput[] | undefined;
   thread: ThreadPlan;
   /** Counts for the log line; never content. */
   entriesSent: number;
@@ -237,7 +237,7 @@ export interface ProjectionOutput {
    * (dropped or summarised history, superseded injected blocks, superseded developer instructions). Set in `delta` and
    * `threadBootstrap` (0 on a fresh thread) and on a resumed thread in `none`; absent in `prompt`.
    */
-  staleTokens?: number;
+  staleTokens?: number | undefined;
   /** Opaque host data carried to threadStart/mirror (e.g. ledger updates to persist once the turn is accepted). */
   bindingUpdate?: unknown;
 }
@@ -248,17 +248,17 @@ export interface ProjectionOutput {
  */
 export interface HooksOutput {
   promptText: string;
-  developerInstructions?: string;
+  developerInstructions?: string | undefined;
   /** The model a `beforeModelResolve` hook chose for this turn (absent: the turn's own). */
-  model?: string;
+  model?: string | undefined;
 }
 
 /** Input of `admitTurn`: the final prompt and instructions of the turn, the history, and the turn's model. */
 export interface AdmissionInput {
   promptText: string;
-  developerInstructions?: string;
+  developerInstructions?: string | undefined;
   history: HistoryOutput;
-  model?: string;
+  model?: string | undefined;
 }
 
 /** Why a turn was refused before it ran, and what the user is told (the text the transcript records). */
@@ -282,7 +282,7 @@ export interface PreparedMessagesOutput {
 
 /** What `recordBlockedTurn` returns: the redacted user message it recorded, and its transcript entry. */
 export interface BlockedTurnRecordOutput {
-  entryId?: string;
+  entryId?: string | undefined;
   userMessage: AgentMessage;
 }
 
@@ -290,12 +290,12 @@ export interface BlockedTurnRecordOutput {
 export interface ProjectInput {
   prompt: string;
   history: HistoryOutput;
-  assembled?: AssembleOutput;
+  assembled?: AssembleOutput | undefined;
   binding?: unknown;
   /** Why the bound thread is not used ("accordion", "resumeFailed"): appended to the reason. */
-  freshThreadReason?: string;
+  freshThreadReason?: string | undefined;
   /** The beforePromptBuild hook's developer instructions (`hooks.reprojecting`): they replace base + addition. */
-  finalDeveloperInstructions?: string;
+  finalDeveloperInstructions?: string | undefined;
 }
 
 export interface ThreadStartOutput {
@@ -311,12 +311,12 @@ export interface TurnUsage {
   reasoningOutputTokens: number;
   totalTokens: number;
   /** Prompt tokens of the last model call (`last.inputTokens`). */
-  lastCallInputTokens?: number;
+  lastCallInputTokens?: number | undefined;
   /** Of those, served from the prompt cache (`last.cachedInputTokens`). */
-  lastCallCachedInputTokens?: number;
-  lastCallOutputTokens?: number;
-  lastCallTotalTokens?: number;
-  modelContextWindow?: number;
+  lastCallCachedInputTokens?: number | undefined;
+  lastCallOutputTokens?: number | undefined;
+  lastCallTotalTokens?: number | undefined;
+  modelContextWindow?: number | undefined;
 }
 
 /** A native Codex compaction observed during the turn (never an engine compaction). */
@@ -337,21 +337,21 @@ export interface TurnRecord {
   assistantText: string;
   /** This turn's messages as AgentMessages, starting with the ORIGINAL user prompt (not the projected text). */
   messagesSnapshot: AgentMessage[];
-  usage?: TurnUsage;
+  usage?: TurnUsage | undefined;
   compactions: NativeCompactionRecord[];
-  error?: { message: string; codexErrorInfo?: string; code?: string };
+  error?: { message: string; codexErrorInfo?: string | undefined; code?: string | undefined } | undefined;
   /** Codex answered with another model than the turn asked for (`model/rerouted`): the last reroute of the turn. */
-  modelRerouted?: ModelReroute;
+  modelRerouted?: ModelReroute | undefined;
   /**
    * Images Codex generated in the turn and saved (its image-generation items with a `savedPath`), in order: OpenClaw
    * forwards exactly these files as the reply's media, even when the turn has no assistant text.
    */
-  generatedImages?: GeneratedImage[];
+  generatedImages?: GeneratedImage[] | undefined;
   /**
    * The plan Codex proposed in Plan mode (the text of the turn's last completed `plan` item: what the model wrote in
    * its `<proposed_plan>` block, which Codex takes out of the assistant message). Absent when the turn proposed none.
    */
-  proposedPlan?: string;
+  proposedPlan?: string | undefined;
 }
 
 /** One image Codex generated and saved during a turn. */
@@ -374,7 +374,7 @@ export interface MirrorOutput {
   /** Entries appended by this call (0 when a retried mirror found them already written). */
   appended: number;
   /** Entries in the file after the write. */
-  entryCount?: number;
+  entryCount?: number | undefined;
 }
 
 /** Input of `finalizeEngine`: the session snapshot the machine chose, and this turn's record. */
@@ -409,16 +409,16 @@ export interface RunTurnInput {
   threadId: string;
   promptText: string;
   /** See {@link ProjectionOutput.contextImages}. */
-  contextImages?: ContextImageInput[];
+  contextImages?: ContextImageInput[] | undefined;
   /** The original prompt, recorded in the mirror instead of the projected text. */
   originalPrompt: string;
-  additionalContext?: Record<string, AdditionalContextEntry>;
+  additionalContext?: Record<string, AdditionalContextEntry> | undefined;
   /** What the thread was started or resumed with (for the `llmInput` observation). */
-  developerInstructions?: string;
+  developerInstructions?: string | undefined;
   /** The model a `beforeModelResolve` hook chose (absent: the turn's `model` parameter). */
-  model?: string;
+  model?: string | undefined;
   /** The mirrored history before this turn (for the `llmInput` observation; read-only). */
-  historyMessages?: readonly AgentMessage[];
+  historyMessages?: readonly AgentMessage[] | undefined;
 }
 
 /** Events the `runTurn` actor sends back to the machine. */
@@ -426,26 +426,26 @@ export type RunTurnEmitted =
   | { type: "TURN.ACCEPTED"; turnId: string }
   | { type: "TURN.START_FAILED"; error: TurnError }
   /** `images[i]`: the images of `texts[i]` (absent: none). */
-  | { type: "TURN.STEER_REJECTED"; texts: string[]; images?: SteerImage[][] }
+  | { type: "TURN.STEER_REJECTED"; texts: string[]; images?: SteerImage[][] | undefined }
   /** `preTurn`: it completed before this turn's user message started (Codex's pre-turn compaction). */
-  | { type: "TURN.COMPACTION"; compaction: NativeCompactionRecord; preTurn?: boolean }
+  | { type: "TURN.COMPACTION"; compaction: NativeCompactionRecord; preTurn?: boolean | undefined }
   | { type: "TURN.ENDED"; record: TurnRecord };
 
 /** Events the machine forwards to the `runTurn` actor. */
-export type RunTurnReceived = { type: "TURN.STEER"; text: string; images?: SteerImage[] } | { type: "TURN.INTERRUPT"; reason: "abort" | "yield" };
+export type RunTurnReceived = { type: "TURN.STEER"; text: string; images?: SteerImage[] | undefined } | { type: "TURN.INTERRUPT"; reason: "abort" | "yield" };
 
 /** An image steered into a running turn (checked at the handle: base64 bytes of a supported type; `path` for a file). */
 export interface SteerImage {
   data: string;
   mimeType: string;
-  path?: string;
+  path?: string | undefined;
 }
 
 /** External events a host (or the turn handle) sends to the machine. */
 export type TurnExternalEvent =
-  | { type: "ABORT"; reason?: string }
+  | { type: "ABORT"; reason?: string | undefined }
   | { type: "YIELD" }
-  | { type: "STEER"; text: string; images?: SteerImage[] };
+  | { type: "STEER"; text: string; images?: SteerImage[] | undefined };
 
 export type TurnEvent = TurnExternalEvent | RunTurnEmitted;
 
@@ -460,9 +460,9 @@ export interface EngineOutcomes {
 /** The machine's output (its final state's output). The host turns it into a `CodexTurnResult`. */
 export interface TurnMachineOutput {
   status: TurnStatus;
-  threadId?: string;
-  turnId?: string;
-  record?: TurnRecord;
+  threadId?: string | undefined;
+  turnId?: string | undefined;
+  record?: TurnRecord | undefined;
   engine: EngineOutcomes;
   trace: string[];
   warnings: string[];
@@ -470,12 +470,12 @@ export interface TurnMachineOutput {
   followUps: string[];
   /** The images of each follow-up (`followUpImages[i]` belongs to `followUps[i]`; empty when it had none). */
   followUpImages: SteerImage[][];
-  projection?: Pick<ProjectionOutput, "mode" | "reason" | "entriesSent" | "bytes" | "staleTokens">;
+  projection?: Pick<ProjectionOutput, "mode" | "reason" | "entriesSent" | "bytes" | "staleTokens"> | undefined;
   /** Background maintenance was scheduled (tracked by the host) rather than run in the machine. */
   backgroundMaintenance: boolean;
-  error?: TurnError;
+  error?: TurnError | undefined;
   /** Status `blocked`: who refused the turn, the text the user is told, and the redacted message recorded for it. */
-  blocked?: TurnBlock & { userMessage?: AgentMessage };
+  blocked?: TurnBlock & { userMessage?: AgentMessage | undefined } | undefined;
   /** A turn an earlier attempt left in flight, handled before this one (see `recoverCutTurn`). */
-  cutTurn?: CutTurnOutput;
+  cutTurn?: CutTurnOutput | undefined;
 }

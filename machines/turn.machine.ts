@@ -80,38 +80,38 @@ export interface TurnContext {
   history: HistoryOutput;
   /** The thread binding as loaded (opaque here; the projection reads it). Dropped when the thread must rotate. */
   binding?: unknown;
-  lastUsage?: LastUsageFacts;
+  lastUsage?: LastUsageFacts | undefined;
   /** The session file existed before this attempt (as seen once the lock was held). */
   hadSessionFile: boolean;
   /** The accordion compacted the engine's view: the next thread starts fresh. */
   rotateThread: boolean;
   /** The bound thread could not be resumed: this attempt re-projected for a fresh thread (once). */
   resumeFellBack: boolean;
-  recovery?: RecoveryOutput;
+  recovery?: RecoveryOutput | undefined;
   /** What the session lock step found (a pending record, a turn left in flight). */
-  lockFacts?: LockOutput;
+  lockFacts?: LockOutput | undefined;
   /** What became of a turn an earlier attempt left in flight, when there was one. */
-  cutTurn?: CutTurnOutput;
-  mirror?: MirrorOutput;
+  cutTurn?: CutTurnOutput | undefined;
+  mirror?: MirrorOutput | undefined;
   /** finalize's session snapshot: where it came from, and the re-read history when it came from a re-read. */
-  finalizeSource?: FinalizeSnapshotSource;
-  finalizeHistory?: HistoryOutput;
+  finalizeSource?: FinalizeSnapshotSource | undefined;
+  finalizeHistory?: HistoryOutput | undefined;
   /** Mirrored history length after bootstrap: `messages.slice(prePromptMessageCount)` is this turn. */
   prePromptMessageCount: number;
-  assembled?: AssembleOutput;
-  projection?: ProjectionOutput;
+  assembled?: AssembleOutput | undefined;
+  projection?: ProjectionOutput | undefined;
   promptText: string;
-  developerInstructions?: string;
+  developerInstructions?: string | undefined;
   /** The model a `beforeModelResolve` hook chose for this turn. */
-  model?: string;
+  model?: string | undefined;
   /** The admission gate refused the turn (or failed, which refuses it too), and the redacted message recorded for it. */
-  block?: TurnBlock;
-  blockedUserMessage?: AgentMessage;
+  block?: TurnBlock | undefined;
+  blockedUserMessage?: AgentMessage | undefined;
   /** The gate admitted this attempt (a re-projection after a refused resume does not ask it again). */
   admitted: boolean;
-  threadId?: string;
-  turnId?: string;
-  record?: TurnRecord;
+  threadId?: string | undefined;
+  turnId?: string | undefined;
+  record?: TurnRecord | undefined;
   turnAccepted: boolean;
   aborted: boolean;
   yieldAborted: boolean;
@@ -127,7 +127,7 @@ export interface TurnContext {
   followUpImages: SteerImage[][];
   compactions: NativeCompactionRecord[];
   backgroundMaintenance: boolean;
-  error?: TurnError;
+  error?: TurnError | undefined;
 }
 
 const notProvided = (name: string) => () => {
@@ -237,7 +237,7 @@ export const turnMachine = setup({
     rereadHistory: fromPromise<HistoryOutput, { sessionFile: string }>(notProvided("rereadHistory")),
     rereadHistoryForFinalize: fromPromise<HistoryOutput, { sessionFile: string }>(notProvided("rereadHistoryForFinalize")),
     bootstrapEngine: fromPromise<BootstrapOutput, { sessionFile: string }>(notProvided("bootstrapEngine")),
-    compactEngine: fromPromise<CompactBeforeTurnOutput, { lastUsage?: LastUsageFacts }>(notProvided("compactEngine")),
+    compactEngine: fromPromise<CompactBeforeTurnOutput, { lastUsage?: LastUsageFacts | undefined }>(notProvided("compactEngine")),
     assembleContext: fromPromise<AssembleOutput, { history: HistoryOutput; prompt: string }>(notProvided("assembleContext")),
     projectContext: fromPromise<
       ProjectionOutput,
@@ -245,18 +245,18 @@ export const turnMachine = setup({
     >(notProvided("projectContext")),
     runPromptHooks: fromPromise<
       HooksOutput,
-      { promptText: string; developerInstructions?: string; history: HistoryOutput }
+      { promptText: string; developerInstructions?: string | undefined; history: HistoryOutput }
     >(notProvided("runPromptHooks")),
     admitTurn: fromPromise<AdmissionOutput, AdmissionInput>(notProvided("admitTurn")),
     recordBlockedTurn: fromPromise<BlockedTurnRecordOutput, TurnBlock>(notProvided("recordBlockedTurn")),
-    resumeThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("resumeThread")),
-    startThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string }>(notProvided("startThread")),
+    resumeThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string | undefined }>(notProvided("resumeThread")),
+    startThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string | undefined }>(notProvided("startThread")),
     runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(notProvided("runTurn")),
     prepareTranscriptMessages: fromPromise<PreparedMessagesOutput, { record: TurnRecord }>(notProvided("prepareTranscriptMessages")),
     recordPendingFinalize: fromPromise<void, { record: TurnRecord; prePromptMessageCount: number }>(notProvided("recordPendingFinalize")),
     mirrorTranscript: fromPromise<MirrorOutput, { record: TurnRecord }>(notProvided("mirrorTranscript")),
     finalizeEngine: fromPromise<FinalizeOutput, FinalizeInput>(notProvided("finalizeEngine")),
-    maintainEngine: fromPromise<MaintainOutput, { record?: TurnRecord }>(notProvided("maintainEngine")),
+    maintainEngine: fromPromise<MaintainOutput, { record?: TurnRecord | undefined }>(notProvided("maintainEngine")),
   },
   delays: {
     interruptGrace: 10_000,
@@ -315,7 +315,7 @@ export const turnMachine = setup({
     /** Host hook: start `maintain` after the result is returned, tracked by the host. */
     scheduleBackgroundMaintenance: () => {},
     /** Host hook: Codex accepted the turn, so the thread holds what was injected: record it in the binding (no fsync). */
-    persistAcceptedBinding: (_, _params: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput; freshThread: boolean }) => {},
+    persistAcceptedBinding: (_, _params: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput | undefined; freshThread: boolean }) => {},
     /**
      * Host hook: the turn's pending record is written, so the binding's in-flight marker (set on accept, with the
      * original prompt, so a crash before this point leaves the turn recoverable from Codex's thread) goes.
@@ -325,7 +325,7 @@ export const turnMachine = setup({
      * Host hook: the ended turn's usage goes to the binding (no fsync). The host writes it while the mirror waits for its
      * fsync, when the event loop is otherwise idle (a write during the turn competes with Codex for the CPU instead).
      */
-    persistUsage: (_, _params: { threadId: string; usage?: TurnUsage }) => {},
+    persistUsage: (_, _params: { threadId: string; usage?: TurnUsage | undefined }) => {},
     /** Host hook: Codex compacted the thread natively: what it held must be re-sent (durable). */
     persistNativeCompaction: (_, _params: { compaction: NativeCompactionRecord; preTurn: boolean }) => {},
     enterState: assign({ trace: ({ context }, params: { state: string }) => [...context.trace, params.state] }),
@@ -498,12 +498,12 @@ export const turnMachine = setup({
       type: "TURN.INTERRUPT",
       reason: context.yieldAborted ? "yield" : "abort",
     })),
-    forwardSteer: sendTo("turn", (_, params: { text: string; images?: SteerImage[] }): RunTurnReceived => ({
+    forwardSteer: sendTo("turn", (_, params: { text: string; images?: SteerImage[] | undefined }): RunTurnReceived => ({
       type: "TURN.STEER",
       text: params.text,
       ...(params.images ? { images: params.images } : {}),
     })),
-    queueFollowUps: assign(({ context }, params: { texts: string[]; images?: SteerImage[][] }) => ({
+    queueFollowUps: assign(({ context }, params: { texts: string[]; images?: SteerImage[][] | undefined }) => ({
       followUps: [...context.followUps, ...params.texts],
       followUpImages: [...context.followUpImages, ...params.texts.map((_, i) => params.images?.[i] ?? [])],
     })),
@@ -541,7 +541,7 @@ export const turnMachine = setup({
       engine: { ...context.engine, finalize: "skipped:mirrorFailed", maintenance: "skipped:mirrorFailed" },
       warnings: [...context.warnings, "transcript mirror failed; the turn is kept in the pending record for recovery"],
     })),
-    useSnapshot: assign((_, params: { source: FinalizeSnapshotSource; history?: HistoryOutput }) => ({
+    useSnapshot: assign((_, params: { source: FinalizeSnapshotSource; history?: HistoryOutput | undefined }) => ({
       finalizeSource: params.source,
       finalizeHistory: params.history,
     })),
@@ -978,7 +978,7 @@ export const turnMachine = setup({
                       return { block: { blockedBy: out.blockedBy, message: out.message } };
                     },
                   },
-                  { type: "logLifecycle", params: ({ event }) => ({ event: "turn blocked", blockedBy: (event.output as { blockedBy?: string }).blockedBy }) },
+                  { type: "logLifecycle", params: ({ event }) => ({ event: "turn blocked", blockedBy: (event.output as { blockedBy?: string | undefined }).blockedBy }) },
                 ],
               },
               { target: "#turn.threadStart", actions: ["markAdmitted", { type: "logLifecycle", params: { event: "turn admitted" } }] },

@@ -206,7 +206,7 @@ export const recoverCodexSessionParamsSchema = codexTurnParamsSchema
  * turn, which has one).
  */
 export type RecoverCodexSessionParams = Omit<z.input<typeof recoverCodexSessionParamsSchema>, "appServer"> & {
-  appServer?: import("./codex/app-server.js").CodexAppServer;
+  appServer?: import("./codex/app-server.js").CodexAppServer | undefined;
 };
 
 /**
@@ -263,16 +263,16 @@ export type CodexTurnParams = Omit<z.input<typeof codexTurnParamsSchema>, "appSe
    * Host decision on Codex approval requests (command, file change, permission), the turn's own and its sub-agents';
    * no callback: deny. Bounded by `timeouts.approvalMs`.
    */
-  onApproval?: import("./codex/approvals.js").ApprovalCallback;
+  onApproval?: import("./codex/approvals.js").ApprovalCallback | undefined;
   /** Host answers to Codex `request_user_input` (the turn's or a sub-agent's); no callback: decline. */
-  onUserInput?: import("./codex/options.js").UserInputCallback;
+  onUserInput?: import("./codex/options.js").UserInputCallback | undefined;
   dynamicTools?: Array<{
     name: string;
     description: string;
     inputSchema: Record<string, unknown>;
     /** `ctx` says which call this is (thread, turn, call id) and, from `runCodexTurn`, which session made it. */
     handler: (args: unknown, ctx: DynamicToolContext) => Promise<string> | string;
-  }>;
+  }> | undefined;
 };
 
 /** What one turn attempt produced. */
@@ -280,31 +280,31 @@ export interface CodexTurnResult {
   status: TurnStatus;
   /** The attempt's run id (`CodexTurnParams.runId`, or the UUID generated for it): what its hooks and log lines carry. */
   runId: string;
-  threadId?: string;
-  turnId?: string;
+  threadId?: string | undefined;
+  turnId?: string | undefined;
   assistantText: string;
   /**
    * This turn's messages (original user prompt first). Empty when the turn never started; for a `blocked` turn, the
    * redacted user message the transcript records instead of the prompt.
    */
   messagesSnapshot: AgentMessage[];
-  usage?: TurnUsage;
+  usage?: TurnUsage | undefined;
   /**
    * Codex answered with another model than the turn asked for (`model/rerouted`, e.g. a fallback for high-risk cyber
    * activity): the assistant messages then carry `responseModel`, and a warning says so.
    */
-  modelRerouted?: ModelReroute;
+  modelRerouted?: ModelReroute | undefined;
   /**
    * Images Codex generated and saved in this turn (`path` of each image-generation item, in order): deliver these
    * files as the reply's media, as OpenClaw does, even when `assistantText` is empty. Absent when there were none.
    */
-  generatedImages?: GeneratedImage[];
+  generatedImages?: GeneratedImage[] | undefined;
   /**
    * The plan Codex proposed in Plan mode (`collaborationMode: "plan"`): the model writes it in a `<proposed_plan>` block,
    * which Codex takes out of the reply, so it is not in `assistantText`. The transcript holds it as a `codex.plan`
    * custom message. Absent when the turn proposed none.
    */
-  proposedPlan?: string;
+  proposedPlan?: string | undefined;
   /** Lifecycle states in the order they were entered. */
   trace: string[];
   engine: EngineOutcomes;
@@ -319,13 +319,13 @@ export interface CodexTurnResult {
   followUpImages: PromptImage[][];
   warnings: string[];
   /** What projection sent (counts, never content); `staleTokens`: what the thread holds that the engine dropped. */
-  projection?: { mode: string; reason: string; entriesSent: number; bytes: number; staleTokens?: number };
-  error?: TurnError;
+  projection?: { mode: string; reason: string; entriesSent: number; bytes: number; staleTokens?: number | undefined } | undefined;
+  error?: TurnError | undefined;
   /**
    * Status `blocked`: the `beforeAgentRun` gate refused the turn before any Codex work. `blockedBy` names who refused
    * (the gate's attribution; `beforeAgentRun` when the gate itself failed), `message` is the user-facing text.
    */
-  blocked?: TurnBlock;
+  blocked?: TurnBlock | undefined;
   /** Settles when background maintenance (turnMaintenanceMode "background") finished; resolved at once otherwise. */
   backgroundMaintenance: Promise<void>;
   /**
@@ -334,7 +334,7 @@ export interface CodexTurnResult {
    * (`interrupted` when the crash stopped the turn: the model may not have finished that work, and a host may want to
    * say so in the next prompt). Only present when a turn was recovered.
    */
-  cutTurnRecovered?: { turnId: string; codexStatus: string; messages: number };
+  cutTurnRecovered?: { turnId: string; codexStatus: string; messages: number } | undefined;
 }
 
 /**
@@ -355,7 +355,7 @@ const steerOptionsSchema = z.object({ images: promptImagesSchema.optional() }).s
  * parseSteerOptions({ images: [{ path: "/data/shot.png" }] }); // { images: [{ data, mimeType: "image/png", path }] }
  * ```
  */
-export function parseSteerOptions(options: unknown): { images?: PromptImage[] } {
+export function parseSteerOptions(options: unknown): { images?: PromptImage[] | undefined } {
   return parseOrThrow(steerOptionsSchema, options);
 }
 

@@ -35,7 +35,7 @@ export interface SessionRecovery {
   /** Records dropped: the turn never reached the transcript (a record without a snapshot), or the engine failed its one replay. */
   dropped: number;
   /** The turn an attempt left in flight (Codex accepted it, the attempt died before recording it), when there was one. */
-  cutTurn?: CutTurnRecovery;
+  cutTurn?: CutTurnRecovery | undefined;
 }
 
 /** A crashed attempt's turn could not be written to the transcript: the record stays, and the session waits for it. */
@@ -53,7 +53,7 @@ export interface RecoveryInput {
   store: SessionStore;
   /** The active engine (undefined: none or legacy). */
   engine: ContextEngine | undefined;
-  runtimeContext?: Record<string, unknown>;
+  runtimeContext?: Record<string, unknown> | undefined;
 }
 
 /**
@@ -164,9 +164,9 @@ export type CutTurnRecovery = CutTurnOutput;
 /** What recovering a cut turn needs beyond {@link RecoveryInput}. */
 export interface CutTurnInput extends RecoveryInput {
   /** Reads the thread (`thread/read`); absent: the turn is left for a later attempt. */
-  appServer?: Pick<CodexAppServer, "request">;
+  appServer?: Pick<CodexAppServer, "request"> | undefined;
   /** The host's message-write hooks, applied to the rebuilt turn before anything is written (as for a live turn). */
-  prepareMessages?: (record: TurnRecordCore) => Promise<AgentMessage[]>;
+  prepareMessages?: ((record: TurnRecordCore) => Promise<AgentMessage[]>) | undefined;
 }
 
 /**

@@ -1,7 +1,11 @@
 /**
- * The code-shape rule from issue 14: no source function (in `src/` and `machines/`) is longer than about 80 lines
- * unless a comment in front of it says why, in the form `// Long (about N lines) on purpose: <reason>`. The generated
- * protocol types (`src/codex/protocol/`) are not hand-written and are left out.
+ * Code-shape rules over the hand-written sources (`src/` and `machines/`; the generated protocol types in
+ * `src/codex/protocol/` are left out):
+ * - from issue 14: no function is longer than about 80 lines unless a comment in front of it says why, in the form
+ *   `// Long (about N lines) on purpose: <reason>`;
+ * - every optional property says `| undefined` (`timeoutMs?: number | undefined`), so a consumer compiling with
+ *   `exactOptionalPropertyTypes` (e.g. `@tsconfig/strictest`) may pass a value that is possibly undefined to any option,
+ *   and an engine may return one. Without the flag the two spellings mean the same, so this costs our code nothing.
  */
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
@@ -48,6 +52,26 @@ function hasReason(sf: ts.SourceFile, node: ts.Node): boolean {
   return false;
 }
 
+/** Optional property signatures (`a?: T`) whose type does not admit undefined, as `file:line name`. */
+function optionalsWithoutUndefined(file: string, text: string): string[] {
+  const sf = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true);
+  const admitsUndefined = (t: ts.TypeNode): boolean =>
+    t.kind === ts.SyntaxKind.UndefinedKeyword ||
+    t.kind === ts.SyntaxKind.AnyKeyword ||
+    t.kind === ts.SyntaxKind.UnknownKeyword ||
+    (ts.isUnionTypeNode(t) && t.types.some(admitsUndefined)) ||
+    (ts.isParenthesizedTypeNode(t) && admitsUndefined(t.type));
+  const found: string[] = [];
+  const visit = (node: ts.Node): void => {
+    if (ts.isPropertySignature(node) && node.questionToken && node.type && !admitsUndefined(node.type)) {
+      found.push(`${file}:${sf.getLineAndCharacterOfPosition(node.getStart(sf)).line + 1} ${node.name.getText(sf)}`);
+    }
+    ts.forEachChild(node, visit);
+  };
+  visit(sf);
+  return found;
+}
+
 function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
     const p = path.join(dir, entry.name);
@@ -75,5 +99,19 @@ describe("code shape", () => {
     expect(files.length).toBeGreaterThan(100);
     const long = files.flatMap((f) => unexplainedLongFunctions(path.relative(repoRoot, f), readFileSync(f, "utf8")));
     expect(long).toEqual([]);
+  });
+
+  it("finds an optional property that does not admit undefined, at any depth", () => {
+    const text = [
+      "export interface A { a?: string; b?: string | undefined; c?: (() => void) | undefined; d?: unknown }",
+      "export type B = { nested?: { inner?: number } | undefined; fn?: () => void };",
+    ].join("\n");
+    expect(optionalsWithoutUndefined("a.ts", text)).toEqual(["a.ts:1 a", "a.ts:2 inner", "a.ts:2 fn"]);
+  });
+
+  it("every optional property in src/ or machines/ admits undefined (exactOptionalPropertyTypes consumers)", () => {
+    const files = [...sourceFiles(path.join(repoRoot, "src")), ...sourceFiles(path.join(repoRoot, "machines"))];
+    const found = files.flatMap((f) => optionalsWithoutUndefined(path.relative(repoRoot, f), readFileSync(f, "utf8")));
+    expect(found).toEqual([]);
   });
 });

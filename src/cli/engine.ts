@@ -20,21 +20,21 @@ import type { EngineOptionValues } from "./options.js";
 /** What a command gets from engine loading; the shape of the plugin host's `loadContextEngine` result. */
 export interface LoadedEngine {
   engine: ContextEngine;
-  dynamicTools?: CodexTurnParams["dynamicTools"];
-  hooks?: CodexTurnParams["hooks"];
+  dynamicTools?: CodexTurnParams["dynamicTools"] | undefined;
+  hooks?: CodexTurnParams["hooks"] | undefined;
   /** Extra runtime context the plugin host provides (passed to the turn as `runtimeContext`). */
-  runtimeContext?: Record<string, unknown>;
-  commands?: unknown[];
+  runtimeContext?: Record<string, unknown> | undefined;
+  commands?: unknown[] | undefined;
   /** The plugin command a line invokes (absent without plugins). */
-  findCommand?: LoadedOpenClawPlugins["findCommand"];
+  findCommand?: LoadedOpenClawPlugins["findCommand"] | undefined;
   /** Answer a plugin command line (absent without plugins). */
-  runCommand?: LoadedOpenClawPlugins["runCommand"];
+  runCommand?: LoadedOpenClawPlugins["runCommand"] | undefined;
   /** The plugins' `session_start` handlers (absent without plugins). */
-  sessionStart?: (event: { sessionId: string; sessionKey?: string }) => Promise<void>;
+  sessionStart?: ((event: { sessionId: string; sessionKey?: string | undefined }) => Promise<void>) | undefined;
   /** The plugins' `session_end` handlers (absent without plugins). */
-  sessionEnd?: LoadedOpenClawPlugins["sessionEnd"];
+  sessionEnd?: LoadedOpenClawPlugins["sessionEnd"] | undefined;
   /** The plugins' `before_reset` handlers (absent without plugins). */
-  beforeReset?: LoadedOpenClawPlugins["beforeReset"];
+  beforeReset?: LoadedOpenClawPlugins["beforeReset"] | undefined;
   /** Releases what loading started (plugin `gateway_stop`, engine `dispose`). */
   close(): Promise<void>;
 }
@@ -44,25 +44,25 @@ export interface LoadCliEngineOptions {
   /** `--engine` value; undefined for the default window engine (unless a `--plugin` registers an engine). */
   spec: string | undefined;
   /** `--plugin` values: plugins loaded beside the engine. */
-  plugins?: readonly string[];
+  plugins?: readonly string[] | undefined;
   /** `--plugins-config`: configurations by plugin id. */
-  pluginConfigs?: Record<string, unknown>;
+  pluginConfigs?: Record<string, unknown> | undefined;
   /** `--context-engine`: the engine id to use when the plugins register several. */
-  contextEngine?: string;
+  contextEngine?: string | undefined;
   /** `--openclaw-config`: an OpenClaw config whose `plugins` section configures the loaded plugins. */
-  openClawConfig?: Record<string, unknown>;
+  openClawConfig?: Record<string, unknown> | undefined;
   /** Decides plugins' `requireApproval` (from `--approve`). */
-  onPluginApproval?: PluginApprovalCallback;
+  onPluginApproval?: PluginApprovalCallback | undefined;
   /** The default engine's options when no `--engine` is given. */
   defaultEngine: Parameters<typeof createWindowEngine>[0];
   appServer: CodexAppServer;
-  pluginConfig?: Record<string, unknown>;
-  tokenBudget?: number;
-  model?: string;
-  logger?: Logger;
+  pluginConfig?: Record<string, unknown> | undefined;
+  tokenBudget?: number | undefined;
+  model?: string | undefined;
+  logger?: Logger | undefined;
   /** Passed to plugin tool factories (OpenClaw binds plugin tools to a session). */
-  sessionId?: string;
-  sessionKey?: string;
+  sessionId?: string | undefined;
+  sessionKey?: string | undefined;
   /** Bound on loading, ms. */
   timeoutMs: number;
 }

@@ -27,23 +27,23 @@ export function nonNegativeInt(value: string): number {
 
 /** Values of the options {@link addEngineOptions} declares. */
 export interface EngineOptionValues {
-  engine?: string;
-  pluginConfig?: string;
+  engine?: string | undefined;
+  pluginConfig?: string | undefined;
   /** `--plugin`, repeatable: OpenClaw plugins loaded beside the engine. */
-  plugin?: string[];
-  pluginsConfig?: string;
-  openclawConfig?: string;
-  contextEngine?: string;
-  budget?: number;
-  sessionKey?: string;
+  plugin?: string[] | undefined;
+  pluginsConfig?: string | undefined;
+  openclawConfig?: string | undefined;
+  contextEngine?: string | undefined;
+  budget?: number | undefined;
+  sessionKey?: string | undefined;
   engineTimeout: number;
 }
 
 /** Values of the options {@link addServerOptions} declares. */
 export interface ServerOptionValues {
-  offline?: boolean;
-  offlineScript?: string;
-  offlineRequests?: string;
+  offline?: boolean | undefined;
+  offlineScript?: string | undefined;
+  offlineRequests?: string | undefined;
 }
 
 /** How `--approve` answers Codex's approval requests (`ask`: the person at the chat answers each one). */
@@ -51,29 +51,29 @@ export type ApproveAnswer = "deny" | "approve" | "approve-for-session" | "ask";
 
 /** Values of the options {@link addWorkOptions} declares. */
 export interface WorkOptionValues {
-  cwd?: string;
-  sandbox?: "read-only" | "workspace-write" | "danger-full-access";
-  approvalPolicy?: "untrusted" | "on-request" | "never";
+  cwd?: string | undefined;
+  sandbox?: "read-only" | "workspace-write" | "danger-full-access" | undefined;
+  approvalPolicy?: "untrusted" | "on-request" | "never" | undefined;
   approve: ApproveAnswer;
-  nativeToolHooks?: boolean;
+  nativeToolHooks?: boolean | undefined;
   /**
    * `--plan`: Codex's Plan mode (`collaborationMode: "plan"`); `--no-plan` (false): Codex's Default mode, to leave Plan
    * mode (a thread keeps the mode of its last turn); absent: no mode is sent.
    */
-  plan?: boolean;
+  plan?: boolean | undefined;
 }
 
 /** Values of the options {@link addInspectOptions} declares. */
 export interface InspectOptionValues {
-  inspect?: boolean;
-  inspectWait?: number;
-  inspectUiUrl?: string;
+  inspect?: boolean | undefined;
+  inspectWait?: number | undefined;
+  inspectUiUrl?: string | undefined;
 }
 
 /** Values of the options {@link addTrajectoryOptions} declares. */
 export interface TrajectoryOptionValues {
-  trajectory?: string;
-  trajectoryFull?: boolean;
+  trajectory?: string | undefined;
+  trajectoryFull?: boolean | undefined;
 }
 
 /** `--engine`, `--plugin-config`, `--plugin`, `--plugins-config`, `--openclaw-config`, `--context-engine`, `--budget`, `--session-key`, `--engine-timeout`. */

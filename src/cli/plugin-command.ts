@@ -21,7 +21,7 @@ export type PluginCommandAnswer = "notCommand" | "answered" | "failed" | "contin
 export async function answerPluginCommand(
   loaded: LoadedEngine,
   line: string,
-  session: { sessionId: string; sessionKey?: string; sessionFile?: string },
+  session: { sessionId: string; sessionKey?: string | undefined; sessionFile?: string | undefined },
   out: Out,
   say: (line: string) => void = (l) => out.text(l),
 ): Promise<PluginCommandAnswer> {

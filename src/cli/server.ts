@@ -144,7 +144,7 @@ async function checkCodexHome(): Promise<string> {
  * try { ... } finally { await server.dispose(); }
  * ```
  */
-export async function startServer(options: { offline: boolean; offlineScript?: string; offlineRequests?: string; nativeToolHooks?: boolean }): Promise<CliServer> {
+export async function startServer(options: { offline: boolean; offlineScript?: string | undefined; offlineRequests?: string | undefined; nativeToolHooks?: boolean | undefined }): Promise<CliServer> {
   const nativeToolHooks = options.nativeToolHooks === true;
   if (options.offline) return startOffline(options.offlineScript, nativeToolHooks, options.offlineRequests);
   const home = await checkCodexHome();

@@ -51,10 +51,10 @@ async function bounded(what: string, run: () => Promise<void>, warn: (line: stri
  * ```
  */
 export async function resetCliSession(
-  p: { loaded: LoadedEngine; sessionFile: string; sessionId: string; sessionKey?: string; action: SessionResetAction },
+  p: { loaded: LoadedEngine; sessionFile: string; sessionId: string; sessionKey?: string | undefined; action: SessionResetAction },
   out: Out,
   say: (line: string) => void,
-): Promise<{ archivedTo?: string }> {
+): Promise<{ archivedTo?: string | undefined }> {
   const keys = { sessionId: p.sessionId, ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}) };
   const transcript = await readSessionTranscript(p.sessionFile);
   const messages = transcript.entries.filter((e) => e.type === "message").map((e) => e["message"]);

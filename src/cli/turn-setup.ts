@@ -28,7 +28,7 @@ export type TurnCommandOptions = EngineOptionValues &
   ServerOptionValues &
   Partial<WorkOptionValues> &
   InspectOptionValues &
-  TrajectoryOptionValues & { session: string; model?: string };
+  TrajectoryOptionValues & { session: string; model?: string | undefined };
 
 /** Everything a turn command runs with; `dispose()` releases it in reverse order. */
 export interface TurnSetup {
@@ -54,9 +54,9 @@ export interface TurnSetup {
  * `noAnswerWhy` saying why nobody was asked.
  */
 export interface TurnInteraction {
-  askApproval?: ApprovalAsker;
-  onUserInput?: UserInputCallback;
-  noAnswerWhy?: string;
+  askApproval?: ApprovalAsker | undefined;
+  onUserInput?: UserInputCallback | undefined;
+  noAnswerWhy?: string | undefined;
 }
 
 /**
@@ -141,7 +141,7 @@ function turnParams(
   inspector: CliInspector | undefined,
   sessionFile: string,
 ): Omit<CodexTurnParams, "prompt"> {
-  const params: Omit<CodexTurnParams, "prompt"> & { runtimeContext?: Record<string, unknown> } = {
+  const params: Omit<CodexTurnParams, "prompt"> & { runtimeContext?: Record<string, unknown> | undefined } = {
     appServer: server.codex,
     sessionId: sessionIdOf(sessionFile),
     sessionFile,

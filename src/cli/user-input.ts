@@ -71,7 +71,7 @@ export interface UserInputRecord {
 function recordedAnswers(text: string | undefined, isError: boolean): Record<string, string[]> | null {
   if (isError || text === undefined) return null;
   try {
-    const parsed = JSON.parse(text) as { answers?: UserInputAnswers };
+    const parsed = JSON.parse(text) as { answers?: UserInputAnswers | undefined };
     if (typeof parsed.answers !== "object" || parsed.answers === null) return null;
     return Object.fromEntries(Object.entries(parsed.answers).map(([id, a]) => [id, Array.isArray(a?.answers) ? a.answers.map(String) : []]));
   } catch {

@@ -135,7 +135,7 @@ export class CodexAppServer {
   private readonly threads: ThreadRegistry;
   private readonly turns: TurnRunner;
   private readonly compactions: CompactionRunner;
-  private readonly listeners = new Set<(n: { method: string; params: unknown; emittedAtMs?: number }) => void>();
+  private readonly listeners = new Set<(n: { method: string; params: unknown; emittedAtMs?: number | undefined }) => void>();
   private readonly counters = { toolCalls: 0, approvalsDeclined: 0, unsupportedServerRequests: 0 };
   /** The native tool hook relay (`nativeToolHooks`), while this client is open. */
   private hookRelay: HookRelay | undefined;
@@ -312,7 +312,7 @@ export class CodexAppServer {
   }
 
   /** Listen to every notification (validated ones and unknown methods). Returns an unsubscribe function. */
-  onNotification(listener: (n: { method: string; params: unknown; emittedAtMs?: number }) => void): () => void {
+  onNotification(listener: (n: { method: string; params: unknown; emittedAtMs?: number | undefined }) => void): () => void {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
@@ -384,7 +384,7 @@ export class CodexAppServer {
    * const res = await server.request("thread/read", { threadId, includeTurns: true });
    * ```
    */
-  async request<M extends ClientMethod>(method: M, params: ParamsOf<M>, options: { timeoutMs?: number } = {}): Promise<unknown> {
+  async request<M extends ClientMethod>(method: M, params: ParamsOf<M>, options: { timeoutMs?: number | undefined } = {}): Promise<unknown> {
     await this.ensureAlive();
     return this.supervisor.rpcRequest(method, params, options.timeoutMs);
   }
@@ -494,13 +494,13 @@ export class CodexAppServer {
    * if (!r.ok) console.warn(r.reason);
    * ```
    */
-  compactThread(options: { threadId: string; timeoutMs?: number }): Promise<CompactThreadResult> {
+  compactThread(options: { threadId: string; timeoutMs?: number | undefined }): Promise<CompactThreadResult> {
     return this.compactions.compact(options);
   }
 
   // -- incoming ----------------------------------------------------------------------------------------------------
 
-  private emitRaw(n: { method: string; params: unknown; emittedAtMs?: number }): void {
+  private emitRaw(n: { method: string; params: unknown; emittedAtMs?: number | undefined }): void {
     for (const l of this.listeners) {
       try {
         l(n);
@@ -522,7 +522,7 @@ export class CodexAppServer {
       if (n.method === "serverRequest/resolved" && typeof planThread === "string") this.turns.onNotification(planThread, proc.generation, n);
       return;
     }
-    const threadId = (n.params as { threadId?: string }).threadId;
+    const threadId = (n.params as { threadId?: string | undefined }).threadId;
     if (threadId === undefined) return;
     if (n.method === "thread/closed") {
       this.threads.markUnloaded(threadId, proc.generation);

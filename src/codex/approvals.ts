@@ -10,9 +10,9 @@ export interface CodexFileChange {
   /** "add", "delete" or "update". */
   kind: string;
   /** Unified diff (for "update"), or the new content (for "add"), when Codex sent it. */
-  diff?: string;
+  diff?: string | undefined;
   /** Target path of a move. */
-  movePath?: string;
+  movePath?: string | undefined;
 }
 
 interface ApprovalBase {
@@ -23,11 +23,11 @@ interface ApprovalBase {
    * `onApproval` decides too.
    */
   threadId: string;
-  turnId?: string;
+  turnId?: string | undefined;
   /** The item (or legacy call id) the request belongs to. */
   itemId: string;
   /** Codex's explanation (e.g. "needs network access"), when given. */
-  reason?: string;
+  reason?: string | undefined;
 }
 
 /**
@@ -47,26 +47,26 @@ interface ApprovalBase {
 export type CodexApprovalRequest =
   | (ApprovalBase & {
       kind: "commandExecution";
-      command?: string;
-      cwd?: string;
+      command?: string | undefined;
+      cwd?: string | undefined;
       /**
        * What is asked (Codex's approval kind): `command` (run it), `humanCommand` (a command the user typed),
        * `writeStdin` (send input to a command already running); absent from older servers (a command).
        */
-      commandKind?: string;
+      commandKind?: string | undefined;
       /** Set when the command needs network access Codex's managed network would block: which host, by which protocol. */
-      network?: { host: string; protocol: string };
+      network?: { host: string; protocol: string } | undefined;
     })
-  | (ApprovalBase & { kind: "fileChange"; changes: CodexFileChange[]; grantRoot?: string })
-  | (ApprovalBase & { kind: "permissions"; cwd?: string; permissions: Record<string, unknown> })
+  | (ApprovalBase & { kind: "fileChange"; changes: CodexFileChange[]; grantRoot?: string | undefined })
+  | (ApprovalBase & { kind: "permissions"; cwd?: string | undefined; permissions: Record<string, unknown> })
   | (ApprovalBase & {
       kind: "mcpToolCall";
       server: string;
       tool: string;
       arguments: Record<string, unknown>;
       /** Codex's question, e.g. `Allow the docs MCP server to run tool "search"?`. */
-      message?: string;
-      toolDescription?: string;
+      message?: string | undefined;
+      toolDescription?: string | undefined;
       /** How long Codex offers to remember an approval (`["session", "always"]`); `approveForSession` uses "session". */
       persist: string[];
     });

@@ -32,8 +32,8 @@ export const INHERITED_ENV_VARS: readonly string[] = [
  */
 export function buildChildEnv(options: {
   parent: NodeJS.ProcessEnv;
-  passEnv?: readonly string[];
-  extra?: Record<string, string>;
+  passEnv?: readonly string[] | undefined;
+  extra?: Record<string, string> | undefined;
   codexHome: string;
 }): Record<string, string> {
   const env: Record<string, string> = {};

@@ -20,7 +20,7 @@ import path from "node:path";
  * ```
  */
 export function resolveCodexHome(
-  options: { env?: NodeJS.ProcessEnv; homedir?: () => string } = {},
+  options: { env?: NodeJS.ProcessEnv | undefined; homedir?: (() => string) | undefined } = {},
 ): { home: string; source: "CODEX_HOME" | "default" } {
   const env = options.env ?? process.env;
   const fromEnv = env.CODEX_HOME;
@@ -57,7 +57,7 @@ export const TEMP_HOME_PREFIX = "codex-turn-home-";
  * The open temporary homes, each with the pid of the Codex process using it now (the supervisor may have restarted
  * it), when one is attached.
  */
-const openTempHomes = new Map<string, { currentPid?: () => number | undefined }>();
+const openTempHomes = new Map<string, { currentPid?: (() => number | undefined) | undefined }>();
 const CLEANUP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
 /** How long the exit path waits, synchronously, for a killed Codex child to be gone before removing its home. */
 const CHILD_GONE_WAIT_MS = 1_000;

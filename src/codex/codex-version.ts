@@ -65,7 +65,7 @@ export function versionFromUserAgent(userAgent: string): string | undefined {
 export function checkCodexVersion(
   userAgent: string,
   expected: string | undefined = expectedCodexVersion(),
-): { ok: boolean; actual?: string; expected?: string } {
+): { ok: boolean; actual?: string | undefined; expected?: string | undefined } {
   const actual = versionFromUserAgent(userAgent);
   const result = { ...(actual !== undefined ? { actual } : {}), ...(expected !== undefined ? { expected } : {}) };
   return { ok: actual === undefined || expected === undefined || actual === expected, ...result };

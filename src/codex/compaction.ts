@@ -12,20 +12,20 @@ import { deferred, type Deferred } from "./turn-run.js";
 
 export interface CompactThreadResult {
   ok: boolean;
-  reason?: string;
+  reason?: string | undefined;
   threadId: string;
   /** The compaction turn's id (manual compaction runs as its own turn). */
-  turnId?: string;
+  turnId?: string | undefined;
   /** The `contextCompaction` item id. */
-  itemId?: string;
+  itemId?: string | undefined;
 }
 
-type WatchOutcome = { status: string; error?: string } | { status: "exited"; error: string };
+type WatchOutcome = { status: string; error?: string | undefined } | { status: "exited"; error: string };
 
 interface CompactionWatch {
   threadId: string;
-  turnId?: string;
-  itemId?: string;
+  turnId?: string | undefined;
+  itemId?: string | undefined;
   itemCompleted: boolean;
   done: Deferred<WatchOutcome>;
 }
@@ -65,7 +65,7 @@ export class CompactionRunner {
   }
 
   /** See `CodexAppServer.compactThread`. */
-  async compact(options: { threadId: string; timeoutMs?: number }): Promise<CompactThreadResult> {
+  async compact(options: { threadId: string; timeoutMs?: number | undefined }): Promise<CompactThreadResult> {
     const parsed = compactOptionsSchema.safeParse(options);
     if (!parsed.success) invalidArgument("compactThread options", parsed.error.issues);
     const { threadId, timeoutMs } = parsed.data;

@@ -182,7 +182,7 @@ export interface OfflineCodexSettings {
   /** Environment the app-server needs (the provider key variable). */
   env: Record<string, string>;
   /** A generated catalog for spawn to write into CODEX_HOME (absent when `modelCatalogPath` was given). */
-  modelCatalog?: ModelCatalog;
+  modelCatalog?: ModelCatalog | undefined;
 }
 
 /**
@@ -199,7 +199,7 @@ export function buildModelCatalog(opts: {
   baseInstructions: string;
   contextWindow: number;
   /** Default `["text"]`. */
-  inputModalities?: ReadonlyArray<"text" | "image">;
+  inputModalities?: ReadonlyArray<"text" | "image"> | undefined;
 }): ModelCatalog {
   const levels = ["low", "medium", "high"].map((effort) => ({ effort, description: `${effort} reasoning` }));
   return {

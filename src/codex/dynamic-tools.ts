@@ -18,10 +18,10 @@ export interface DynamicToolContext {
    * The session of the turn that made the call, set by `runCodexTurn` (a plugin host binds plugin tools to it, as
    * OpenClaw does); absent on a thread driven directly through `CodexAppServer`.
    */
-  sessionId?: string;
-  sessionKey?: string;
+  sessionId?: string | undefined;
+  sessionKey?: string | undefined;
   /** Aborted when the call timed out (`toolCallTimeoutMs`): stop working, the result is no longer wanted. */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 /** A client-side tool Codex may call (`dynamicTools` on thread/start; calls arrive as `item/tool/call`). */
@@ -43,42 +43,42 @@ export interface ToolCallInfo {
   tool: string;
   arguments: unknown;
   /** A native tool (shell, apply_patch, MCP) Codex asked about through the hook relay (`nativeToolHooks`). */
-  native?: boolean;
+  native?: boolean | undefined;
   /** The thread the call runs on (a sub-agent's, for its calls), when known. */
-  threadId?: string;
+  threadId?: string | undefined;
   /** Where a native call runs, when Codex said (its hook input's `cwd`, an approval request's `cwd`). */
-  cwd?: string;
+  cwd?: string | undefined;
   /**
    * Set when Codex asked the host to approve this native call (`item/commandExecution/requestApproval`, ...): the
    * decision is then the approval's first word (OpenClaw's tool policy for approval requests).
    */
-  approvalMethod?: string;
+  approvalMethod?: string | undefined;
 }
 
 /** What `beforeToolCall` may decide: block (Codex gets `blockReason` as the failed result), or replace the arguments. */
 export interface BeforeToolCallDecision {
-  block?: boolean;
-  blockReason?: string;
+  block?: boolean | undefined;
+  blockReason?: string | undefined;
   arguments?: unknown;
   /**
    * The interceptor already obtained the user's approval for this call (an OpenClaw plugin's `requireApproval`
    * answered allow): an approval request Codex sends for it is granted once without asking `onApproval`.
    */
-  approved?: boolean;
+  approved?: boolean | undefined;
 }
 
 /** Runs before the handler; `undefined` lets the call through unchanged. Bounded; a throw or timeout is ignored. */
 export type BeforeToolCall = (call: ToolCallInfo) => Promise<BeforeToolCallDecision | undefined> | BeforeToolCallDecision | undefined;
 
 /** Runs after the call with its outcome (`result` on success, `error` otherwise) and the arguments used. Bounded; a throw is ignored. */
-export type AfterToolCall = (call: ToolCallInfo & { result?: string; error?: string; durationMs: number }) => Promise<void> | void;
+export type AfterToolCall = (call: ToolCallInfo & { result?: string | undefined; error?: string | undefined; durationMs: number }) => Promise<void> | void;
 
 /** Per-turn settings of dispatch. */
 export interface ToolDispatchOptions {
   toolCallTimeoutMs: number;
   interceptorTimeoutMs: number;
-  beforeToolCall?: BeforeToolCall;
-  afterToolCall?: AfterToolCall;
+  beforeToolCall?: BeforeToolCall | undefined;
+  afterToolCall?: AfterToolCall | undefined;
   warn: (w: Omit<CodexTurnWarning, "threadId">) => void;
 }
 
@@ -117,7 +117,7 @@ async function runHandler(
   args: unknown,
   ctx: Omit<DynamicToolContext, "signal">,
   o: ToolDispatchOptions,
-): Promise<{ response: DynamicToolCallResponse; result?: string; error?: string }> {
+): Promise<{ response: DynamicToolCallResponse; result?: string | undefined; error?: string | undefined }> {
   const controller = new AbortController();
   const r = await withTimeout(() => spec.handler(args, { ...ctx, signal: controller.signal }), o.toolCallTimeoutMs);
   if (r.ok && typeof r.value === "string") return { response: reply(r.value, true), result: r.value };
@@ -160,7 +160,7 @@ export async function dispatchToolCall(
   }
   const decision = await interceptBefore(call, o);
   const args = decision.arguments !== undefined ? decision.arguments : call.arguments;
-  let outcome: { response: DynamicToolCallResponse; result?: string; error?: string };
+  let outcome: { response: DynamicToolCallResponse; result?: string | undefined; error?: string | undefined };
   if (decision.block === true) {
     const error = typeof decision.blockReason === "string" && decision.blockReason !== "" ? decision.blockReason : `tool ${call.tool} was blocked`;
     outcome = { response: reply(error, false), error };

@@ -55,13 +55,13 @@ export class CodexAppServerError extends Error {
     code: CodexAppServerErrorCode,
     message: string,
     details: {
-      method?: string;
-      rpcCode?: number;
-      rpcMessage?: string;
-      stderrTail?: string;
-      exitCode?: number | null;
-      signal?: string | null;
-      field?: string;
+      method?: string | undefined;
+      rpcCode?: number | undefined;
+      rpcMessage?: string | undefined;
+      stderrTail?: string | undefined;
+      exitCode?: number | null | undefined;
+      signal?: string | null | undefined;
+      field?: string | undefined;
       cause?: unknown;
     } = {},
   ) {
@@ -90,7 +90,7 @@ export class CodexAppServerError extends Error {
  */
 export function invalidArgument(
   what: string,
-  issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string; code?: string; keys?: ReadonlyArray<string> }>,
+  issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string; code?: string | undefined; keys?: ReadonlyArray<string> | undefined }>,
 ): never {
   const issue = issues[0];
   const pathParts = issue ? issue.path.map(String) : [];

@@ -242,7 +242,7 @@ export interface FinalizeRequest {
   /** Extra model passes already asked for in this turn. */
   revisions: number;
   /** Codex's own record of the thread (its rollout file), when its `Stop` hook named it. */
-  transcriptPath?: string;
+  transcriptPath?: string | undefined;
 }
 
 /** `StartTurnOptions.beforeFinalize`: `{ action: "revise", reason }` asks for one more model pass; anything else ends the turn. */
@@ -322,15 +322,15 @@ export type ResolvedStartTurnOptions = z.output<typeof startTurnSchema>;
 
 /** The thread settings this client applies (and compares for `reuseLoaded`). */
 export interface ThreadSettings {
-  cwd?: string;
-  developerInstructions?: string;
-  model?: string;
+  cwd?: string | undefined;
+  developerInstructions?: string | undefined;
+  model?: string | undefined;
   approvalPolicy: z.output<typeof approvalPolicySchema>;
   sandbox: z.output<typeof sandboxSchema>;
-  writableRoots?: string[];
-  networkAccess?: boolean;
-  reasoningEffort?: string;
-  reasoningSummary?: z.output<typeof reasoningSummarySchema>;
-  serviceTier?: string;
-  config?: Record<string, unknown>;
+  writableRoots?: string[] | undefined;
+  networkAccess?: boolean | undefined;
+  reasoningEffort?: string | undefined;
+  reasoningSummary?: z.output<typeof reasoningSummarySchema> | undefined;
+  serviceTier?: string | undefined;
+  config?: Record<string, unknown> | undefined;
 }

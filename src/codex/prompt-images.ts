@@ -33,13 +33,13 @@ export const MAX_PROMPT_IMAGE_BYTES = 20 * 1024 * 1024;
  * await runCodexTurn({ ...params, prompt: "What is wrong in these?", images });
  * ```
  */
-export type PromptImageInput = { data: string; mimeType: string; path?: string } | { path: string };
+export type PromptImageInput = { data: string; mimeType: string; path?: string | undefined } | { path: string };
 
 /** A validated image: its bytes (base64) and type; `path` when it came from a file (sent to Codex as `localImage`). */
 export interface PromptImage {
   data: string;
   mimeType: PromptImageMimeType;
-  path?: string;
+  path?: string | undefined;
 }
 
 /** The type an image's first bytes say it is, or undefined. */
@@ -57,7 +57,7 @@ const SUPPORTED = PROMPT_IMAGE_MIME_TYPES.join(", ");
 
 type Issue = { message: string; path: string[] };
 
-function fromBytes(input: { data: string; mimeType: string; path?: string }): PromptImage | Issue {
+function fromBytes(input: { data: string; mimeType: string; path?: string | undefined }): PromptImage | Issue {
   if (input.data.startsWith("data:")) return { message: "must be the base64 payload alone, without a data: URL prefix", path: ["data"] };
   if (input.data.length === 0 || input.data.length % 4 !== 0 || !BASE64.test(input.data)) return { message: "is not base64", path: ["data"] };
   const mimeType = input.mimeType.toLowerCase();

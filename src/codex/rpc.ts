@@ -52,17 +52,17 @@ export interface JsonRpcConnectionOptions {
   output: Writable;
   logger: Logger;
   /** Lines longer than this are dropped and counted (default 16 MiB). */
-  maxLineBytes?: number;
+  maxLineBytes?: number | undefined;
   /** Default per-request timeout in ms (default 30 s). */
-  requestTimeoutMs?: number;
+  requestTimeoutMs?: number | undefined;
   onNotification: (notification: IncomingNotification) => void;
   /** Notifications whose method the pinned protocol does not know (raw, unvalidated). */
-  onUnknownNotification?: (method: string, params: unknown) => void;
+  onUnknownNotification?: ((method: string, params: unknown) => void) | undefined;
   onServerRequest: (request: ServerRequestMessage) => void;
   /** Extra diagnostics for errors (stderr tail). */
-  errorDetails?: () => { stderrTail?: string };
+  errorDetails?: (() => { stderrTail?: string | undefined }) | undefined;
   /** Called when an outgoing message had lone surrogates replaced (count only; for a turn warning). */
-  onSanitized?: (info: { method?: string; id?: string | number; replaced: number }) => void;
+  onSanitized?: ((info: { method?: string | undefined; id?: string | number | undefined; replaced: number }) => void) | undefined;
 }
 
 interface Pending {
@@ -127,7 +127,7 @@ export class JsonRpcConnection {
   }
 
   /** Send a request and wait for its response. Rejects with RPC_ERROR, REQUEST_TIMEOUT or the connection's failure. */
-  request(method: string, params: unknown, options: { timeoutMs?: number } = {}): Promise<unknown> {
+  request(method: string, params: unknown, options: { timeoutMs?: number | undefined } = {}): Promise<unknown> {
     if (this.failure) return Promise.reject(this.copyFailure(method));
     const id = this.nextId++;
     const timeoutMs = options.timeoutMs ?? this.opts.requestTimeoutMs ?? 30_000;
@@ -186,7 +186,7 @@ export class JsonRpcConnection {
   }
 
   /** Write one message as a line Codex can parse: lone surrogates are replaced, counted and logged (never content). */
-  private write(message: { id?: string | number; method?: string; [key: string]: unknown }): void {
+  private write(message: { id?: string | number | undefined; method?: string | undefined; [key: string]: unknown }): void {
     try {
       const { line, replaced } = encodeRpcLine(message);
       if (replaced > 0) {

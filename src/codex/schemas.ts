@@ -186,14 +186,14 @@ export type ConsumedParams<M extends ConsumedMethod> = z.infer<(typeof consumedN
 
 /** A validated notification of a method we consume (typed params). Narrow with `n.consumed && n.method === "..."`. */
 export type ConsumedNotification = {
-  [M in ConsumedMethod]: { consumed: true; method: M; params: ConsumedParams<M>; emittedAtMs?: number };
+  [M in ConsumedMethod]: { consumed: true; method: M; params: ConsumedParams<M>; emittedAtMs?: number | undefined };
 }[ConsumedMethod];
 /** A known notification we do not interpret (params untouched). */
 export interface PassthroughNotification {
   consumed: false;
   method: string;
   params: unknown;
-  emittedAtMs?: number;
+  emittedAtMs?: number | undefined;
 }
 export type IncomingNotification = ConsumedNotification | PassthroughNotification;
 

@@ -11,7 +11,7 @@ import type { PromptImage } from "./prompt-images.js";
  * Outcome of one `steer(text)` call. `followUp` holds this call's text when Codex did not take it, and `images` its
  * images (when it had any): run them as a follow-up turn.
  */
-export type SteerResult = { accepted: true } | { accepted: false; followUp: string[]; images?: PromptImage[]; reason: string };
+export type SteerResult = { accepted: true } | { accepted: false; followUp: string[]; images?: PromptImage[] | undefined; reason: string };
 
 /** One steer of a batch: its text and its images (checked already). */
 export interface SteerItem {
@@ -21,15 +21,15 @@ export interface SteerItem {
 
 export interface SteerBatcherOptions {
   /** Debounce window: a batch is sent when no new text arrived for this long (default 50 ms). */
-  quietWindowMs?: number;
+  quietWindowMs?: number | undefined;
   /** Upper bound on how long the first text of a batch waits (default max(1000, 10 × quietWindowMs)). */
-  maxBatchDelayMs?: number;
+  maxBatchDelayMs?: number | undefined;
   /**
    * Send one batch: `text` is the batch's texts joined by a blank line, `items` the steers themselves (with their
    * images). Resolve `true` when Codex accepted it, `false` or a rejection otherwise.
    */
   send: (text: string, items: readonly SteerItem[]) => Promise<{ accepted: true } | { accepted: false; reason: string }>;
-  logger?: Logger;
+  logger?: Logger | undefined;
 }
 
 interface Waiter extends SteerItem {

@@ -20,7 +20,7 @@ export interface TurnToRebuild {
   turnId: string;
   /** The original prompt (Codex may have received a projected or hook-rewritten text). */
   prompt: string;
-  images?: ReadonlyArray<{ type: "image"; data: string; mimeType: string }>;
+  images?: ReadonlyArray<{ type: "image"; data: string; mimeType: string }> | undefined;
 }
 
 /** Codex's item types of tool calls (the model asked for them; their output went back to it). */

@@ -15,10 +15,10 @@ import { threadsToRelease, type ThreadReleasePolicy } from "./thread-release.js"
 /** What Codex told us about a thread. */
 export interface ThreadInfo {
   threadId: string;
-  model?: string;
-  modelProvider?: string;
+  model?: string | undefined;
+  modelProvider?: string | undefined;
   /** `resumeThread({ reuseLoaded: true })` found the thread loaded with the same settings and sent no RPC. */
-  reused?: boolean;
+  reused?: boolean | undefined;
 }
 
 /**
@@ -31,8 +31,8 @@ export interface ThreadState {
   lastUsedMs: number;
   tools: Map<string, DynamicToolSpec>;
   settings: ThreadSettings;
-  model?: string;
-  modelProvider?: string;
+  model?: string | undefined;
+  modelProvider?: string | undefined;
 }
 
 /** What thread operations need from the client. */

@@ -65,7 +65,7 @@ export type ProjectedItem =
       text: string;
       completed: boolean;
       /** The message's parts in order, when it carries images (a steer with images): text parts and image parts. */
-      parts?: Array<{ type: "text"; text: string } | { type: "image"; data: string; mimeType: string }>;
+      parts?: Array<{ type: "text"; text: string } | { type: "image"; data: string; mimeType: string }> | undefined;
     }
   /** A hook's prompt (a `Stop` hook that asked for one more model pass): a user message of the turn. */
   | { kind: "hookPrompt"; id: string; text: string; completed: boolean }
@@ -113,14 +113,14 @@ export interface PlanUpdate {
 /** The error of a turn: Codex's message and `codexErrorInfo`, or our own `code` (e.g. "PROCESS_EXITED", "idleTimeout"). */
 export interface TurnRecordError {
   message: string;
-  codexErrorInfo?: string;
-  code?: string;
+  codexErrorInfo?: string | undefined;
+  code?: string | undefined;
 }
 
 /** A {@link TurnRecord} plus the typed item list. */
 export interface TurnRecordCore extends TurnRecord {
   items: ProjectedItem[];
-  error?: TurnRecordError;
+  error?: TurnRecordError | undefined;
 }
 
 /** Typed streaming events (display only: the logger never sees their text). */
@@ -134,7 +134,7 @@ export type CodexTurnEvent =
   | { type: "compactionCompleted"; threadId: string; turnId: string; compaction: NativeCompactionRecord }
   | { type: "tokenUsage"; threadId: string; turnId: string; usage: TurnUsage }
   | { type: "planUpdated"; threadId: string; turnId: string; update: PlanUpdate }
-  | { type: "error"; threadId: string; turnId: string; message: string; codexErrorInfo?: string; willRetry: boolean }
+  | { type: "error"; threadId: string; turnId: string; message: string; codexErrorInfo?: string | undefined; willRetry: boolean }
   | { type: "turnCompleted"; threadId: string; turnId: string; codexStatus: TurnRecord["codexStatus"] }
   | { type: "modelRerouted"; threadId: string; turnId: string; reroute: ModelReroute }
   | { type: "warning"; threadId: string; turnId: string; message: string };
@@ -145,16 +145,16 @@ export interface TurnProjectorOptions {
   /** The ORIGINAL user prompt (recorded instead of the projected text Codex received). */
   originalPrompt: string;
   /** Images sent with the prompt: the snapshot's prompt message is then the text part followed by these. */
-  promptImages?: ReadonlyArray<{ type: "image"; data: string; mimeType: string }>;
+  promptImages?: ReadonlyArray<{ type: "image"; data: string; mimeType: string }> | undefined;
   /** Image files this client sent in the turn (steers), by path: a `localImage` Codex echoes is recorded with its bytes. */
-  sentImageFiles?: ReadonlyMap<string, PromptImage>;
+  sentImageFiles?: ReadonlyMap<string, PromptImage> | undefined;
   /** Written on assistant messages. */
-  model?: string;
-  provider?: string;
+  model?: string | undefined;
+  provider?: string | undefined;
   /** Fallback timestamp when no notification carried one (e.g. the turn/start acceptance time). */
-  fallbackTimestamp?: number;
+  fallbackTimestamp?: number | undefined;
   /** Cap on a native tool's result text in the snapshot (head and tail kept); default {@link DEFAULT_TOOL_OUTPUT_CAP_CHARS}. */
-  toolOutputCapChars?: number;
+  toolOutputCapChars?: number | undefined;
 }
 
 /**
@@ -197,7 +197,7 @@ function userInputText(content: Array<{ type: string; text?: string | undefined 
 
 /** A user message's parts in order when it carries images (else undefined: the text alone is recorded). */
 function userInputParts(
-  content: Array<{ type: string; text?: string; url?: unknown; path?: unknown }>,
+  content: Array<{ type: string; text?: string | undefined; url?: unknown; path?: unknown }>,
   sentFiles: ReadonlyMap<string, PromptImage> = new Map(),
 ): Array<{ type: "text"; text: string } | { type: "image"; data: string; mimeType: string }> | undefined {
   if (!content.some((c) => c.type === "image" || c.type === "localImage")) return undefined;
@@ -319,7 +319,7 @@ export function planText(update: PlanUpdate): string {
 interface PendingGroup {
   parts: MessagePart[];
   timestamp: number;
-  usage?: MessageUsage;
+  usage?: MessageUsage | undefined;
   results: ToolResultMessage[];
   /** Tool calls whose output went back to the model (a next response follows): every tool but hosted web search. */
   clientTools: number;
@@ -396,7 +396,7 @@ export class TurnProjector {
   /** Does this notification belong to this turn? (`turn/plan/updated` is matched even when passed through unparsed.) */
   matches(n: IncomingNotification): boolean {
     if (!n.consumed && n.method !== "turn/plan/updated") return false;
-    const p = n.params as { threadId?: string; turnId?: string; turn?: { id?: string } };
+    const p = n.params as { threadId?: string | undefined; turnId?: string | undefined; turn?: { id?: string | undefined } | undefined };
     if (p.threadId !== this.opts.threadId) return false;
     const turnId = p.turnId ?? p.turn?.id;
     return turnId === undefined ? n.method === "thread/status/changed" || n.method === "warning" : turnId === this.opts.turnId;
@@ -495,7 +495,7 @@ export class TurnProjector {
     switch (item.type) {
       case "userMessage": {
         const it = item as Extract<ParsedThreadItem, { type: "userMessage" }>;
-        const parts = userInputParts(it.content as Array<{ type: string; text?: string; url?: unknown; path?: unknown }>, this.opts.sentImageFiles);
+        const parts = userInputParts(it.content as Array<{ type: string; text?: string | undefined; url?: unknown; path?: unknown }>, this.opts.sentImageFiles);
         return { kind: "userMessage", id: it.id, text: userInputText(it.content), completed, ...(parts ? { parts } : {}) };
       }
       case "agentMessage": {
@@ -771,7 +771,7 @@ export class TurnProjector {
    * Build the record. `override` ends a turn Codex did not complete (process exit, idle timeout): its status and error
    * win over what was seen. Safe to call more than once.
    */
-  finish(override?: { codexStatus: TurnRecord["codexStatus"]; error?: TurnRecordError }): TurnRecordCore {
+  finish(override?: { codexStatus: TurnRecord["codexStatus"]; error?: TurnRecordError | undefined }): TurnRecordCore {
     const status = override?.codexStatus ?? this.status ?? "failed";
     const error =
       override?.error ??

@@ -36,7 +36,7 @@ export function deferred<T>(): Deferred<T> {
 /** How a turn ends when this client decides it (timeouts, exit, close). */
 export interface RunOverride {
   codexStatus: TurnRecordCore["codexStatus"];
-  error?: TurnRecordError;
+  error?: TurnRecordError | undefined;
 }
 
 /** Per-turn settings of a {@link TurnRun}. */
@@ -173,7 +173,7 @@ export class TurnRun {
   /** Follow the native commands and MCP tool calls of `threadId` (this turn's thread or a sub-agent's) as they start and end. */
   noteNativeTool(threadId: string, n: IncomingNotification): void {
     if (!n.consumed || (n.method !== "item/started" && n.method !== "item/completed")) return;
-    const item = n.params.item as { type?: string; id?: string };
+    const item = n.params.item as { type?: string | undefined; id?: string | undefined };
     if ((item.type !== "commandExecution" && item.type !== "mcpToolCall") || typeof item.id !== "string") return;
     const key = `${threadId}:${item.id}`;
     if (n.method === "item/started") this.nativeToolsRunning.add(key);
@@ -199,14 +199,14 @@ export class TurnRun {
   /** Remember the changes of a `fileChange` item for its approval request. */
   noteFileChanges(n: IncomingNotification): void {
     if (!n.consumed || (n.method !== "item/started" && n.method !== "item/completed")) return;
-    const item = n.params.item as { type?: string; id?: string; changes?: unknown };
+    const item = n.params.item as { type?: string | undefined; id?: string | undefined; changes?: unknown };
     if (item.type !== "fileChange" || typeof item.id !== "string" || !Array.isArray(item.changes)) return;
     this.fileChanges.set(item.id, item.changes.map(toFileChange));
   }
 }
 
 function toFileChange(raw: unknown): CodexFileChange {
-  const c = (raw ?? {}) as { path?: unknown; kind?: { type?: unknown; move_path?: unknown }; diff?: unknown };
+  const c = (raw ?? {}) as { path?: unknown; kind?: { type?: unknown; move_path?: unknown } | undefined; diff?: unknown };
   return {
     path: typeof c.path === "string" ? c.path : "",
     kind: typeof c.kind?.type === "string" ? c.kind.type : "update",
@@ -224,7 +224,7 @@ function toFileChange(raw: unknown): CodexFileChange {
  * ```
  */
 export function isRetryNotification(n: IncomingNotification): boolean {
-  return n.method === "error" && (n.params as { willRetry?: boolean }).willRetry === true;
+  return n.method === "error" && (n.params as { willRetry?: boolean | undefined }).willRetry === true;
 }
 
 /**
@@ -239,6 +239,6 @@ export function isRetryNotification(n: IncomingNotification): boolean {
 export function isProgressNotification(n: IncomingNotification): boolean {
   if (n.method === "thread/tokenUsage/updated") return true;
   if (n.method !== "item/completed" || !n.consumed) return false;
-  const type = (n.params.item as { type?: string }).type;
+  const type = (n.params.item as { type?: string | undefined }).type;
   return type !== "agentMessage" && type !== "reasoning" && type !== "userMessage";
 }

@@ -40,9 +40,9 @@ export interface CodexTurn {
    * their `images`. `images` are checked as a prompt's are (a bad one rejects with INVALID_ARGUMENT naming it) and
    * recorded in the transcript's steer message as image parts.
    */
-  steer(text: string, options?: { images?: readonly PromptImageInput[] }): Promise<SteerResult>;
+  steer(text: string, options?: { images?: readonly PromptImageInput[] | undefined }): Promise<SteerResult>;
   /** Ask Codex to interrupt; `completion` then resolves ("interrupted", or "timedOut" after `graceMs`). */
-  interrupt(options?: { graceMs?: number }): Promise<void>;
+  interrupt(options?: { graceMs?: number | undefined }): Promise<void>;
   /** Resolves (never rejects) when the turn ended, however it ended. */
   completion: Promise<TurnRecordCore>;
   readonly done: boolean;
@@ -70,8 +70,8 @@ export interface TurnStartInput {
   additionalContext?: Record<string, AdditionalContextEntry> | undefined;
   model?: string | undefined;
   effort?: string | undefined;
-  sandboxPolicy?: TurnStartParams["sandboxPolicy"];
-  collaborationMode?: TurnStartParams["collaborationMode"];
+  sandboxPolicy?: TurnStartParams["sandboxPolicy"] | undefined;
+  collaborationMode?: TurnStartParams["collaborationMode"] | undefined;
 }
 
 /**
@@ -242,7 +242,7 @@ export class TurnRunner {
     return {
       threadId: run.threadId,
       turnId,
-      steer: (text: string, options?: { images?: readonly PromptImageInput[] }) => {
+      steer: (text: string, options?: { images?: readonly PromptImageInput[] | undefined }) => {
         if (typeof text !== "string" || text.length === 0) {
           return Promise.reject(new CodexAppServerError("INVALID_ARGUMENT", "steer text must be a non-empty string", { field: "text" }));
         }
@@ -392,7 +392,7 @@ export class TurnRunner {
   /** Remember which threads a `collabAgentToolCall` item of `threadId` addressed (its sub-agents). */
   private noteSubAgents(threadId: string, n: IncomingNotification): void {
     if (!n.consumed || (n.method !== "item/started" && n.method !== "item/completed")) return;
-    const item = n.params.item as { type?: string; receiverThreadIds?: unknown };
+    const item = n.params.item as { type?: string | undefined; receiverThreadIds?: unknown };
     if (item.type !== "collabAgentToolCall" || !Array.isArray(item.receiverThreadIds)) return;
     for (const child of item.receiverThreadIds) {
       if (typeof child === "string" && child !== threadId) setBounded(this.subAgentParents, child, threadId);

@@ -39,10 +39,10 @@ export interface CodexTurnWarning {
   /** Fixed text naming what happened (or Codex's own message, for `codexWarning`); never conversation content. */
   message: string;
   threadId: string;
-  turnId?: string;
+  turnId?: string | undefined;
   /** The dynamic tool concerned. */
-  tool?: string;
-  callId?: string;
+  tool?: string | undefined;
+  callId?: string | undefined;
   /** The approval / user-input item concerned. */
-  itemId?: string;
+  itemId?: string | undefined;
 }

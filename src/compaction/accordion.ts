@@ -92,7 +92,7 @@ export function parseAccordionConfig(input: unknown): AccordionConfig {
 export interface AccordionUsage {
   inputTokens: number;
   totalTokens: number;
-  modelContextWindow?: number;
+  modelContextWindow?: number | undefined;
 }
 
 /** Why the accordion does or does not compact. */
@@ -101,7 +101,7 @@ export type AccordionReason = "disabled" | "noUsage" | "noContextWindow" | "belo
 export interface AccordionDecision {
   compact: boolean;
   /** totalTokens / context window, when both are known. */
-  ratio?: number;
+  ratio?: number | undefined;
   reason: AccordionReason;
 }
 
@@ -119,8 +119,8 @@ export interface AccordionDecision {
  * ```
  */
 export function evaluateAccordion(p: {
-  lastUsage?: AccordionUsage | null;
-  contextWindow?: number;
+  lastUsage?: AccordionUsage | null | undefined;
+  contextWindow?: number | undefined;
   config: AccordionConfig;
   engineOwnsCompaction: boolean;
 }): AccordionDecision {
@@ -156,43 +156,43 @@ const runParamsSchema = z.object({
 export interface RunAccordionParams {
   engine: ContextEngine;
   sessionId: string;
-  sessionKey?: string;
+  sessionKey?: string | undefined;
   sessionFile: string;
-  tokenBudget?: number;
+  tokenBudget?: number | undefined;
   /** Prompt tokens of the last model call. */
-  currentTokenCount?: number;
+  currentTokenCount?: number | undefined;
   /** Passed to `interceptCompaction` (pi's compaction preparation); "" when the host has none. */
-  firstKeptEntryId?: string;
+  firstKeptEntryId?: string | undefined;
   /** Validated with {@link parseAccordionConfig} (a parsed config passes unchanged). */
   config: AccordionConfigInput | AccordionConfig;
   /** Extra runtime context for `compact()` (the host's `llm`, provider, model); budget and token count are added. */
-  runtimeContext?: Record<string, unknown>;
+  runtimeContext?: Record<string, unknown> | undefined;
   /** OpenClaw's `runtimeSettings`, passed through to `compact()`. */
-  runtimeSettings?: ContextEngineRuntimeSettings;
+  runtimeSettings?: ContextEngineRuntimeSettings | undefined;
   /** Bound on each engine call (`interceptCompaction`, `compact`); default 300 s. A timeout counts as a failure. */
-  timeoutMs?: number;
-  signal?: AbortSignal;
-  logger?: Logger;
+  timeoutMs?: number | undefined;
+  signal?: AbortSignal | undefined;
+  logger?: Logger | undefined;
 }
 
 export interface AccordionRunResult {
   compacted: boolean;
   tokensBefore: number;
-  tokensAfter?: number;
+  tokensAfter?: number | undefined;
   /** Which engine entry point did the work ("none": aborted before anything ran). */
   via: "intercept" | "compact" | "none";
   /**
    * Why nothing was compacted: "aborted", "compactFailed" (`compact()` threw), "compactResultInvalid" (it returned a
    * malformed result, see `error`), "notCompacted" / "compactRejected", or the engine's own reason.
    */
-  reason?: string;
+  reason?: string | undefined;
   /** Set when `compact()` returned a malformed result: `code` "COMPACT_RESULT_INVALID" and a message naming the field. */
-  error?: { code: string; message: string };
+  error?: { code: string; message: string } | undefined;
   /** The engine's summary and first kept entry, when it reported them (written to the transcript as a compaction entry). */
-  summary?: string;
-  firstKeptEntryId?: string;
+  summary?: string | undefined;
+  firstKeptEntryId?: string | undefined;
   /** `compact()` said `ok: false` while it did compact ("compacted, still over target"): kept, with its reason. */
-  stillOverTarget?: boolean;
+  stillOverTarget?: boolean | undefined;
 }
 
 function errorLabel(error: unknown): string {

@@ -52,7 +52,7 @@ export interface BindingStore {
 export type CompactionMaintenanceRunner = (p: {
   engine: ContextEngine;
   sessionId: string;
-  sessionKey?: string;
+  sessionKey?: string | undefined;
   sessionFile: string;
   reason: "compaction";
   runtimeContext: ContextEngineRuntimeContext;
@@ -205,7 +205,7 @@ function bindCompactionMachine(p: z.output<typeof runCodexCompactionParamsSchema
   return compactionMachine.provide({
     actions: {
       logStep: (_, params) => {
-        const { event, level, ...counts } = params as { event: string; level?: "info" | "warn"; [k: string]: unknown };
+        const { event, level, ...counts } = params as { event: string; level?: "info" | "warn" | undefined; [k: string]: unknown };
         const fields = { ...ids, event, ...counts };
         if (level === "warn") logger.warn(fields, `codex compaction: ${event}`);
         else logger.info(fields, `codex compaction: ${event}`);
@@ -402,14 +402,14 @@ export function createBindingStore<
     threadId: string;
     ledger?: unknown;
     heldTurnIds?: unknown;
-    lastUsage?: BindingUsage;
-    nativeCompactions?: number;
-    updatedBy?: string;
+    lastUsage?: BindingUsage | undefined;
+    nativeCompactions?: number | undefined;
+    updatedBy?: string | undefined;
   } = ThreadBinding,
 >(io: {
   read(sessionFile: string, logger?: Logger): Promise<B | null | undefined>;
   write(sessionFile: string, binding: B): Promise<void>;
-  logger?: Logger;
+  logger?: Logger | undefined;
 }): BindingStore {
   return {
     read: async (sessionFile) => {

@@ -74,7 +74,7 @@ export function describeEngineError(method: string, error: unknown): string {
 export function callEngine<T>(
   method: string,
   fn: () => Promise<T>,
-  opts: { timeoutMs?: number; signal?: AbortSignal } = {},
+  opts: { timeoutMs?: number | undefined; signal?: AbortSignal | undefined } = {},
 ): Promise<T> {
   const timeoutMs = opts.timeoutMs ?? DEFAULT_ENGINE_CALL_TIMEOUT_MS;
   const { signal } = opts;
@@ -108,12 +108,12 @@ export function callEngine<T>(
 interface EngineIds {
   engine: ContextEngine;
   sessionId: string;
-  sessionKey?: string;
+  sessionKey?: string | undefined;
   sessionFile: string;
-  signal?: AbortSignal;
-  timeoutMs?: number;
+  signal?: AbortSignal | undefined;
+  timeoutMs?: number | undefined;
   /** OpenClaw's typed runtime settings ({@link buildHarnessContextEngineRuntimeSettings}); passed where OpenClaw passes them. */
-  runtimeSettings?: ContextEngineRuntimeSettings;
+  runtimeSettings?: ContextEngineRuntimeSettings | undefined;
 }
 
 const withKey = (sessionKey: string | undefined) => (sessionKey !== undefined ? { sessionKey } : {});
@@ -143,15 +143,15 @@ export type RuntimeUsage = TurnUsage;
  * ```
  */
 export function buildHarnessContextEngineRuntimeContext(p: {
-  tokenBudget?: number;
-  usage?: RuntimeUsage;
-  lastCallUsage?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number; total?: number };
-  allowDeferredCompactionExecution?: boolean;
+  tokenBudget?: number | undefined;
+  usage?: RuntimeUsage | undefined;
+  lastCallUsage?: { input?: number | undefined; output?: number | undefined; cacheRead?: number | undefined; cacheWrite?: number | undefined; total?: number | undefined } | undefined;
+  allowDeferredCompactionExecution?: boolean | undefined;
   /**
    * Host extras merged in first (e.g. a plugin host's `provider`, `model`, `llm`); the measured figures above win
    * over same-named extras.
    */
-  runtimeContext?: Record<string, unknown>;
+  runtimeContext?: Record<string, unknown> | undefined;
 }): ContextEngineRuntimeContext {
   const ctx: ContextEngineRuntimeContext = { ...(p.runtimeContext ?? {}) };
   if (p.tokenBudget !== undefined) ctx.tokenBudget = p.tokenBudget;
@@ -192,12 +192,12 @@ export const CODEX_EXECUTION_HOST = { id: "codex-app-server", label: "Codex app-
  * ```
  */
 export function buildHarnessContextEngineRuntimeSettings(p: {
-  engineId?: string;
-  model?: string;
-  provider?: string;
-  tokenBudget?: number;
+  engineId?: string | undefined;
+  model?: string | undefined;
+  provider?: string | undefined;
+  tokenBudget?: number | undefined;
   /** How the engine was chosen: `configured` (the host named it), else `default`. */
-  selection?: "configured" | "default" | "unknown";
+  selection?: "configured" | "default" | "unknown" | undefined;
 }): ContextEngineRuntimeSettings {
   const family = p.model?.match(/^[a-z]+(?:-\d+(?:\.\d+)?)?/i)?.[0] ?? null;
   return {
@@ -224,8 +224,8 @@ export function buildHarnessContextEngineRuntimeSettings(p: {
  * ```
  */
 export async function bootstrapHarnessContextEngine<H extends { messages: AgentMessage[] }>(
-  p: EngineIds & { readHistory: () => Promise<H>; runtimeContext?: ContextEngineRuntimeContext },
-): Promise<H & { bootstrapped: boolean; importedMessages?: number; reason?: string }> {
+  p: EngineIds & { readHistory: () => Promise<H>; runtimeContext?: ContextEngineRuntimeContext | undefined },
+): Promise<H & { bootstrapped: boolean; importedMessages?: number | undefined; reason?: string | undefined }> {
   const { engine } = p;
   if (!engine.bootstrap) return { ...(await p.readHistory()), bootstrapped: false, reason: "engine has no bootstrap()" };
   const raw = await callEngine(
@@ -273,17 +273,17 @@ export async function bootstrapHarnessContextEngine<H extends { messages: AgentM
 export async function assembleHarnessContextEngine(p: {
   engine: ContextEngine;
   sessionId: string;
-  sessionKey?: string;
+  sessionKey?: string | undefined;
   messages: AgentMessage[];
-  tokenBudget?: number;
-  availableTools?: Set<string>;
-  citationsMode?: MemoryCitationsMode;
-  model?: string;
-  prompt?: string;
-  runtimeContext?: ContextEngineRuntimeContext;
-  runtimeSettings?: ContextEngineRuntimeSettings;
-  signal?: AbortSignal;
-  timeoutMs?: number;
+  tokenBudget?: number | undefined;
+  availableTools?: Set<string> | undefined;
+  citationsMode?: MemoryCitationsMode | undefined;
+  model?: string | undefined;
+  prompt?: string | undefined;
+  runtimeContext?: ContextEngineRuntimeContext | undefined;
+  runtimeSettings?: ContextEngineRuntimeSettings | undefined;
+  signal?: AbortSignal | undefined;
+  timeoutMs?: number | undefined;
 }): Promise<AssembleResult> {
   const raw = await callEngine(
     "assemble",
@@ -312,22 +312,22 @@ export type FinalizeMode = "afterTurn" | "ingestBatch" | "ingest";
 export type FinalizeTurnParams = EngineIds & {
   messages: AgentMessage[];
   prePromptMessageCount: number;
-  tokenBudget?: number;
-  runtimeContext?: ContextEngineRuntimeContext;
+  tokenBudget?: number | undefined;
+  runtimeContext?: ContextEngineRuntimeContext | undefined;
   /** The Codex thread id; with `turnId` it gives each new message its mirror key (`mirrorKeysForTurn`). */
-  threadId?: string;
+  threadId?: string | undefined;
   /** The Codex turn id, so an engine can dedupe a replayed finalize after a crash. */
-  turnId?: string;
+  turnId?: string | undefined;
   /**
    * One key per NEW message (`messages.slice(prePromptMessageCount)`), in order. Default: the transcript mirror's
    * keys, `mirrorKeysForTurn(threadId, turnId, newMessages)`, when both ids are given.
    */
-  messageKeys?: readonly string[];
+  messageKeys?: readonly string[] | undefined;
   /** Keys whose messages the engine already took (a replayed finalize): they are not handed over again. */
-  alreadyIngested?: ReadonlySet<string>;
+  alreadyIngested?: ReadonlySet<string> | undefined;
   /** Called after the engine took each message (per key), so the host can persist progress before going on. */
-  onIngested?: (key: string) => Promise<void>;
-  isHeartbeat?: boolean;
+  onIngested?: ((key: string) => Promise<void>) | undefined;
+  isHeartbeat?: boolean | undefined;
 };
 
 /** Thrown when `messageKeys` does not have one key per new message. */
@@ -441,8 +441,8 @@ export async function finalizeHarnessContextEngineTurn(p: FinalizeTurnParams): P
  * ```
  */
 export async function runHarnessContextEngineMaintenance(
-  p: EngineIds & { reason: "bootstrap" | "turn" | "compaction"; background: boolean; runtimeContext?: ContextEngineRuntimeContext },
-): Promise<{ changed: boolean; bytesFreed?: number; rewrittenEntries?: number; reason?: string } | undefined> {
+  p: EngineIds & { reason: "bootstrap" | "turn" | "compaction"; background: boolean; runtimeContext?: ContextEngineRuntimeContext | undefined },
+): Promise<{ changed: boolean; bytesFreed?: number | undefined; rewrittenEntries?: number | undefined; reason?: string | undefined } | undefined> {
   const { engine } = p;
   if (!engine.maintain) return undefined;
   const runtimeContext: ContextEngineRuntimeContext = { ...(p.runtimeContext ?? {}) };

@@ -29,7 +29,7 @@ export interface TranscriptRewriterOptions {
   ids: Record<string, string>;
   lock: "held" | "acquire" | "ambient";
   /** `"acquire"` / `"ambient"`: give up waiting for the lock after this long (default 60 s). */
-  lockTimeoutMs?: number;
+  lockTimeoutMs?: number | undefined;
 }
 
 /**

@@ -44,7 +44,7 @@ export interface MessageUsage {
   cacheRead: number;
   cacheWrite: number;
   totalTokens: number;
-  cost?: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number };
+  cost?: { input: number; output: number; cacheRead: number; cacheWrite: number; total: number } | undefined;
 }
 
 export interface UserMessage {
@@ -56,12 +56,12 @@ export interface UserMessage {
 export interface AssistantMessage {
   role: "assistant";
   content: MessagePart[];
-  model?: string;
-  api?: string;
-  provider?: string;
-  usage?: MessageUsage;
-  stopReason?: string;
-  errorMessage?: string;
+  model?: string | undefined;
+  api?: string | undefined;
+  provider?: string | undefined;
+  usage?: MessageUsage | undefined;
+  stopReason?: string | undefined;
+  errorMessage?: string | undefined;
   timestamp: number;
   [key: string]: unknown;
 }
@@ -78,22 +78,22 @@ export interface CustomMessage {
   role: "custom";
   customType: string;
   content: string | MessagePart[];
-  display?: boolean;
-  timestamp?: number;
+  display?: boolean | undefined;
+  timestamp?: number | undefined;
   [key: string]: unknown;
 }
 export interface CompactionSummaryMessage {
   role: "compactionSummary";
   summary: string;
   tokensBefore: number;
-  timestamp?: number;
+  timestamp?: number | undefined;
   [key: string]: unknown;
 }
 export interface BranchSummaryMessage {
   role: "branchSummary";
   summary: string;
   fromId: string;
-  timestamp?: number;
+  timestamp?: number | undefined;
   [key: string]: unknown;
 }
 /** Roles we do not know must survive too. */
@@ -115,20 +115,20 @@ export type AgentMessage =
 export interface ContextEngineInfo {
   id: string;
   name: string;
-  version?: string;
+  version?: string | undefined;
   /** The engine owns compaction policy (lossless-claw#850). */
-  ownsCompaction?: boolean;
+  ownsCompaction?: boolean | undefined;
   /**
    * `"background"` runs turn maintenance off the turn's critical path; any other value (OpenClaw types it as a string,
    * e.g. `"inline"`) runs it in the foreground.
    */
-  turnMaintenanceMode?: "foreground" | "background" | (string & {});
+  turnMaintenanceMode?: "foreground" | "background" | (string & {}) | undefined;
   /** Host capabilities the engine needs per operation; the plugin host refuses to load it when one is missing. */
-  hostRequirements?: Partial<Record<ContextEngineOperation, ContextEngineHostRequirements>>;
+  hostRequirements?: Partial<Record<ContextEngineOperation, ContextEngineHostRequirements>> | undefined;
   /** Host parameters the engine reads (informational, as in OpenClaw). */
-  acceptedHostParams?: string[];
+  acceptedHostParams?: string[] | undefined;
   /** Proposed upstream (openclaw#81164). `interceptCompaction` is used whenever the engine has it; `false` opts out. */
-  interceptsCompaction?: boolean;
+  interceptsCompaction?: boolean | undefined;
 }
 
 /** Operations an engine can state host requirements for (OpenClaw's `ContextEngineOperation`). */
@@ -148,11 +148,11 @@ export type ContextEngineHostCapability =
 export interface ContextEngineHostRequirements {
   requiredCapabilities: ContextEngineHostCapability[];
   /** The engine's own guidance, shown in the load error. */
-  unsupportedMessage?: string;
+  unsupportedMessage?: string | undefined;
 }
 
 export interface PromptCacheInfo {
-  lastCallUsage?: { input?: number; output?: number; cacheRead?: number; cacheWrite?: number; total?: number };
+  lastCallUsage?: { input?: number | undefined; output?: number | undefined; cacheRead?: number | undefined; cacheWrite?: number | undefined; total?: number | undefined } | undefined;
 }
 
 /** One message of an `llm.complete` request (OpenClaw's `LlmCompleteMessage`). */
@@ -164,13 +164,13 @@ export interface LlmCompleteMessage {
 /** An `llm.complete` request (OpenClaw's `LlmCompleteParams`, direct form; advisory fields a host may ignore). */
 export interface LlmCompleteRequest {
   messages: LlmCompleteMessage[];
-  systemPrompt?: string;
+  systemPrompt?: string | undefined;
   /** A model ref (`"provider/model"` or `"model"`); absent means the host's configured model. */
-  model?: string;
-  maxTokens?: number;
-  temperature?: number;
-  purpose?: string;
-  signal?: AbortSignal;
+  model?: string | undefined;
+  maxTokens?: number | undefined;
+  temperature?: number | undefined;
+  purpose?: string | undefined;
+  signal?: AbortSignal | undefined;
   [key: string]: unknown;
 }
 
@@ -180,9 +180,9 @@ export interface LlmCompleteResponse {
   provider: string;
   model: string;
   agentId: string;
-  usage: { inputTokens?: number; outputTokens?: number; cacheReadTokens?: number; cacheWriteTokens?: number; totalTokens?: number };
+  usage: { inputTokens?: number | undefined; outputTokens?: number | undefined; cacheReadTokens?: number | undefined; cacheWriteTokens?: number | undefined; totalTokens?: number | undefined };
   execution: { mode: "direct-provider"; owner: { kind: "provider"; id: string } };
-  audit: { caller: { kind: "plugin" | "context-engine" | "host" | "unknown"; id?: string }; purpose?: string };
+  audit: { caller: { kind: "plugin" | "context-engine" | "host" | "unknown"; id?: string | undefined }; purpose?: string | undefined };
 }
 
 /** `runtimeContext.llm` and a plugin's `runtime.llm` (OpenClaw's): a model completion, e.g. to summarize. */
@@ -195,20 +195,20 @@ export interface ContextEngineLlm {
  * zero. A plugin host adds `provider`, `model` and `llm` (see `loadContextEngine`).
  */
 export interface ContextEngineRuntimeContext {
-  tokenBudget?: number;
-  currentTokenCount?: number;
-  promptCache?: PromptCacheInfo;
-  allowDeferredCompactionExecution?: boolean;
-  provider?: string;
-  model?: string;
-  llm?: ContextEngineLlm;
+  tokenBudget?: number | undefined;
+  currentTokenCount?: number | undefined;
+  promptCache?: PromptCacheInfo | undefined;
+  allowDeferredCompactionExecution?: boolean | undefined;
+  provider?: string | undefined;
+  model?: string | undefined;
+  llm?: ContextEngineLlm | undefined;
   /**
    * Rewrite transcript entries (OpenClaw's runtime helper): give `message` entries on the active branch new messages.
    * The engine decides what is safe to rewrite; the host owns how the session changes on disk (copy-on-write: the
    * branch from the first replaced entry is re-issued with new entry ids; atomic). Present in `bootstrap`, `afterTurn`,
    * `maintain` and `compact` calls; never throws (a refusal resolves `{ changed: false, reason }`).
    */
-  rewriteTranscriptEntries?: (request: TranscriptRewriteRequest) => Promise<TranscriptRewriteResult>;
+  rewriteTranscriptEntries?: ((request: TranscriptRewriteRequest) => Promise<TranscriptRewriteResult>) | undefined;
   [key: string]: unknown;
 }
 
@@ -226,7 +226,7 @@ export interface TranscriptRewriteResult {
   changed: boolean;
   bytesFreed: number;
   rewrittenEntries: number;
-  reason?: string;
+  reason?: string | undefined;
 }
 
 /**
@@ -258,43 +258,43 @@ export type MemoryCitationsMode = "auto" | "on" | "off";
 
 export interface ContextProjectionRequest {
   mode: "per_turn" | "thread_bootstrap";
-  epoch?: string;
-  fingerprint?: string;
+  epoch?: string | undefined;
+  fingerprint?: string | undefined;
 }
 
 export interface AssembleResult {
   messages: AgentMessage[];
   estimatedTokens: number;
-  systemPromptAddition?: string;
-  contextProjection?: ContextProjectionRequest;
+  systemPromptAddition?: string | undefined;
+  contextProjection?: ContextProjectionRequest | undefined;
 }
 
 export interface CompactResult {
   ok: boolean;
   compacted: boolean;
-  reason?: string;
+  reason?: string | undefined;
   result?: {
-    summary?: string;
-    firstKeptEntryId?: string;
+    summary?: string | undefined;
+    firstKeptEntryId?: string | undefined;
     tokensBefore: number;
-    tokensAfter?: number;
+    tokensAfter?: number | undefined;
     details?: unknown;
-  };
+  } | undefined;
 }
 
 export interface InterceptCompactionRequest {
   sessionId: string;
-  sessionKey?: string;
+  sessionKey?: string | undefined;
   sessionFile: string;
-  tokenBudget?: number;
-  currentTokenCount?: number;
+  tokenBudget?: number | undefined;
+  currentTokenCount?: number | undefined;
   firstKeptEntryId: string;
   tokensBefore: number;
-  trigger?: "in-attempt-auto" | "overflow" | "timeout" | "manual";
-  signal?: AbortSignal;
+  trigger?: "in-attempt-auto" | "overflow" | "timeout" | "manual" | undefined;
+  signal?: AbortSignal | undefined;
 }
 export type InterceptCompactionResult =
-  | { handled: true; summary: string; firstKeptEntryId: string; tokensBefore: number; tokensAfter?: number; details?: unknown }
+  | { handled: true; summary: string; firstKeptEntryId: string; tokensBefore: number; tokensAfter?: number | undefined; details?: unknown }
   | { handled: false; reason: string };
 
 /**
@@ -314,82 +314,82 @@ export interface ContextEngine {
   info: ContextEngineInfo;
   bootstrap?(p: {
     sessionId: string;
-    sessionKey?: string;
+    sessionKey?: string | undefined;
     sessionFile: string;
-    runtimeSettings?: ContextEngineRuntimeSettings;
-    runtimeContext?: ContextEngineRuntimeContext;
+    runtimeSettings?: ContextEngineRuntimeSettings | undefined;
+    runtimeContext?: ContextEngineRuntimeContext | undefined;
   }): Promise<{
     bootstrapped: boolean;
-    importedMessages?: number;
-    reason?: string;
+    importedMessages?: number | undefined;
+    reason?: string | undefined;
   }>;
   maintain?(p: {
     sessionId: string;
-    sessionKey?: string;
+    sessionKey?: string | undefined;
     sessionFile: string;
-    runtimeSettings?: ContextEngineRuntimeSettings;
-    runtimeContext?: ContextEngineRuntimeContext;
-    abortSignal?: AbortSignal;
-  }): Promise<{ changed: boolean; bytesFreed: number; rewrittenEntries: number; reason?: string }>;
+    runtimeSettings?: ContextEngineRuntimeSettings | undefined;
+    runtimeContext?: ContextEngineRuntimeContext | undefined;
+    abortSignal?: AbortSignal | undefined;
+  }): Promise<{ changed: boolean; bytesFreed: number; rewrittenEntries: number; reason?: string | undefined }>;
   ingest(p: {
     sessionId: string;
-    sessionKey?: string;
+    sessionKey?: string | undefined;
     message: AgentMessage;
     /**
      * Stable per-message key (the transcript mirror's idempotency key, `codex-app-server:<thread>:<turn>:<kind>`): the
      * same message replayed after a failed finalize carries the same key, so an engine can skip what it already has.
      */
-    messageKey?: string;
-    isHeartbeat?: boolean;
+    messageKey?: string | undefined;
+    isHeartbeat?: boolean | undefined;
   }): Promise<{
     ingested: boolean;
   }>;
   ingestBatch?(p: {
     sessionId: string;
-    sessionKey?: string;
+    sessionKey?: string | undefined;
     messages: AgentMessage[];
     /** One {@link ContextEngine.ingest} `messageKey` per message, in order (when the host knows them). */
-    messageKeys?: string[];
-    isHeartbeat?: boolean;
+    messageKeys?: string[] | undefined;
+    isHeartbeat?: boolean | undefined;
   }): Promise<{ ingestedCount: number }>;
   afterTurn?(p: {
     sessionId: string;
-    sessionKey?: string;
+    sessionKey?: string | undefined;
     sessionFile: string;
     messages: AgentMessage[];
     prePromptMessageCount: number;
-    autoCompactionSummary?: string;
-    isHeartbeat?: boolean;
-    tokenBudget?: number;
-    runtimeSettings?: ContextEngineRuntimeSettings;
-    runtimeContext?: ContextEngineRuntimeContext;
+    autoCompactionSummary?: string | undefined;
+    isHeartbeat?: boolean | undefined;
+    tokenBudget?: number | undefined;
+    runtimeSettings?: ContextEngineRuntimeSettings | undefined;
+    runtimeContext?: ContextEngineRuntimeContext | undefined;
   }): Promise<void>;
   assemble(p: {
     sessionId: string;
-    sessionKey?: string;
+    sessionKey?: string | undefined;
     messages: AgentMessage[];
-    tokenBudget?: number;
-    availableTools?: Set<string>;
-    citationsMode?: MemoryCitationsMode;
-    model?: string;
-    prompt?: string;
-    runtimeSettings?: ContextEngineRuntimeSettings;
-    runtimeContext?: ContextEngineRuntimeContext;
+    tokenBudget?: number | undefined;
+    availableTools?: Set<string> | undefined;
+    citationsMode?: MemoryCitationsMode | undefined;
+    model?: string | undefined;
+    prompt?: string | undefined;
+    runtimeSettings?: ContextEngineRuntimeSettings | undefined;
+    runtimeContext?: ContextEngineRuntimeContext | undefined;
   }): Promise<AssembleResult>;
   compact(p: {
     sessionId: string;
-    sessionKey?: string;
+    sessionKey?: string | undefined;
     sessionFile: string;
-    tokenBudget?: number;
-    force?: boolean;
-    currentTokenCount?: number;
-    compactionTarget?: "budget" | "threshold";
+    tokenBudget?: number | undefined;
+    force?: boolean | undefined;
+    currentTokenCount?: number | undefined;
+    compactionTarget?: "budget" | "threshold" | undefined;
     /** lossless-claw accordion extension (lossless-claw#665). */
-    compactionTargetFraction?: number;
-    customInstructions?: string;
-    runtimeSettings?: ContextEngineRuntimeSettings;
-    runtimeContext?: ContextEngineRuntimeContext;
-    abortSignal?: AbortSignal;
+    compactionTargetFraction?: number | undefined;
+    customInstructions?: string | undefined;
+    runtimeSettings?: ContextEngineRuntimeSettings | undefined;
+    runtimeContext?: ContextEngineRuntimeContext | undefined;
+    abortSignal?: AbortSignal | undefined;
   }): Promise<CompactResult>;
   interceptCompaction?(req: InterceptCompactionRequest): Promise<InterceptCompactionResult>;
   dispose?(): Promise<void>;

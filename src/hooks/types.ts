@@ -14,43 +14,43 @@ export interface TurnHookIds {
   /** The attempt's run id (`CodexTurnParams.runId`; OpenClaw's `runId`): the same in every hook of the attempt. */
   runId: string;
   /** The turn's session key (`CodexTurnParams.sessionKey`), when it has one. */
-  sessionKey?: string;
+  sessionKey?: string | undefined;
 }
 
 /** What a `beforePromptBuild` hook sees: exactly what Codex will receive (after engine projection). */
 export interface BeforePromptBuildContext extends TurnHookIds {
   prompt: string;
-  developerInstructions?: string;
+  developerInstructions?: string | undefined;
   /** The mirrored history (read-only). */
   messages: readonly AgentMessage[];
 }
 
 /** A hook may replace the prompt and/or developer instructions; returning nothing keeps them. */
 export interface BeforePromptBuildResult {
-  prompt?: string;
-  developerInstructions?: string;
+  prompt?: string | undefined;
+  developerInstructions?: string | undefined;
   /**
    * Problems the hook had while still returning a result (one of several plugins' handlers failed, the others'
    * changes apply, as OpenClaw runs them): each becomes a turn warning. No prompt text belongs here.
    */
-  warnings?: string[];
+  warnings?: string[] | undefined;
 }
 
 /** What a `beforeModelResolve` hook sees: the prompt as given and the model the turn would use. */
 export interface BeforeModelResolveContext extends TurnHookIds {
   prompt: string;
   /** The turn's `model` parameter (absent: Codex's configured model). */
-  model?: string;
+  model?: string | undefined;
   /**
    * What is attached to the prompt, for attachment-aware routing (say, images to a vision model): one entry per image
    * (`CodexTurnParams.images`), its kind and MIME type only, never its bytes or path. Absent when nothing is attached.
    */
-  attachments?: Array<{ kind: "image"; mimeType: string }>;
+  attachments?: Array<{ kind: "image"; mimeType: string }> | undefined;
 }
 
 /** A hook may pick this turn's model (a Codex model name); returning nothing keeps the turn's. */
 export interface BeforeModelResolveResult {
-  model?: string;
+  model?: string | undefined;
 }
 
 /**
@@ -60,11 +60,11 @@ export interface BeforeModelResolveResult {
 export interface BeforeAgentRunEvent extends TurnHookIds {
   /** The final prompt text (what `turn/start` would carry). */
   prompt: string;
-  developerInstructions?: string;
+  developerInstructions?: string | undefined;
   /** The mirrored history before this turn (read-only). */
   messages: readonly AgentMessage[];
   /** The model the turn would run with, when named (the turn's `model`, or a `beforeModelResolve` hook's choice). */
-  model?: string;
+  model?: string | undefined;
 }
 
 /**
@@ -77,11 +77,11 @@ export type BeforeAgentRunResult =
   | {
       block: true;
       /** User-facing detail (shown and recorded). Keep internal reasons out of it. */
-      message?: string;
+      message?: string | undefined;
       /** Who refused (e.g. a policy or plugin id); default `beforeAgentRun`. */
-      blockedBy?: string;
+      blockedBy?: string | undefined;
       /** Problems behind the decision (a plugin's gate handler failed, so the gate refused): each becomes a turn warning. */
-      warnings?: string[];
+      warnings?: string[] | undefined;
     };
 
 /**
@@ -90,8 +90,8 @@ export type BeforeAgentRunResult =
  */
 export interface BeforeMessageWriteEvent extends TurnHookIds {
   message: AgentMessage;
-  toolName?: string;
-  toolCallId?: string;
+  toolName?: string | undefined;
+  toolCallId?: string | undefined;
 }
 
 /**
@@ -99,9 +99,9 @@ export interface BeforeMessageWriteEvent extends TurnHookIds {
  * stores it as it is. Problems behind a partial result go in `warnings` (turn warnings).
  */
 export interface BeforeMessageWriteResult {
-  block?: boolean;
-  message?: AgentMessage;
-  warnings?: string[];
+  block?: boolean | undefined;
+  message?: AgentMessage | undefined;
+  warnings?: string[] | undefined;
 }
 
 /** Which compaction path ran: Codex's own (`codex-app-server`) or the context engine's. */
@@ -116,30 +116,30 @@ export type CompactionHookTrigger = "native" | "manual" | "accordion" | "budget"
  * explicit compaction (`trigger: "manual"` or `"budget"`) and the accordion (`trigger: "accordion"`).
  */
 export interface CompactionHookEvent extends Partial<Omit<NativeCompactionRecord, "backend">> {
-  sessionId?: string;
+  sessionId?: string | undefined;
   /** The run id of the attempt the compaction ran in (absent for a compaction outside a turn). */
-  runId?: string;
-  sessionKey?: string;
+  runId?: string | undefined;
+  sessionKey?: string | undefined;
   backend: CompactionBackend;
   trigger: CompactionHookTrigger;
   ownsCompaction: boolean;
   /** The session's transcript (OpenClaw's `sessionFile`). */
-  sessionFile?: string;
+  sessionFile?: string | undefined;
   /** How many messages the session held when the compaction started (OpenClaw's `messageCount`). */
-  messageCount?: number;
+  messageCount?: number | undefined;
   /** beforeCompaction only: those messages (read-only), as OpenClaw hands them to `before_compaction`. */
-  messages?: readonly AgentMessage[];
+  messages?: readonly AgentMessage[] | undefined;
   /** afterCompaction only: whether it compacted. */
-  compacted?: boolean;
+  compacted?: boolean | undefined;
 }
 
 /** `llmInput`: what this turn sends to Codex (an adapter-level observation, not Codex's byte-exact request). */
 export interface LlmInputEvent extends TurnHookIds {
   threadId: string;
-  model?: string;
+  model?: string | undefined;
   /** The prompt text sent with `turn/start` (after projection and `beforePromptBuild`). */
   prompt: string;
-  developerInstructions?: string;
+  developerInstructions?: string | undefined;
   /** Number of additional-context entries sent with the turn. */
   contextEntries: number;
   /** Number of images sent with the turn: the prompt's (`CodexTurnParams.images`) and those of earlier messages in the projected context. */
@@ -155,26 +155,26 @@ export interface LlmOutputEvent extends TurnHookIds {
   threadId: string;
   turnId: string;
   assistantText: string;
-  usage?: TurnUsage;
+  usage?: TurnUsage | undefined;
   codexStatus: string;
   /** The model the turn ran with when named (the turn's `model`, or a `beforeModelResolve` hook's choice). */
-  model?: string;
+  model?: string | undefined;
   /** The turn's last assistant message as the transcript records it (absent when the model answered nothing). */
-  lastAssistant?: AgentMessage;
+  lastAssistant?: AgentMessage | undefined;
 }
 
 /** `agentEnd`: the attempt settled. */
 export interface AgentEndEvent extends TurnHookIds {
-  threadId?: string;
-  turnId?: string;
+  threadId?: string | undefined;
+  turnId?: string | undefined;
   status: TurnStatus;
-  error?: { phase: string; message: string; code?: string };
+  error?: { phase: string; message: string; code?: string | undefined } | undefined;
   /** This turn's messages (empty when the turn never started). */
   messages: readonly AgentMessage[];
   /** The session's history before this turn (read-only; empty when the attempt ended before it was read). */
-  historyMessages?: readonly AgentMessage[];
+  historyMessages?: readonly AgentMessage[] | undefined;
   /** Wall time of the attempt, ms (from `runCodexTurn` to settling); always set by the turn host. */
-  durationMs?: number;
+  durationMs?: number | undefined;
 }
 
 /** What `beforeToolCall` gets beside its event. */
@@ -207,9 +207,9 @@ export interface ToolCallHookEvent extends TurnHookIds {
    * to `onApproval`. A call the hook was already asked about (through the relay, or as it started) is not asked again:
    * that decision is used.
    */
-  approvalMethod?: string;
+  approvalMethod?: string | undefined;
   /** Where a native call runs, when Codex said (its `PreToolUse` hook input, an approval request, the item). */
-  cwd?: string;
+  cwd?: string | undefined;
 }
 
 /**
@@ -218,21 +218,21 @@ export interface ToolCallHookEvent extends TurnHookIds {
  * model "blocked by PreToolUse hook: <reason>"); its arguments cannot be rewritten.
  */
 export interface BeforeToolCallResult {
-  block?: boolean;
-  blockReason?: string;
+  block?: boolean | undefined;
+  blockReason?: string | undefined;
   params?: unknown;
   /**
    * The hook already has the user's approval for this call (OpenClaw's `requireApproval`, answered allow): Codex's
    * approval request for it, if one comes, is granted once without asking `onApproval`. Ignored for dynamic tools.
    */
-  approved?: boolean;
+  approved?: boolean | undefined;
 }
 
 /** `afterToolCall`: the tool call finished. */
 export interface AfterToolCallEvent extends ToolCallHookEvent {
-  result?: string;
-  error?: string;
-  durationMs?: number;
+  result?: string | undefined;
+  error?: string | undefined;
+  durationMs?: number | undefined;
 }
 
 /** `beforeAgentFinalize`: the turn ended; the mirror and the engine's finalize come next. */
@@ -245,7 +245,7 @@ export interface BeforeAgentFinalizeEvent extends TurnHookIds {
   /** Asked again after a revision this hook asked for (OpenClaw's `stopHookActive`). */
   stopHookActive: boolean;
   /** Codex's own record of the thread (its rollout file), when asked at Codex's `Stop` hook through the relay. */
-  transcriptPath?: string;
+  transcriptPath?: string | undefined;
 }
 
 /**
@@ -315,10 +315,10 @@ export interface CodexTurnHooks {
    * default: it runs, with a warning) or `"block"` (it is blocked with "Tool call blocked because before_tool_call hook
    * failed": OpenClaw's fail-closed policy, which the OpenClaw plugin host sets).
    */
-  beforeToolCallFailure?: "allow" | "block";
+  beforeToolCallFailure?: "allow" | "block" | undefined;
   /**
    * Bound on one `beforeToolCall`, ms (default: the turn's `timeouts.engineCallMs`). A hook that waits for a person
    * (a plugin's `requireApproval`) needs longer; the OpenClaw plugin host sets it when it has an approver.
    */
-  beforeToolCallTimeoutMs?: number;
+  beforeToolCallTimeoutMs?: number | undefined;
 }

@@ -107,7 +107,7 @@ interface ClientSocket {
 interface WsModule {
   WebSocketServer: new (options: {
     server: Server;
-    verifyClient: (info: { origin?: string; req: IncomingMessage }) => boolean;
+    verifyClient: (info: { origin?: string | undefined; req: IncomingMessage }) => boolean;
   }) => WsServer;
   OPEN: number;
 }
@@ -337,7 +337,7 @@ export async function createLiveInspector(options: LiveInspectorOptions = {}): P
   const inspector = createWebSocketInspector({ url: wsUrl, serialize: redactStatelyEvent, autoStart: true });
   // Wait until the adapter's socket is open: stopping it mid-handshake makes the adapter's `onerror` retry forever
   // every 5 s. `ws` is a private field of the adapter, read defensively.
-  const clientSocket = (inspector.adapter as unknown as { ws?: ClientSocket }).ws;
+  const clientSocket = (inspector.adapter as unknown as { ws?: ClientSocket | undefined }).ws;
   if ((await socketOpened(clientSocket, ws.OPEN, connectTimeoutMs)) === "timeout") {
     inspector.stop();
     await closeServer();

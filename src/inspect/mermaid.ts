@@ -9,20 +9,20 @@
 import type { AnyStateMachine } from "xstate";
 
 interface JsonTransition {
-  target?: Array<string | { id: string }>;
-  guard?: string | { type?: string } | null;
-  eventType?: string | null;
-  delay?: string | number;
+  target?: Array<string | { id: string }> | undefined;
+  guard?: string | { type?: string | undefined } | null | undefined;
+  eventType?: string | null | undefined;
+  delay?: string | number | undefined;
 }
 interface JsonStateNode {
   id: string;
   key: string;
   type: string;
-  initial?: { target?: Array<string | { id: string }> } | null;
-  states?: Record<string, JsonStateNode>;
-  on?: Record<string, JsonTransition[]>;
-  always?: JsonTransition[];
-  invoke?: Array<{ id?: string; src?: string | { type?: string } }>;
+  initial?: { target?: Array<string | { id: string }> | undefined } | null | undefined;
+  states?: Record<string, JsonStateNode> | undefined;
+  on?: Record<string, JsonTransition[]> | undefined;
+  always?: JsonTransition[] | undefined;
+  invoke?: Array<{ id?: string | undefined; src?: string | { type?: string | undefined } | undefined }> | undefined;
 }
 
 /** Mermaid id of a state node id like `turn.turnRunning.streaming` (machine id first). */
@@ -50,14 +50,14 @@ function eventLabel(t: JsonTransition): string {
 
 interface LiveStateNode {
   states: Record<string, LiveStateNode>;
-  always?: Array<{ target?: Array<{ id: string }>; guard?: unknown }>;
+  always?: Array<{ target?: Array<{ id: string }> | undefined; guard?: unknown }> | undefined;
 }
 
 /** `toJSON()` leaves eventless (`always`) transitions out; copy them from the live state nodes. */
 function attachAlways(json: JsonStateNode, live: LiveStateNode): void {
   if (live.always && live.always.length > 0) {
     json.always = live.always.map((t) => {
-      const guard = t.guard as { type?: string } | string | undefined;
+      const guard = t.guard as { type?: string | undefined } | string | undefined;
       const out: JsonTransition = { target: (t.target ?? []).map((n) => n.id), eventType: "" };
       if (typeof guard === "string") out.guard = guard;
       else if (guard && typeof guard === "object" && typeof guard.type === "string") out.guard = { type: guard.type };
@@ -91,7 +91,7 @@ export interface MachineToMermaidOptions {
    * places the labels of parallel edges on top of each other (e.g. "error maintain" over "done maintain"), so the
    * statechart page uses this. Default false (the generated lifecycle doc keeps one edge per transition).
    */
-  mergeParallelEdges?: boolean;
+  mergeParallelEdges?: boolean | undefined;
 }
 
 /**

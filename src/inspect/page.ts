@@ -94,15 +94,15 @@ export const pageInputSchema = z.object({
 
 export interface PageInput {
   diagrams: PageDiagram[];
-  trace?: TraceStep[];
+  trace?: TraceStep[] | undefined;
   /** Page title. Default "Statecharts". */
-  title?: string;
+  title?: string | undefined;
   /**
    * Live mode: the page connects to this loopback inspector relay and highlights the states of running actors as
    * their snapshots arrive (the offline view of the live inspector). The CSP then allows exactly this WebSocket.
    */
-  live?: { wsUrl: string };
-  logger?: Logger;
+  live?: { wsUrl: string } | undefined;
+  logger?: Logger | undefined;
 }
 
 /** Per step, per diagram id: the Mermaid state ids to highlight (active leaves and their ancestors). */

@@ -36,7 +36,7 @@ export class TraceFileError extends Error {
   readonly path: string;
   readonly line?: number;
 
-  constructor(code: TraceFileErrorCode, path: string, message: string, options?: { line?: number; cause?: unknown }) {
+  constructor(code: TraceFileErrorCode, path: string, message: string, options?: { line?: number | undefined; cause?: unknown }) {
     super(message, options?.cause === undefined ? undefined : { cause: options.cause });
     this.name = "TraceFileError";
     this.code = code;
@@ -109,9 +109,9 @@ export interface TraceRecorder {
 }
 
 export interface TraceRecorderOptions {
-  logger?: Logger;
+  logger?: Logger | undefined;
   /** Stop recording after this many steps (a runaway actor must not grow memory without bound). Default 100 000. */
-  maxSteps?: number;
+  maxSteps?: number | undefined;
 }
 
 /**
@@ -136,8 +136,8 @@ export function stateValueToPaths(value: unknown, prefix = ""): string[] {
 interface ActorInternals {
   id?: unknown;
   sessionId?: unknown;
-  _parent?: ActorInternals;
-  logic?: { id?: unknown; root?: unknown };
+  _parent?: ActorInternals | undefined;
+  logic?: { id?: unknown; root?: unknown } | undefined;
 }
 
 function machineIdOf(actorRef: unknown): string | undefined {

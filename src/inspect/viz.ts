@@ -22,12 +22,12 @@ export interface VizMachine {
 export interface RenderStatechartPageInput {
   machines: VizMachine[];
   /** A trace from `createTraceRecorder` / `readTraceFile`; adds the replay panel. */
-  trace?: TraceStep[];
+  trace?: TraceStep[] | undefined;
   /** Page title. Default "Statecharts". */
-  title?: string;
+  title?: string | undefined;
   /** Live mode: follow a loopback inspector relay instead of (or besides) a recorded trace. */
-  live?: { wsUrl: string };
-  logger?: Logger;
+  live?: { wsUrl: string } | undefined;
+  logger?: Logger | undefined;
 }
 
 const machinesSchema = z

@@ -22,8 +22,8 @@ export const GATE_FAILED_ATTRIBUTION = "before_agent_run";
 export interface BeforeAgentRunPluginEvent {
   prompt: string;
   messages: unknown[];
-  systemPrompt?: string;
-  channelId?: string;
+  systemPrompt?: string | undefined;
+  channelId?: string | undefined;
 }
 
 function isDecision(value: unknown): value is { outcome: "pass" } | { outcome: "block"; message?: unknown } {
@@ -45,7 +45,7 @@ function isDecision(value: unknown): value is { outcome: "pass" } | { outcome: "
 export async function runBeforeAgentRunGate(
   registry: PluginRegistry,
   pluginId: string,
-  turn: { prompt: string; history: readonly unknown[]; systemPrompt?: string; channelId?: string },
+  turn: { prompt: string; history: readonly unknown[]; systemPrompt?: string | undefined; channelId?: string | undefined },
   ctx: unknown,
 ): Promise<BeforeAgentRunResult | undefined> {
   const handlers = hookHandlers(registry, "before_agent_run");

@@ -19,9 +19,9 @@ export const OPENCLAW_PLUGIN_API_VERSION = "2026.9.6";
 /** OpenClaw's `config` as this host builds it: the plugin's entry (its config and llm policy), and the model when known. */
 export type HostOpenClawConfig = Record<string, unknown> & {
   plugins: {
-    entries: Record<string, { enabled: boolean; config?: unknown; hooks?: PluginHookPolicy; llm?: { allowModelOverride: boolean; allowedModels: string[] } }>;
+    entries: Record<string, { enabled: boolean; config?: unknown; hooks?: PluginHookPolicy | undefined; llm?: { allowModelOverride: boolean; allowedModels: string[] } | undefined }>;
     /** OpenClaw's slots: `contextEngine` (the engine the turns run with, "legacy" for none), `memory` (a memory plugin). */
-    slots?: { contextEngine?: string; memory?: string };
+    slots?: { contextEngine?: string | undefined; memory?: string | undefined } | undefined;
   };
 };
 
@@ -32,27 +32,27 @@ export interface HostPluginRuntime {
   logging: { getChildLogger: (bindings?: Record<string, unknown>) => SdkLogger; shouldLogVerbose: () => boolean };
   llm: CodexLlm;
   /** Delegated runs on child sessions (`src/openclaw/subagent.ts`); absent without an app-server, as plugins detect. */
-  subagent?: HostSubagentRuntime;
+  subagent?: HostSubagentRuntime | undefined;
 }
 
 /** The plugin API surface this host implements (checked against OpenClaw's `OpenClawPluginApi` in test/openclaw). */
 export interface HostPluginApi {
   id: string;
   name: string;
-  version?: string;
-  description?: string;
+  version?: string | undefined;
+  description?: string | undefined;
   source: string;
   rootDir: string;
   registrationMode: "full";
   config: HostOpenClawConfig;
-  pluginConfig?: Record<string, unknown>;
+  pluginConfig?: Record<string, unknown> | undefined;
   runtime: HostPluginRuntime;
   logger: SdkLogger;
   resolvePath: (input: string) => string;
   registerContextEngine: (id: string, factory: ContextEngineFactory) => void;
-  registerTool: (tool: unknown, opts?: { name?: string; names?: string[]; optional?: boolean }) => void;
-  registerCommand: (command: { name?: string; description?: string; [key: string]: unknown }) => void;
-  on: (hookName: string, handler: PluginHookHandler, opts?: { priority?: number; timeoutMs?: number }) => void;
+  registerTool: (tool: unknown, opts?: { name?: string | undefined; names?: string[] | undefined; optional?: boolean | undefined }) => void;
+  registerCommand: (command: { name?: string | undefined; description?: string | undefined; [key: string]: unknown }) => void;
+  on: (hookName: string, handler: PluginHookHandler, opts?: { priority?: number | undefined; timeoutMs?: number | undefined }) => void;
   session: { controls: { registerSessionAction: (action: unknown) => void } };
   registerSessionAction: (action: unknown) => void;
   [method: string]: unknown;
@@ -78,17 +78,17 @@ const RECORDED_ONLY = [
 export interface CreatePluginApiOptions {
   id: string;
   /** OpenClaw's `plugins.entries.<id>.hooks`: which hooks the plugin may register. */
-  hookPolicy?: PluginHookPolicy;
+  hookPolicy?: PluginHookPolicy | undefined;
   name: string;
-  version?: string;
-  description?: string;
+  version?: string | undefined;
+  description?: string | undefined;
   /** The entry file the plugin was loaded from. */
   source: string;
   rootDir: string;
-  pluginConfig?: Record<string, unknown>;
+  pluginConfig?: Record<string, unknown> | undefined;
   config: HostOpenClawConfig;
   llm: CodexLlm;
-  subagent?: HostSubagentRuntime;
+  subagent?: HostSubagentRuntime | undefined;
   logger: Logger;
   registry: PluginRegistry;
 }

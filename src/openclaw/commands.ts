@@ -13,7 +13,7 @@ export interface PluginCommandInvocation {
   /** The registered name. */
   name: string;
   /** What follows the name, trimmed; absent when nothing does. */
-  args?: string;
+  args?: string | undefined;
   /** The whole normalized line (`/name args`). */
   commandBody: string;
 }
@@ -33,9 +33,9 @@ export interface PluginCommandOutcome {
 
 /** The session a command runs for (OpenClaw's `PluginCommandContext` session fields). */
 export interface PluginCommandSession {
-  sessionId?: string;
-  sessionKey?: string;
-  sessionFile?: string;
+  sessionId?: string | undefined;
+  sessionKey?: string | undefined;
+  sessionFile?: string | undefined;
 }
 
 const resultSchema = z
@@ -86,7 +86,7 @@ export function matchPluginCommand(commands: readonly CommandEntry[], line: stri
 export async function runPluginCommand(
   commands: readonly CommandEntry[],
   line: string,
-  ctx: { config: Record<string, unknown>; session: PluginCommandSession; runtimeContext?: Record<string, unknown> },
+  ctx: { config: Record<string, unknown>; session: PluginCommandSession; runtimeContext?: Record<string, unknown> | undefined },
 ): Promise<PluginCommandOutcome | undefined> {
   const invocation = matchPluginCommand(commands, line);
   if (!invocation) return undefined;

@@ -180,7 +180,7 @@ function substituteEnv(scope: IncludeScope, value: unknown, at: string, env: Nod
  * const loaded = await loadOpenClawPlugins(plugins, { openClawConfig: config, cwd });
  * ```
  */
-export function readOpenClawConfigFile(file: string, opts: { env?: NodeJS.ProcessEnv } = {}): Record<string, unknown> {
+export function readOpenClawConfigFile(file: string, opts: { env?: NodeJS.ProcessEnv | undefined } = {}): Record<string, unknown> {
   const topFile = path.resolve(file);
   const rootDir = path.dirname(topFile);
   const scope: IncludeScope = { topFile, rootDir, rootRealDir: realpathOr(rootDir) };

@@ -5,7 +5,7 @@
  */
 import { PluginLoadError, errorText } from "./errors.js";
 
-type Issue = { path?: Array<string | number>; message?: string };
+type Issue = { path?: Array<string | number> | undefined; message?: string | undefined };
 
 function firstIssue(issues: unknown): string {
   const issue = (Array.isArray(issues) ? issues[0] : undefined) as Issue | undefined;
@@ -57,7 +57,7 @@ export function validatePluginConfig(spec: string, entrySchema: unknown, manifes
     throw new PluginLoadError("CONFIG_INVALID", spec, `config ${detail}`);
   };
   if (s && typeof s.safeParse === "function") {
-    const r = (s.safeParse as (v: unknown) => { success: boolean; data?: unknown; error?: { issues?: unknown } })(config);
+    const r = (s.safeParse as (v: unknown) => { success: boolean; data?: unknown; error?: { issues?: unknown } | undefined })(config);
     if (!r.success) fail(firstIssue(r.error?.issues));
     return r.data ?? config;
   }
@@ -69,7 +69,7 @@ export function validatePluginConfig(spec: string, entrySchema: unknown, manifes
     }
   }
   if (s && typeof s.validate === "function") {
-    const r = (s.validate as (v: unknown) => { ok?: boolean; errors?: unknown; value?: unknown })(config);
+    const r = (s.validate as (v: unknown) => { ok?: boolean | undefined; errors?: unknown; value?: unknown })(config);
     if (r && r.ok === false) fail(Array.isArray(r.errors) ? r.errors.map(String).join("; ") : "is invalid");
     return r && "value" in r && r.value !== undefined ? r.value : config;
   }

@@ -8,13 +8,13 @@
 export interface PluginEntryShape {
   kind: "plugin";
   register: (api: unknown) => unknown;
-  id?: string;
-  name?: string;
-  description?: string;
-  version?: string;
+  id?: string | undefined;
+  name?: string | undefined;
+  description?: string | undefined;
+  version?: string | undefined;
   configSchema?: unknown;
   /** The plugin object's own `kind` (OpenClaw's plugin kinds: "memory", "context-engine", ...). */
-  pluginKind?: string | string[];
+  pluginKind?: string | string[] | undefined;
 }
 
 /** A bare engine module: `create()` yields the engine (maybe a promise). */

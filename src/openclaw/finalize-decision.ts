@@ -6,7 +6,7 @@
  */
 
 /** What the handlers decided. */
-export type FinalizeDecision = { action: "continue" } | { action: "revise"; reason: string } | { action: "finalize"; reason?: string };
+export type FinalizeDecision = { action: "continue" } | { action: "revise"; reason: string } | { action: "finalize"; reason?: string | undefined };
 
 /** Retry attempts per run and key (OpenClaw keeps the same budget); the oldest runs are dropped past 256. */
 export type FinalizeRetryBudget = Map<string, Map<string, number>>;

@@ -21,11 +21,11 @@ import { hookHandlers, type PluginRegistry } from "./registry.js";
 
 /** What every hook context carries (OpenClaw's `PluginHookAgentContext` fields this host knows). */
 export interface HookContextBase {
-  sessionId?: string;
-  sessionKey?: string;
-  modelId?: string;
+  sessionId?: string | undefined;
+  sessionKey?: string | undefined;
+  modelId?: string | undefined;
   modelProviderId: string;
-  contextTokenBudget?: number;
+  contextTokenBudget?: number | undefined;
   workspaceDir: string;
 }
 
@@ -96,11 +96,11 @@ export function resolveModelOverride(results: readonly unknown[]): string | unde
 
 /** OpenClaw's prompt-build result (`before_prompt_build`, and the legacy `before_agent_start`'s prompt fields). */
 export interface PromptBuildResult {
-  systemPrompt?: string;
-  prependContext?: string;
-  appendContext?: string;
-  prependSystemContext?: string;
-  appendSystemContext?: string;
+  systemPrompt?: string | undefined;
+  prependContext?: string | undefined;
+  appendContext?: string | undefined;
+  prependSystemContext?: string | undefined;
+  appendSystemContext?: string | undefined;
 }
 
 const SEGMENT_FIELDS = ["prependContext", "appendContext", "prependSystemContext", "appendSystemContext"] as const;
@@ -231,7 +231,7 @@ export function createPluginTurnHooks(
   registry: PluginRegistry,
   pluginId: string,
   base: () => HookContextBase,
-  options: { onPluginApproval?: PluginApprovalCallback; pluginApprovalTimeoutMs?: number } = {},
+  options: { onPluginApproval?: PluginApprovalCallback | undefined; pluginApprovalTimeoutMs?: number | undefined } = {},
 ): CodexTurnHooks {
   const has = (name: string) => registry.hooks.some((h) => h.name === name);
   // The context OpenClaw hands an agent hook: the host's base, then the turn's session, key and run.
@@ -342,7 +342,7 @@ function toolPolicyHooks(
   registry: PluginRegistry,
   pluginId: string,
   toolCtx: (e: ToolCallHookEvent, toolName: string) => unknown,
-  options: { onPluginApproval?: PluginApprovalCallback; pluginApprovalTimeoutMs?: number },
+  options: { onPluginApproval?: PluginApprovalCallback | undefined; pluginApprovalTimeoutMs?: number | undefined },
 ): Pick<CodexTurnHooks, "beforeToolCall" | "beforeToolCallFailure" | "beforeToolCallTimeoutMs"> {
   const approvals: RememberedApprovals = new Set();
   const settle = (event: unknown, ctx: unknown) => settlePluginHook(registry, pluginId, "before_tool_call", event, ctx);

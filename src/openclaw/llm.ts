@@ -85,7 +85,7 @@ export function completionInstructions(request: LlmCompleteRequest): string {
  * const { text } = await llm.complete({ messages: [{ role: "user", content: "Summarize: ..." }], purpose: "summary" });
  * ```
  */
-export function createCodexLlm(opts: { appServer?: CodexAppServer; model?: string; pluginId?: string; logger?: Logger; policy?: LlmPolicy }): CodexLlm {
+export function createCodexLlm(opts: { appServer?: CodexAppServer | undefined; model?: string | undefined; pluginId?: string | undefined; logger?: Logger | undefined; policy?: LlmPolicy | undefined }): CodexLlm {
   const logger = opts.logger ?? silentLogger;
   return {
     async complete(request) {

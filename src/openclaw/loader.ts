@@ -37,7 +37,7 @@ export interface LoadedContextEngine {
   hooks: CodexTurnHooks;
   /** Merged into every engine call's runtime context: `provider`, `model`, `llm` (and `tokenBudget` when given). */
   runtimeContext: Record<string, unknown>;
-  commands: ReadonlyArray<{ name: string; description?: string }>;
+  commands: ReadonlyArray<{ name: string; description?: string | undefined }>;
   /** The plugin command a user's line invokes (`/name args`), or undefined for an ordinary prompt. */
   findCommand(line: string): PluginCommandInvocation | undefined;
   /**
@@ -45,7 +45,7 @@ export interface LoadedContextEngine {
    * undefined when the line is no command. A failing handler rejects with an error naming the command.
    */
   runCommand(line: string, session: PluginCommandSession): Promise<PluginCommandOutcome | undefined>;
-  pluginId?: string;
+  pluginId?: string | undefined;
   /** Registration methods the plugin called that this host records without acting on, with counts. */
   recordedRegistrations: ReadonlyMap<string, number>;
   /**
@@ -53,27 +53,27 @@ export interface LoadedContextEngine {
    * created; `resumedFrom` names the session it continues, e.g. after a reset). The CLI calls it before a new session
    * file's first turn.
    */
-  sessionStart(event: { sessionId: string; sessionKey?: string; resumedFrom?: string }): Promise<void>;
+  sessionStart(event: { sessionId: string; sessionKey?: string | undefined; resumedFrom?: string | undefined }): Promise<void>;
   /**
    * Fire the plugin's `session_end` handlers (e.g. when a host retires a session; after a `/new` or `/reset`, with
    * `reason` and the session that follows, as OpenClaw fires it).
    */
   sessionEnd(event: {
     sessionId: string;
-    sessionKey?: string;
+    sessionKey?: string | undefined;
     messageCount: number;
-    reason?: string;
-    sessionFile?: string;
-    transcriptArchived?: boolean;
-    nextSessionId?: string;
-    nextSessionKey?: string;
+    reason?: string | undefined;
+    sessionFile?: string | undefined;
+    transcriptArchived?: boolean | undefined;
+    nextSessionId?: string | undefined;
+    nextSessionKey?: string | undefined;
   }): Promise<void>;
   /**
    * Fire the plugin's `before_reset` handlers before a host resets a session (`reason` "new" or "reset" for the chat
    * commands). As OpenClaw: the event is `{ sessionFile, messages, reason }` (the messages of the transcript being
    * reset), the session's id and key go in the hook context.
    */
-  beforeReset(event: { sessionId: string; sessionKey?: string; sessionFile?: string; messages?: unknown[]; reason?: string }): Promise<void>;
+  beforeReset(event: { sessionId: string; sessionKey?: string | undefined; sessionFile?: string | undefined; messages?: unknown[] | undefined; reason?: string | undefined }): Promise<void>;
   /** `gateway_stop` handlers, then the engine's `dispose()`. Idempotent. */
   close(): Promise<void>;
 }
@@ -85,38 +85,38 @@ export interface LoadContextEngineOptions {
   /** The plugin's config (`api.pluginConfig`), checked against its schema. */
   pluginConfig?: unknown;
   /** Backs `runtime.llm.complete`; without it the `runtime-llm-complete` host requirement is unmet. */
-  appServer?: CodexAppServer;
-  logger?: Logger;
+  appServer?: CodexAppServer | undefined;
+  logger?: Logger | undefined;
   /** The model turns run with; `runtime.llm.complete` uses it unless the request names one. */
-  model?: string;
+  model?: string | undefined;
   /**
    * Which models `runtime.llm.complete` may run when a request names one (OpenClaw's `plugins.entries.<id>.llm`, which
    * the plugin sees in `api.config`). Default: any (`{ allowModelOverride: true, allowedModels: ["*"] }`).
    */
-  llmPolicy?: Partial<LlmPolicy>;
-  tokenBudget?: number;
-  signal?: AbortSignal;
+  llmPolicy?: Partial<LlmPolicy> | undefined;
+  tokenBudget?: number | undefined;
+  signal?: AbortSignal | undefined;
   /**
    * The session the load-time tools are built for (OpenClaw binds plugin tools to a session). A call from a turn of
    * another session gets that session's own tools (the factory is called again for it), so one load serves many.
    */
-  sessionId?: string;
-  sessionKey?: string;
+  sessionId?: string | undefined;
+  sessionKey?: string | undefined;
   /**
    * Where `runtime.subagent` keeps its child sessions' transcripts (lossless-claw's `lcm_expand_query` delegates to
    * one child session per query, then deletes it). Default: a temporary directory made at the first run and removed
    * by `close()`. Without `appServer` there is no `runtime.subagent` (plugins detect its absence).
    */
-  subagentSessionDir?: string;
+  subagentSessionDir?: string | undefined;
   /**
    * Decides what a plugin's `before_tool_call` sends for approval (`requireApproval`): `"allow-once"`,
    * `"allow-always"` (remembered for that plugin, tool and title while loaded) or `"deny"`. Without it such calls are
    * blocked ("Plugin approval unavailable (no approval route)"), as OpenClaw does with no approval route. An approval
    * unanswered within the request's `timeoutMs` (default 120 s), at most `pluginApprovalTimeoutMs`, blocks the call.
    */
-  onPluginApproval?: PluginApprovalCallback;
+  onPluginApproval?: PluginApprovalCallback | undefined;
   /** The longest a plugin approval may wait, ms (default 120,000, OpenClaw's default). */
-  pluginApprovalTimeoutMs?: number;
+  pluginApprovalTimeoutMs?: number | undefined;
 }
 
 async function importEntry(located: LocatedPlugin, spec: string): Promise<Record<string, unknown>> {
@@ -168,7 +168,7 @@ function resolveLlmPolicy(spec: string, policy: unknown): LlmPolicy {
 }
 
 /** OpenClaw's config as the plugins see it: every loaded plugin's entry (its config and llm policy), and the model. */
-function buildConfig(entries: ReadonlyArray<{ pluginId: string; config: unknown; hooks?: PluginHookPolicy }>, model: string | undefined, llmPolicy: LlmPolicy): HostOpenClawConfig {
+function buildConfig(entries: ReadonlyArray<{ pluginId: string; config: unknown; hooks?: PluginHookPolicy | undefined }>, model: string | undefined, llmPolicy: LlmPolicy): HostOpenClawConfig {
   const byId: HostOpenClawConfig["plugins"]["entries"] = {};
   for (const { pluginId, config, hooks } of entries) byId[pluginId] = { enabled: true, ...(config !== undefined ? { config } : {}), ...(hooks ? { hooks: { ...hooks } } : {}), llm: llmPolicy };
   return {
@@ -184,14 +184,14 @@ export interface OpenClawPluginSpec {
   /** The plugin's configuration, checked against its schema. */
   config?: unknown;
   /** Take the context engine from this plugin (its only engine, or the one named like its manifest id). */
-  engine?: boolean;
+  engine?: boolean | undefined;
   /**
    * OpenClaw's `plugins.entries.<id>.hooks`: `allowConversationAccess: false` refuses the plugin's conversation hooks
    * (`llm_input`, `llm_output`, `before_agent_finalize`, `agent_end`, ...), `allowPromptInjection: false` its
    * prompt-changing ones (`before_prompt_build`, `before_agent_start`). Both default to allowed here: the caller chose
    * the plugin (OpenClaw refuses conversation hooks of non-bundled plugins unless allowed).
    */
-  hooks?: PluginHookPolicy;
+  hooks?: PluginHookPolicy | undefined;
 }
 
 /** Options of {@link loadOpenClawPlugins}: those of {@link loadContextEngine} (configuration is per plugin) and the engine choice. */
@@ -201,12 +201,12 @@ export interface LoadOpenClawPluginsOptions extends Omit<LoadContextEngineOption
    * `engine: true` or named with `#engine-id`, else the only engine any plugin registered, else none (turns then run
    * without an engine, OpenClaw's legacy engine). Several candidates without a choice is `UNKNOWN_ENGINE_ID`.
    */
-  contextEngine?: string;
+  contextEngine?: string | undefined;
   /**
    * Configurations by plugin id (OpenClaw's `plugins.entries.<id>.config`), for plugins given without `config`. An id
    * no loaded plugin has is `CONFIG_INVALID` (a misspelt id would otherwise leave a plugin unconfigured).
    */
-  pluginConfigs?: Readonly<Record<string, unknown>>;
+  pluginConfigs?: Readonly<Record<string, unknown>> | undefined;
   /**
    * An OpenClaw config (e.g. the contents of `openclaw.json`, parsed); its `plugins` section is used:
    * `plugins.entries.<id>.config` and `.hooks` for the loaded plugins (entries of plugins not loaded are ignored; a
@@ -238,7 +238,7 @@ const openClawConfigSchema = z.looseObject({
 type OpenClawEntries = NonNullable<NonNullable<z.infer<typeof openClawConfigSchema>["plugins"]>["entries"]>;
 
 /** The `plugins` section of an OpenClaw config; `CONFIG_INVALID` naming the field when it has the wrong shape. */
-function openClawPlugins(config: unknown, specs: string): { entries: OpenClawEntries; contextEngine?: string } {
+function openClawPlugins(config: unknown, specs: string): { entries: OpenClawEntries; contextEngine?: string | undefined } {
   if (config === undefined) return { entries: {} };
   const parsed = openClawConfigSchema.safeParse(config);
   if (!parsed.success) {
@@ -255,7 +255,7 @@ export interface LoadedOpenClawPlugins extends Omit<LoadedContextEngine, "engine
   /** The loaded plugins' ids, in load order (a bare engine module has none). */
   pluginIds: string[];
   /** Tools and commands dropped because an earlier plugin registered the name (OpenClaw: "plugin tool name conflict"). */
-  conflicts: Array<{ pluginId: string; tool?: string; command?: string }>;
+  conflicts: Array<{ pluginId: string; tool?: string | undefined; command?: string | undefined }>;
   /** Hook registrations a plugin's hook policy refused. */
   blockedHooks: ReadonlyArray<{ pluginId: string; hook: string; reason: string }>;
 }
@@ -269,7 +269,7 @@ interface ImportedPlugin {
   pluginId: string | undefined;
   config: unknown;
   /** The hook policy: the spec's, else the OpenClaw config entry's. */
-  hooks?: PluginHookPolicy;
+  hooks?: PluginHookPolicy | undefined;
 }
 
 async function importPlugin(input: OpenClawPluginSpec, opts: LoadOpenClawPluginsOptions, entries: OpenClawEntries): Promise<ImportedPlugin> {

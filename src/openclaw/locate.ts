@@ -10,7 +10,7 @@ import { PLUGIN_MANIFEST_FILE, readPluginDescriptor, type PluginDescriptor } fro
 /** A parsed spec: what to load, and which engine id was asked for (when the spec had `#id`). */
 export interface ParsedPluginSpec {
   target: string;
-  engineId?: string;
+  engineId?: string | undefined;
 }
 
 /**

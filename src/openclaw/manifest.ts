@@ -38,8 +38,8 @@ export type PluginPackageJson = z.infer<typeof packageJsonSchema>;
 /** What a plugin directory declares. Either file may be absent (a bare engine module has neither). */
 export interface PluginDescriptor {
   rootDir: string;
-  manifest?: PluginManifest;
-  packageJson?: PluginPackageJson;
+  manifest?: PluginManifest | undefined;
+  packageJson?: PluginPackageJson | undefined;
   /** Absolute entry file: `openclaw.extensions[0]`, else `main`, else `index.js`. */
   entry: string;
 }

@@ -39,7 +39,7 @@ export function runMessageWriteHooks(registry: PluginRegistry, pluginId: string,
     }
   };
   const isMessage = (m: unknown): m is AgentMessage => typeof m === "object" && m !== null && typeof (m as { role?: unknown }).role === "string";
-  if ((message as { role?: string }).role === "toolResult") {
+  if ((message as { role?: string | undefined }).role === "toolResult") {
     for (const { handler, pluginId: owner } of hookHandlers(registry, "tool_result_persist")) {
       const who = owner ?? pluginId;
       const event = { toolName: e.toolName, toolCallId: e.toolCallId, message, isSynthetic: false };

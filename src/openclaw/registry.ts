@@ -5,9 +5,9 @@
 
 /** OpenClaw's `ContextEngineFactory` context. */
 export interface ContextEngineFactoryContext {
-  config?: Record<string, unknown>;
-  agentDir?: string;
-  workspaceDir?: string;
+  config?: Record<string, unknown> | undefined;
+  agentDir?: string | undefined;
+  workspaceDir?: string | undefined;
 }
 /** An engine factory as plugins register it (may be async). */
 export type ContextEngineFactory = (ctx: ContextEngineFactoryContext) => unknown;
@@ -22,21 +22,21 @@ export interface HookRegistration {
   priority: number;
   order: number;
   /** The plugin that registered it (named in hook failures when several plugins are loaded together). */
-  pluginId?: string;
+  pluginId?: string | undefined;
   /** The registration's own bound (`api.on(name, handler, { timeoutMs })`): a handler slower than this fails. */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /** One `api.registerTool(toolOrFactory, opts)` registration. */
 export interface ToolRegistration {
   tool: unknown;
-  opts?: { name?: string; names?: string[]; optional?: boolean };
+  opts?: { name?: string | undefined; names?: string[] | undefined; optional?: boolean | undefined } | undefined;
 }
 
 /** A registered command, as the CLI may list it. */
 export interface PluginCommandInfo {
   name: string;
-  description?: string;
+  description?: string | undefined;
 }
 
 /** Everything one plugin registered. */
@@ -107,9 +107,9 @@ export function mergePluginRegistries(parts: ReadonlyArray<{ pluginId: string; r
 /** OpenClaw's per-plugin hook policy (`plugins.entries.<id>.hooks`). */
 export interface PluginHookPolicy {
   /** `false`: the plugin's conversation hooks (`llm_input`, `llm_output`, `before_agent_finalize`, `agent_end`, ...) are not registered. */
-  allowConversationAccess?: boolean;
+  allowConversationAccess?: boolean | undefined;
   /** `false`: the plugin's prompt-changing hooks (`before_prompt_build`, `before_agent_start`) are not registered. */
-  allowPromptInjection?: boolean;
+  allowPromptInjection?: boolean | undefined;
 }
 
 /** The hooks OpenClaw counts as raw conversation access. */

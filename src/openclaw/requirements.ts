@@ -36,7 +36,7 @@ export function hostCapabilities(opts: { llm: boolean }): ReadonlySet<string> {
 export interface UnmetRequirement {
   operation: string;
   missing: string[];
-  unsupportedMessage?: string;
+  unsupportedMessage?: string | undefined;
 }
 
 /**

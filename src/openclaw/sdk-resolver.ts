@@ -56,15 +56,15 @@ const ASYNC_HOOKS_SOURCE = [
   "}",
 ].join("\n");
 
-type ResolveResult = { url: string; format?: string; shortCircuit?: boolean };
+type ResolveResult = { url: string; format?: string | undefined; shortCircuit?: boolean | undefined };
 type SyncRegisterHooks = (hooks: {
   resolve: (specifier: string, context: unknown, next: (specifier: string, context: unknown) => ResolveResult) => ResolveResult;
 }) => unknown;
 
 /** The parts of `node:module` the resolver uses (injectable for tests of either Node line). */
 export interface ModuleHookApi {
-  registerHooks?: SyncRegisterHooks;
-  register?: (specifier: string, options: { data: unknown }) => void;
+  registerHooks?: SyncRegisterHooks | undefined;
+  register?: ((specifier: string, options: { data: unknown }) => void) | undefined;
 }
 
 /** Resolve an implemented SDK specifier to its served module; anything else goes on down the chain. */
@@ -142,7 +142,7 @@ const functionImport = new Function("specifier", "return import(specifier)") as 
 let viaVm: ((specifier: string) => Promise<unknown>) | undefined;
 
 function createVmImport(): ((specifier: string) => Promise<unknown>) | undefined {
-  const loader = (vm.constants as unknown as { USE_MAIN_CONTEXT_DEFAULT_LOADER?: symbol } | undefined)?.USE_MAIN_CONTEXT_DEFAULT_LOADER;
+  const loader = (vm.constants as unknown as { USE_MAIN_CONTEXT_DEFAULT_LOADER?: symbol | undefined } | undefined)?.USE_MAIN_CONTEXT_DEFAULT_LOADER;
   if (loader === undefined) return undefined;
   const script = new vm.Script("(specifier) => import(specifier)", { importModuleDynamically: loader as never });
   return script.runInThisContext() as (specifier: string) => Promise<unknown>;

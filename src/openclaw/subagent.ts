@@ -40,34 +40,34 @@ export interface SubagentRunParams {
   sessionKey: string;
   message: string;
   /** Called before the run starts; a throw refuses the run (OpenClaw: revalidate authority at admission). */
-  assertCurrent?: () => void;
+  assertCurrent?: (() => void) | undefined;
   /** Run the child with no tools at all. */
-  disableTools?: boolean;
+  disableTools?: boolean | undefined;
   /** The child turn's working directory (default: the loader's `cwd`). */
-  cwd?: string;
-  provider?: string;
-  model?: string;
-  extraSystemPrompt?: string;
-  lane?: string;
-  lightContext?: boolean;
-  deliver?: boolean;
-  idempotencyKey?: string;
+  cwd?: string | undefined;
+  provider?: string | undefined;
+  model?: string | undefined;
+  extraSystemPrompt?: string | undefined;
+  lane?: string | undefined;
+  lightContext?: boolean | undefined;
+  deliver?: boolean | undefined;
+  idempotencyKey?: string | undefined;
 }
 
 /** How a run ended, as `waitForRun` reports it (OpenClaw's `AgentWaitResult`, without its telemetry fields). */
 export interface SubagentWaitResult {
   status: "ok" | "error" | "timeout";
-  error?: string;
+  error?: string | undefined;
 }
 
 /** `runtime.subagent.complete` parameters (OpenClaw's `SubagentCompleteParams`). */
 export interface SubagentCompleteParams {
   agentId: string;
   message: string;
-  extraSystemPrompt?: string;
-  model?: string;
-  timeoutMs?: number;
-  signal?: AbortSignal;
+  extraSystemPrompt?: string | undefined;
+  model?: string | undefined;
+  timeoutMs?: number | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 /**
@@ -86,15 +86,15 @@ export interface HostSubagentRuntime {
   /** Tool-free one-shot inference: `runtime.llm.complete` with `message` as the user message. */
   complete(params: SubagentCompleteParams): Promise<{ text: string }>;
   run(params: SubagentRunParams): Promise<{ runId: string; sessionKey: string }>;
-  waitForRun(params: { runId: string; timeoutMs?: number }): Promise<SubagentWaitResult>;
-  getSessionMessages(params: { sessionKey: string; limit?: number }): Promise<{ messages: unknown[] }>;
-  deleteSession(params: { sessionKey: string; deleteTranscript?: boolean }): Promise<void>;
+  waitForRun(params: { runId: string; timeoutMs?: number | undefined }): Promise<SubagentWaitResult>;
+  getSessionMessages(params: { sessionKey: string; limit?: number | undefined }): Promise<{ messages: unknown[] }>;
+  deleteSession(params: { sessionKey: string; deleteTranscript?: boolean | undefined }): Promise<void>;
 }
 
 /** What a child turn runs with: the loaded plugin's engine, tools, hooks and runtime context. */
 export interface SubagentTurnWiring {
   /** Absent when the loaded plugins registered no context engine. */
-  engine?: ContextEngine;
+  engine?: ContextEngine | undefined;
   dynamicTools: PluginDynamicTool[];
   hooks: CodexTurnHooks;
   runtimeContext: Record<string, unknown>;
@@ -110,12 +110,12 @@ export interface SubagentHostOptions {
    * Where child sessions' files live; default: a temporary directory made at the first run, removed by `close()` (or
    * when the process exits without it).
    */
-  sessionDir?: string;
+  sessionDir?: string | undefined;
   /** The host's model: a run naming another one is checked against `policy`. */
-  model?: string;
+  model?: string | undefined;
   policy: LlmPolicy;
-  pluginId?: string;
-  tokenBudget?: number;
+  pluginId?: string | undefined;
+  tokenBudget?: number | undefined;
   logger: Logger;
   /** The loaded plugin's wiring; undefined while the plugin is still loading (a run then fails clearly). */
   wiring: () => SubagentTurnWiring | undefined;
@@ -371,7 +371,7 @@ function startChildRun(state: SubagentHostState, runId: string, p: SubagentRunPa
 }
 
 /** `waitForRun`: the run's outcome, or `timeout` after `timeoutMs`. */
-async function waitForRun(state: SubagentHostState, params: { runId: string; timeoutMs?: number }): Promise<SubagentWaitResult> {
+async function waitForRun(state: SubagentHostState, params: { runId: string; timeoutMs?: number | undefined }): Promise<SubagentWaitResult> {
   const p = parseParams("waitForRun", waitParamsSchema, params);
   const run = state.runs.get(p.runId);
   if (!run) return { status: "error", error: `unknown runId ${p.runId}` };
@@ -387,7 +387,7 @@ async function waitForRun(state: SubagentHostState, params: { runId: string; tim
 }
 
 /** `getSessionMessages`: copies of the child transcript's messages (the last `limit`). */
-async function readChildMessages(state: SubagentHostState, params: { sessionKey: string; limit?: number }): Promise<{ messages: unknown[] }> {
+async function readChildMessages(state: SubagentHostState, params: { sessionKey: string; limit?: number | undefined }): Promise<{ messages: unknown[] }> {
   const p = parseParams("getSessionMessages", messagesParamsSchema, params);
   const sessionFile = await state.dir.existingFileFor(p.sessionKey);
   if (sessionFile === undefined || !(await fsp.access(sessionFile).then(() => true, () => false))) return { messages: [] };
@@ -398,7 +398,7 @@ async function readChildMessages(state: SubagentHostState, params: { sessionKey:
 }
 
 /** `deleteSession`: abort the child's running turns, then remove its transcript and sidecars. */
-async function deleteChildSession(state: SubagentHostState, params: { sessionKey: string; deleteTranscript?: boolean }): Promise<void> {
+async function deleteChildSession(state: SubagentHostState, params: { sessionKey: string; deleteTranscript?: boolean | undefined }): Promise<void> {
   const p = parseParams("deleteSession", deleteParamsSchema, params);
   const aborted = await abortRuns([...state.runs.values()].filter((r) => r.sessionKey === p.sessionKey), "runtime.subagent.deleteSession");
   if (p.deleteTranscript === false) return;

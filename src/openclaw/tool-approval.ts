@@ -17,10 +17,10 @@ export interface PluginToolApprovalRequest {
   /** The tool as the plugin knows it (Codex's shell is `exec`). */
   toolName: string;
   toolCallId: string;
-  sessionId?: string;
+  sessionId?: string | undefined;
   title: string;
   description: string;
-  severity?: "info" | "warning" | "critical";
+  severity?: "info" | "warning" | "critical" | undefined;
   /** The answers the plugin accepts (another answer counts as `deny`). */
   allowedDecisions: PluginApprovalDecision[];
 }
@@ -97,7 +97,7 @@ async function ask(
  */
 export async function decidePluginApproval(
   raw: unknown,
-  call: { pluginId: string; toolName: string; toolCallId: string; sessionId?: string },
+  call: { pluginId: string; toolName: string; toolCallId: string; sessionId?: string | undefined },
   approver: PluginApprovalCallback | undefined,
   remembered: RememberedApprovals,
   maxTimeoutMs: number = DEFAULT_PLUGIN_APPROVAL_TIMEOUT_MS,

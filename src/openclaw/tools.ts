@@ -13,24 +13,24 @@ export interface PluginDynamicTool {
   name: string;
   description: string;
   inputSchema: Record<string, unknown>;
-  handler: (args: unknown, ctx?: { callId?: string; sessionId?: string; sessionKey?: string; signal?: AbortSignal }) => Promise<string> | string;
+  handler: (args: unknown, ctx?: { callId?: string | undefined; sessionId?: string | undefined; sessionKey?: string | undefined; signal?: AbortSignal | undefined }) => Promise<string> | string;
 }
 
 /** What a tool factory receives (the subset of OpenClaw's `OpenClawPluginToolContext` this host knows). */
 export interface PluginToolFactoryContext {
-  config?: Record<string, unknown>;
-  workspaceDir?: string;
-  sessionId?: string;
-  sessionKey?: string;
-  oneShotCliRun?: boolean;
+  config?: Record<string, unknown> | undefined;
+  workspaceDir?: string | undefined;
+  sessionId?: string | undefined;
+  sessionKey?: string | undefined;
+  oneShotCliRun?: boolean | undefined;
 }
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
 interface AgentToolLike {
   name: string;
-  description?: string;
-  label?: string;
+  description?: string | undefined;
+  label?: string | undefined;
   parameters?: unknown;
   execute: (toolCallId: string, params: Record<string, unknown>, signal?: AbortSignal) => unknown;
 }
@@ -69,7 +69,7 @@ export function toolResultText(result: unknown): string {
 /** Sessions whose factory-built tools are kept; the oldest is dropped past this (it is rebuilt if it calls again). */
 const MAX_TOOL_SESSIONS = 64;
 
-type SessionTools = (session: { sessionId?: string; sessionKey?: string }) => ReadonlyMap<string, AgentToolLike>;
+type SessionTools = (session: { sessionId?: string | undefined; sessionKey?: string | undefined }) => ReadonlyMap<string, AgentToolLike>;
 
 /** The tools a factory builds for a session, built once per session (the load-time session reuses the load's). */
 function sessionToolsOf(factory: (c: PluginToolFactoryContext) => unknown, loadCtx: PluginToolFactoryContext, atLoad: readonly AgentToolLike[]): SessionTools {

@@ -74,19 +74,19 @@ export interface DeveloperDeliveryInput {
   /** The FINAL developer instructions (after the beforePromptBuild hook). */
   developerInstructions: string | undefined;
   /** The projection's entries; any earlier developer update entry in it is replaced. */
-  additionalContext?: Record<string, AdditionalContextEntry>;
+  additionalContext?: Record<string, AdditionalContextEntry> | undefined;
   /** The projection's binding update, to merge into (copied, never mutated). */
-  bindingUpdate?: BindingUpdate;
+  bindingUpdate?: BindingUpdate | undefined;
 }
 
 /** What {@link planDeveloperInstructionsDelivery} decides. */
 export interface DeveloperDelivery {
   /** The entries to send: the projection's context entries plus the developer update, when one is needed. */
-  additionalContext?: Record<string, AdditionalContextEntry>;
+  additionalContext?: Record<string, AdditionalContextEntry> | undefined;
   /** The binding update with `developerInstructionsHash` and `developerDelivery` set for these instructions. */
   bindingUpdate: BindingUpdate;
   /** The developer update entry's key when one is sent. */
-  updateKey?: string;
+  updateKey?: string | undefined;
   /** UTF-8 bytes of the update entry's value (0 when none is sent). */
   updateBytes: number;
 }

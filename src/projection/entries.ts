@@ -231,7 +231,7 @@ export function renderingMemo(partCap: number = DEFAULT_PART_CAP_CHARS): Renderi
 
 /** The entries a turn sends and the ledger units they add. */
 export interface EntryPlan {
-  additionalContext?: Record<string, AdditionalContextEntry>;
+  additionalContext?: Record<string, AdditionalContextEntry> | undefined;
   ledgerAdd: string[];
   entriesSent: number;
   bytes: number;

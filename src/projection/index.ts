@@ -41,7 +41,7 @@ export interface ProjectionFingerprints {
    * A policy fingerprint bindings written by an earlier version carry for the same policy (it included the model):
    * accepted as compatible too, so upgrading does not rotate every session's thread once.
    */
-  legacyPolicy?: string;
+  legacyPolicy?: string | undefined;
 }
 
 export interface ProjectAssembledContextParams {
@@ -50,30 +50,30 @@ export interface ProjectAssembledContextParams {
   history: AgentMessage[];
   origins: HistoryOutput["origins"];
   /** Undefined when there is no engine, assemble failed, or it returned nothing. */
-  assembled?: AssembleOutput;
-  baseDeveloperInstructions?: string;
+  assembled?: AssembleOutput | undefined;
+  baseDeveloperInstructions?: string | undefined;
   /**
    * The developer instructions the thread will carry, when a `beforePromptBuild` hook changed them (the hook saw base +
    * `systemPromptAddition` and returned the final text). They replace base + addition, so the resume-or-rotate
    * decision counts the thread's copies against what it will really hold: a hook that adds the same system context
    * every turn leaves nothing stale.
    */
-  finalDeveloperInstructions?: string;
-  binding?: ThreadBinding;
+  finalDeveloperInstructions?: string | undefined;
+  binding?: ThreadBinding | undefined;
   fingerprints: ProjectionFingerprints;
-  tokenBudget?: number;
+  tokenBudget?: number | undefined;
   /** Stale tokens the rotation policy tolerates whatever their cost (default 25% of `tokenBudget`, else 8,000). */
-  divergenceTokens?: number;
-  partCapChars?: number;
-  totalCapChars?: number;
+  divergenceTokens?: number | undefined;
+  partCapChars?: number | undefined;
+  totalCapChars?: number | undefined;
   /** Cached/uncached input price ratio of the rotation policy, in (0, 1]; default 0.1. */
-  cachedPriceRatio?: number;
+  cachedPriceRatio?: number | undefined;
   /**
    * No (non-legacy) engine: a fresh thread gets the newest history as context ({@link projectHistoryContinuity}),
    * as OpenClaw's Codex harness does, so a thread change (tools, policy, a thread Codex cannot resume) does not make
    * the model forget the conversation. With an engine the engine's view decides, even when it is empty or failed.
    */
-  historyContinuity?: boolean;
+  historyContinuity?: boolean | undefined;
 }
 
 /**
@@ -559,7 +559,7 @@ function projectNewerHistory(p: ProjectAssembledContextParams, b: ProjectionBuil
 
 /** A message another writer added that the model should see: user, assistant or custom, not a refused turn's record. */
 function isNewerConversationMessage(message: AgentMessage): boolean {
-  const m = message as { role?: unknown; __openclaw?: { beforeAgentRunBlocked?: unknown } };
+  const m = message as { role?: unknown; __openclaw?: { beforeAgentRunBlocked?: unknown } | undefined };
   if (m.role !== "user" && m.role !== "assistant" && m.role !== "custom") return false;
   return m.__openclaw?.beforeAgentRunBlocked === undefined;
 }

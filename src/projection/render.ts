@@ -232,7 +232,7 @@ export function dropTrailingPrompt(messages: readonly AgentMessage[], prompt: st
 export function renderPromptProjection(
   assembled: readonly AgentMessage[],
   prompt: string,
-  caps: { partCapChars?: number; totalCapChars?: number } = {},
+  caps: { partCapChars?: number | undefined; totalCapChars?: number | undefined } = {},
 ): { text: string; renderedMessages: number } {
   const partCap = caps.partCapChars ?? DEFAULT_PART_CAP_CHARS;
   const totalCap = caps.totalCapChars ?? DEFAULT_TOTAL_CAP_CHARS;

@@ -23,9 +23,9 @@ export interface RotationInput {
   /** Stale cost accrued on this thread since it started, in uncached-token units (binding `staleCostTokens`). */
   accruedStaleCost: number;
   /** Cached/uncached price ratio, in (0, 1]; default {@link DEFAULT_CACHED_PRICE_RATIO}. */
-  cachedPriceRatio?: number;
+  cachedPriceRatio?: number | undefined;
   /** The engine's token budget, when known. */
-  tokenBudget?: number;
+  tokenBudget?: number | undefined;
   /** Stale tokens tolerated whatever their cost (`divergenceTokens`; default 25% of the budget, else 8,000). */
   toleranceTokens: number;
 }

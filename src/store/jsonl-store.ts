@@ -44,10 +44,10 @@ export interface JsonlSessionStoreOptions {
   /** The turn's session id: a transcript whose header names another id is refused (`SESSION_ID_MISMATCH`). */
   sessionId: string;
   /** When given, the transcript must resolve (symlinks and `..` included) under it (`SESSION_OUTSIDE_ROOT`). */
-  sessionRoot?: string;
+  sessionRoot?: string | undefined;
   /** Header cwd of a transcript created by this store (default: the process's cwd). */
-  cwd?: string;
-  logger?: Logger;
+  cwd?: string | undefined;
+  logger?: Logger | undefined;
 }
 
 const OptionsSchema = z.object({
@@ -186,7 +186,7 @@ function createPendingSidecar(sessionFile: string, logger: Logger, guard: () => 
       knownPending = lockHeld() && !present ? [] : undefined;
       return present;
     },
-    list: async (o?: { readOnly?: boolean }) => {
+    list: async (o?: { readOnly?: boolean | undefined }) => {
       const records = await listPending(sessionFile, logger, o?.readOnly === true);
       // Only a listing under our lock can be relied on until we release it.
       knownPending = lockHeld() && !o?.readOnly ? records.map((r) => r.turnId) : undefined;

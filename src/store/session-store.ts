@@ -48,7 +48,7 @@ export interface AppendTurnInput {
   turnId: string;
   messages: readonly AgentMessage[];
   /** Header cwd when the transcript is created by this append. */
-  cwd?: string;
+  cwd?: string | undefined;
 }
 
 /** What {@link SessionStore.appendTurn} did. */
@@ -60,7 +60,7 @@ export interface AppendTurnResult {
   /** Entry id of every message of the turn, in snapshot order (existing ids for skipped ones). */
   entryIds: string[];
   /** The last entry of the transcript after the append. */
-  lastEntryId?: string;
+  lastEntryId?: string | undefined;
   /** Entries in the transcript after the append. */
   entryCount: number;
 }
@@ -71,7 +71,7 @@ export interface AppendMessageInput {
   /** Stored on the entry and on the message (OpenClaw's `message.idempotencyKey`); a key already present appends nothing. */
   idempotencyKey: string;
   /** Header cwd when the transcript is created by this append. */
-  cwd?: string;
+  cwd?: string | undefined;
 }
 
 /** A pi `compaction` entry: the next history starts with `summary`, then the entries from `firstKeptEntryId` on. */
@@ -80,7 +80,7 @@ export interface CompactionEntryInput {
   /** An entry already in the transcript (typed error otherwise). */
   firstKeptEntryId: string;
   tokensBefore: number;
-  details?: Record<string, unknown>;
+  details?: Record<string, unknown> | undefined;
 }
 
 /** What `recordPending` takes: a turn waiting for its engine finalize (see `src/transcript/pending.ts`). */
@@ -88,10 +88,10 @@ export type PendingFinalizeInput = Omit<PendingFinalizeRecord, "recordedAt">;
 
 /** Options of {@link SessionStore.acquireLock}. */
 export interface AcquireLockOptions {
-  signal?: AbortSignal;
-  logger?: Logger;
+  signal?: AbortSignal | undefined;
+  logger?: Logger | undefined;
   /** Give up waiting after this long (`SESSION_LOCK_TIMEOUT`). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
 }
 
 /**
@@ -135,7 +135,7 @@ export interface SessionStore {
    */
   rewriteEntries(request: TranscriptRewriteRequest): Promise<TranscriptRewriteResult>;
   /** The Codex thread binding; `readOnly` reports a corrupt one (warning, undefined) without moving it aside. */
-  readBinding(opts?: { readOnly?: boolean }): Promise<ThreadBinding | undefined>;
+  readBinding(opts?: { readOnly?: boolean | undefined }): Promise<ThreadBinding | undefined>;
   writeBinding(binding: ThreadBinding, opts: { durable: boolean }): Promise<void>;
   /** Durably record a turn awaiting its finalize (replaces a record with the same turnId). */
   recordPending(record: PendingFinalizeInput): Promise<void>;
@@ -147,7 +147,7 @@ export interface SessionStore {
    * Turns awaiting finalize, oldest first. A corrupt record set: moved aside with a warning and `[]` (default, so the
    * session is not wedged), or with `readOnly` a `SESSION_PENDING_INVALID` error and nothing moved.
    */
-  listPending(opts?: { readOnly?: boolean }): Promise<PendingFinalizeRecord[]>;
+  listPending(opts?: { readOnly?: boolean | undefined }): Promise<PendingFinalizeRecord[]>;
   /**
    * Whether a pending-finalize record exists (readable or not), without reading it: under the lock, the turn host asks
    * this to decide whether recovery runs at all. A shared store answers with an existence query on its pending rows.

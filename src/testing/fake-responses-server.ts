@@ -15,21 +15,21 @@ export interface FakeUsage {
   output_tokens: number;
   total_tokens: number;
   /** `input_tokens_details.cached_tokens`. */
-  cached?: number;
+  cached?: number | undefined;
   /** `output_tokens_details.reasoning_tokens`. */
-  reasoning?: number;
+  reasoning?: number | undefined;
 }
 
 export interface FakeFunctionCall {
   name: string;
   /** Object (JSON-encoded for the wire) or an already-encoded JSON string. */
   arguments: unknown;
-  callId?: string;
+  callId?: string | undefined;
   /**
    * The tool's namespace, for a tool offered inside a `namespace` tool (Codex's `spawn_agent` is in `multi_agent_v1`):
    * Codex routes such a call by name and namespace, and answers "unsupported call" without it.
    */
-  namespace?: string;
+  namespace?: string | undefined;
 }
 
 /**
@@ -40,7 +40,7 @@ export interface FakeCustomToolCall {
   name: string;
   /** The raw tool input (for `apply_patch`: the patch text, see `applyPatchText`). */
   input: string;
-  callId?: string;
+  callId?: string | undefined;
 }
 
 /** A hosted web search the model ran (`web_search_call` output item); Codex reports it as a `webSearch` item. */
@@ -55,33 +55,33 @@ export interface FakeWebSearch {
  */
 export interface FakeReply {
   /** Assistant text; a string is streamed word by word, an array is streamed chunk by chunk. */
-  text?: string | string[];
+  text?: string | string[] | undefined;
   /** A reasoning summary (streamed as `response.reasoning_summary_text.delta`). */
-  reasoning?: string;
-  functionCall?: FakeFunctionCall | FakeFunctionCall[];
+  reasoning?: string | undefined;
+  functionCall?: FakeFunctionCall | FakeFunctionCall[] | undefined;
   /** Freeform tool calls (`custom_tool_call` output items), e.g. `apply_patch`. */
-  customToolCall?: FakeCustomToolCall | FakeCustomToolCall[];
+  customToolCall?: FakeCustomToolCall | FakeCustomToolCall[] | undefined;
   /** Hosted web searches (`web_search_call` output items), emitted before the function calls. */
-  webSearch?: FakeWebSearch | FakeWebSearch[];
+  webSearch?: FakeWebSearch | FakeWebSearch[] | undefined;
   /** Remote-compaction output item (`{type:"compaction", encrypted_content}`). */
-  compaction?: boolean | { encryptedContent?: string };
-  usage?: Partial<FakeUsage>;
+  compaction?: boolean | { encryptedContent?: string | undefined } | undefined;
+  usage?: Partial<FakeUsage> | undefined;
   /** Delay before each SSE event, in ms (makes the stream slow enough to steer or interrupt). */
-  delayMs?: number;
+  delayMs?: number | undefined;
   /** Keep the stream open this long after `response.completed`. */
-  holdOpenMs?: number;
+  holdOpenMs?: number | undefined;
   /** Non-200 status: answer with `body` (default a JSON error) instead of a stream. */
-  httpStatus?: number;
-  body?: string;
+  httpStatus?: number | undefined;
+  body?: string | undefined;
   /** Close the stream before `response.completed`. */
-  dropStream?: boolean;
+  dropStream?: boolean | undefined;
   /** Send bytes that are not valid SSE/JSON, then close. */
-  garbage?: boolean;
+  garbage?: boolean | undefined;
   /**
    * The model that answered, sent as the `openai-model` response header: another model than the request's makes
    * Codex report `model/rerouted` (as when the real API answers a flagged request with a fallback model).
    */
-  answeredBy?: string;
+  answeredBy?: string | undefined;
 }
 
 /** A reply or a function computing one from the request. */
@@ -120,13 +120,13 @@ export interface FakeResponsesServer {
   /** Every request received, in arrival order (including unexpected paths). */
   readonly requests: RecordedRequest[];
   /** Queue replies for the next requests of `kind` (default "turn"). */
-  enqueue(reply: FakeReplySource | FakeReplySource[], options?: { kind?: FakeRequestKind }): void;
+  enqueue(reply: FakeReplySource | FakeReplySource[], options?: { kind?: FakeRequestKind | undefined }): void;
   /** Replace the default reply for turn requests (or compaction requests with `{ kind: "compaction" }`). */
-  setDefault(reply: FakeReplySource, options?: { kind?: FakeRequestKind }): void;
+  setDefault(reply: FakeReplySource, options?: { kind?: FakeRequestKind | undefined }): void;
   /** Replies still queued for `kind`. */
   queued(kind?: FakeRequestKind): number;
   /** Resolve once at least `count` requests (matching `filter`) arrived; rejects after `timeoutMs`. */
-  waitForRequests(count: number, options?: { timeoutMs?: number; filter?: (r: RecordedRequest) => boolean }): Promise<RecordedRequest[]>;
+  waitForRequests(count: number, options?: { timeoutMs?: number | undefined; filter?: ((r: RecordedRequest) => boolean) | undefined }): Promise<RecordedRequest[]>;
   /** Forget recorded requests and queued replies; restore default replies. */
   reset(): void;
   /** Stop listening and drop open connections. */
@@ -135,7 +135,7 @@ export interface FakeResponsesServer {
 
 export interface FakeResponsesServerOptions {
   /** Default 0 (random free port). The host is always 127.0.0.1. */
-  port?: number;
+  port?: number | undefined;
 }
 
 /**
@@ -421,7 +421,7 @@ function waitForRecorded(
   requests: readonly RecordedRequest[],
   waiters: Set<() => void>,
   count: number,
-  opts: { timeoutMs?: number; filter?: (r: RecordedRequest) => boolean },
+  opts: { timeoutMs?: number | undefined; filter?: ((r: RecordedRequest) => boolean) | undefined },
 ): Promise<RecordedRequest[]> {
   const timeoutMs = opts.timeoutMs ?? 10_000;
   const filter = opts.filter ?? (() => true);

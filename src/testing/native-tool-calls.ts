@@ -12,16 +12,16 @@ import type { FakeCustomToolCall, FakeFunctionCall } from "./fake-responses-serv
 /** `exec_command` arguments as Codex 0.169.0 declares them (only the fields a script needs). */
 export interface ExecCommandOptions {
   /** Working directory; Codex defaults to the turn cwd. */
-  workdir?: string;
+  workdir?: string | undefined;
   /** Per-command sandbox override; `"require_escalated"` asks for approval to run unsandboxed. */
-  sandboxPermissions?: "use_default" | "require_escalated";
+  sandboxPermissions?: "use_default" | "require_escalated" | undefined;
   /** The approval question shown with `require_escalated`. */
-  justification?: string;
+  justification?: string | undefined;
   /** Wait before yielding output (ms); the command's exit is awaited when it ends sooner. */
-  yieldTimeMs?: number;
+  yieldTimeMs?: number | undefined;
   /** Run through a login shell (Codex's default is true; false keeps dotfiles out of tests). */
-  login?: boolean;
-  callId?: string;
+  login?: boolean | undefined;
+  callId?: string | undefined;
 }
 
 /**
@@ -46,7 +46,7 @@ export type PatchFileOp =
   | { kind: "add"; path: string; content: string }
   | { kind: "delete"; path: string }
   /** `lines` are raw hunk lines, each starting with " ", "-" or "+"; `context` is the optional `@@` anchor. */
-  | { kind: "update"; path: string; lines: string[]; context?: string; moveTo?: string };
+  | { kind: "update"; path: string; lines: string[]; context?: string | undefined; moveTo?: string | undefined };
 
 /**
  * The text of a patch in Codex's apply_patch grammar (`*** Begin Patch` ... `*** End Patch`).

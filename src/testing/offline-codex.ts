@@ -4,14 +4,14 @@ import { startFakeResponsesServer, type FakeResponsesServer } from "./fake-respo
 
 export interface StartOfflineCodexOptions {
   /** Reuse a running fake server (it is then NOT closed by dispose). */
-  fake?: FakeResponsesServer;
+  fake?: FakeResponsesServer | undefined;
   /** Offline settings besides `baseUrl` (model, autoCompactTokenLimit, lean, ...). */
-  offline?: Omit<OfflineCodexConfigOptions, "baseUrl">;
+  offline?: Omit<OfflineCodexConfigOptions, "baseUrl"> | undefined;
   /**
    * Extra spawn options; `env` is merged over the offline one and `config` deep-merged (nested tables key by key, so
    * `{ features: { unified_exec: false } }` keeps the offline hardening such as `features.plugins = false`).
    */
-  codex?: Omit<CodexAppServerOptions, "modelCatalog">;
+  codex?: Omit<CodexAppServerOptions, "modelCatalog"> | undefined;
 }
 
 export interface OfflineCodex {

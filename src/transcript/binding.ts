@@ -83,17 +83,17 @@ export interface BindingUpdate {
   reset: boolean;
   /** Hashes of the additionalContext values sent with this turn. */
   ledgerAdd: string[];
-  projectionEpoch?: string;
+  projectionEpoch?: string | undefined;
   /** Hash of the developer instructions the thread now holds. */
-  developerInstructionsHash?: string;
+  developerInstructionsHash?: string | undefined;
   /** A copy of developer instructions delivered with this turn (`<hash>:<tokens>`), appended to `developerDeliveries`. */
-  developerDelivery?: string;
+  developerDelivery?: string | undefined;
   /** Stale tokens of held messages and injected blocks the engine's view no longer shows (developer copies excluded). */
-  staleContextTokens?: number;
+  staleContextTokens?: number | undefined;
   /** The thread's accrued stale cost after this turn (rotation policy); absent: unchanged (0 on a fresh thread). */
-  staleCostTokens?: number;
+  staleCostTokens?: number | undefined;
   /** Total stale tokens of this turn's request (context + superseded developer copies). */
-  staleTokens?: number;
+  staleTokens?: number | undefined;
 }
 
 /** Developer deliveries kept per thread; the oldest fall out (their stale tokens are then no longer counted). */
@@ -105,7 +105,7 @@ export interface ReadThreadBindingOptions {
    * Never write: a corrupt binding is reported (a warning naming the file, and `undefined`) and left in place instead
    * of being moved aside. For inspection (`inspect-session`); {@link inspectThreadBinding} also says why.
    */
-  readOnly?: boolean;
+  readOnly?: boolean | undefined;
 }
 
 /** What {@link inspectThreadBinding} found. */
@@ -232,7 +232,7 @@ export interface WriteThreadBindingOptions {
    * process, but an OS crash may bring back the previous binding (or a damaged file, which the next read moves aside
    * and treats as no binding). Follow it with a durable write.
    */
-  durable?: boolean;
+  durable?: boolean | undefined;
 }
 
 /**
@@ -304,8 +304,8 @@ export function applyBindingUpdate(
     policyFingerprint: string;
     projectionMode: string;
     /** Usage Codex reported for this turn; recorded as `lastUsage` (else the same thread's previous usage is kept). */
-    usage?: BindingUsage;
-    updatedBy?: string;
+    usage?: BindingUsage | undefined;
+    updatedBy?: string | undefined;
   },
 ): ThreadBinding {
   const update = isBindingUpdate(p.update) ? p.update : undefined;

@@ -18,11 +18,11 @@ export const MIRROR_KEY_PREFIX = "codex-app-server";
 /** Line 1 of a session file. Unknown fields are kept. */
 export interface SessionHeader {
   type: "session";
-  version?: number;
+  version?: number | undefined;
   id: string;
-  timestamp?: string;
-  cwd?: string;
-  parentSession?: string;
+  timestamp?: string | undefined;
+  cwd?: string | undefined;
+  parentSession?: string | undefined;
   [key: string]: unknown;
 }
 
@@ -33,7 +33,7 @@ export interface SessionEntry {
   parentId: string | null;
   timestamp: string;
   /** Set by our mirror (top level, outside `message`). */
-  idempotencyKey?: string;
+  idempotencyKey?: string | undefined;
   [key: string]: unknown;
 }
 
@@ -47,7 +47,7 @@ export interface CompactionEntry extends SessionEntry {
   firstKeptEntryId: string;
   tokensBefore: number;
   details?: unknown;
-  fromHook?: boolean;
+  fromHook?: boolean | undefined;
 }
 export interface BranchSummaryEntry extends SessionEntry {
   type: "branch_summary";
@@ -58,7 +58,7 @@ export interface CustomMessageEntry extends SessionEntry {
   type: "custom_message";
   customType: string;
   content: unknown;
-  display?: boolean;
+  display?: boolean | undefined;
   details?: unknown;
 }
 
@@ -101,31 +101,31 @@ export interface SessionTranscript {
 /** Options for reading. */
 export interface ReadSessionOptions {
   /** Expected session id; a mismatch with the header is logged (not fatal). */
-  sessionId?: string;
+  sessionId?: string | undefined;
   /** When given, the path must resolve inside it. */
-  sessionRoot?: string;
-  logger?: Logger;
+  sessionRoot?: string | undefined;
+  logger?: Logger | undefined;
 }
 
 /** Options for opening a session file for appending. */
 export interface OpenSessionOptions {
   sessionId: string;
   /** Written to a new file's header; defaults to `process.cwd()`. */
-  cwd?: string;
-  sessionRoot?: string;
-  logger?: Logger;
+  cwd?: string | undefined;
+  sessionRoot?: string | undefined;
+  logger?: Logger | undefined;
   /**
    * An existing header naming another session id: "warn" (default, as before) logs and appends anyway; "throw" throws
    * `SESSION_ID_MISMATCH` before anything is written (the session store uses this).
    */
-  onSessionIdMismatch?: "warn" | "throw";
+  onSessionIdMismatch?: "warn" | "throw" | undefined;
 }
 
 /** An entry to append; `id`, `parentId` and (unless given) `timestamp` are filled in by the writer. */
 export interface NewSessionEntry {
   type: string;
-  idempotencyKey?: string;
-  timestamp?: string;
+  idempotencyKey?: string | undefined;
+  timestamp?: string | undefined;
   [payload: string]: unknown;
 }
 
@@ -155,7 +155,7 @@ export interface AppendOptions {
    * two in a row); the append rejects if it fails, after the transcript itself is safe. Runs even when nothing is
    * appended.
    */
-  syncAlongside?: () => Promise<void>;
+  syncAlongside?: (() => Promise<void>) | undefined;
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -79,8 +79,8 @@ export function invalidateHistoryCache(realPath?: string): void {
 /** Options of {@link readCachedHistory}. */
 export interface CachedHistoryOptions {
   /** The turn's session id: an existing header naming another id throws `SESSION_ID_MISMATCH`. */
-  sessionId?: string;
-  logger?: Logger;
+  sessionId?: string | undefined;
+  logger?: Logger | undefined;
 }
 
 const EMPTY_HISTORY: SessionHistory = deepFreeze({
@@ -160,7 +160,7 @@ function touch(real: string, state: HistoryState): void {
  * const previous = setHistoryCacheLimits({ bytes: 64 * 1024 * 1024 });
  * ```
  */
-export function setHistoryCacheLimits(next: { sessions?: number; bytes?: number }): { sessions: number; bytes: number } {
+export function setHistoryCacheLimits(next: { sessions?: number | undefined; bytes?: number | undefined }): { sessions: number; bytes: number } {
   const previous = { ...limits };
   if (next.sessions !== undefined) limits.sessions = Math.max(1, Math.floor(next.sessions));
   if (next.bytes !== undefined) limits.bytes = Math.max(0, next.bytes);

@@ -64,15 +64,15 @@ import { sessionSidecarPaths } from "./paths.js";
 /** Options of {@link acquireSessionLock} and {@link withSessionLock}. */
 export interface SessionLockOptions {
   /** Give up waiting after this long (default 10 minutes: a turn holds the lock for its whole run). */
-  timeoutMs?: number;
+  timeoutMs?: number | undefined;
   /** Abort waiting (not the holder's work). */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /**
    * A lock whose heartbeat did not move for this long is stale and taken over (default 10 s, minimum 2 s). The holder
    * beats every `staleMs / 4`.
    */
-  staleMs?: number;
-  logger?: Logger;
+  staleMs?: number | undefined;
+  logger?: Logger | undefined;
 }
 
 /**

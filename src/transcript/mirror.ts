@@ -29,25 +29,25 @@ export interface MirrorTurnParams {
   sessionFile: string;
   sessionId: string;
   /** Header cwd when the file is created. */
-  cwd?: string;
+  cwd?: string | undefined;
   threadId: string;
   turnId: string;
   /** The turn's `messagesSnapshot`: the ORIGINAL user prompt first, then what the turn produced. */
   messages: readonly AgentMessage[];
-  sessionRoot?: string;
-  logger?: Logger;
+  sessionRoot?: string | undefined;
+  logger?: Logger | undefined;
   /**
    * true: the caller holds the session lock, do not take it. false: always take it (throws SESSION_LOCK_REENTRANT if
    * this call chain holds it). Omitted: take it unless this async context is known to hold it. Callers inside a held
    * lock should pass true: from event callbacks the holding context is not always visible (see `lock.ts`).
    */
-  locked?: boolean;
+  locked?: boolean | undefined;
   /** Options for acquiring the lock (ignored when it is not taken here). */
-  lock?: Omit<SessionLockOptions, "logger">;
+  lock?: Omit<SessionLockOptions, "logger"> | undefined;
   /** An existing header naming another session id: "warn" (default) or "throw" `SESSION_ID_MISMATCH`, nothing appended. */
-  onSessionIdMismatch?: "warn" | "throw";
+  onSessionIdMismatch?: "warn" | "throw" | undefined;
   /** Fsynced at the same moment as the append (see `AppendOptions.syncAlongside`); runs even when nothing is new. */
-  syncAlongside?: () => Promise<void>;
+  syncAlongside?: (() => Promise<void>) | undefined;
 }
 
 /** What {@link mirrorTurnToTranscript} did. */
@@ -59,8 +59,8 @@ export interface MirrorTurnResult {
   /** Entry id of every message of the turn, in snapshot order (existing ids for skipped ones). */
   entryIds: string[];
   /** The transcript's last entry and entry count after this call (absent for an empty snapshot: the file is not opened). */
-  lastEntryId?: string;
-  entryCount?: number;
+  lastEntryId?: string | undefined;
+  entryCount?: number | undefined;
 }
 
 const idPart = z
@@ -128,7 +128,7 @@ export function mirrorEntryFor(message: AgentMessage, idempotencyKey: string): N
   if ((message as { role?: unknown }).role !== "custom") return { type: "message", idempotencyKey, message };
   const custom = customMessageSchema.safeParse(message);
   if (!custom.success) return { type: "message", idempotencyKey, message };
-  const m = message as { customType: string; content: unknown; display?: boolean; details?: unknown; timestamp?: number };
+  const m = message as { customType: string; content: unknown; display?: boolean | undefined; details?: unknown; timestamp?: number | undefined };
   const at = typeof m.timestamp === "number" && Number.isFinite(m.timestamp) ? new Date(m.timestamp).toISOString() : undefined;
   return {
     type: "custom_message",

@@ -55,19 +55,19 @@ export interface PendingFinalizeRecord {
    * The turn's snapshot (original prompt first), so recovery can complete a mirror the crash cut short: the mirror is
    * idempotent by key, so re-mirroring appends exactly the missing messages.
    */
-  messages?: AgentMessage[];
+  messages?: AgentMessage[] | undefined;
   /**
    * Mirror keys of the turn's messages the engine has already ingested (one by one, `ingest`), so recovery resumes
    * after them instead of delivering them twice. Absent: none known.
    */
-  ingestedKeys?: string[];
+  ingestedKeys?: string[] | undefined;
   /** When the record was written (ISO; metadata only). */
   recordedAt: string;
 }
 
 /** Options shared by the pending-finalize functions. */
 export interface PendingFinalizeOptions {
-  logger?: Logger;
+  logger?: Logger | undefined;
   /**
    * Also take the session lock for this update (true, or lock options). Default false: the turn runner updates the
    * record while it already holds the session lock, and whether a call chain holds it cannot be detected reliably
@@ -75,18 +75,18 @@ export interface PendingFinalizeOptions {
    * here by default could wait on ourselves. Standalone tools that hold no lock pass true. Updates from one process
    * are always serialized by an in-process queue.
    */
-  takeLock?: boolean | Omit<SessionLockOptions, "logger">;
+  takeLock?: boolean | Omit<SessionLockOptions, "logger"> | undefined;
   /**
    * Write the record without fsync (visible to every process and safe from a process crash at once); the caller makes
    * it durable with {@link commitPendingFinalize} before, or together with, the transcript append it guards.
    * Default false (fsynced here).
    */
-  deferCommit?: boolean;
+  deferCommit?: boolean | undefined;
   /**
    * The caller holds the lock and listed the record set empty since taking it: write without reading it back.
    * Default false.
    */
-  knownEmpty?: boolean;
+  knownEmpty?: boolean | undefined;
 }
 
 const STATUSES = ["completed", "failed", "interrupted", "timedOut", "aborted", "yieldAborted"] as const;
@@ -308,7 +308,7 @@ export async function completePendingFinalize(
   turnId: string,
   opts: PendingFinalizeOptions & {
     /** The caller holds the lock and knows the record set is exactly this turn's record: remove it unread. */
-    onlyRecord?: boolean;
+    onlyRecord?: boolean | undefined;
   } = {},
 ): Promise<boolean> {
   if (typeof turnId !== "string" || turnId.length === 0) {

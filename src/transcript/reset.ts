@@ -20,12 +20,12 @@ import { fsyncDirectory } from "./fsync-dir.js";
 export interface ResetCodexSessionParams {
   sessionFile: string;
   /** Rename the transcript to `<file>.archived-<n>.jsonl` (next free n). Default false. */
-  archiveTranscript?: boolean;
-  sessionRoot?: string;
-  logger?: Logger;
+  archiveTranscript?: boolean | undefined;
+  sessionRoot?: string | undefined;
+  logger?: Logger | undefined;
   /** true: the caller holds the session lock. false: always take it. Omitted: take it unless this call chain holds it. */
-  locked?: boolean;
-  lock?: Omit<SessionLockOptions, "logger">;
+  locked?: boolean | undefined;
+  lock?: Omit<SessionLockOptions, "logger"> | undefined;
 }
 
 /** What {@link resetCodexSession} did. */
@@ -33,7 +33,7 @@ export interface ResetCodexSessionResult {
   /** A binding sidecar existed and was removed. */
   bindingCleared: boolean;
   /** Where the transcript went, when archived. */
-  archivedTo?: string;
+  archivedTo?: string | undefined;
   /** Pending-finalize records left in place (finalize them before the next turn). */
   pendingFinalize: number;
 }

@@ -66,14 +66,14 @@ export function parseTranscriptRewriteRequest(request: unknown, reported: string
 export interface TranscriptLine {
   text: string;
   /** The parsed entry; absent for the header, corrupt lines and objects that are not entries (all kept verbatim). */
-  entry?: SessionEntry;
+  entry?: SessionEntry | undefined;
 }
 
 /** What {@link planTranscriptRewrite} decided: the result, and (when it changed) the file's new lines. */
 export interface TranscriptRewritePlan {
   result: TranscriptRewriteResult;
   /** The new file, one string per line (no newlines); undefined when nothing changes. */
-  lines?: string[];
+  lines?: string[] | undefined;
   /** Entries re-appended with new ids (the replaced ones included). */
   reappended: number;
   /** Old entries dropped from the file. */
@@ -197,8 +197,8 @@ export function transcriptLines(text: string): TranscriptLine[] {
 /** Options of {@link rewriteTranscriptEntriesInFile}. */
 export interface RewriteTranscriptOptions {
   sessionId: string;
-  sessionRoot?: string;
-  logger?: Logger;
+  sessionRoot?: string | undefined;
+  logger?: Logger | undefined;
 }
 
 let tmpCounter = 0;
@@ -237,7 +237,7 @@ export async function rewriteTranscriptEntriesInFile(
     text = fs.readFileSync(real, "utf8");
     mode = fs.statSync(real).mode & 0o777;
   } catch (err) {
-    if ((err as { code?: string }).code === "ENOENT") return unchanged("empty session").result;
+    if ((err as { code?: string | undefined }).code === "ENOENT") return unchanged("empty session").result;
     throw sessionIoError(err, sessionFile, "read");
   }
   const plan = planTranscriptRewrite(transcriptLines(text), replacements);
@@ -289,7 +289,7 @@ async function replaceTranscript(real: string, reported: string, content: string
   } catch (err) {
     if (fd !== undefined) fs.closeSync(fd);
     fs.rmSync(tmp, { force: true });
-    throw new SessionFileError("SESSION_WRITE_FAILED", reported, `cannot rewrite session file ${reported} (${(err as { code?: string }).code ?? String(err)}); it is unchanged`, {
+    throw new SessionFileError("SESSION_WRITE_FAILED", reported, `cannot rewrite session file ${reported} (${(err as { code?: string | undefined }).code ?? String(err)}); it is unchanged`, {
       cause: err,
     });
   }

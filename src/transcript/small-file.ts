@@ -32,7 +32,7 @@ export function fsyncFd(fd: number): Promise<void> {
  * Write `text` to `tmp`, optionally fsync it, and rename it over `file` (atomic replace). On a failed rename the temp
  * file is removed and the error rethrown. `beforeRename` runs between the write and the rename (fault injection).
  */
-export async function replaceSmallFile(file: string, tmp: string, text: string, opts: { durable: boolean; beforeRename?: () => void }): Promise<void> {
+export async function replaceSmallFile(file: string, tmp: string, text: string, opts: { durable: boolean; beforeRename?: (() => void) | undefined }): Promise<void> {
   const fd = fs.openSync(tmp, "w");
   try {
     fs.writeSync(fd, text);

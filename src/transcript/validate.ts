@@ -67,7 +67,7 @@ function isPlainValidMessageEntry(v: SessionEntry): boolean {
 export interface ValidatedEntry {
   entry: SessionEntry;
   /** Set when the entry was malformed and replaced by a chain-only stub. */
-  invalid?: string;
+  invalid?: string | undefined;
 }
 
 /**

@@ -30,7 +30,7 @@ export interface BindingKeeper {
    * Codex accepted the turn: the thread holds what was injected. Written at once, while the Codex turn runs, so a crash
    * during the turn leaves a binding that knows what the thread holds.
    */
-  accept(p: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput; freshThread: boolean }): void;
+  accept(p: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput | undefined; freshThread: boolean }): void;
   /**
    * The turn's pending-finalize record is written: the turn no longer depends on the binding's `turnInFlight` marker
    * (set at accept with the original prompt) to be recovered. Written with the next queued write.
@@ -58,7 +58,7 @@ export function createBindingKeeper(deps: {
   ids: Record<string, string>;
   fingerprints: ProjectionFingerprints;
   /** The turn's prompt images, recorded with the original prompt in `turnInFlight`. */
-  promptImages?: ReadonlyArray<{ data: string; mimeType: string }>;
+  promptImages?: ReadonlyArray<{ data: string; mimeType: string }> | undefined;
 }): BindingKeeper {
   const images = deps.promptImages?.map(({ data, mimeType }) => ({ type: "image" as const, data, mimeType }));
   let binding: ThreadBinding | undefined;
@@ -115,7 +115,7 @@ export function createBindingKeeper(deps: {
       if (!compaction.completed || !binding || binding.threadId !== compaction.threadId) return;
       binding = markNativeCompaction(binding, compaction.threadId);
       if (preTurn) {
-        const update = lastProjection?.bindingUpdate as { ledgerAdd?: string[] } | undefined;
+        const update = lastProjection?.bindingUpdate as { ledgerAdd?: string[] | undefined } | undefined;
         binding = { ...binding, heldTurnIds: [compaction.turnId], ledger: [...(update?.ledgerAdd ?? [])] };
       }
       void persist();

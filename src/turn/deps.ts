@@ -36,7 +36,7 @@ export interface TurnDeps {
   hooks: HookRunner;
   binding: BindingKeeper;
   /** The session lock once the `session.acquiringLock` state took it; released by the host when the machine is done. */
-  lock: { handle?: SessionLockHandle; onLost?: () => void };
+  lock: { handle?: SessionLockHandle | undefined; onLost?: (() => void) | undefined };
   /** Fingerprints of what decides thread compatibility (computed once per attempt). */
   fingerprints: ProjectionFingerprints;
   /** Host warnings that happen outside a machine transition (observer failures); appended to the result. */

@@ -176,7 +176,7 @@ async function decideByHook<T>(
   name: "beforeAgentFinalize" | "beforeToolCall" | "beforeModelResolve" | "beforeMessageWrite",
   schema: z.ZodType<T | null | undefined>,
   event: unknown,
-  o: { onFailure?: T; timeoutMs?: number; signal?: AbortSignal; onWithdrawn?: T } = {},
+  o: { onFailure?: T | undefined; timeoutMs?: number | undefined; signal?: AbortSignal | undefined; onWithdrawn?: T | undefined } = {},
 ): Promise<T | undefined> {
   const hooks = kit.hooks;
   const hook = hooks[name] as ((e: unknown, context?: unknown) => unknown) | undefined;

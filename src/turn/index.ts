@@ -47,7 +47,7 @@ export interface CodexTurnHandle {
    * handle.steer("Also look at this one", { images: [{ path: "/data/second.png" }] });
    * ```
    */
-  steer(text: string, options?: { images?: PromptImageInput[] }): void;
+  steer(text: string, options?: { images?: PromptImageInput[] | undefined }): void;
 }
 
 /**
@@ -84,7 +84,7 @@ export function startCodexTurn(params: CodexTurnParams): CodexTurnHandle {
     events,
     abort: (reason?: string) => actor.send(reason === undefined ? { type: "ABORT" } : { type: "ABORT", reason }),
     yield: () => actor.send({ type: "YIELD" }),
-    steer: (text: string, options?: { images?: PromptImageInput[] }) => {
+    steer: (text: string, options?: { images?: PromptImageInput[] | undefined }) => {
       const images = options === undefined ? undefined : parseSteerOptions(options).images;
       actor.send(images && images.length > 0 ? { type: "STEER", text, images } : { type: "STEER", text });
     },
@@ -160,7 +160,7 @@ async function settle(actor: AnyActorRef, deps: TurnDeps, events: TurnEventStrea
   try {
     const output = (await toPromise(actor)) as TurnMachineOutput;
     // The history the turn was run on, for agentEnd (the machine's context holds it; no copy is made).
-    const history = (actor.getSnapshot() as { context?: { history?: { messages?: readonly AgentMessage[] } } }).context?.history?.messages ?? [];
+    const history = (actor.getSnapshot() as { context?: { history?: { messages?: readonly AgentMessage[] | undefined } | undefined } | undefined }).context?.history?.messages ?? [];
     await deps.binding.settle();
     const res = toTurnResult(output, backgroundWorkOf(deps), deps.hostWarnings, deps.ids.runId);
     // llmInput / llmOutput ran beside the turn; they end before agentEnd (their warnings join the result below).
@@ -184,7 +184,7 @@ async function settle(actor: AnyActorRef, deps: TurnDeps, events: TurnEventStrea
     return result;
   } finally {
     await deps.lock.handle?.release().catch((error: unknown) => {
-      deps.logger.warn({ ...deps.ids, event: "session lock release failed", err: String((error as { code?: string })?.code ?? "unknown") }, "session lock release failed");
+      deps.logger.warn({ ...deps.ids, event: "session lock release failed", err: String((error as { code?: string | undefined })?.code ?? "unknown") }, "session lock release failed");
     });
     events.end();
   }

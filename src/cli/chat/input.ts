@@ -39,7 +39,7 @@ const PASTE_OFF = "\x1b[?2004l";
  * ```
  */
 export function createPromptReader(
-  input: NodeJS.ReadableStream & { isTTY?: boolean },
+  input: NodeJS.ReadableStream & { isTTY?: boolean | undefined },
   output: NodeJS.WritableStream,
   handlers: PromptReaderHandlers,
 ): PromptReader {
@@ -50,7 +50,7 @@ export function createPromptReader(
   let closed = false;
   if (tty) {
     output.write(PASTE_ON);
-    input.on("keypress", (_chunk: unknown, key: { name?: string } | undefined) => {
+    input.on("keypress", (_chunk: unknown, key: { name?: string | undefined } | undefined) => {
       if (key?.name === "paste-start") pasting = true;
       else if (key?.name === "paste-end") pasting = false;
     });

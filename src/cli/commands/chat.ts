@@ -32,14 +32,14 @@ import { sessionResetCommand } from "../session-reset.js";
 import { settleWithin, watchSignals, type SignalWatch } from "../signals.js";
 import { setUpTurnCommand, type TurnCommandOptions, type TurnInteraction, type TurnSetup } from "../turn-setup.js";
 
-type ChatOptions = TurnCommandOptions & { json?: boolean };
+type ChatOptions = TurnCommandOptions & { json?: boolean | undefined };
 
 /** A prompt to run, with the images attached (`/image FILE`) before it was typed; or a plugin command line. */
 interface QueuedPrompt {
   text: string;
   images: PromptImage[];
   /** A plugin command (`/name args`): answered by the plugin, a turn only if it asks for one. */
-  command?: boolean;
+  command?: boolean | undefined;
 }
 
 /** The prompt queue between the reader and the turn loop. */

@@ -12,7 +12,7 @@ import { startServer } from "../server.js";
 import { requireExistingSession, sessionIdOf } from "../session-file.js";
 import { watchSignals } from "../signals.js";
 
-type CompactOptions = EngineOptionValues & ServerOptionValues & { session: string; json?: boolean; model?: string };
+type CompactOptions = EngineOptionValues & ServerOptionValues & { session: string; json?: boolean | undefined; model?: string | undefined };
 
 /**
  * What `compact` reports: the outcome and the engine's own result (`result`, e.g. tokensBefore/tokensAfter, details).
@@ -28,7 +28,7 @@ export function compactResultJson(r: CompactionOutput): Record<string, unknown> 
 
 function printResult(out: Out, r: CompactionOutput): void {
   if (out.json) return out.record(compactResultJson(r));
-  const res = r.result as { tokensBefore?: number; tokensAfter?: number } | undefined;
+  const res = r.result as { tokensBefore?: number | undefined; tokensAfter?: number | undefined } | undefined;
   const tokens = res?.tokensBefore !== undefined ? ` tokens=${res.tokensBefore}->${res.tokensAfter ?? "?"}` : "";
   out.text(`compaction: ok=${r.ok} compacted=${r.compacted} primary=${r.primary ?? "-"} reason=${r.reason ?? "-"}${tokens}`);
 }

@@ -21,12 +21,12 @@ import { addInspectOptions, addJsonOption } from "../options.js";
 import { createOut, type Out } from "../output.js";
 import { runnableCommand } from "../self.js";
 
-type DemoOptions = { out?: string; json?: boolean; inspect?: boolean; inspectWait?: number; inspectUiUrl?: string };
+type DemoOptions = { out?: string | undefined; json?: boolean | undefined; inspect?: boolean | undefined; inspectWait?: number | undefined; inspectUiUrl?: string | undefined };
 
 interface DemoStep {
   prompt: string;
   replies: FakeReply[];
-  steer?: string;
+  steer?: string | undefined;
 }
 
 const SCRIPT: DemoStep[] = [

@@ -61,7 +61,7 @@ function summaryLines(s: Summary): string[] {
   ];
 }
 
-async function inspectAction(file: string, opts: { showContent?: boolean; json?: boolean }): Promise<number> {
+async function inspectAction(file: string, opts: { showContent?: boolean | undefined; json?: boolean | undefined }): Promise<number> {
   const out = createOut(opts.json === true);
   const abs = await requireExistingSession(file);
   let s: Summary;
@@ -92,5 +92,5 @@ export function inspectSessionCommand(done: (code: number) => void): Command {
     .argument("<file>", "an existing pi session JSONL transcript (missing or unreadable: exit 3)")
     .option("--show-content", "include the messages themselves");
   addJsonOption(cmd, "print the summary as one JSON line");
-  return cmd.action(async (file: string, opts: { showContent?: boolean; json?: boolean }) => done(await inspectAction(file, opts)));
+  return cmd.action(async (file: string, opts: { showContent?: boolean | undefined; json?: boolean | undefined }) => done(await inspectAction(file, opts)));
 }

@@ -26,7 +26,7 @@ import { userInputRecords } from "../user-input.js";
 /** How long a signalled turn may take to settle before the CLI closes the app-server anyway (ms). */
 export const SIGNAL_SETTLE_MS = 15_000;
 
-type RunOptions = TurnCommandOptions & { json?: boolean; image?: string[] };
+type RunOptions = TurnCommandOptions & { json?: boolean | undefined; image?: string[] | undefined };
 
 /**
  * `--image` files as turn images (paths resolved against the current directory), checked before anything starts: a

@@ -12,7 +12,7 @@ import { addJsonOption } from "../options.js";
 import { isMissingPackageError, missingPackageError } from "../optional.js";
 import { createOut } from "../output.js";
 
-type VizOptions = { trace?: string; out?: string; allSteps?: boolean; json?: boolean };
+type VizOptions = { trace?: string | undefined; out?: string | undefined; allSteps?: boolean | undefined; json?: boolean | undefined };
 
 async function loadTrace(file: string | undefined, allSteps: boolean) {
   if (file === undefined) return undefined;

@@ -4,12 +4,12 @@ import { createWindowEngine } from "./window.js";
 /** One recorded engine call: the method and counts, never content. */
 export interface RecordedEngineCall {
   method: string;
-  messageCount?: number;
-  prePromptMessageCount?: number;
-  hasRuntimeContext?: boolean;
-  runtimeContextKeys?: string[];
-  force?: boolean;
-  compactionTarget?: string;
+  messageCount?: number | undefined;
+  prePromptMessageCount?: number | undefined;
+  hasRuntimeContext?: boolean | undefined;
+  runtimeContextKeys?: string[] | undefined;
+  force?: boolean | undefined;
+  compactionTarget?: string | undefined;
 }
 
 /**
@@ -24,7 +24,7 @@ export interface RecordedEngineCall {
  */
 export function createRecordingEngine(
   inner: ContextEngine = createWindowEngine(),
-  options: { omit?: ReadonlyArray<"bootstrap" | "maintain" | "afterTurn" | "ingestBatch"> } = {},
+  options: { omit?: ReadonlyArray<"bootstrap" | "maintain" | "afterTurn" | "ingestBatch"> | undefined } = {},
 ): ContextEngine & { calls: RecordedEngineCall[] } {
   const calls: RecordedEngineCall[] = [];
   const omit = new Set(options.omit ?? []);

@@ -5,14 +5,14 @@ import { isDeepFrozenByHost } from "../../transcript/freeze.js";
 /** Options of {@link createWindowEngine}. */
 export interface WindowEngineOptions {
   /** Token budget of the engine's view (default: the turn's `tokenBudget`, else 16,000). */
-  tokenBudget?: number;
+  tokenBudget?: number | undefined;
   /** When the window overflows, drop the oldest messages down to this fraction of the budget (default 0.6). */
-  lowWaterFraction?: number;
+  lowWaterFraction?: number | undefined;
   /** Return a `thread_bootstrap` projection whose epoch changes at each window step. */
-  threadBootstrap?: boolean;
+  threadBootstrap?: boolean | undefined;
   /** Declare `info.ownsCompaction` (then `compact()` moves the window down to the target). */
-  ownsCompaction?: boolean;
-  id?: string;
+  ownsCompaction?: boolean | undefined;
+  id?: string | undefined;
 }
 
 /**

@@ -8,7 +8,7 @@ import type { CompactResult } from "../../context-engine/types.js";
 /** What OpenClaw passes to the memory prompt helpers (tool names decide which memory guidance applies). */
 export interface MemoryPromptSectionParams {
   availableTools: Set<string>;
-  citationsMode?: string;
+  citationsMode?: string | undefined;
   [key: string]: unknown;
 }
 
@@ -58,7 +58,7 @@ export async function delegateCompactionToRuntime(_params: Record<string, unknow
 export interface PluginEntryDefinition {
   id: string;
   name: string;
-  description?: string;
+  description?: string | undefined;
   configSchema?: unknown;
   register: (api: never) => void;
   [key: string]: unknown;
@@ -79,7 +79,7 @@ export function definePluginEntry<T extends PluginEntryDefinition>(definition: T
 
 /** A config schema: `safeParse` like OpenClaw's, plus the JSON Schema it stands for. */
 export interface PluginConfigSchemaLike {
-  safeParse: (value: unknown) => { success: boolean; data?: unknown; error?: { issues: Array<{ path: Array<string | number>; message: string }> } };
+  safeParse: (value: unknown) => { success: boolean; data?: unknown; error?: { issues: Array<{ path: Array<string | number>; message: string }> } | undefined };
   jsonSchema: Record<string, unknown>;
 }
 

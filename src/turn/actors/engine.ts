@@ -74,7 +74,7 @@ export async function bootstrapEngine(deps: TurnDeps, signal: AbortSignal): Prom
  * The accordion: the engine compacts its view before Codex's own lossy compaction point. Compaction hooks fire around
  * it; what the engine reports (summary, first kept entry) is written to the transcript as a pi compaction entry.
  */
-export async function compactEngine(deps: TurnDeps, input: { lastUsage?: LastUsageFacts }, signal: AbortSignal): Promise<CompactBeforeTurnOutput> {
+export async function compactEngine(deps: TurnDeps, input: { lastUsage?: LastUsageFacts | undefined }, signal: AbortSignal): Promise<CompactBeforeTurnOutput> {
   const engine = activeEngine(deps);
   // The session as it stands (cached by file identity: no re-parse), for the hooks' message count and messages.
   const session = deps.hooks.has("beforeCompaction") || deps.hooks.has("afterCompaction") ? await deps.store.readHistory() : undefined;
@@ -167,7 +167,7 @@ function ingestProgress(deps: TurnDeps, record: TurnRecord) {
 }
 
 /** Foreground maintenance after a successful turn. */
-export async function maintainEngine(deps: TurnDeps, input: { record?: TurnRecord }, signal: AbortSignal): Promise<MaintainOutput> {
+export async function maintainEngine(deps: TurnDeps, input: { record?: TurnRecord | undefined }, signal: AbortSignal): Promise<MaintainOutput> {
   const out = await runHarnessContextEngineMaintenance({
     engine: activeEngine(deps),
     ...sessionIds(deps),

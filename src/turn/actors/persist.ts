@@ -15,7 +15,7 @@ export async function prepareTranscriptMessages(deps: TurnDeps, input: { record:
   let rewritten = 0;
   let dropped = 0;
   for (const message of input.record.messagesSnapshot) {
-    const tool = message as { role?: string; toolName?: unknown; toolCallId?: unknown };
+    const tool = message as { role?: string | undefined; toolName?: unknown; toolCallId?: unknown };
     const out = await deps.hooks.beforeMessageWrite({
       ...deps.hookIds,
       message,

@@ -38,7 +38,7 @@ export async function projectContext(deps: TurnDeps, input: ProjectInput): Promi
       entriesSent: result.entriesSent,
       bytes: result.bytes,
       contextImages: result.contextImages?.length ?? 0,
-      staleTokens: (result as { staleTokens?: number }).staleTokens,
+      staleTokens: (result as { staleTokens?: number | undefined }).staleTokens,
       afterHooks: input.finalDeveloperInstructions !== undefined,
     },
     "codex context projection decision",

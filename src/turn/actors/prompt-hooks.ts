@@ -12,7 +12,7 @@ import type { TurnDeps } from "../deps.js";
  */
 export async function runPromptHooks(
   deps: TurnDeps,
-  input: { promptText: string; developerInstructions?: string; history: HistoryOutput },
+  input: { promptText: string; developerInstructions?: string | undefined; history: HistoryOutput },
   signal: AbortSignal,
 ): Promise<HooksOutput> {
   const model = deps.hooks.has("beforeModelResolve") ? await resolveTurnModel(deps, input.promptText) : undefined;
@@ -49,7 +49,7 @@ async function resolveTurnModel(deps: TurnDeps, prompt: string): Promise<string 
   });
   if (chosen !== undefined || p.model !== undefined) return chosen ?? p.model;
   try {
-    const read = (await deps.appServer.request("config/read", { ...(p.cwd !== undefined ? { cwd: p.cwd } : {}) })) as { config?: { model?: unknown } };
+    const read = (await deps.appServer.request("config/read", { ...(p.cwd !== undefined ? { cwd: p.cwd } : {}) })) as { config?: { model?: unknown } | undefined };
     return typeof read.config?.model === "string" && read.config.model !== "" ? read.config.model : undefined;
   } catch (error) {
     deps.logger.warn({ ...deps.ids, event: "configured model unknown", err: errorLabel(error) }, "config/read failed; the turn keeps the thread's model");

@@ -12,7 +12,7 @@ import { errorCode } from "../../log/error-label.js";
 import type { TurnDeps } from "../deps.js";
 
 /** A steer the machine forwarded: its text and images (checked at the handle). */
-type Steer = { text: string; images?: SteerImage[] };
+type Steer = { text: string; images?: SteerImage[] | undefined };
 
 /** How much longer the client waits for an interceptor than the hook runner waits for the hook. */
 const INTERCEPTOR_MARGIN_MS = 5_000;
@@ -143,7 +143,7 @@ async function startCodexTurn(
       // A little over the hook runner's own bound, so the runner's decision (fail-closed hosts block) comes first.
       toolInterceptorTimeoutMs: Math.max(deps.engineCallMs, p.hooks?.beforeToolCallTimeoutMs ?? 0) + INTERCEPTOR_MARGIN_MS,
       // Codex-side warnings (a tool handler that timed out or returned a non-string): ids and names only.
-      onWarning: (w: { message?: string; code?: string }) => deps.hostWarnings.push(w.message ?? String(w.code)),
+      onWarning: (w: { message?: string | undefined; code?: string | undefined }) => deps.hostWarnings.push(w.message ?? String(w.code)),
       ...(p.onApproval ? { onApproval: p.onApproval } : {}),
       ...(p.onUserInput ? { onUserInput: p.onUserInput } : {}),
       ...hostInterceptors(deps, input, state, ids),
@@ -160,7 +160,7 @@ async function startCodexTurn(
   }
 }
 
-type InterceptedCall = { callId: string; tool: string; arguments?: unknown; native?: boolean; threadId?: string; approvalMethod?: string; cwd?: string };
+type InterceptedCall = { callId: string; tool: string; arguments?: unknown; native?: boolean | undefined; threadId?: string | undefined; approvalMethod?: string | undefined; cwd?: string | undefined };
 
 /**
  * The turn's hooks as the client's interceptors: `beforeToolCall` (dynamic tools; native ones through the hook relay),
@@ -200,7 +200,7 @@ function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: TurnState,
       ...(out.approved === true ? { approved: true } : {}),
     };
   };
-  const afterToolCall = (call: InterceptedCall & { result?: string; error?: string; durationMs?: number }) =>
+  const afterToolCall = (call: InterceptedCall & { result?: string | undefined; error?: string | undefined; durationMs?: number | undefined }) =>
     deps.hooks.observe("afterToolCall", { ...toolEvent(call), ...pick(call) });
   const beforeFinalize = async (request: FinalizeRequest) => {
     state.finalizeAsked = true;
@@ -222,7 +222,7 @@ function hostInterceptors(deps: TurnDeps, input: RunTurnInput, state: TurnState,
   };
 }
 
-function pick(call: { result?: string; error?: string; durationMs?: number }) {
+function pick(call: { result?: string | undefined; error?: string | undefined; durationMs?: number | undefined }) {
   return {
     ...(call.result !== undefined ? { result: call.result } : {}),
     ...(call.error !== undefined ? { error: call.error } : {}),
@@ -295,7 +295,7 @@ function observeItem(
   state: TurnState,
   event: Extract<CodexTurnEvent, { type: "itemStarted" | "itemCompleted" }>,
 ): void {
-  const item = event.item as { kind: string; id: string; tool?: string } & Record<string, unknown>;
+  const item = event.item as { kind: string; id: string; tool?: string | undefined } & Record<string, unknown>;
   if (event.type === "itemStarted") {
     if (item.kind === "userMessage") state.userMessageStarted = true;
     if (item.kind === "dynamicToolCall") deps.emit({ type: "toolCall", tool: String(item.tool) });
@@ -320,7 +320,7 @@ function observeItem(
     if (!state.nativeDecisions.has(key)) state.nativeDecisions.set(key, askHook(deps, hookEvent, state.turnOver));
     return;
   }
-  const durationMs = (event.item as { durationMs?: number | null }).durationMs;
+  const durationMs = (event.item as { durationMs?: number | null | undefined }).durationMs;
   void deps.hooks.observe("afterToolCall", {
     ...hookEvent,
     ...(view.resultText != null ? { result: view.resultText } : {}),

@@ -46,7 +46,7 @@ function threadOptions(deps: TurnDeps, developerInstructions: string | undefined
  * Resume the bound thread (developer instructions travel on every real resume; a thread this process already holds
  * with the same settings needs no resume RPC). Any refusal becomes {@link ThreadResumeFailedError}.
  */
-export async function resumeThread(deps: TurnDeps, input: { plan: ThreadPlan; developerInstructions?: string }): Promise<ThreadStartOutput> {
+export async function resumeThread(deps: TurnDeps, input: { plan: ThreadPlan; developerInstructions?: string | undefined }): Promise<ThreadStartOutput> {
   const threadId = input.plan.threadId!;
   try {
     const resumed = await deps.appServer.resumeThread({ threadId, ...threadOptions(deps, input.developerInstructions), reuseLoaded: true } as never);
@@ -59,7 +59,7 @@ export async function resumeThread(deps: TurnDeps, input: { plan: ThreadPlan; de
 }
 
 /** Start a fresh thread. */
-export async function startThread(deps: TurnDeps, input: { plan: ThreadPlan; developerInstructions?: string }): Promise<ThreadStartOutput> {
+export async function startThread(deps: TurnDeps, input: { plan: ThreadPlan; developerInstructions?: string | undefined }): Promise<ThreadStartOutput> {
   const started = await deps.appServer.startThread(threadOptions(deps, input.developerInstructions) as never);
   deps.logger.info({ ...deps.ids, event: "thread started", threadId: started.threadId, reason: input.plan.reason }, "codex thread started");
   return { threadId: started.threadId, resumed: false };
