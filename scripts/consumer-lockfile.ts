@@ -119,9 +119,10 @@ export function consumerLockfile(options: {
   const { name, source, deps, tarball } = options;
   const dependencies: Record<string, string> = {};
   for (const dep of deps) {
-    const version = source[`node_modules/${dep}`]?.version;
-    if (!version) throw new Error(`package-lock.json does not install "${dep}" at the top level`);
-    dependencies[dep] = version;
+    const entry = source[`node_modules/${dep}`];
+    if (!entry?.version) throw new Error(`package-lock.json does not install "${dep}" at the top level`);
+    // An alias (`"typescript-7": "npm:typescript@7.0.2"`) is installed under its own name: the entry names the package.
+    dependencies[dep] = entry.name && entry.name !== dep ? `npm:${entry.name}@${entry.version}` : entry.version;
   }
   const packages: LockPackages = {};
   const tarballDeps = tarball ? Object.keys(tarball.manifest.dependencies ?? {}) : [];

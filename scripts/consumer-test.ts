@@ -16,6 +16,11 @@
  *  4. TypeScript and @types/node (installed beside it, offline) type-check the README embedding example, a probe of
  *     the protocol types and an offline turn (test/consumer/fixture) with `module: nodenext`, `skipLibCheck: false`;
  *     the compiled offline turn runs one real `codex app-server` turn against the fake model.
+ *  5. TypeScript 7 (npm's `latest`, the native compiler a new project gets) type-checks the same under nodenext; then
+ *     TypeScript 6 and 7 each type-check it under the strictest settings (tsconfig.strictest.json: bundler resolution,
+ *     `exactOptionalPropertyTypes`, `skipLibCheck: false`), where src/strict-options.ts passes possibly-undefined
+ *     values to public options. The only errors allowed there are xstate's own declarations (its setup.d.ts fails
+ *     under `exactOptionalPropertyTypes`, statelyai/xstate#4613; such projects need `skipLibCheck` for xstate anyway).
  * Nothing leaves loopback; npm reads only its cache (filled by `npm ci` in the checkout).
  */
 import { execFile, type ExecFileOptions } from "node:child_process";
@@ -167,6 +172,28 @@ async function checkTypesAndTurn(app: string, tools: string, scratch: string): P
   process.stdout.write(`consumer: offline turn ${turn.stdout.trim()}\n`);
 }
 
+/** xstate's declarations fail under exactOptionalPropertyTypes (upstream); every other error fails the step. */
+const UPSTREAM_DECLARATION_ERRORS = /^node_modules\/xstate\//;
+
+/** Step 5: TypeScript 7 under nodenext; TypeScript 6 and 7 under the strictest settings. */
+async function checkTypesStrictest(app: string, tools: string): Promise<void> {
+  await cp(path.join(FIXTURE, "tsconfig.strictest.json"), path.join(app, "tsconfig.strictest.json"));
+  const compilers = { "TypeScript 6": "typescript", "TypeScript 7": "typescript-7" };
+  const tsc7 = path.join(tools, "node_modules", compilers["TypeScript 7"], "bin", "tsc");
+  const version = mustSucceed("tsc 7 --version", await exec(process.execPath, [tsc7, "--version"], { cwd: app }));
+  check(/Version 7\./.test(version.stdout), `typescript-7 is ${version.stdout.trim()}`);
+  mustSucceed("tsc 7 (nodenext, skipLibCheck: false)", await exec(process.execPath, [tsc7, "-p", "tsconfig.json", "--noEmit"], { cwd: app }));
+  for (const [label, dir] of Object.entries(compilers)) {
+    const tsc = path.join(tools, "node_modules", dir, "bin", "tsc");
+    const run = await exec(process.execPath, [tsc, "-p", "tsconfig.strictest.json"], { cwd: app });
+    const errors = run.stdout.split("\n").filter((line) => /error TS\d+/.test(line) && !/^\s/.test(line));
+    const ours = errors.filter((line) => !UPSTREAM_DECLARATION_ERRORS.test(line));
+    check(run.code === 0 || (errors.length > 0 && ours.length === 0), `${label} (strictest) exited ${run.code}:\n${run.stdout.trim().split("\n").slice(0, 40).join("\n")}`);
+    check(ours.length === 0, `${label} (strictest): ${ours.length} error(s) outside xstate's declarations:\n${ours.slice(0, 20).join("\n")}`);
+    process.stdout.write(`consumer: ${label} strictest: no errors in the package or the project (${errors.length} in xstate's declarations)\n`);
+  }
+}
+
 async function main(): Promise<number> {
   const args = process.argv.slice(2);
   const keep = args.includes("--keep");
@@ -183,8 +210,9 @@ async function main(): Promise<number> {
     await step("install the tarball offline", () => installOffline(app, source, [], { file: tarball, manifest }));
     await step("installed CLI: demo, missing optional peer, CommonJS", () => checkInstalledCli(app, scratch, manifest));
     const tools = path.join(scratch, "tools");
-    await step("install typescript and @types/node offline", () => installOffline(tools, source, ["typescript", "@types/node"]));
+    await step("install typescript 6 and 7 and @types/node offline", () => installOffline(tools, source, ["typescript", "typescript-7", "@types/node"]));
     await step("type-check under nodenext and run one offline turn", () => checkTypesAndTurn(app, tools, scratch));
+    await step("type-check with TypeScript 7 and under the strictest settings", () => checkTypesStrictest(app, tools));
     const total = timings.reduce((sum, t) => sum + t.ms, 0);
     process.stdout.write(`consumer: all steps passed in ${(total / 1000).toFixed(1)} s (${timings.map((t) => `${t.step} ${t.ms} ms`).join("; ")})\n`);
     return 0;

@@ -55,6 +55,13 @@ describe("consumer lockfile", () => {
     expect(() => consumerLockfile({ name: "x", source: small, deps: ["zzz"] })).toThrow(/does not install "zzz"/);
   });
 
+  it("depends on an alias by its npm: spec, so npm installs the named package under the alias", () => {
+    const aliased: LockPackages = { ...small, "node_modules/b-next": { name: "b", version: "3.0.0", integrity: "sha512-b3", dev: true } };
+    const { packageJson, lockfile } = consumerLockfile({ name: "tools", source: aliased, deps: ["b-next", "d"] });
+    expect(packageJson.dependencies).toEqual({ "b-next": "npm:b@3.0.0", d: "1.0.0" });
+    expect((lockfile as { packages: LockPackages }).packages["node_modules/b-next"]).toEqual({ name: "b", version: "3.0.0", integrity: "sha512-b3" });
+  });
+
   it("cut from the real lockfile: the package's runtime closure holds Codex and its platform binary, no dev tools", async () => {
     const lock = JSON.parse(await readFile(path.join(repoRoot, "package-lock.json"), "utf8")) as { packages: LockPackages };
     const pkg = JSON.parse(await readFile(path.join(repoRoot, "package.json"), "utf8")) as { dependencies: Record<string, string> };
