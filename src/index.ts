@@ -69,6 +69,7 @@ export {
   type UserInputCallback,
 } from "./codex/app-server.js";
 export { CodexAppServerError, type CodexAppServerErrorCode } from "./codex/errors.js";
+export type { CodexConfigWarning } from "./codex/config-warnings.js";
 export type { PromptImage, PromptImageInput } from "./codex/prompt-images.js";
 export { CODEX_PROTOCOL_VERSION } from "./codex/protocol-version.js";
 

@@ -6,6 +6,7 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { CodexAppServer } from "../codex/app-server.js";
+import type { CodexConfigWarning } from "../codex/config-warnings.js";
 import { startOfflineCodex } from "../testing/offline-codex.js";
 import type { FakeReply, FakeResponsesServer } from "../testing/fake-responses-server.js";
 import { envError, usageError } from "./errors.js";
@@ -39,6 +40,24 @@ export function resolveCodexHome(
  */
 export function liveCodexSpawnOptions(env: NodeJS.ProcessEnv = process.env, homedir: () => string = os.homedir) {
   return { codexHome: resolveCodexHome(env, homedir).home, passEnv: ["OPENAI_API_KEY"] };
+}
+
+/**
+ * How the CLI shows one of Codex's setup warnings on stderr: the summary, where (file and line), then Codex's details
+ * indented. The details may quote the user's own file; they go to the user's terminal, never to a log.
+ *
+ * @example
+ * ```ts
+ * configWarningText({ kind: "config", summary: "Error parsing rules; custom rules not applied.", path: "/h/rules/default.rules",
+ *   range: { start: { line: 2, column: 1 }, end: { line: 2, column: 5 } } });
+ * // "codex warning: Error parsing rules; custom rules not applied. (/h/rules/default.rules:2)\n"
+ * ```
+ */
+export function configWarningText(w: CodexConfigWarning): string {
+  const where = w.path ? ` (${w.path}${w.range ? `:${w.range.start.line}` : ""})` : "";
+  const label = w.kind === "deprecation" ? "codex deprecation" : "codex warning";
+  const details = w.details ? `${w.details.replace(/\s+$/, "").replace(/^/gm, "  ")}\n` : "";
+  return `${label}: ${w.summary}${where}\n${details}`;
 }
 
 /** A started app-server and how to stop it. `fake` is the offline model, when offline. */
@@ -149,7 +168,10 @@ export async function startServer(options: { offline: boolean; offlineScript?: s
   if (options.offline) return startOffline(options.offlineScript, nativeToolHooks, options.offlineRequests);
   const home = await checkCodexHome();
   try {
-    const codex = await CodexAppServer.spawn({ ...liveCodexSpawnOptions(), nativeToolHooks });
+    // The user's own setup: what Codex could not use in it (a rules file, a config value) is theirs to fix, so it is
+    // shown. Offline runs use a temporary home this CLI configures, so their warnings are only the machine's.
+    const onConfigWarning = (w: CodexConfigWarning) => void process.stderr.write(configWarningText(w));
+    const codex = await CodexAppServer.spawn({ ...liveCodexSpawnOptions(), nativeToolHooks, onConfigWarning });
     return { codex, fake: undefined, dispose: () => codex.close() };
   } catch (err) {
     throw envError(`cannot start codex app-server (CODEX_HOME ${home}): ${(err as Error).message}`);

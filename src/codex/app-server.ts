@@ -4,6 +4,7 @@
  * - the process (process.ts), its CODEX_HOME (codex-home.ts), environment (child-env.ts) and version (codex-version.ts);
  * - the JSON-RPC session (rpc.ts, json-safe.ts);
  * - thread operations (threads.ts, thread-params.ts) and native compaction (compaction.ts);
+ * - Codex's warnings about its own setup (config-warnings.ts);
  * - the turn run (turn-runner.ts, turn-run.ts): steering, watchdogs, and server requests (server-requests.ts:
  *   dynamic tools, approvals, user input).
  *
@@ -17,6 +18,7 @@ import { resolveCodexCommand, type CodexCommand } from "./binary.js";
 import { attachTempCodexHomeProcess, createTempCodexHome, removeTempCodexHome, resolveCodexHome } from "./codex-home.js";
 import { CompactionRunner, type CompactThreadResult } from "./compaction.js";
 import { OFFLINE_KEY_ENV, OFFLINE_PROVIDER_ID } from "./config.js";
+import { ConfigWarnings, configWarningOf, type CodexConfigWarning } from "./config-warnings.js";
 import { CodexAppServerError, invalidArgument } from "./errors.js";
 import {
   findRelayHooks,
@@ -137,6 +139,7 @@ export class CodexAppServer {
   private readonly compactions: CompactionRunner;
   private readonly listeners = new Set<(n: { method: string; params: unknown; emittedAtMs?: number | undefined }) => void>();
   private readonly counters = { toolCalls: 0, approvalsDeclined: 0, unsupportedServerRequests: 0 };
+  private readonly setupWarnings = new ConfigWarnings();
   /** The native tool hook relay (`nativeToolHooks`), while this client is open. */
   private hookRelay: HookRelay | undefined;
   /** Releases idle threads (`releaseIdleThreads`) while this client is open; unref'd, so it never keeps a host alive. */
@@ -295,6 +298,20 @@ export class CodexAppServer {
   /** Version of the running codex binary (from its `initialize` answer), when it could be read. */
   get codexVersion(): string | undefined {
     return this.supervisor.codexVersion;
+  }
+
+  /**
+   * Codex's warnings about its own setup so far, each once, first seen first: a config or rules file it could not use
+   * ("Error parsing rules; custom rules not applied."), a missing sandbox helper, a deprecated setting. They arrive at
+   * startup and when a thread's configuration loads; `onConfigWarning` hears each as it arrives.
+   *
+   * @example
+   * ```ts
+   * for (const w of server.configWarnings) console.error(`codex: ${w.summary}${w.path ? ` (${w.path})` : ""}`);
+   * ```
+   */
+  get configWarnings(): readonly CodexConfigWarning[] {
+    return this.setupWarnings.list();
   }
 
   /** Counters (never content). */
@@ -514,6 +531,8 @@ export class CodexAppServer {
   private route(proc: AppServerProcess, n: IncomingNotification): void {
     if (proc !== this.supervisor.proc) return;
     this.emitRaw(n);
+    const setupWarning = configWarningOf(n);
+    if (setupWarning) return this.noteConfigWarning(setupWarning);
     if (!n.consumed) {
       // Plan updates are not validated notifications, but the turn's projector records them (codex.plan messages).
       const planThread = (n.params as { threadId?: unknown } | undefined)?.threadId;
@@ -531,6 +550,18 @@ export class CodexAppServer {
     }
     this.turns.onNotification(threadId, proc.generation, n);
     this.compactions.onNotification(threadId, n);
+  }
+
+  /** A setup warning not seen before is logged (never its details, which may quote the file) and told to the host. */
+  private noteConfigWarning(w: CodexConfigWarning): void {
+    if (!this.setupWarnings.add(w)) return;
+    const at = w.path ? { path: w.path, ...(w.range ? { line: w.range.start.line } : {}) } : {};
+    this.logger.warn({ event: "codex.configWarning", kind: w.kind, summary: w.summary, ...at }, "codex setup warning");
+    try {
+      this.opts.onConfigWarning?.(w);
+    } catch (err) {
+      this.logger.error({ event: "codex.listenerError", method: "onConfigWarning", errName: err instanceof Error ? err.name : typeof err }, "onConfigWarning threw");
+    }
   }
 
   private serverRequestDeps() {

@@ -31,6 +31,7 @@ export {
   type UserInputAnswers,
   type UserInputCallback,
 } from "./app-server.js";
+export type { CodexConfigWarning } from "./config-warnings.js";
 export { INHERITED_ENV_VARS } from "./child-env.js";
 export { checkCodexVersion, expectedCodexVersion } from "./codex-version.js";
 export { MAX_TIMER_MS } from "./timeouts.js";

@@ -13,6 +13,7 @@ import type { AfterToolCall, BeforeToolCall, DynamicToolSpec } from "./dynamic-t
 import { DEFAULT_MAX_LINE_BYTES } from "./rpc.js";
 import { nonNegativeTimeoutMsSchema, timeoutMsSchema } from "./timeouts.js";
 import type { CodexTurnEvent } from "./turn-projector.js";
+import type { CodexConfigWarning } from "./config-warnings.js";
 import type { CodexTurnWarning } from "./warnings.js";
 
 /**
@@ -109,6 +110,11 @@ export const spawnOptionsSchema = z
      * unused for 30 s (or `releaseIdleThreadsAfterMs` when shorter), are released. 0: no limit. Default 128.
      */
     maxLoadedThreads: z.number().int().nonnegative().default(128),
+    /**
+     * Hears each of Codex's setup warnings once, as it arrives (also on `configWarnings` and logged as
+     * `codex.configWarning`): a config or rules file Codex could not use, a missing sandbox helper, a deprecation.
+     */
+    onConfigWarning: fn<(warning: CodexConfigWarning) => void>("onConfigWarning").optional(),
   })
   .strict()
   .refine((o) => !(o.codexHome !== undefined && o.temporaryHome === true), {

@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { describe, expect, it, vi } from "vitest";
 import { liveCodexSpawnOptions, main, resolveCodexHome } from "../../src/cli/main.js";
+import { configWarningText } from "../../src/cli/server.js";
 
 const home = () => path.join(path.sep, "home", "ada");
 
@@ -83,5 +84,22 @@ describe("a CODEX_HOME that does not exist", () => {
       else process.env.CODEX_HOME = saved;
     }
     expect(err).toContain(`CODEX_HOME ${missing} (from $CODEX_HOME) is not usable`);
+  });
+});
+
+describe("Codex's setup warnings in a live run (configWarningText, on stderr)", () => {
+  it("names the file and line, then Codex's details indented", () => {
+    expect(configWarningText({
+      kind: "config",
+      summary: "Error parsing rules; custom rules not applied.",
+      details: "failed to parse rules file /h/rules/default.rules: starlark error\n --> /h/rules/default.rules:2:1\n",
+      path: "/h/rules/default.rules",
+      range: { start: { line: 2, column: 1 }, end: { line: 2, column: 5 } },
+    })).toBe(
+      "codex warning: Error parsing rules; custom rules not applied. (/h/rules/default.rules:2)\n" +
+        "  failed to parse rules file /h/rules/default.rules: starlark error\n" +
+        "   --> /h/rules/default.rules:2:1\n",
+    );
+    expect(configWarningText({ kind: "deprecation", summary: "x is deprecated" })).toBe("codex deprecation: x is deprecated\n");
   });
 });
