@@ -4,7 +4,7 @@
  * - the process (process.ts), its CODEX_HOME (codex-home.ts), environment (child-env.ts) and version (codex-version.ts);
  * - the JSON-RPC session (rpc.ts, json-safe.ts);
  * - thread operations (threads.ts, thread-params.ts) and native compaction (compaction.ts);
- * - Codex's warnings about its own setup (config-warnings.ts);
+ * - Codex's warnings about its own setup (config-warnings.ts) and MCP servers that failed to start (mcp-startup.ts);
  * - the turn run (turn-runner.ts, turn-run.ts): steering, watchdogs, and server requests (server-requests.ts:
  *   dynamic tools, approvals, user input).
  *
@@ -19,6 +19,8 @@ import { attachTempCodexHomeProcess, createTempCodexHome, removeTempCodexHome, r
 import { CompactionRunner, type CompactThreadResult } from "./compaction.js";
 import { OFFLINE_KEY_ENV, OFFLINE_PROVIDER_ID } from "./config.js";
 import { ConfigWarnings, configWarningOf, type CodexConfigWarning } from "./config-warnings.js";
+import { McpStartupFailures, mcpStartupOf, type McpStartupUpdate } from "./mcp-startup.js";
+import type { CodexTurnWarning } from "./warnings.js";
 import { CodexAppServerError, invalidArgument } from "./errors.js";
 import {
   findRelayHooks,
@@ -113,6 +115,11 @@ async function prepareCodexHome(o: ResolvedSpawnOptions): Promise<{ home: string
   return { home, owned: false };
 }
 
+/** The turn warning for an MCP server that failed to start on the turn's thread: Codex's own error text. */
+function mcpServerFailedWarning(f: { server: string; error: string }): Omit<CodexTurnWarning, "threadId" | "turnId"> {
+  return { code: "mcpServerFailed", message: f.error, mcpServer: f.server };
+}
+
 /**
  * One `codex app-server` process and the threads/turns running in it.
  *
@@ -140,6 +147,7 @@ export class CodexAppServer {
   private readonly listeners = new Set<(n: { method: string; params: unknown; emittedAtMs?: number | undefined }) => void>();
   private readonly counters = { toolCalls: 0, approvalsDeclined: 0, unsupportedServerRequests: 0 };
   private readonly setupWarnings = new ConfigWarnings();
+  private readonly mcpFailures = new McpStartupFailures();
   /** The native tool hook relay (`nativeToolHooks`), while this client is open. */
   private hookRelay: HookRelay | undefined;
   /** Releases idle threads (`releaseIdleThreads`) while this client is open; unref'd, so it never keeps a host alive. */
@@ -483,6 +491,8 @@ export class CodexAppServer {
       options: o,
     });
     this.threads.touch(o.threadId);
+    // The thread's MCP servers that failed to start: this turn runs without their tools (later failures: route()).
+    for (const failed of this.mcpFailures.of(o.threadId)) run.warn(mcpServerFailedWarning(failed));
     const turn = await this.turns.start(run, {
       text: o.text,
       images: o.images,
@@ -533,6 +543,8 @@ export class CodexAppServer {
     this.emitRaw(n);
     const setupWarning = configWarningOf(n);
     if (setupWarning) return this.noteConfigWarning(setupWarning);
+    const mcpStartup = mcpStartupOf(n);
+    if (mcpStartup) return this.noteMcpStartup(mcpStartup);
     if (!n.consumed) {
       // Plan updates are not validated notifications, but the turn's projector records them (codex.plan messages).
       const planThread = (n.params as { threadId?: unknown } | undefined)?.threadId;
@@ -545,6 +557,7 @@ export class CodexAppServer {
     if (threadId === undefined) return;
     if (n.method === "thread/closed") {
       this.threads.markUnloaded(threadId, proc.generation);
+      this.mcpFailures.forget(threadId);
       this.turns.forgetThread(threadId);
       return;
     }
@@ -562,6 +575,13 @@ export class CodexAppServer {
     } catch (err) {
       this.logger.error({ event: "codex.listenerError", method: "onConfigWarning", errName: err instanceof Error ? err.name : typeof err }, "onConfigWarning threw");
     }
+  }
+
+  /** An MCP server that has just failed on a thread is logged (not Codex's error text) and told to its running turn. */
+  private noteMcpStartup(u: McpStartupUpdate): void {
+    if (!this.mcpFailures.note(u) || u.threadId === null) return;
+    this.logger.warn({ event: "codex.mcpServer.failed", threadId: u.threadId, server: u.server }, "an MCP server failed to start");
+    this.turns.active(u.threadId)?.warn(mcpServerFailedWarning({ server: u.server, error: u.error ?? "failed to start" }));
   }
 
   private serverRequestDeps() {

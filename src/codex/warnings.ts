@@ -24,7 +24,13 @@ export type CodexTurnWarningCode =
   /** Codex answered this turn with another model than asked (`model/rerouted`); the message names both. */
   | "modelRerouted"
   /** Codex's own warning for the thread (a `warning` notification), its concise message for the user. */
-  | "codexWarning";
+  | "codexWarning"
+  /**
+   * An MCP server configured for the thread failed to start (`mcpServer/startupStatus/updated`): the turn ran without
+   * its tools. `mcpServer` names it; the message is Codex's error. Every turn on the thread reports it while it stays
+   * failed.
+   */
+  | "mcpServerFailed";
 
 /**
  * One warning of a running turn (also on `CodexTurn.warnings` and passed to `StartTurnOptions.onWarning`).
@@ -36,7 +42,10 @@ export type CodexTurnWarningCode =
  */
 export interface CodexTurnWarning {
   code: CodexTurnWarningCode;
-  /** Fixed text naming what happened (or Codex's own message, for `codexWarning`); never conversation content. */
+  /**
+   * Fixed text naming what happened (or Codex's own message, for `codexWarning` and `mcpServerFailed`); never
+   * conversation content.
+   */
   message: string;
   threadId: string;
   turnId?: string | undefined;
@@ -45,4 +54,6 @@ export interface CodexTurnWarning {
   callId?: string | undefined;
   /** The approval / user-input item concerned. */
   itemId?: string | undefined;
+  /** The MCP server concerned (its name under `mcp_servers`). */
+  mcpServer?: string | undefined;
 }
