@@ -175,6 +175,9 @@ export const consumedNotificationSchemas = {
   "model/rerouted": z.looseObject({ ...threadTurn, fromModel: z.string(), toModel: z.string(), reason: z.string() }),
   // A concise message for the user; `threadId` null when it is about the process, not a thread.
   warning: z.looseObject({ threadId: z.string().nullish(), message: z.string() }),
+  // The approvals reviewer's (guardian's) concise message for the user about a thread; Codex's own exec mode prints
+  // it exactly as a `warning`.
+  guardianWarning: z.looseObject({ threadId: z.string().min(1), message: z.string() }),
   "thread/status/changed": z.looseObject({
     threadId: z.string().min(1),
     status: z.looseObject({ type: z.string() }),

@@ -399,7 +399,8 @@ export class TurnProjector {
     const p = n.params as { threadId?: string | undefined; turnId?: string | undefined; turn?: { id?: string | undefined } | undefined };
     if (p.threadId !== this.opts.threadId) return false;
     const turnId = p.turnId ?? p.turn?.id;
-    return turnId === undefined ? n.method === "thread/status/changed" || n.method === "warning" : turnId === this.opts.turnId;
+    if (turnId !== undefined) return turnId === this.opts.turnId;
+    return n.method === "thread/status/changed" || n.method === "warning" || n.method === "guardianWarning";
   }
 
   /**
@@ -447,6 +448,7 @@ export class TurnProjector {
         return [{ type: "modelRerouted", ...base, reroute: { ...this.reroute } }];
       }
       case "warning":
+      case "guardianWarning":
         return [{ type: "warning", ...base, message: n.params.message }];
       case "error": {
         const info = codexErrorInfoName(n.params.error.codexErrorInfo);

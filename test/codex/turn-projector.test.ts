@@ -192,6 +192,17 @@ describe("TurnProjector edge cases", () => {
     expect(r.messagesSnapshot[1]).toMatchObject({ role: "assistant", stopReason: "error", errorMessage: "codex app-server exited" });
   });
 
+  it("Codex's warnings for the thread, its own and its approvals reviewer's (guardianWarning), are the turn's warnings", () => {
+    const p = new TurnProjector({ threadId, turnId, originalPrompt: "p" });
+    const warning = n("warning", { threadId, message: "Exceeded skills context budget." });
+    const guardian = n("guardianWarning", { threadId, message: "The reviewer could not assess the command." });
+    expect(p.matches(warning) && p.matches(guardian)).toBe(true);
+    expect(p.apply(warning)).toEqual([{ type: "warning", threadId, turnId, message: "Exceeded skills context budget." }]);
+    expect(p.apply(guardian)).toEqual([{ type: "warning", threadId, turnId, message: "The reviewer could not assess the command." }]);
+    expect(p.matches(n("guardianWarning", { threadId: "another-thread", message: "not ours" }))).toBe(false);
+    expect(validateNotification({ method: "guardianWarning", params: { message: "no thread" } }).kind).not.toBe("ok");
+  });
+
   it("without turn/completed or override, the turn is failed with an 'incomplete' error", () => {
     const p = new TurnProjector({ threadId, turnId, originalPrompt: "p" });
     expect(p.finish()).toMatchObject({ codexStatus: "failed", error: { code: "incomplete" } });
