@@ -139,6 +139,38 @@ export function settleStatus(facts: SettleFacts): TurnStatus {
   return "completed";
 }
 
+/** Codex's error code for a turn whose input no longer fit the model's context window. */
+export const CONTEXT_WINDOW_EXCEEDED = "contextWindowExceeded";
+
+/**
+ * A turn that ended because its input no longer fit the model's context window. Codex 0.169 fails such a turn
+ * ("Codex ran out of room in the model's context window") and compacts the thread natively at the start of the next
+ * one (observed); an engine that owns compaction should compact first (see {@link isOverflowCompactionDue}).
+ *
+ * @example
+ * ```ts
+ * turnOverflowedContext({ error: { message: "…", codexErrorInfo: "contextWindowExceeded" } }); // true
+ * ```
+ */
+export function turnOverflowedContext(record: { error?: { codexErrorInfo?: string | undefined } | undefined }): boolean {
+  return record.error?.codexErrorInfo === CONTEXT_WINDOW_EXCEEDED;
+}
+
+/**
+ * After an overflow, the accordion compacts in the engine before the next turn whatever the last reported usage says
+ * (the failed request reported none, so the usage is that of an earlier call that still fit), and the turn then starts
+ * a fresh thread from the engine's compacted view instead of letting Codex compact the old thread its lossy way.
+ *
+ * @example
+ * ```ts
+ * isOverflowCompactionDue({ enabled: true, contextThreshold: 0.9 }, true); // true
+ * isOverflowCompactionDue({ enabled: false, contextThreshold: 0.9 }, true); // false: Codex's native compaction heals it
+ * ```
+ */
+export function isOverflowCompactionDue(accordion: AccordionFacts | undefined, contextOverflowed: boolean | undefined): boolean {
+  return accordion?.enabled === true && contextOverflowed === true;
+}
+
 /**
  * The accordion cadence: compact in the engine before the turn when the bound thread's last reported usage reached
  * `contextThreshold` of the model's context window. No usage or no window known: no compaction.

@@ -115,6 +115,11 @@ export interface SessionLoadOutput {
   binding?: unknown;
   /** The bound thread's last reported usage (the accordion's input). */
   lastUsage?: LastUsageFacts | undefined;
+  /**
+   * The bound thread's last turn failed because its input no longer fit the model's context window (Codex's
+   * `contextWindowExceeded`): the accordion's other input (`overflowCompactionDue`).
+   */
+  contextOverflowed?: boolean | undefined;
   /** Whether the transcript existed when it was read under the lock (overrides the input's `hadSessionFile`). */
   sessionFileExisted?: boolean | undefined;
 }

@@ -19,6 +19,7 @@ import {
   historyHoldsTurn,
   isAccordionDue,
   isAssembleEmpty,
+  isOverflowCompactionDue,
   isAdmissionDue,
   isBackgroundMaintenance,
   isTurnRefused,
@@ -32,6 +33,7 @@ import {
   shouldReprojectAfterHooks,
   shouldWarnAssembleEmpty,
   shouldStartFreshAfterResumeFailure,
+  turnOverflowedContext,
   type SettleFacts,
 } from "./rules.js";
 import type {
@@ -81,6 +83,8 @@ export interface TurnContext {
   /** The thread binding as loaded (opaque here; the projection reads it). Dropped when the thread must rotate. */
   binding?: unknown;
   lastUsage?: LastUsageFacts | undefined;
+  /** The bound thread's last turn overflowed the model's context window (`contextWindowExceeded`). */
+  contextOverflowed: boolean;
   /** The session file existed before this attempt (as seen once the lock was held). */
   hadSessionFile: boolean;
   /** The accordion compacted the engine's view: the next thread starts fresh. */
@@ -237,7 +241,7 @@ export const turnMachine = setup({
     rereadHistory: fromPromise<HistoryOutput, { sessionFile: string }>(notProvided("rereadHistory")),
     rereadHistoryForFinalize: fromPromise<HistoryOutput, { sessionFile: string }>(notProvided("rereadHistoryForFinalize")),
     bootstrapEngine: fromPromise<BootstrapOutput, { sessionFile: string }>(notProvided("bootstrapEngine")),
-    compactEngine: fromPromise<CompactBeforeTurnOutput, { lastUsage?: LastUsageFacts | undefined }>(notProvided("compactEngine")),
+    compactEngine: fromPromise<CompactBeforeTurnOutput, { lastUsage?: LastUsageFacts | undefined; contextOverflowed: boolean }>(notProvided("compactEngine")),
     assembleContext: fromPromise<AssembleOutput, { history: HistoryOutput; prompt: string }>(notProvided("assembleContext")),
     projectContext: fromPromise<
       ProjectionOutput,
@@ -269,6 +273,8 @@ export const turnMachine = setup({
       shouldBootstrap(context.input.engine, params.output.sessionFileExisted ?? context.hadSessionFile),
     shouldAssemble: ({ context }) => shouldAssemble(context.input.engine),
     accordionDue: ({ context }) => shouldAssemble(context.input.engine) && isAccordionDue(context.input.accordion, context.lastUsage),
+    overflowCompactionDue: ({ context }) => shouldAssemble(context.input.engine) && isOverflowCompactionDue(context.input.accordion, context.contextOverflowed),
+    turnOverflowedContext: (_, params: { record: TurnRecord }) => turnOverflowedContext(params.record),
     compactedBeforeTurn: (_, params: { output: CompactBeforeTurnOutput }) => params.output.compacted,
     hasPromptHooks: ({ context }) => context.input.hasPromptHooks,
     admissionDue: ({ context }) => isAdmissionDue(context.input.hasAdmissionGate === true, context.admitted),
@@ -326,6 +332,8 @@ export const turnMachine = setup({
      * fsync, when the event loop is otherwise idle (a write during the turn competes with Codex for the CPU instead).
      */
     persistUsage: (_, _params: { threadId: string; usage?: TurnUsage | undefined }) => {},
+    /** Bound by the host: the turn overflowed the context window; the binding says so for the next turn's accordion. */
+    persistContextOverflow: (_, _params: { threadId: string; turnId: string }) => {},
     /** Host hook: Codex compacted the thread natively: what it held must be re-sent (durable). */
     persistNativeCompaction: (_, _params: { compaction: NativeCompactionRecord; preTurn: boolean }) => {},
     enterState: assign({ trace: ({ context }, params: { state: string }) => [...context.trace, params.state] }),
@@ -347,6 +355,7 @@ export const turnMachine = setup({
       prePromptMessageCount: params.output.history.messages.length,
       binding: params.output.binding,
       lastUsage: params.output.lastUsage,
+      contextOverflowed: params.output.contextOverflowed === true,
     })),
     markBootstrapSkipped: assign({
       engine: ({ context }) => ({
@@ -582,6 +591,7 @@ export const turnMachine = setup({
     prePromptMessageCount: 0,
     hadSessionFile: input.hadSessionFile,
     rotateThread: false,
+    contextOverflowed: false,
     resumeFellBack: false,
     admitted: false,
     promptText: input.prompt,
@@ -767,7 +777,12 @@ export const turnMachine = setup({
     },
     // Transient routing (not in the trace): the accordion compacts before Codex's own lossy compaction point.
     compactionCheck: {
-      always: [{ guard: "accordionDue", target: "compactBeforeTurn" }, { target: "assemble" }],
+      always: [
+        { guard: "accordionDue", target: "compactBeforeTurn" },
+        // The last turn overflowed the context window: compact in the engine whatever the (older) usage says.
+        { guard: "overflowCompactionDue", target: "compactBeforeTurn" },
+        { target: "assemble" },
+      ],
     },
     compactBeforeTurn: {
       entry: [
@@ -777,7 +792,7 @@ export const turnMachine = setup({
       invoke: {
         id: "compactBeforeTurn",
         src: "compactEngine",
-        input: ({ context }) => ({ lastUsage: context.lastUsage }),
+        input: ({ context }) => ({ lastUsage: context.lastUsage, contextOverflowed: context.contextOverflowed }),
         onDone: [
           {
             guard: { type: "compactedBeforeTurn", params: ({ event }) => ({ output: event.output }) },
@@ -1147,13 +1162,25 @@ export const turnMachine = setup({
             },
           },
         ],
-        "TURN.ENDED": {
-          target: "mirror",
-          actions: [
-            { type: "storeRecord", params: ({ event }) => ({ record: event.record }) },
-            { type: "persistUsage", params: ({ event }) => ({ threadId: event.record.threadId, usage: event.record.usage }) },
-          ],
-        },
+        "TURN.ENDED": [
+          {
+            // The input no longer fit the window: the binding tells the next turn (after the usage of earlier calls).
+            guard: { type: "turnOverflowedContext", params: ({ event }) => ({ record: event.record }) },
+            target: "mirror",
+            actions: [
+              { type: "storeRecord", params: ({ event }) => ({ record: event.record }) },
+              { type: "persistUsage", params: ({ event }) => ({ threadId: event.record.threadId, usage: event.record.usage }) },
+              { type: "persistContextOverflow", params: ({ event }) => ({ threadId: event.record.threadId, turnId: event.record.turnId }) },
+            ],
+          },
+          {
+            target: "mirror",
+            actions: [
+              { type: "storeRecord", params: ({ event }) => ({ record: event.record }) },
+              { type: "persistUsage", params: ({ event }) => ({ threadId: event.record.threadId, usage: event.record.usage }) },
+            ],
+          },
+        ],
       },
       states: {
         starting: {

@@ -145,6 +145,7 @@ const runParamsSchema = z.object({
   sessionFile: z.string().min(1),
   tokenBudget: z.number().int().positive().optional(),
   currentTokenCount: z.number().int().nonnegative().optional(),
+  trigger: z.enum(["in-attempt-auto", "overflow"]).optional(),
   firstKeptEntryId: z.string().optional(),
   config: z.unknown(),
   timeoutMs: z.number().int().positive().optional(),
@@ -161,6 +162,11 @@ export interface RunAccordionParams {
   tokenBudget?: number | undefined;
   /** Prompt tokens of the last model call. */
   currentTokenCount?: number | undefined;
+  /**
+   * Why the accordion runs, as `interceptCompaction` is told: `"in-attempt-auto"` (default: the usage reached the
+   * threshold) or `"overflow"` (the last turn's input no longer fit the model's context window).
+   */
+  trigger?: "in-attempt-auto" | "overflow" | undefined;
   /** Passed to `interceptCompaction` (pi's compaction preparation); "" when the host has none. */
   firstKeptEntryId?: string | undefined;
   /** Validated with {@link parseAccordionConfig} (a parsed config passes unchanged). */
@@ -294,7 +300,7 @@ async function interceptPhase(run: AccordionRun): Promise<AccordionRunResult | u
       ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
       firstKeptEntryId: run.params.firstKeptEntryId ?? "",
       tokensBefore,
-      trigger: "in-attempt-auto",
+      trigger: run.params.trigger ?? "in-attempt-auto",
       ...(signal ? { signal } : {}),
     }), { timeoutMs: run.timeoutMs, ...(signal ? { signal } : {}) });
   } catch (error) {

@@ -58,6 +58,12 @@ export const threadBindingSchema = z.object({
     .optional(),
   /** Native compactions observed on this thread since the binding was made (each cleared ledger and held turns). */
   nativeCompactions: z.number().int().nonnegative().optional(),
+  /**
+   * The last turn on this thread failed because its input no longer fit the model's context window (Codex's
+   * `contextWindowExceeded`): the next turn's accordion compacts the engine's view first when the accordion is on.
+   * Not carried past the next accepted turn (`applyBindingUpdate` builds the binding afresh).
+   */
+  contextOverflow: z.object({ turnId: z.string().min(1) }).optional(),
   /** Who wrote the binding last (e.g. "turn", "compaction", "cli"); for inspection only. */
   updatedBy: z.string().optional(),
   /**
@@ -362,6 +368,19 @@ export function markNativeCompaction(binding: ThreadBinding, threadId: string, u
   if (next.staleTokens !== undefined) next.staleTokens = 0;
   if (updatedBy !== undefined) next.updatedBy = updatedBy;
   return next;
+}
+
+/**
+ * The binding after a turn on `threadId` failed with Codex's `contextWindowExceeded` (unchanged for another thread).
+ *
+ * @example
+ * ```ts
+ * const next = withContextOverflow(binding, threadId, turnId); // next.contextOverflow: { turnId }
+ * ```
+ */
+export function withContextOverflow(binding: ThreadBinding, threadId: string, turnId: string): ThreadBinding {
+  if (binding.threadId !== threadId) return binding;
+  return { ...binding, contextOverflow: { turnId } };
 }
 
 /**

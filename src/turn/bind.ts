@@ -48,6 +48,7 @@ export const boundTurnMachine = turnMachine.provide({
     scheduleBackgroundMaintenance: ({ context, system }) => scheduleBackgroundMaintenance(depsOf(system), context.record),
     persistAcceptedBinding: ({ system }, params) => depsOf(system).binding.accept(params),
     persistUsage: ({ system }, params) => depsOf(system).binding.usage(params.threadId, params.usage),
+    persistContextOverflow: ({ system }, params) => depsOf(system).binding.contextOverflow(params.threadId, params.turnId),
     clearTurnInFlight: ({ system }, params) => depsOf(system).binding.turnRecorded(params.turnId),
     persistNativeCompaction: ({ system }, params) => depsOf(system).binding.nativeCompaction(params.compaction, params.preTurn),
   },

@@ -1,7 +1,7 @@
 /**
  * Keeps the session's thread binding while a turn runs and writes it through the session store. The machine decides
- * WHEN the binding changes (the `persistAcceptedBinding`, `persistUsage`, `clearTurnInFlight` and
- * `persistNativeCompaction` actions on its transitions); this module only applies the change and serializes the writes, so a slower earlier write can never
+ * WHEN the binding changes (the `persistAcceptedBinding`, `persistUsage`, `persistContextOverflow`, `clearTurnInFlight`
+ * and `persistNativeCompaction` actions on its transitions); this module only applies the change and serializes the writes, so a slower earlier write can never
  * land after (and undo) a later one.
  *
  * No binding write is fsynced. The binding describes the Codex thread, and what makes a turn durable is the transcript
@@ -18,6 +18,7 @@ import type { SessionStore } from "../store/session-store.js";
 import {
   applyBindingUpdate,
   markNativeCompaction,
+  withContextOverflow,
   withLastUsage,
   type ThreadBinding,
 } from "../transcript/binding.js";
@@ -42,6 +43,11 @@ export interface BindingKeeper {
    * next turn reads it). `settle()` waits for queued writes.
    */
   usage(threadId: string, usage: TurnUsage | undefined): void;
+  /**
+   * The turn failed because its input no longer fit the model's context window: kept in the binding (after the usage of
+   * the turn's earlier calls) for the next turn's accordion; written with the usage, on the next macrotask.
+   */
+  contextOverflow(threadId: string, turnId: string): void;
   /**
    * Native compaction dropped injected context and earlier items: the next turn must re-send them. A compaction that
    * completed before this turn's user message started is Codex's pre-turn compaction: what this turn brings is held.
@@ -108,6 +114,11 @@ export function createBindingKeeper(deps: {
         totalTokens: usage.lastCallTotalTokens ?? usage.totalTokens,
         ...(usage.modelContextWindow ? { modelContextWindow: usage.modelContextWindow } : {}),
       });
+      persistOnNextMacrotask();
+    },
+    contextOverflow(threadId, turnId) {
+      if (!binding || binding.threadId !== threadId) return;
+      binding = withContextOverflow(binding, threadId, turnId);
       persistOnNextMacrotask();
     },
     nativeCompaction(compaction, preTurn) {

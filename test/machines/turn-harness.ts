@@ -60,6 +60,8 @@ export class TurnHarness {
   readonly takenTransitions = new Set<string>();
   readonly visitedStateIds = new Set<string>();
   backgroundScheduled = 0;
+  /** The turns the machine told the host to record as having overflowed the context window (`persistContextOverflow`). */
+  readonly contextOverflows: Array<{ threadId: string; turnId: string }> = [];
   output: TurnMachineOutput | undefined;
   sendBack: ((event: RunTurnEmitted) => void) | undefined;
   readonly actor: AnyActorRef;
@@ -94,6 +96,9 @@ export class TurnHarness {
       actions: {
         scheduleBackgroundMaintenance: () => {
           this.backgroundScheduled++;
+        },
+        persistContextOverflow: (_: unknown, params: { threadId: string; turnId: string }) => {
+          this.contextOverflows.push(params);
         },
       },
       ...(guards ? { guards: guards as never } : {}),

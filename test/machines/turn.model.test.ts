@@ -19,7 +19,7 @@ type ModelEvent =
   | { type: "PROJECT_OK" | "PROJECT_FAIL" | "HOOKS_OK" | "HOOKS_CHANGED" | "HOOKS_FAIL" | "REPROJECT_OK" | "REPROJECT_FAIL" | "THREAD_OK" | "THREAD_FAIL" }
   | { type: "ADMIT_PASS" | "ADMIT_BLOCK" | "ADMIT_FAIL" | "RECORD_BLOCK_OK" | "RECORD_BLOCK_FAIL" }
   | { type: "RESUME_OK" | "RESUME_REFUSED" | "RESUME_FAIL" }
-  | { type: "TURN_ACCEPTED" | "TURN_START_FAIL" | "TURN_COMPLETED" | "TURN_FAILED" | "INTERRUPT_TIMEOUT" }
+  | { type: "TURN_ACCEPTED" | "TURN_START_FAIL" | "TURN_COMPLETED" | "TURN_FAILED" | "TURN_OVERFLOWED" | "INTERRUPT_TIMEOUT" }
   | { type: "MIRROR_OK" | "MIRROR_FAIL" | "FINALIZE_OK" | "FINALIZE_FAIL" | "MAINTAIN_OK" | "MAINTAIN_FAIL" }
   | { type: "ABORT" | "YIELD" | "STEER" };
 
@@ -38,13 +38,18 @@ interface ModelContext {
   admitted: boolean;
   /** The binding records a turn an earlier attempt left in flight: it is recovered after any pending records. */
   inFlight: boolean;
+  /** This turn failed because its input no longer fit the context window: the binding must say so for the next turn. */
+  overflowed: boolean;
 }
 
 // --- The independent lifecycle model -------------------------------------------------------------------------
 const wantsBootstrap = (c: ModelContext) => c.cfg.engine.active && c.cfg.engine.hasBootstrap && c.cfg.hadSessionFile;
 // The spec's accordion: an engine that compacts, the cadence enabled, and the last usage past the threshold (the
-// configurations below that enable it always report usage past it).
-const accordionDue = (c: ModelContext) => c.cfg.engine.active && c.cfg.accordion?.enabled === true;
+// configurations below that enable it report usage past it, except the one marked by session key "overflow").
+const accordionDue = (c: ModelContext) => c.cfg.engine.active && c.cfg.accordion?.enabled === true && c.cfg.sessionKey !== "overflow";
+// The last turn on the bound thread overflowed the context window (session key "overflow"; its usage is below the
+// threshold): with the cadence on, the engine compacts first all the same.
+const overflowDue = (c: ModelContext) => c.cfg.engine.active && c.cfg.accordion?.enabled === true && c.cfg.sessionKey === "overflow";
 // A configuration whose session has a compatible bound thread (marked by its session key) plans a resume.
 const resumePlanned = (c: ModelContext) => c.cfg.sessionKey === "resume" && !c.fellBack && !c.projectFailed;
 const maintenanceAllowed = (c: ModelContext) =>
@@ -55,6 +60,7 @@ export const lifecycleModel = setup({
   guards: {
     wantsBootstrap: ({ context }) => wantsBootstrap(context),
     accordionDue: ({ context }) => accordionDue(context),
+    overflowDue: ({ context }) => overflowDue(context),
     resumePlanned: ({ context }) => resumePlanned(context),
     mayFallBack: ({ context }) => !context.fellBack,
     engineActive: ({ context }) => context.cfg.engine.active,
@@ -81,10 +87,11 @@ export const lifecycleModel = setup({
     projectFail: assign({ projectFailed: true }),
     admit: assign({ admitted: true }),
     leftInFlight: assign({ inFlight: true }),
+    overflow: assign({ overflowed: true }),
   },
 }).createMachine({
   id: "model",
-  context: ({ input }) => ({ cfg: input, aborted: false, yielded: false, accepted: false, promptError: false, finalizeOk: false, fellBack: false, projectFailed: false, admitted: false, inFlight: false }),
+  context: ({ input }) => ({ cfg: input, aborted: false, yielded: false, accepted: false, promptError: false, finalizeOk: false, fellBack: false, projectFailed: false, admitted: false, inFlight: false, overflowed: false }),
   initial: "lock",
   states: {
     // One attempt at a time per session; a crashed attempt's turn is completed before this one starts.
@@ -108,6 +115,7 @@ export const lifecycleModel = setup({
         HISTORY_OK: [
           { guard: "wantsBootstrap", target: "bootstrap" },
           { guard: "accordionDue", target: "compactBeforeTurn" },
+          { guard: "overflowDue", target: "compactBeforeTurn" },
           { guard: "engineActive", target: "assemble" },
           { target: "project" },
         ],
@@ -119,8 +127,8 @@ export const lifecycleModel = setup({
     },
     bootstrap: {
       on: {
-        BOOTSTRAP_OK: [{ guard: "accordionDue", target: "compactBeforeTurn" }, { target: "assemble" }],
-        BOOTSTRAP_FAIL: [{ guard: "accordionDue", target: "compactBeforeTurn" }, { target: "assemble" }],
+        BOOTSTRAP_OK: [{ guard: "accordionDue", target: "compactBeforeTurn" }, { guard: "overflowDue", target: "compactBeforeTurn" }, { target: "assemble" }],
+        BOOTSTRAP_FAIL: [{ guard: "accordionDue", target: "compactBeforeTurn" }, { guard: "overflowDue", target: "compactBeforeTurn" }, { target: "assemble" }],
         ABORT: "aborted",
         YIELD: "yieldAborted",
       },
@@ -217,6 +225,8 @@ export const lifecycleModel = setup({
       on: {
         TURN_COMPLETED: "mirror",
         TURN_FAILED: { target: "mirror", actions: "turnFailed" },
+        // The input no longer fit the model's context window: a failed turn whose binding says so.
+        TURN_OVERFLOWED: { target: "mirror", actions: ["turnFailed", "overflow"] },
         ABORT: { target: "interrupting", actions: "abort" },
         YIELD: { target: "interrupting", actions: "yieldIt" },
         STEER: {},
@@ -289,6 +299,7 @@ const projection = {
 };
 
 const USAGE_OVER_THRESHOLD = { totalTokens: 95, modelContextWindow: 100 };
+const USAGE_UNDER_THRESHOLD = { totalTokens: 50, modelContextWindow: 100 };
 const refused = (h: TurnHarness) => h.reject("resumeThread", "no rollout found", "THREAD_RESUME_FAILED");
 const ctxOf = (h: TurnHarness) => (h.actor.getSnapshot() as { context: { input: TurnMachineInput; resumeFellBack: boolean } }).context;
 
@@ -305,7 +316,9 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   RECOVER_FAIL: fail("recoverSession"),
   HISTORY_OK: (h) => {
     const input = ctxOf(h).input;
-    h.resolve("readHistory", { history, sessionFileExisted: input.hadSessionFile, ...(input.accordion ? { lastUsage: USAGE_OVER_THRESHOLD } : {}) });
+    const overflow = input.sessionKey === "overflow";
+    const usage = input.accordion ? { lastUsage: overflow ? USAGE_UNDER_THRESHOLD : USAGE_OVER_THRESHOLD } : {};
+    h.resolve("readHistory", { history, sessionFileExisted: input.hadSessionFile, ...usage, ...(overflow ? { contextOverflowed: true } : {}) });
   },
   COMPACT_OK: ok("compactEngine", { compacted: true, failed: false }),
   COMPACT_NONE: ok("compactEngine", { compacted: false, failed: false, reason: "notCompacted" }),
@@ -348,6 +361,8 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   TURN_START_FAIL: (h) => h.emit({ type: "TURN.START_FAILED", error: { phase: "turnRunning", message: "rejected" } }),
   TURN_COMPLETED: (h) => h.emit({ type: "TURN.ENDED", record: record("completed") }),
   TURN_FAILED: (h) => h.emit({ type: "TURN.ENDED", record: record("interrupted") }),
+  TURN_OVERFLOWED: (h) =>
+    h.emit({ type: "TURN.ENDED", record: { ...record("failed"), error: { message: "Codex ran out of room in the model's context window.", codexErrorInfo: "contextWindowExceeded" } } }),
   INTERRUPT_TIMEOUT: (h) => h.clock.increment(10_000),
   MIRROR_OK: ok("mirrorTranscript", { appended: 2 }),
   MIRROR_FAIL: fail("mirrorTranscript"),
@@ -370,6 +385,10 @@ const configs: Array<{ name: string; input: TurnMachineInput }> = [
     input: { ...cfg({ ...ENGINE_FULL, ownsCompaction: true }, true, true, true), accordion: { enabled: true, contextThreshold: 0.9 }, sessionKey: "resume" },
   },
   { name: "no engine, prompt hooks without a gate", input: cfg(NO_ENGINE, true, true) },
+  {
+    name: "accordion on, usage under its threshold, the last turn overflowed the context window",
+    input: { ...cfg({ ...ENGINE_FULL, ownsCompaction: true }, true, false), accordion: { enabled: true, contextThreshold: 0.9 }, sessionKey: "overflow" },
+  },
 ];
 
 function cfg(engine: EngineFacts, hadSessionFile: boolean, hasPromptHooks: boolean, hasAdmissionGate = false): TurnMachineInput {
@@ -418,6 +437,8 @@ async function replay(
     const ctx = last.context;
     const passedMaintain = steps.some((st) => modelValue(st.state.value) === "maintain");
     if (harness.calls.includes("maintainEngine") !== passedMaintain) return "maintenance ran although the model never reached maintain (or vice versa)";
+    // A turn that overflowed the context window is recorded in the binding for the next turn, and no other is.
+    if (harness.contextOverflows.length !== (ctx.overflowed ? 1 : 0)) return `context overflow recorded ${harness.contextOverflows.length} times (model: ${ctx.overflowed})`;
     if (!ctx.accepted && (harness.calls.includes("mirrorTranscript") || harness.calls.includes("finalizeEngine"))) {
       return "mirrored/finalized a turn Codex never accepted";
     }
@@ -730,6 +751,9 @@ describe("guard mutants are caught by the model", () => {
     { guard: "turnRefused", impl: () => false, config: 1 },
     { guard: "turnRefused", impl: () => true, config: 3 },
     { guard: "settlesBlocked", impl: () => false, config: 3 },
+    { guard: "overflowCompactionDue", impl: () => false, config: 6 },
+    { guard: "turnOverflowedContext", impl: () => false, config: 6 },
+    { guard: "turnOverflowedContext", impl: () => true, config: 6 },
   ];
   const results: string[] = [];
   for (const mutant of mutants) {

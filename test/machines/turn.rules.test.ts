@@ -6,6 +6,7 @@ import {
   hasPromptError,
   isAdmissionDue,
   isAssembleEmpty,
+  isOverflowCompactionDue,
   isTurnRefused,
   isBackgroundMaintenance,
   maintenanceSkipReason,
@@ -16,6 +17,7 @@ import {
   shouldBootstrap,
   shouldReprojectAfterHooks,
   shouldWarnAssembleEmpty,
+  turnOverflowedContext,
 } from "../../machines/rules.js";
 import type { EngineFacts } from "../../machines/turn.contract.js";
 import { fullEngineFacts } from "../helpers/machine-driver.js";
@@ -128,5 +130,23 @@ describe("turn lifecycle rules", () => {
     expect(blockedTurnText("  ", "length-guard")).toBe("Your message could not be sent: blocked by length-guard");
     expect(blockedTurnText(undefined, "beforeAgentRun")).toBe("Your message could not be sent: blocked by beforeAgentRun");
     expect(blockedTurnText(undefined, "")).toBe("Your message could not be sent: blocked");
+  });
+});
+
+describe("context window overflow", () => {
+  it("a turn overflowed the window only when Codex says contextWindowExceeded", () => {
+    expect(turnOverflowedContext({ error: { codexErrorInfo: "contextWindowExceeded" } })).toBe(true);
+    expect(turnOverflowedContext({ error: { codexErrorInfo: "internalServerError" } })).toBe(false);
+    expect(turnOverflowedContext({ error: { codexErrorInfo: undefined } })).toBe(false);
+    expect(turnOverflowedContext({})).toBe(false);
+  });
+
+  it("the next turn's accordion compacts after an overflow only when the accordion is on", () => {
+    const on = { enabled: true, contextThreshold: 0.9 };
+    expect(isOverflowCompactionDue(on, true)).toBe(true);
+    expect(isOverflowCompactionDue(on, false)).toBe(false);
+    expect(isOverflowCompactionDue(on, undefined)).toBe(false);
+    expect(isOverflowCompactionDue({ ...on, enabled: false }, true)).toBe(false);
+    expect(isOverflowCompactionDue(undefined, true)).toBe(false);
   });
 });

@@ -71,10 +71,25 @@ export async function bootstrapEngine(deps: TurnDeps, signal: AbortSignal): Prom
 }
 
 /**
+ * The prompt tokens the engine is told the session stands at: the last reported input, or after an overflow at least
+ * the model's context window (the request that failed did not fit it, and reported no usage).
+ */
+function currentTokenCountFor(input: { lastUsage?: LastUsageFacts | undefined; contextOverflowed?: boolean | undefined }): { currentTokenCount?: number | undefined } {
+  const reported = input.lastUsage?.inputTokens;
+  const window = input.contextOverflowed ? input.lastUsage?.modelContextWindow : undefined;
+  const count = window !== undefined ? Math.max(window, reported ?? 0) : reported;
+  return count !== undefined ? { currentTokenCount: count } : {};
+}
+
+/**
  * The accordion: the engine compacts its view before Codex's own lossy compaction point. Compaction hooks fire around
  * it; what the engine reports (summary, first kept entry) is written to the transcript as a pi compaction entry.
  */
-export async function compactEngine(deps: TurnDeps, input: { lastUsage?: LastUsageFacts | undefined }, signal: AbortSignal): Promise<CompactBeforeTurnOutput> {
+export async function compactEngine(
+  deps: TurnDeps,
+  input: { lastUsage?: LastUsageFacts | undefined; contextOverflowed?: boolean | undefined },
+  signal: AbortSignal,
+): Promise<CompactBeforeTurnOutput> {
   const engine = activeEngine(deps);
   // The session as it stands (cached by file identity: no re-parse), for the hooks' message count and messages.
   const session = deps.hooks.has("beforeCompaction") || deps.hooks.has("afterCompaction") ? await deps.store.readHistory() : undefined;
@@ -91,7 +106,8 @@ export async function compactEngine(deps: TurnDeps, input: { lastUsage?: LastUsa
     engine,
     ...sessionIds(deps),
     ...(deps.params.contextTokenBudget !== undefined ? { tokenBudget: deps.params.contextTokenBudget } : {}),
-    ...(input.lastUsage?.inputTokens !== undefined ? { currentTokenCount: input.lastUsage.inputTokens } : {}),
+    ...currentTokenCountFor(input),
+    ...(input.contextOverflowed ? { trigger: "overflow" as const } : {}),
     config: deps.params.compaction ?? {},
     runtimeContext: runtimeContextFor(deps, undefined, "held"),
     timeoutMs: deps.params.timeouts?.compactionMs,

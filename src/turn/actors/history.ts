@@ -29,6 +29,7 @@ export async function readHistory(deps: TurnDeps): Promise<SessionLoadOutput> {
     history: toHistoryOutput(history),
     ...(binding ? { binding } : {}),
     ...(binding?.lastUsage ? { lastUsage: binding.lastUsage } : {}),
+    ...(binding?.contextOverflow ? { contextOverflowed: true } : {}),
   };
 }
 
