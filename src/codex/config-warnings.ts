@@ -58,7 +58,8 @@ export const MAX_CONFIG_WARNINGS = 32;
  * ```
  */
 export function configWarningOf(n: { method: string; params: unknown }): CodexConfigWarning | undefined {
-  const kind = CONFIG_WARNING_METHODS[n.method];
+  // Own keys only: a method named like an Object.prototype member ("toString") is not a warning.
+  const kind = Object.hasOwn(CONFIG_WARNING_METHODS, n.method) ? CONFIG_WARNING_METHODS[n.method] : undefined;
   if (!kind) return undefined;
   const parsed = warningParams.safeParse(n.params);
   if (!parsed.success) return undefined;

@@ -28,6 +28,7 @@ describe("configWarningOf", () => {
 
   it("is undefined for other methods and for malformed params", () => {
     expect(configWarningOf({ method: "warning", params: { summary: "s" } })).toBeUndefined();
+    expect(configWarningOf({ method: "toString", params: { summary: "s" } })).toBeUndefined();
     expect(configWarningOf({ method: "configWarning", params: { details: "no summary" } })).toBeUndefined();
     expect(configWarningOf({ method: "configWarning", params: null })).toBeUndefined();
     expect(configWarningOf({ method: "configWarning", params: { summary: "s", range: { start: 1 } } })).toBeUndefined();
