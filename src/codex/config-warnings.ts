@@ -3,6 +3,7 @@
  * helper) and `deprecationNotice`. They belong to the process or to a thread's configuration, not to a turn, and they
  * matter: "Error parsing rules; custom rules not applied." means a user's exec-policy rules (e.g. a forbidden
  * `git push`) are silently off (observed with Codex 0.169, for a syntax error in `$CODEX_HOME/rules/default.rules`).
+ * A `warning` that names no thread is about the process too, and joins them (a thread's warning goes to its turn).
  * The client keeps each distinct warning once, logs it and hands it to the host's `onConfigWarning`.
  */
 import { z } from "zod";
@@ -16,8 +17,11 @@ import { z } from "zod";
  * ```
  */
 export interface CodexConfigWarning {
-  /** `config`: a `configWarning` notification; `deprecation`: a `deprecationNotice`. */
-  kind: "config" | "deprecation";
+  /**
+   * `config`: a `configWarning` notification; `deprecation`: a `deprecationNotice`; `process`: a `warning` notification
+   * that names no thread.
+   */
+  kind: "config" | "deprecation" | "process";
   /** Codex's concise summary, e.g. "Error parsing rules; custom rules not applied.". */
   summary: string;
   /**
@@ -58,6 +62,7 @@ export const MAX_CONFIG_WARNINGS = 32;
  * ```
  */
 export function configWarningOf(n: { method: string; params: unknown }): CodexConfigWarning | undefined {
+  if (n.method === "warning") return processWarningOf(n.params);
   // Own keys only: a method named like an Object.prototype member ("toString") is not a warning.
   const kind = Object.hasOwn(CONFIG_WARNING_METHODS, n.method) ? CONFIG_WARNING_METHODS[n.method] : undefined;
   if (!kind) return undefined;
@@ -65,6 +70,14 @@ export function configWarningOf(n: { method: string; params: unknown }): CodexCo
   if (!parsed.success) return undefined;
   const { summary, details, path, range } = parsed.data;
   return { kind, summary, ...(details ? { details } : {}), ...(path ? { path } : {}), ...(range ? { range } : {}) };
+}
+
+const processWarningParams = z.object({ threadId: z.null().optional(), message: z.string() });
+
+/** A `warning` without a thread (one with a thread belongs to that thread's turn). */
+function processWarningOf(params: unknown): CodexConfigWarning | undefined {
+  const parsed = processWarningParams.safeParse(params);
+  return parsed.success ? { kind: "process", summary: parsed.data.message } : undefined;
 }
 
 /**

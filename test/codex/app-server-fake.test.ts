@@ -172,4 +172,32 @@ describe("CodexAppServer against a scripted fake app-server process", () => {
       server.startTurn({ threadId: "t", text: "x", additionalContext: { k: { kind: "application", value: "v", name: "n" } } }),
     ).rejects.toMatchObject({ code: "INVALID_ARGUMENT" });
   });
+
+  it("keeps Codex's setup warnings once each (config, deprecation, a warning naming no thread), logs them without details", async () => {
+    const lines: string[] = [];
+    const logger = pino({ level: "info" }, { write: (l: string) => void lines.push(l) });
+    const heard: string[] = [];
+    const s = await spawnFake("setup-warnings", { logger, onConfigWarning: (w) => heard.push(w.summary) });
+    await waitFor(() => s.configWarnings.length >= 3);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(s.configWarnings).toEqual([
+      {
+        kind: "config",
+        summary: "Invalid configuration; using defaults.",
+        details: "config.toml:2:6: key with no value",
+        path: "/h/config.toml",
+        range: { start: { line: 2, column: 6 }, end: { line: 2, column: 7 } },
+      },
+      { kind: "deprecation", summary: "`foo` is deprecated", details: "use `bar`" },
+      { kind: "process", summary: "Exceeded skills context budget of 2%." },
+    ]);
+    expect(heard).toEqual(["Invalid configuration; using defaults.", "`foo` is deprecated", "Exceeded skills context budget of 2%."]);
+    const logged = lines.map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.event === "codex.configWarning");
+    expect(logged.map((e) => [e.kind, e.summary, e.path ?? null, e.line ?? null])).toEqual([
+      ["config", "Invalid configuration; using defaults.", "/h/config.toml", 2],
+      ["deprecation", "`foo` is deprecated", null, null],
+      ["process", "Exceeded skills context budget of 2%.", null, null],
+    ]);
+    expect(lines.join("\n")).not.toContain("key with no value");
+  });
 });

@@ -26,6 +26,13 @@ describe("configWarningOf", () => {
     });
   });
 
+  it("reads a warning that names no thread as the process's; one for a thread belongs to its turn", () => {
+    const budget = "Exceeded skills context budget of 2%.";
+    expect(configWarningOf({ method: "warning", params: { threadId: null, message: budget } })).toEqual({ kind: "process", summary: budget });
+    expect(configWarningOf({ method: "warning", params: { message: budget } })).toEqual({ kind: "process", summary: budget });
+    expect(configWarningOf({ method: "warning", params: { threadId: "t", message: budget } })).toBeUndefined();
+  });
+
   it("is undefined for other methods and for malformed params", () => {
     expect(configWarningOf({ method: "warning", params: { summary: "s" } })).toBeUndefined();
     expect(configWarningOf({ method: "toString", params: { summary: "s" } })).toBeUndefined();
