@@ -173,6 +173,31 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     expect(output).toContain("IN-RC=0");
   });
 
+  it("a command the model asks to run outside the sandbox (on-request): the host sees its justification; approved it runs unsandboxed, denied it never runs", async () => {
+    const ws = workspace();
+    const outside = workspace();
+    // As above: temp dirs excluded, so `outside` is writable only outside the sandbox.
+    const config = { sandbox_workspace_write: { exclude_slash_tmp: true, exclude_tmpdir_env_var: true } };
+    const justification = "Need to write the report outside the workspace";
+    for (const asked of ["approve", "deny"] as const) {
+      decision = asked;
+      approvals.length = 0;
+      const target = path.join(outside, `${asked}.txt`);
+      env.fake.enqueue([
+        { functionCall: execCommandCall(`echo escalated > ${target}`, { workdir: ws, sandboxPermissions: "require_escalated", justification, callId: `call_${asked}` }) },
+        { text: "ok" },
+      ]);
+      const { threadId } = await env.codex.startThread({ cwd: ws, sandbox: "workspace-write", approvalPolicy: "on-request", config });
+      const record = await (await env.codex.startTurn({ threadId, text: "write the report", onApproval })).completion;
+      expect(record.codexStatus).toBe("completed");
+      expect(approvals).toEqual([expect.objectContaining({ kind: "commandExecution", itemId: `call_${asked}`, reason: justification, command: expect.stringContaining(target) })]);
+      expect(existsSync(target)).toBe(asked === "approve");
+      const result = toolMessages(record.messagesSnapshot).find((t) => t.role === "toolResult");
+      if (asked === "approve") expect(readFileSync(target, "utf8")).toBe("escalated\n");
+      else expect(result).toEqual({ role: "toolResult", name: "shell", isError: true, text: "Command declined: it was not run." });
+    }
+  });
+
   it("asks the approval handler under approvals 'untrusted' and runs what it approves", async () => {
     const ws = workspace();
     scriptWork(ws, { updateOutTxt: true });
