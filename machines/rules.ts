@@ -157,9 +157,10 @@ export function turnOverflowedContext(record: { error?: { codexErrorInfo?: strin
 }
 
 /**
- * After an overflow, the accordion compacts in the engine before the next turn whatever the last reported usage says
- * (the failed request reported none, so the usage is that of an earlier call that still fit), and the turn then starts
- * a fresh thread from the engine's compacted view instead of letting Codex compact the old thread its lossy way.
+ * After an overflow, the accordion compacts in the engine before the next turn whatever the last reported usage says,
+ * and the turn then starts a fresh thread from the engine's compacted view instead of letting Codex compact the old
+ * thread its lossy way. Codex does report the usage as nearly full after an overflow (observed: last-call total 189,658
+ * of a 190,000 window, input 0), but whether that reaches `contextThreshold` is incidental (1 is not reached).
  *
  * @example
  * ```ts

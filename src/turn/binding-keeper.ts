@@ -1,8 +1,8 @@
 /**
  * Keeps the session's thread binding while a turn runs and writes it through the session store. The machine decides
  * WHEN the binding changes (the `persistAcceptedBinding`, `persistUsage`, `persistContextOverflow`, `clearTurnInFlight`
- * and `persistNativeCompaction` actions on its transitions); this module only applies the change and serializes the writes, so a slower earlier write can never
- * land after (and undo) a later one.
+ * and `persistNativeCompaction` actions on its transitions); this module only applies the change and serializes the
+ * writes, so a slower earlier write can never land after (and undo) a later one.
  *
  * No binding write is fsynced. The binding describes the Codex thread, and what makes a turn durable is the transcript
  * append (fsynced before the result is reported). Each write is atomic (temp file + rename) and survives a crash of

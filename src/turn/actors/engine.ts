@@ -72,7 +72,7 @@ export async function bootstrapEngine(deps: TurnDeps, signal: AbortSignal): Prom
 
 /**
  * The prompt tokens the engine is told the session stands at: the last reported input, or after an overflow at least
- * the model's context window (the request that failed did not fit it, and reported no usage).
+ * the model's context window (the request that failed did not fit it; Codex then reports a last-call input of 0).
  */
 function currentTokenCountFor(input: { lastUsage?: LastUsageFacts | undefined; contextOverflowed?: boolean | undefined }): { currentTokenCount?: number | undefined } {
   const reported = input.lastUsage?.inputTokens;
