@@ -364,6 +364,8 @@ export function markNativeCompaction(binding: ThreadBinding, threadId: string, u
   const next: ThreadBinding = { ...binding, ledger: [], heldTurnIds: [], nativeCompactions: (binding.nativeCompactions ?? 0) + 1 };
   // The compaction dropped injected developer updates and earlier items: nothing stale is left to pay for.
   delete next.developerDeliveries;
+  // Nor is the thread still over its window: the next turn need not compact for an earlier overflow.
+  delete next.contextOverflow;
   if (next.staleCostTokens !== undefined) next.staleCostTokens = 0;
   if (next.staleTokens !== undefined) next.staleTokens = 0;
   if (updatedBy !== undefined) next.updatedBy = updatedBy;

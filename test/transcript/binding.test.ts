@@ -7,6 +7,7 @@ import {
   inspectThreadBinding,
   markNativeCompaction,
   readThreadBinding,
+  withContextOverflow,
   threadBindingSchema,
   withLastUsage,
   writeThreadBinding,
@@ -182,6 +183,16 @@ describe("binding updates (pure)", () => {
     // The counter survives later turns on the same thread.
     const later = applyBindingUpdate(compacted, { threadId: "thread-1", turnId: "u2", ...fps });
     expect(later).toMatchObject({ nativeCompactions: 1, heldTurnIds: ["u2"] });
+  });
+
+  it("records a context overflow for the bound thread until a native compaction or the next accepted turn", () => {
+    const binding = sample();
+    const overflowed = withContextOverflow(binding, "thread-1", "t9");
+    expect(overflowed.contextOverflow).toEqual({ turnId: "t9" });
+    expect(threadBindingSchema.parse(overflowed)).toEqual(overflowed);
+    expect(withContextOverflow(binding, "thread-2", "t9")).toBe(binding);
+    expect(markNativeCompaction(overflowed, "thread-1").contextOverflow).toBeUndefined();
+    expect(applyBindingUpdate(overflowed, { threadId: "thread-1", turnId: "t10", ...fps }).contextOverflow).toBeUndefined();
   });
 
   it("records last usage only for the bound thread", () => {
