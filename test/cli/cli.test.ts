@@ -175,6 +175,14 @@ describe("codex-turn chat and trajectories", () => {
     expect((JSON.parse(inspect.stdout) as { byRole: Record<string, number> }).byRole.user).toBe(2);
   }, 90_000);
 
+  it("chat shows each turn warning once, not again on every turn that repeats it", async () => {
+    const engine = path.join(repoRoot, "test", "cli", "fixtures", "failing-assemble-engine.ts");
+    const r = await cli(["chat", "--session", path.join(dir, "chat-warn.jsonl"), "--offline", "--engine", engine], "first line\nsecond line\n");
+    expect(r.code).toBe(0);
+    expect(r.stdout.match(/offline reply/g)?.length).toBe(2);
+    expect(r.stdout.match(/^\(warning: .*index unavailable.*\)$/gm)).toHaveLength(1);
+  }, 90_000);
+
   it("run --trajectory writes notifications and the turn request with content redacted", async () => {
     const traj = path.join(dir, "traj.jsonl");
     const r = await cli(["run", "ZEBRA-PROMPT-77", "--session", path.join(dir, "traj-session.jsonl"), "--offline", "--trajectory", traj]);

@@ -78,12 +78,19 @@ function attachImage(file: string, attached: PromptImage[], say: (line: string) 
   }
 }
 
-function reportTurn(out: Out, r: CodexTurnResult, queue: PromptQueue): void {
+function reportTurn(out: Out, r: CodexTurnResult, queue: PromptQueue, warned: Set<string>): void {
   if (out.json) out.record(runResultJson(r));
   else {
     if (r.proposedPlan !== undefined) out.text(planBlock(r.proposedPlan));
     for (const image of r.generatedImages ?? []) out.text(imageLine(image));
     if (r.cutTurnRecovered) out.text(cutTurnNote(r.cutTurnRecovered));
+    // Each warning once per chat: an MCP server that failed to start is reported by every turn on its thread.
+    for (const w of r.warnings) {
+      const text = typeof w === "string" ? w : JSON.stringify(w);
+      if (warned.has(text)) continue;
+      warned.add(text);
+      out.text(`(warning: ${text})`);
+    }
     if (r.status === "blocked") out.text(`(turn blocked by ${r.blocked?.blockedBy ?? "a gate"})`);
     else if (r.status !== "completed") out.text(`(turn ${r.status}${r.error ? `: ${r.error.message}` : ""})`);
   }
@@ -112,6 +119,8 @@ interface ChatState {
   running: ReturnType<typeof startCodexTurn> | undefined;
   /** The latest turn's display (notes go through it so they are not glued to streamed text). */
   view: TurnRenderer | undefined;
+  /** The turn warnings already shown (each is shown once per chat). */
+  readonly warned: Set<string>;
 }
 
 /** A line of our own: a note with --json, else through the turn's display. */
@@ -206,7 +215,7 @@ async function runChatTurn(state: ChatState, reader: PromptReader, watch: Signal
   if (r === undefined) return undefined;
   await r.backgroundMaintenance.catch(() => undefined);
   view?.finish(replyText(r));
-  reportTurn(out, r, state.queue);
+  reportTurn(out, r, state.queue, state.warned);
   return r;
 }
 
@@ -275,7 +284,7 @@ async function chatAction(opts: ChatOptions): Promise<number> {
     const questions = chatQuestions(out, display, opts.approve === "ask" || tty);
     const setup = await setUpTurnCommand(opts, out, chatInteraction(questions, opts.approve, tty));
     try {
-      const state: ChatState = { setup, out, display, questions, queue: new PromptQueue(), attached: [], running: undefined, view: undefined };
+      const state: ChatState = { setup, out, display, questions, queue: new PromptQueue(), attached: [], running: undefined, view: undefined, warned: new Set() };
       const code = await chatLoop(state, watch);
       if (watch.received === undefined) await holdInspector(setup.inspector, opts.inspectWait, out);
       return code;
