@@ -16,11 +16,12 @@ import { createJsonlSessionStore } from "./store/jsonl-store.js";
 import type { SessionStore } from "./store/session-store.js";
 import { SessionFileError } from "./transcript/errors.js";
 import { movePendingFinalizeAside, type PendingFinalizeRecord } from "./transcript/pending.js";
-import { markNativeCompaction, type ThreadBinding } from "./transcript/binding.js";
+import { markNativeCompaction, withContextOverflow, type ThreadBinding } from "./transcript/binding.js";
 import type { CodexAppServer } from "./codex/app-server.js";
 import { readThreadTurn, type TurnToRebuild } from "./codex/thread-turn.js";
 import type { TurnRecordCore } from "./codex/turn-projector.js";
 import type { CutTurnOutput } from "../machines/turn.contract.js";
+import { turnOverflowedContext } from "../machines/rules.js";
 
 export type { RecoverCodexSessionParams };
 
@@ -233,7 +234,10 @@ export async function recoverCutTurn(input: CutTurnInput, logger: Logger): Promi
   // Codex compacted the thread natively during that turn: what the binding says the thread holds is gone (the
   // next projection re-sends it), as the live turn's TURN.COMPACTION would have recorded.
   const compacted = read.record.compactions.some((c) => c.completed);
-  await dropMarker(compacted ? markNativeCompaction(binding, binding.threadId) : binding);
+  const after = compacted ? markNativeCompaction(binding, binding.threadId) : binding;
+  // It failed because its input no longer fit the model's context window: the next turn's accordion compacts first,
+  // as after a live turn that overflowed (the turn machine's `turnOverflowedContext`).
+  await dropMarker(turnOverflowedContext(read.record) ? withContextOverflow(after, binding.threadId, inFlight.turnId) : after);
   const done = await finalizePendingTurns(input, logger);
   logger.info(
     { event: "cut turn recovered", ...ids, codexStatus: read.codexStatus, messages: messages.length, itemsSkipped: read.itemsSkipped, appended: done.mirroredMessages, nativeCompaction: compacted },

@@ -12,7 +12,7 @@ import { z } from "zod";
 import type { CodexAppServer } from "./app-server.js";
 import { NATIVE_TOOL_KINDS } from "./native-items.js";
 import { validateNotification } from "./rpc.js";
-import { TurnProjector, type TurnRecordCore } from "./turn-projector.js";
+import { codexErrorInfoName, TurnProjector, type TurnRecordCore } from "./turn-projector.js";
 
 /** What the host knew of the turn when Codex accepted it (the binding's `turnInFlight`). */
 export interface TurnToRebuild {
@@ -37,7 +37,7 @@ const threadReadSchema = z.looseObject({
           id: z.string(),
           status: z.string(),
           items: z.array(z.unknown()),
-          error: z.looseObject({ message: z.string().optional() }).nullable().optional(),
+          error: z.looseObject({ message: z.string().optional(), codexErrorInfo: z.unknown().optional() }).nullable().optional(),
         }),
       )
       .optional(),
@@ -98,7 +98,13 @@ export async function readThreadTurn(
     codexStatus === "completed"
       ? projector.finish({ codexStatus: "completed" })
       : codexStatus === "failed"
-        ? projector.finish({ codexStatus: "failed", error: { message: recorded.error?.message ?? "the turn failed", code: "turnFailed" } })
+        ? projector.finish({ codexStatus: "failed", error: failedTurnError(recorded.error) })
         : projector.finish({ codexStatus: "interrupted", error: { message: "the attempt running this turn ended before the turn did", code: "attemptEnded" } });
   return { found: true, record, codexStatus, itemsSkipped };
+}
+
+/** A failed turn's error as Codex recorded it, with its `codexErrorInfo` (e.g. `contextWindowExceeded`) when it gave one. */
+function failedTurnError(error: { message?: string | undefined; codexErrorInfo?: unknown } | null | undefined): { message: string; code: string; codexErrorInfo?: string } {
+  const info = codexErrorInfoName(error?.codexErrorInfo);
+  return { message: error?.message ?? "the turn failed", code: "turnFailed", ...(info !== undefined ? { codexErrorInfo: info } : {}) };
 }

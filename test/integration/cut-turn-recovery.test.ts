@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { readThreadTurn } from "../../src/codex/thread-turn.js";
+import { createWindowEngine } from "../../src/context-engine/engines/index.js";
 import type { AgentMessage, ContextEngine } from "../../src/context-engine/types.js";
 import { recoverCodexSession } from "../../src/recovery.js";
 import { readThreadBinding, writeThreadBinding } from "../../src/transcript/binding.js";
@@ -176,6 +177,33 @@ describe("runCodexTurn recovers a turn an earlier attempt left in flight", () =>
     expect(finalized.map((ms) => shape(ms)[0])).toEqual(["user:first question", "user:the cut prompt", "user:third question"]);
     expect(finalized[1]).toHaveLength(6);
     expect((await readThreadBinding(file))?.turnInFlight).toBeUndefined();
+  });
+
+  it("a cut turn that overflowed the context window: recovered with Codex's error, and the next turn's accordion compacts first", async () => {
+    const file = sessions.file("overflow");
+    const ws = workspace();
+    const compacts: number[] = [];
+    const window = createWindowEngine({ ownsCompaction: true, tokenBudget: 16_000 });
+    const engine: ContextEngine = { ...window, compact: (p) => (compacts.push(p.currentTokenCount ?? -1), window.compact(p)) };
+    // A threshold Codex's "full" usage does not reach: only the recovered overflow can trigger the compaction.
+    const base = { contextEngine: engine, contextTokenBudget: 16_000, cwd: ws, compaction: { contextThreshold: 1 } };
+    const first = await runCodexTurn(turnParams(env, file, "first question", base));
+    expect(first.status).toBe("completed");
+    const binding = (await readThreadBinding(file))!;
+    const tooLong = { error: { message: "Your input exceeds the context window of this model.", type: "invalid_request_error", code: "context_length_exceeded" } };
+    env.fake.enqueue({ httpStatus: 400, body: JSON.stringify(tooLong) });
+    const cut = await env.codex.startTurn({ threadId: binding.threadId, text: "one question too many" });
+    expect((await cut.completion).error).toMatchObject({ codexErrorInfo: "contextWindowExceeded" });
+    await writeThreadBinding(file, { ...binding, turnInFlight: { turnId: cut.turnId, prompt: "one question too many" } });
+    const read = await readThreadTurn(env.codex, { threadId: binding.threadId, turnId: cut.turnId, prompt: "one question too many" });
+    expect(read.found && read.record.error).toMatchObject({ code: "turnFailed", codexErrorInfo: "contextWindowExceeded" });
+
+    const next = await runCodexTurn(turnParams(env, file, "and now?", base));
+    expect(next.status).toBe("completed");
+    expect(next.cutTurnRecovered).toMatchObject({ turnId: cut.turnId, codexStatus: "failed" });
+    expect(next.trace).toContain("compactBeforeTurn");
+    expect(compacts).toEqual([first.usage!.modelContextWindow]);
+    expect(next.threadId).not.toBe(first.threadId);
   });
 
   it("a marker whose turn Codex does not hold is dropped with a warning, and the turn runs", async () => {
