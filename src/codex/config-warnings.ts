@@ -99,12 +99,13 @@ export class ConfigWarnings {
     const key = JSON.stringify([w.kind, w.summary, w.path ?? null, w.details ?? null]);
     if (this.seen.has(key) || this.kept.length >= MAX_CONFIG_WARNINGS) return false;
     this.seen.add(key);
-    this.kept.push(w);
+    // Frozen: the same object goes to every host callback and into every list.
+    this.kept.push(Object.freeze(w));
     return true;
   }
 
-  /** The kept warnings, first seen first. */
+  /** The kept warnings, first seen first (a copy: the host may keep or sort it). */
   list(): readonly CodexConfigWarning[] {
-    return this.kept;
+    return [...this.kept];
   }
 }

@@ -45,7 +45,11 @@ describe("configWarningOf", () => {
 describe("ConfigWarnings", () => {
   it("keeps each distinct warning once, first seen first", () => {
     const kept = new ConfigWarnings();
-    expect(kept.add(rules)).toBe(true);
+    expect(kept.add({ ...rules })).toBe(true);
+    // What a host gets can be neither edited in place nor change the list by being sorted or cleared.
+    expect(Object.isFrozen(kept.list()[0])).toBe(true);
+    (kept.list() as CodexConfigWarning[]).length = 0;
+    expect(kept.list()).toHaveLength(1);
     expect(kept.add({ ...rules })).toBe(false);
     expect(kept.add({ ...rules, path: "/other/rules" })).toBe(true);
     expect(kept.add({ ...rules, kind: "deprecation" })).toBe(true);
