@@ -167,19 +167,23 @@ export async function bounded<T>(what: string, ms: number, work: Promise<T>): Pr
 }
 
 /**
- * Start the fake Responses API in a child process (`fake-model-process.ts`) that answers every turn with `reply`.
- * Closing stdin stops it.
+ * Start the fake Responses API in a child process (`fake-model-process.ts`) that answers every turn with `reply`, each
+ * SSE event `delayMsPerEvent` after the previous one (default 0: the whole reply at once). Closing stdin stops it.
  *
  * @example
  * ```ts
  * const model = await startFakeModelProcess("Done.");
+ * const paced = await startFakeModelProcess("Done.", { delayMsPerEvent: 40 }); // a model that streams
  * const settings = offlineCodexConfig({ baseUrl: model.baseUrl });
  * await model.close();
  * ```
  */
-export async function startFakeModelProcess(reply: string): Promise<{ baseUrl: string; pid: number; close(): Promise<void> }> {
+export async function startFakeModelProcess(
+  reply: string,
+  opts: { delayMsPerEvent?: number | undefined } = {},
+): Promise<{ baseUrl: string; pid: number; close(): Promise<void> }> {
   const script = fileURLToPath(new URL("./fake-model-process.ts", import.meta.url));
-  const child = spawn(process.execPath, ["--import", "tsx", script, reply], { stdio: ["pipe", "pipe", "inherit"] });
+  const child = spawn(process.execPath, ["--import", "tsx", script, reply, String(opts.delayMsPerEvent ?? 0)], { stdio: ["pipe", "pipe", "inherit"] });
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const baseUrl = await bounded(
     "fake model process start",

@@ -60,6 +60,12 @@ export interface OverheadResults {
    * warm direct turn.
    */
   durableFloor: { ioMs: number; shareOfWarmTurn: number };
+  /**
+   * Codex's own tail of a turn: from the turn's last item completing (its `item/completed` handled) to the turn's end
+   * (`turn/completed` handled), median over the bare client's turns with a `thread/resume` (the `directResume` variant).
+   * Part of every bare turn; the host has nothing to do in it (nothing says the turn is over until `turn/completed`).
+   */
+  codexTailMs?: number | undefined;
   /** Median per turn of (runCodexTurn wall time - time in turnRunning): what the harness adds around the Codex turn. */
   outsideTurnMs: { noEngine: number; window: number };
   /** Durable writes per machine turn: FileHandle.sync and fs.fsync calls (file + directory fsyncs) and the time spent in them. */
@@ -101,7 +107,8 @@ function cpuNowMs(): number {
   return (u.user + u.system) / 1000;
 }
 
-const REPLY = "Done. The change is in place and the tests pass.";
+/** The fake model's reply in every overhead turn (also section 3b's). */
+export const OVERHEAD_REPLY = "Done. The change is in place and the tests pass.";
 
 type Variant = "direct" | "directResume" | "directDurable" | "machineNoEngine" | "machineWindow";
 
@@ -123,7 +130,7 @@ export async function runOverhead(opts: {
   // The fake model runs in its own process: in this one it would share the event loop with runCodexTurn, and the
   // harness's work during a turn (the accept-time binding write) would delay the model's reply, which a real remote
   // model never sees.
-  const model = await startFakeModelProcess(REPLY);
+  const model = await startFakeModelProcess(OVERHEAD_REPLY);
   const settings = offlineCodexConfig({ baseUrl: model.baseUrl });
   const env = {
     codex: await CodexAppServer.spawn({
@@ -148,6 +155,7 @@ export async function runOverhead(opts: {
     const outside: Record<"noEngine" | "window", number[]> = { noEngine: [], window: [] };
     const cpu: Record<Variant, number[]> = { direct: [], directResume: [], directDurable: [], machineNoEngine: [], machineWindow: [] };
     const cpuOutside: Record<"noEngine" | "window", number[]> = { noEngine: [], window: [] };
+    const codexTail: number[] = [];
     const syncs: Record<"noEngine" | "window", { calls: number[]; ms: number[] }> = {
       noEngine: { calls: [], ms: [] },
       window: { calls: [], ms: [] },
@@ -224,9 +232,15 @@ export async function runOverhead(opts: {
       const id = resume ? resumedThreadId : threadId;
       // A thread has no rollout to resume before its first turn (warm-up turn 0).
       if (resume && i > 0) await env.codex.resumeThread({ threadId: id, cwd: cwd.dir });
-      const turn = await env.codex.startTurn({ threadId: id, text: userPrompt(i) });
+      // The resume variant (not the ratio's denominator) also times Codex's tail: last item completed -> turn over.
+      let lastItemAt: number | undefined;
+      const onEvent = (e: { type: string }) => {
+        if (e.type === "itemCompleted") lastItemAt = performance.now();
+      };
+      const turn = await env.codex.startTurn({ threadId: id, text: userPrompt(i), ...(resume ? { onEvent } : {}) });
       const record = await turn.completion;
       const t1 = performance.now();
+      if (resume && lastItemAt !== undefined && i >= opts.warmup) codexTail.push(t1 - lastItemAt);
       if (record.codexStatus !== "completed") throw new Error(`overhead direct turn ${i} ended ${record.codexStatus}`);
       return t1 - t0;
     };
@@ -340,7 +354,7 @@ export async function runOverhead(opts: {
     return {
       turns: opts.turns,
       warmup: opts.warmup,
-      reply: REPLY,
+      reply: OVERHEAD_REPLY,
       medianMs: {
         direct: med("direct"),
         directResume: med("directResume"),
@@ -355,6 +369,7 @@ export async function runOverhead(opts: {
         machineNoEngine: p90("machineNoEngine"),
         machineWindow: p90("machineWindow"),
       },
+      codexTailMs: round(median(codexTail), 2),
       durableFloor: {
         ioMs: round(median(floorIo), 2),
         shareOfWarmTurn: round(median(floorIo) / directMs, 4),
@@ -457,6 +472,12 @@ export function formatOverhead(o: OverheadResults): string {
   const names = [...order.filter((n) => seen.has(n)), ...[...seen].filter((n) => !order.includes(n))];
   const rows: Array<Array<string | number>> = [["state (median ms)", "no engine", "window engine"]];
   for (const n of names) rows.push([n, o.statesMs.noEngine[n] ?? "-", o.statesMs.window[n] ?? "-"]);
+  if (o.codexTailMs !== undefined) {
+    lines.push(
+      `\nCodex's own tail of the bare turn (its last item completed -> turn/completed, thread/resume variant): ${o.codexTailMs} ms median ` +
+        `of the ${o.medianMs.directResume} ms turn.`,
+    );
+  }
   lines.push(
     `\nOutside the Codex turn (wall - turnRunning), median: no engine ${o.outsideTurnMs.noEngine} ms, window ${o.outsideTurnMs.window} ms. ` +
       `Durable writes per turn: no engine ${o.fsync.noEngine.callsPerTurn} fsyncs = ${o.fsync.noEngine.msPerTurn} ms, ` +

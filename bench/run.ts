@@ -15,6 +15,7 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { formatGrowth, runGrowth } from "./growth.js";
 import { endToEndTarget, formatOverhead, overheadTarget, runOverhead } from "./overhead.js";
+import { formatPacedOverhead, runPacedOverhead } from "./overhead-paced.js";
 import { formatSdk, runSdkComparison } from "./sdk.js";
 import { formatScale, runScale } from "./scale.js";
 
@@ -112,6 +113,10 @@ for (const section of args.only) {
         targets.push({ section, ...t });
         if (!t.pass) failures.push(`${t.name}: ${t.detail}`);
       }
+      log("overhead: the same with a model that streams (40 ms between SSE events)");
+      const paced = await runPacedOverhead({ rounds: args.quick ? 6 : 20, warmup: 2, delayMsPerEvent: 40, log });
+      results.overheadPaced = paced;
+      console.log(formatPacedOverhead(paced));
     } else if (section === "sdk") {
       log("sdk: codex-sdk vs runCodexTurn vs bare client");
       const s = await runSdkComparison({ turns: args.quick ? 4 : 10, log });
