@@ -104,7 +104,7 @@ export async function readThreadTurn(
 }
 
 /** A failed turn's error as Codex recorded it, with its `codexErrorInfo` (e.g. `contextWindowExceeded`) when it gave one. */
-function failedTurnError(error: { message?: string | undefined; codexErrorInfo?: unknown } | null | undefined): { message: string; code: string; codexErrorInfo?: string } {
+function failedTurnError(error: { message?: string | undefined; codexErrorInfo?: unknown } | null | undefined): { message: string; code: string; codexErrorInfo?: string | undefined } {
   const info = codexErrorInfoName(error?.codexErrorInfo);
   return { message: error?.message ?? "the turn failed", code: "turnFailed", ...(info !== undefined ? { codexErrorInfo: info } : {}) };
 }
