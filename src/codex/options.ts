@@ -198,8 +198,25 @@ function checkSandboxFields(o: SandboxFields, ctx: z.RefinementCtx): void {
   }
 }
 
+/** The dynamic tools of thread/start and thread/resume. */
+const threadTools = {
+  /** Handlers for the thread's dynamic tools (on a resume Codex keeps the declarations from thread/start). */
+  dynamicTools: toolListSchema.optional(),
+  /**
+   * Drop these tool handlers when the thread is released for idleness (`releaseIdleThreadsAfterMs`,
+   * `maxLoadedThreads`) or unloaded by Codex, so whatever they hold (a session's state) can be collected; the next
+   * resume of the thread must pass them again, as `runCodexTurn` does on every turn. Default false: the client keeps
+   * them for as long as it knows the thread, so a turn started on a released thread still finds them.
+   */
+  dropToolsOnRelease: z.boolean().optional(),
+};
+
 export const startThreadSchema = z
-  .object({ ...threadSettings, dynamicTools: toolListSchema.optional(), ephemeral: z.boolean().optional() })
+  .object({
+    ...threadSettings,
+    ...threadTools,
+    ephemeral: z.boolean().optional(),
+  })
   .strict()
   .superRefine(checkSandboxFields);
 
@@ -207,8 +224,7 @@ export const resumeThreadSchema = z
   .object({
     threadId: z.string().min(1),
     ...threadSettings,
-    /** Handlers for the thread's dynamic tools (Codex keeps the declarations from thread/start). */
-    dynamicTools: toolListSchema.optional(),
+    ...threadTools,
     /**
      * Skip the `thread/resume` RPC when this process already has the thread loaded with exactly these settings
      * (started or resumed here, not closed since, no restart in between): the request would change nothing. Tool

@@ -30,6 +30,8 @@ export interface ThreadState {
   /** When a thread operation or turn last used it (`performance.now()`). */
   lastUsedMs: number;
   tools: Map<string, DynamicToolSpec>;
+  /** The handlers in `tools` go when the thread is released or unloaded (`dropToolsOnRelease`). */
+  dropToolsOnRelease?: boolean | undefined;
   settings: ThreadSettings;
   model?: string | undefined;
   modelProvider?: string | undefined;
@@ -90,7 +92,7 @@ export class ThreadRegistry {
 
   private release(threadId: string, generation: number): void {
     const state = this.threads.get(threadId);
-    if (state) state.generation = -2;
+    if (state) this.unload(state);
     const done = this.deps
       .rpcRequest("thread/unsubscribe", { threadId })
       .then(
@@ -119,6 +121,7 @@ export class ThreadRegistry {
       generation: this.deps.generation(),
       lastUsedMs: performance.now(),
       tools: toolMap(tools),
+      dropToolsOnRelease: o.dropToolsOnRelease === true && tools.length > 0,
       settings: { ...settings, ...(params.cwd ? { cwd: params.cwd } : {}) },
       ...defined({ model: res.data.model, modelProvider: res.data.modelProvider }),
     });
@@ -135,12 +138,15 @@ export class ThreadRegistry {
     const settings = threadSettingsOf(o);
     const loaded = this.threads.get(o.threadId);
     if (o.reuseLoaded && loaded && loaded.generation === this.deps.generation() && this.sameSettings(loaded.settings, settings)) {
-      if (o.dynamicTools) loaded.tools = toolMap(o.dynamicTools);
+      if (o.dynamicTools) {
+        loaded.tools = toolMap(o.dynamicTools);
+        loaded.dropToolsOnRelease = o.dropToolsOnRelease === true;
+      }
       loaded.lastUsedMs = performance.now();
       this.deps.logger.debug({ event: "codex.thread.reused", threadId: o.threadId }, "thread already loaded with these settings");
       return defined({ threadId: o.threadId, model: loaded.model, modelProvider: loaded.modelProvider, reused: true });
     }
-    return this.resumeWith(o.threadId, settings, o.dynamicTools);
+    return this.resumeWith(o.threadId, settings, o.dynamicTools, o.dropToolsOnRelease === true);
   }
 
   /** Settings equal as Codex would apply them (an omitted cwd means the client's default cwd). */
@@ -149,7 +155,7 @@ export class ThreadRegistry {
     return normal(a) === normal(b);
   }
 
-  private async resumeWith(threadId: string, settings: ThreadSettings, tools?: DynamicToolSpec[]): Promise<ThreadInfo> {
+  private async resumeWith(threadId: string, settings: ThreadSettings, tools?: DynamicToolSpec[], dropToolsOnRelease = false): Promise<ThreadInfo> {
     // Resumed after its release was answered: a resume Codex handled first would lose its subscription to it.
     await this.releasing.get(threadId);
     const raw = await this.deps.rpcRequest("thread/resume", threadResumeParams(threadId, settings));
@@ -160,6 +166,7 @@ export class ThreadRegistry {
       generation: this.deps.generation(),
       lastUsedMs: performance.now(),
       tools: tools ? toolMap(tools) : (prev?.tools ?? new Map()),
+      dropToolsOnRelease: tools ? dropToolsOnRelease : prev?.dropToolsOnRelease,
       settings,
       ...defined({ model: res.data.model, modelProvider: res.data.modelProvider }),
     });
@@ -173,14 +180,26 @@ export class ThreadRegistry {
     if (!parsed.success) invalidArgument("dynamic tools", parsed.error.issues);
     const state = this.threads.get(threadId);
     const map = toolMap(parsed.data);
-    if (state) state.tools = map;
+    if (state) {
+      state.tools = map;
+      state.dropToolsOnRelease = false;
+    }
     else this.threads.set(threadId, { generation: -1, lastUsedMs: performance.now(), tools: map, settings: { approvalPolicy: "never", sandbox: "read-only" } });
   }
 
   /** Codex unloaded the thread (`thread/closed`): the next resume must really resume (tool handlers are kept). */
   markUnloaded(threadId: string, generation: number): void {
     const state = this.threads.get(threadId);
-    if (state && state.generation === generation) state.generation = -2;
+    if (state && state.generation === generation) this.unload(state);
+  }
+
+  /** Not loaded any more: the next use resumes it; handlers given with `dropToolsOnRelease` are let go. */
+  private unload(state: ThreadState): void {
+    state.generation = -2;
+    if (state.dropToolsOnRelease) {
+      state.tools = new Map();
+      state.dropToolsOnRelease = false;
+    }
   }
 
   /** A thread this client knows but whose process died must be resumed in the new process first. */

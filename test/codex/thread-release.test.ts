@@ -128,4 +128,50 @@ describe("ThreadRegistry.releaseIdle", () => {
     // Released threads are not loaded: a second sweep finds nothing to release.
     expect(reg.releaseIdle({ idleMs: 25, maxLoaded: 0, graceMs: 25 }, () => false)).toEqual([]);
   });
+
+  describe("tool handlers of a released thread", () => {
+    const tool = (name: string) => ({ name, description: name, inputSchema: { type: "object" }, handler: () => name });
+    const handlerNames = (reg: ThreadRegistry, threadId: string) => [...(reg.get(threadId)?.tools.keys() ?? [])];
+
+    it("with dropToolsOnRelease they go with the release; the next resume brings its own", async () => {
+      const { reg } = registry();
+      const a = (await reg.start({ cwd: "/tmp", dynamicTools: [tool("lookup")], dropToolsOnRelease: true })).threadId;
+      await sleep(5);
+      reg.releaseIdle(everything, () => false);
+      expect(handlerNames(reg, a)).toEqual([]);
+      await reg.resume({ threadId: a, cwd: "/tmp", reuseLoaded: true, dynamicTools: [tool("search")], dropToolsOnRelease: true });
+      expect(handlerNames(reg, a)).toEqual(["search"]);
+    });
+
+    it("without it (the default) they stay, so a turn started on the released thread still finds them", async () => {
+      const { reg } = registry();
+      const a = (await reg.start({ cwd: "/tmp", dynamicTools: [tool("lookup")] })).threadId;
+      await sleep(5);
+      reg.releaseIdle(everything, () => false);
+      expect(handlerNames(reg, a)).toEqual(["lookup"]);
+      // Re-attached (a turn on the released thread): resumed with the handlers it had.
+      await reg.reattach(a);
+      expect(handlerNames(reg, a)).toEqual(["lookup"]);
+    });
+
+    it("handlers given later without the flag (setTools, a resume reusing the loaded thread) are kept", async () => {
+      const { reg } = registry();
+      const a = (await reg.start({ cwd: "/tmp", dynamicTools: [tool("lookup")], dropToolsOnRelease: true })).threadId;
+      reg.setTools(a, [tool("host")]);
+      const b = (await reg.start({ cwd: "/tmp", dynamicTools: [tool("lookup")], dropToolsOnRelease: true })).threadId;
+      await reg.resume({ threadId: b, cwd: "/tmp", reuseLoaded: true, dynamicTools: [tool("mine")] });
+      await sleep(5);
+      reg.releaseIdle(everything, () => false);
+      expect(handlerNames(reg, a)).toEqual(["host"]);
+      expect(handlerNames(reg, b)).toEqual(["mine"]);
+    });
+
+    it("a thread Codex unloads (thread/closed) lets them go too", async () => {
+      const { reg } = registry();
+      const a = (await reg.start({ cwd: "/tmp", dynamicTools: [tool("lookup")], dropToolsOnRelease: true })).threadId;
+      reg.markUnloaded(a, 1);
+      expect(handlerNames(reg, a)).toEqual([]);
+      expect(reg.get(a)?.generation).toBe(-2);
+    });
+  });
 });

@@ -2,8 +2,11 @@
  * Idle threads are released, against the real app-server: Codex 0.169 keeps every thread a client loaded in memory
  * until the client unsubscribes (about 1 MiB per short thread), then unloads it about 60 s later (`thread/closed`).
  * A released thread's next turn resumes it, on the same thread and with its whole history, whether Codex has unloaded it
- * yet or not. A sub-agent's thread, which Codex keeps loaded after its parent is unloaded, is released with it.
+ * yet or not. A sub-agent's thread, which Codex keeps loaded after its parent is unloaded, is released with it. A
+ * released thread lets go of the session's tool handlers (and what they hold); its next turn brings its own.
  */
+import v8 from "node:v8";
+import vm from "node:vm";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCodexTurn } from "../../src/turn.js";
 import { defaultTurnReply, inputMessageTexts, startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
@@ -86,4 +89,33 @@ describe("idle threads are released and resumed", () => {
     // Its next turn resumes it from its rollout: same thread, the first turn is in what the model gets.
     await expectResumedTurn(late, "late two", lateThread, "late one");
   }, 180_000);
+
+  it("a released thread lets go of its session's tool handlers, and the next turn's handlers answer its calls", async () => {
+    // Collected only once nothing holds it: the handler of the session's tool is the one reference this test leaves.
+    v8.setFlagsFromString("--expose-gc");
+    const gc = vm.runInNewContext("gc") as () => void;
+    const file = sessions.file("tools");
+    const turnWithTool = async (prompt: string, answer: string) => {
+      const sessionState = { rows: Array.from({ length: 1_000 }, (_, i) => `row ${i}`), answer };
+      const lookup = { name: "lookup_rows", description: "Look up the session's rows", inputSchema: { type: "object", properties: {} }, handler: () => sessionState.answer };
+      const result = await runCodexTurn(turnParams(env, file, prompt, { dynamicTools: [lookup] }));
+      expect(result.status).toBe("completed");
+      return { result, state: new WeakRef(sessionState) };
+    };
+    const first = await turnWithTool("Count the rows.", "1000 rows");
+    const threadId = first.result.threadId!;
+    await until(() => released(threadId).length > 0, 10_000, "the thread to be released");
+    for (let i = 0; i < 5 && first.state.deref() !== undefined; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+      gc();
+    }
+    expect(first.state.deref()).toBeUndefined();
+
+    // The next turn resumes the thread with its own handler; the model's call reaches it.
+    env.fake.enqueue([{ functionCall: { name: "lookup_rows", arguments: {}, callId: "call_rows_2" } }, { text: "Found them." }]);
+    const second = await turnWithTool("Count them again.", "TOOL-ANSWER: 2000 rows");
+    expect(second.result.threadId).toBe(threadId);
+    const toolResult = second.result.messagesSnapshot.find((m) => m.role === "toolResult") as { content: Array<{ text?: string }> } | undefined;
+    expect(toolResult?.content[0]?.text).toBe("TOOL-ANSWER: 2000 rows");
+  }, 60_000);
 });

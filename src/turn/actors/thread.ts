@@ -31,7 +31,8 @@ function threadOptions(deps: TurnDeps, developerInstructions: string | undefined
     ...(p.cwd !== undefined ? { cwd: p.cwd } : {}),
     ...(developerInstructions !== undefined ? { developerInstructions } : {}),
     ...(p.model !== undefined ? { model: p.model } : {}),
-    ...(p.dynamicTools ? { dynamicTools: toolsOfSession(p) } : {}),
+    // Passed again on every start and resume, so a released thread need not keep them (nor the session they hold).
+    ...(p.dynamicTools ? { dynamicTools: toolsOfSession(p), dropToolsOnRelease: true } : {}),
     ...(p.sandbox !== undefined ? { sandbox: p.sandbox } : {}),
     ...(p.writableRoots !== undefined ? { writableRoots: p.writableRoots } : {}),
     ...(p.networkAccess !== undefined ? { networkAccess: p.networkAccess } : {}),
