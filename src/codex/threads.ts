@@ -180,14 +180,15 @@ export class ThreadRegistry {
     if (!parsed.success) invalidArgument("dynamic tools", parsed.error.issues);
     const state = this.threads.get(threadId);
     const map = toolMap(parsed.data);
-    if (state) {
-      state.tools = map;
-      state.dropToolsOnRelease = false;
+    if (!state) {
+      this.threads.set(threadId, { generation: -1, lastUsedMs: performance.now(), tools: map, settings: { approvalPolicy: "never", sandbox: "read-only" } });
+      return;
     }
-    else this.threads.set(threadId, { generation: -1, lastUsedMs: performance.now(), tools: map, settings: { approvalPolicy: "never", sandbox: "read-only" } });
+    state.tools = map;
+    state.dropToolsOnRelease = false;
   }
 
-  /** Codex unloaded the thread (`thread/closed`): the next resume must really resume (tool handlers are kept). */
+  /** Codex unloaded the thread (`thread/closed`): the next resume must really resume (see `unload` for its handlers). */
   markUnloaded(threadId: string, generation: number): void {
     const state = this.threads.get(threadId);
     if (state && state.generation === generation) this.unload(state);
