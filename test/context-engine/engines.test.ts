@@ -1,5 +1,8 @@
+import v8 from "node:v8";
+import vm from "node:vm";
 import { describe, expect, it } from "vitest";
 import { createRecordingEngine, createWindowEngine, legacyEngine, messageTokens } from "../../src/context-engine/engines/index.js";
+import { MAX_VIEWED_SESSIONS } from "../../src/context-engine/engines/window.js";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { markDeepFrozen } from "../../src/transcript/freeze.js";
 
@@ -124,6 +127,29 @@ describe("window engine", () => {
     expect(result.result).toMatchObject({ tokensBefore: 1234, tokensAfter: 120 });
     const out = await engine.assemble({ sessionId: "s", messages: Array.from({ length: 12 }, (_, i) => msg(i)) });
     expect(out.estimatedTokens).toBeLessThanOrEqual(120);
+  });
+
+  it("keeps the views of the last MAX_VIEWED_SESSIONS sessions only; a session it let go of gets the same window", async () => {
+    v8.setFlagsFromString("--expose-gc");
+    const gc = vm.runInNewContext("gc") as () => void;
+    const engine = createWindowEngine({ tokenBudget: PER_MESSAGE * 10, lowWaterFraction: 0.5, threadBootstrap: true, ownsCompaction: true });
+    // The first session's history exists only in this function once it returns: the engine is its one other holder.
+    const firstSession = async () => {
+      const history = Array.from({ length: 14 }, (_, i) => same(i));
+      const out = await engine.assemble({ sessionId: "first", messages: history });
+      return { refs: history.map((m) => new WeakRef(m)), epoch: out.contextProjection?.epoch, view: out.messages.map((m) => m.content) };
+    };
+    const first = await firstSession();
+    for (let k = 0; k < MAX_VIEWED_SESSIONS; k++) await engine.assemble({ sessionId: `other-${k}`, messages: [same(k)] });
+    for (let i = 0; i < 5 && first.refs.some((r) => r.deref() !== undefined); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+      gc();
+    }
+    expect(first.refs.filter((r) => r.deref() !== undefined)).toHaveLength(0);
+    // Its window start is still known: the same history gives the same view and epoch.
+    const again = await engine.assemble({ sessionId: "first", messages: Array.from({ length: 14 }, (_, i) => same(i)) });
+    expect(again.contextProjection?.epoch).toBe(first.epoch);
+    expect(again.messages.map((m) => m.content)).toEqual(first.view);
   });
 
   it("has a no-op maintain and validates its options", async () => {

@@ -1,3 +1,4 @@
+import { createLruMap } from "../../lru-map.js";
 import type { AgentMessage, AssembleResult, ContextEngine } from "../types.js";
 import { renderedBlockOf } from "../../projection/entries.js";
 import { isDeepFrozenByHost } from "../../transcript/freeze.js";
@@ -24,6 +25,20 @@ export function messageTokens(message: AgentMessage): number {
 }
 
 /**
+ * Sessions whose last view (the messages of its last assemble, and their token counts) the engine keeps, least recently
+ * used dropped first. One engine serves every session of a host: unbounded, it kept each session's whole history for as
+ * long as the process ran, whatever the host's history cache had let go. A dropped view costs that session one count
+ * of its history at its next assemble, and `compact()` applies its target at that assemble instead of at once.
+ */
+export const MAX_VIEWED_SESSIONS = 64;
+
+/**
+ * Sessions whose window start the engine keeps (a number each). A session dropped from it starts its window afresh at
+ * its next assemble: the whole history when it fits the budget, else the low-water mark (a new epoch).
+ */
+export const MAX_WINDOWED_SESSIONS = 10_000;
+
+/**
  * Suffix token sums per session: `sums[i]` = tokens of `messages[i..]` (`sums[messages.length]` = 0). A message that is
  * the very same object at the same index as last time, and one the host's history cache deep-froze (it keeps their
  * identity from turn to turn), is not rendered again, so a turn costs the new messages, not the whole session. Any
@@ -31,7 +46,7 @@ export function messageTokens(message: AgentMessage): number {
  * its owner still changes.
  */
 function createSuffixTokenCounter(): (sessionId: string, messages: readonly AgentMessage[]) => number[] {
-  const counted = new Map<string, { messages: readonly AgentMessage[]; tokens: number[] }>();
+  const counted = createLruMap<string, { messages: readonly AgentMessage[]; tokens: number[] }>(MAX_VIEWED_SESSIONS);
   return (sessionId, messages) => {
     const prev = counted.get(sessionId);
     const known = prev?.messages ?? [];
@@ -70,10 +85,10 @@ export function createWindowEngine(options: WindowEngineOptions = {}): ContextEn
 } {
   const lowWater = options.lowWaterFraction ?? 0.6;
   if (!(lowWater > 0 && lowWater < 1)) throw new RangeError(`lowWaterFraction must be within (0, 1), got ${lowWater}`);
-  const starts = new Map<string, number>();
-  const forcedTargets = new Map<string, number>();
+  const starts = createLruMap<string, number>(MAX_WINDOWED_SESSIONS);
+  const forcedTargets = createLruMap<string, number>(MAX_WINDOWED_SESSIONS);
   /** The messages the last assemble saw, so compact() can report real before/after figures. */
-  const lastSeen = new Map<string, AgentMessage[]>();
+  const lastSeen = createLruMap<string, AgentMessage[]>(MAX_VIEWED_SESSIONS);
   const suffixTokens = createSuffixTokenCounter();
   const budgetOf = (tokenBudget: number | undefined) => options.tokenBudget ?? tokenBudget ?? 16_000;
 
