@@ -7,6 +7,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import os from "node:os";
 import path from "node:path";
+import { CodexAppServer } from "../src/codex/app-server.js";
+import { offlineCodexConfig } from "../src/codex/config.js";
 
 export const median = (xs: readonly number[]): number => {
   if (xs.length === 0) return Number.NaN;
@@ -249,4 +251,25 @@ export function requestsCarryingTwice(itemTexts: ReadonlyArray<readonly string[]
     if (twice) count++;
   });
   return count;
+}
+
+/**
+ * A warm offline app-server against `model` (the fake in its own process); closes the model when the spawn fails.
+ *
+ * @example
+ * ```ts
+ * const model = await startFakeModelProcess("Done.");
+ * const codex = await spawnBenchAppServer(model);
+ * ```
+ */
+export async function spawnBenchAppServer(model: { baseUrl: string; close(): Promise<void> }): Promise<CodexAppServer> {
+  const settings = offlineCodexConfig({ baseUrl: model.baseUrl });
+  return CodexAppServer.spawn({
+    config: settings.config,
+    env: settings.env,
+    ...(settings.modelCatalog ? { modelCatalog: settings.modelCatalog } : {}),
+  }).catch(async (err: unknown) => {
+    await model.close();
+    throw err;
+  });
 }

@@ -10,10 +10,8 @@
 import path from "node:path";
 import { runCodexTurn } from "../src/turn.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
-import { CodexAppServer } from "../src/codex/app-server.js";
-import { offlineCodexConfig } from "../src/codex/config.js";
 import { OVERHEAD_REPLY } from "./overhead.js";
-import { bounded, median, pairedRatio, round, startFakeModelProcess, tempDir, userPrompt } from "./lib.js";
+import { bounded, median, pairedRatio, round, spawnBenchAppServer, startFakeModelProcess, tempDir, userPrompt } from "./lib.js";
 
 /** Results of {@link runPacedOverhead}; ms are medians over the rounds. */
 export interface PacedOverheadResults {
@@ -37,15 +35,7 @@ type PacedVariant = keyof PacedOverheadResults["medianMs"];
  */
 export async function runPacedOverhead(opts: { rounds: number; warmup: number; delayMsPerEvent: number; log: (l: string) => void }): Promise<PacedOverheadResults> {
   const model = await startFakeModelProcess(OVERHEAD_REPLY, { delayMsPerEvent: opts.delayMsPerEvent });
-  const settings = offlineCodexConfig({ baseUrl: model.baseUrl });
-  const codex = await CodexAppServer.spawn({
-    config: settings.config,
-    env: settings.env,
-    ...(settings.modelCatalog ? { modelCatalog: settings.modelCatalog } : {}),
-  }).catch(async (err: unknown) => {
-    await model.close();
-    throw err;
-  });
+  const codex = await spawnBenchAppServer(model);
   const dirs = tempDir("ctm-bench-paced-");
   const cwd = tempDir("ctm-bench-paced-cwd-");
   try {

@@ -12,11 +12,9 @@ import fs, { promises as fsp } from "node:fs";
 import path from "node:path";
 import { runCodexTurn, type TurnStreamEvent } from "../src/turn.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
-import { CodexAppServer } from "../src/codex/app-server.js";
-import { offlineCodexConfig } from "../src/codex/config.js";
 import { fsyncDirectory } from "../src/transcript/fsync-dir.js";
 import { fsyncFd } from "../src/transcript/small-file.js";
-import { bounded, median, pairedRatio, percentile, round, startFakeModelProcess, table, tempDir, userPrompt } from "./lib.js";
+import { bounded, median, pairedRatio, percentile, round, spawnBenchAppServer, startFakeModelProcess, table, tempDir, userPrompt } from "./lib.js";
 import { instantTurnMachine, machineInput, measureMachineOnly, nullLogger, runMachineTurn, type MachineOnlyResults } from "./machine-only.js";
 
 /** The target: the machine's per-turn overhead is under this share of a warm turn. */
@@ -131,17 +129,7 @@ export async function runOverhead(opts: {
   // harness's work during a turn (the accept-time binding write) would delay the model's reply, which a real remote
   // model never sees.
   const model = await startFakeModelProcess(OVERHEAD_REPLY);
-  const settings = offlineCodexConfig({ baseUrl: model.baseUrl });
-  const env = {
-    codex: await CodexAppServer.spawn({
-      config: settings.config,
-      env: settings.env,
-      ...(settings.modelCatalog ? { modelCatalog: settings.modelCatalog } : {}),
-    }).catch(async (err: unknown) => {
-      await model.close();
-      throw err;
-    }),
-  };
+  const env = { codex: await spawnBenchAppServer(model) };
   const dirs = tempDir("ctm-bench-overhead-");
   let restoreSync = () => {};
   const cwd = tempDir("ctm-bench-cwd-");
