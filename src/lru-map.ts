@@ -8,6 +8,7 @@ export interface LruMap<K, V> {
   get(key: K): V | undefined;
   set(key: K, value: V): void;
   delete(key: K): boolean;
+  clear(): void;
   readonly size: number;
   /** Keys, least recently used first (tests and diagnostics). */
   keys(): K[];
@@ -39,6 +40,7 @@ export function createLruMap<K, V>(max: number): LruMap<K, V> {
       while (map.size > max) map.delete(map.keys().next().value as K);
     },
     delete: (key) => map.delete(key),
+    clear: () => map.clear(),
     get size() {
       return map.size;
     },

@@ -10,6 +10,7 @@ import type { Logger } from "pino";
 import { sessionSidecarPaths } from "./paths.js";
 import { silentLogger } from "../log/logger.js";
 import { fsyncDirectory } from "./fsync-dir.js";
+import { createLruMap } from "../lru-map.js";
 import { deepFreeze } from "./freeze.js";
 import { readSmallFile, replaceSmallFile } from "./small-file.js";
 
@@ -137,21 +138,17 @@ interface CachedBinding {
  * (a new inode), and writes happen under the session lock, so another writer always changes the identity. What it
  * hands out is deeply frozen (shared between turns): update a binding with the functions below, which copy.
  */
-const bindingCache = new Map<string, CachedBinding>();
+const bindingCache = createLruMap<string, CachedBinding>(MAX_CACHED_BINDINGS);
 
 function cachedBinding(file: string, st: BigIntStats): ThreadBinding | undefined {
   const c = bindingCache.get(file);
   if (!c || c.dev !== st.dev || c.ino !== st.ino || c.size !== st.size || c.mtimeNs !== st.mtimeNs || c.ctimeNs !== st.ctimeNs) return undefined;
-  bindingCache.delete(file);
-  bindingCache.set(file, c);
   return c.binding;
 }
 
 function rememberBinding(file: string, st: BigIntStats, binding: ThreadBinding): ThreadBinding {
   const frozen = deepFreeze(binding);
-  bindingCache.delete(file);
   bindingCache.set(file, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, binding: frozen });
-  while (bindingCache.size > MAX_CACHED_BINDINGS) bindingCache.delete(bindingCache.keys().next().value as string);
   return frozen;
 }
 

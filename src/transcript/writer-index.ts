@@ -6,6 +6,7 @@
 import { promises as fsp } from "node:fs";
 import type { FileHandle } from "node:fs/promises";
 import type { Logger } from "pino";
+import { createLruMap } from "../lru-map.js";
 import { SessionFileError } from "./errors.js";
 import { entryIdempotencyKey, SESSION_FORMAT_VERSION, type SessionEntry, type SessionHeader } from "./entries.js";
 import { checkHeader, HeaderSchema, isEntryShape, parseLine, readRange, statOrMissingSync, versionError } from "./parse.js";
@@ -40,23 +41,16 @@ export interface FileIndex {
  */
 const MAX_INDEXED_SESSIONS = 64;
 
-const indexCache = new Map<string, FileIndex>();
+const indexCache = createLruMap<string, FileIndex>(MAX_INDEXED_SESSIONS);
 
 /** The cached index of `real`, marked as most recently used. */
 export function cachedIndex(real: string): FileIndex | undefined {
-  const index = indexCache.get(real);
-  if (index) {
-    indexCache.delete(real);
-    indexCache.set(real, index);
-  }
-  return index;
+  return indexCache.get(real);
 }
 
 /** Cache `index` as the most recently used one, dropping the least recently used beyond the bound. */
 export function rememberIndex(real: string, index: FileIndex): void {
-  indexCache.delete(real);
   indexCache.set(real, index);
-  while (indexCache.size > MAX_INDEXED_SESSIONS) indexCache.delete(indexCache.keys().next().value as string);
 }
 
 /** Forget the cached index of `real` (its file changed in a way an append cannot follow). */
@@ -66,7 +60,7 @@ export function forgetIndex(real: string): void {
 
 /** The sessions with a cached index, least recently used first (tests and diagnostics). */
 export function cachedIndexPaths(): string[] {
-  return [...indexCache.keys()];
+  return indexCache.keys();
 }
 
 /**
