@@ -106,7 +106,7 @@ for (const section of args.only) {
       }
     } else if (section === "overhead") {
       log("overhead: interleaved direct / runCodexTurn / runCodexTurn+window");
-      const o = await runOverhead({ turns: args.quick ? 10 : 60, warmup: 3, log });
+      const o = await runOverhead({ turns: args.quick ? 10 : 200, warmup: 3, log });
       results.overhead = o;
       console.log(formatOverhead(o));
       for (const t of [overheadTarget(o), endToEndTarget(o)]) {
