@@ -183,7 +183,7 @@ export class CodexAppServer {
       reattach: (threadId) => this.threads.reattach(threadId),
     });
     const policy = this.releasePolicy();
-    if (policy.idleMs > 0 || policy.maxLoaded > 0) {
+    if (policy.idleMs > 0 || policy.maxLoaded > 0 || opts.maxRememberedThreads > 0) {
       const every = Math.min(15_000, Math.max(50, Math.floor((policy.idleMs > 0 ? Math.min(policy.idleMs, policy.graceMs) : policy.graceMs) / 2)));
       this.releaseTimer = setInterval(() => this.releaseIdleThreads(), every);
       this.releaseTimer.unref();
@@ -197,8 +197,9 @@ export class CodexAppServer {
 
   /**
    * Release the threads `releaseIdleThreadsAfterMs` and `maxLoadedThreads` pick (never one with a running turn or
-   * compaction), with the sub-agent threads below them that run no turn; runs on a timer, and may be called at any
-   * time. Returns the released threads' ids (not their sub-agents').
+   * compaction), with the sub-agent threads below them that run no turn, and forget the least recently used threads
+   * Codex no longer holds beyond `maxRememberedThreads`; runs on a timer, and may be called at any time. Returns the
+   * released threads' ids (not their sub-agents').
    *
    * @example
    * ```ts
@@ -206,7 +207,10 @@ export class CodexAppServer {
    * ```
    */
   releaseIdleThreads(): string[] {
-    if (this.closedPromise || !this.supervisor.proc?.alive) return [];
+    if (this.closedPromise) return [];
+    // Threads Codex no longer holds stay remembered (for a re-attach) up to maxRememberedThreads.
+    this.threads.forgetUnloaded(this.opts.maxRememberedThreads);
+    if (!this.supervisor.proc?.alive) return [];
     const released = this.threads.releaseIdle(this.releasePolicy(), (threadId) => this.turns.active(threadId) !== undefined || this.compactions.running(threadId));
     // Codex keeps a sub-agent's thread loaded after its parent goes: the idle ones go with it.
     for (const threadId of released) for (const child of this.turns.idleSubAgentsOf(threadId)) this.threads.releaseSubAgent(child);

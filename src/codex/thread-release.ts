@@ -1,6 +1,7 @@
 /**
- * Which loaded threads a client releases (`thread/unsubscribe`), so one long-running app-server serving many sessions
- * does not keep every thread it ever touched in memory.
+ * Which loaded threads a client releases (`thread/unsubscribe`), and which of the threads it no longer holds it forgets,
+ * so one long-running app-server serving many sessions does not keep every thread it ever touched in memory (nor this
+ * client a record of each).
  *
  * Observed with codex 0.169: a loaded thread stays in the app-server's memory until its last subscriber unsubscribes
  * (about 1 MiB of RSS per short thread; 150 threads of two turns took the process from 139 to 299 MiB, with or without
@@ -55,4 +56,33 @@ export function threadsToRelease(threads: readonly LoadedThread[], nowMs: number
     }
   }
   return [...released];
+}
+
+/** A thread the client remembers but does not hold loaded (released, unloaded by Codex, or loaded by an exited process). */
+export interface RememberedThread {
+  threadId: string;
+  /** When a thread operation or turn last used it (ms, any monotonic clock). */
+  lastUsedMs: number;
+  /**
+   * Released by this client in the running app-server and not reported closed yet: Codex may still hold it, and a turn
+   * started on it without a resume would get no notifications (the client unsubscribed). Never forgotten.
+   */
+  mayStillBeLoaded: boolean;
+}
+
+/**
+ * The remembered threads to forget now: while more than `maxRemembered` are remembered, the least recently used ones
+ * Codex no longer holds. A forgotten thread is resumed like any thread this client never saw (`resumeThread`); what
+ * the client kept of it (its settings, with the developer instructions it was last given, and its tool handlers) can
+ * then be collected. `maxRemembered` 0: no limit.
+ *
+ * @example
+ * ```ts
+ * threadsToForget([{ threadId: "a", lastUsedMs: 1, mayStillBeLoaded: false }, { threadId: "b", lastUsedMs: 2, mayStillBeLoaded: false }], 1); // ["a"]
+ * ```
+ */
+export function threadsToForget(threads: readonly RememberedThread[], maxRemembered: number): string[] {
+  if (maxRemembered <= 0 || threads.length <= maxRemembered) return [];
+  const oldestFirst = threads.filter((t) => !t.mayStillBeLoaded).sort((a, b) => a.lastUsedMs - b.lastUsedMs);
+  return oldestFirst.slice(0, threads.length - maxRemembered).map((t) => t.threadId);
 }

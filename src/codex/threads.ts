@@ -1,7 +1,7 @@
 /**
  * Thread operations of one client: start, resume (re-sending every setting), reuse of a thread already loaded with
- * the same settings, re-attach after a process restart, release of idle threads (`thread-release.ts`), and the dynamic
- * tool handlers of each thread.
+ * the same settings, re-attach after a process restart, release of idle threads and forgetting of long-unloaded ones
+ * (`thread-release.ts`), and the dynamic tool handlers of each thread.
  */
 import type { Logger } from "pino";
 import { canonicalJson } from "../projection/render.js";
@@ -10,7 +10,7 @@ import { CodexAppServerError, invalidArgument } from "./errors.js";
 import { resumeThreadSchema, startThreadSchema, toolListSchema, type ResumeThreadOptions, type StartThreadOptions, type ThreadSettings } from "./options.js";
 import { threadResultSchema } from "./schemas.js";
 import { defined, threadResumeParams, threadSettingsOf, threadStartParams } from "./thread-params.js";
-import { threadsToRelease, type ThreadReleasePolicy } from "./thread-release.js";
+import { threadsToForget, threadsToRelease, type ThreadReleasePolicy } from "./thread-release.js";
 
 /** What Codex told us about a thread. */
 export interface ThreadInfo {
@@ -32,6 +32,8 @@ export interface ThreadState {
   tools: Map<string, DynamicToolSpec>;
   /** The handlers in `tools` go when the thread is released or unloaded (`dropToolsOnRelease`). */
   dropToolsOnRelease?: boolean | undefined;
+  /** The generation this client released it in, until Codex reports it closed (Codex may hold it till then). */
+  releasedIn?: number | undefined;
   settings: ThreadSettings;
   model?: string | undefined;
   modelProvider?: string | undefined;
@@ -92,7 +94,10 @@ export class ThreadRegistry {
 
   private release(threadId: string, generation: number): void {
     const state = this.threads.get(threadId);
-    if (state) this.unload(state);
+    if (state) {
+      this.unload(state);
+      state.releasedIn = generation;
+    }
     const done = this.deps
       .rpcRequest("thread/unsubscribe", { threadId })
       .then(
@@ -191,7 +196,25 @@ export class ThreadRegistry {
   /** Codex unloaded the thread (`thread/closed`): the next resume must really resume (see `unload` for its handlers). */
   markUnloaded(threadId: string, generation: number): void {
     const state = this.threads.get(threadId);
-    if (state && state.generation === generation) this.unload(state);
+    if (!state) return;
+    if (state.generation === generation) this.unload(state);
+    // Closed after this client released it: Codex no longer holds it (it may be forgotten now).
+    if (state.releasedIn === generation) state.releasedIn = undefined;
+  }
+
+  /**
+   * Forget the least recently used threads this client remembers but does not hold loaded, beyond `maxRemembered`
+   * (see `threadsToForget`). Returns their ids.
+   */
+  forgetUnloaded(maxRemembered: number): string[] {
+    const current = this.deps.generation();
+    const remembered = [...this.threads]
+      .filter(([, s]) => s.generation !== current && s.generation !== -1)
+      .map(([threadId, s]) => ({ threadId, lastUsedMs: s.lastUsedMs, mayStillBeLoaded: s.releasedIn === current }));
+    const ids = threadsToForget(remembered, maxRemembered);
+    for (const threadId of ids) this.threads.delete(threadId);
+    if (ids.length > 0) this.deps.logger.info({ event: "codex.thread.forgotten", count: ids.length, remembered: remembered.length - ids.length }, "settings of unloaded threads forgotten");
+    return ids;
   }
 
   /** Not loaded any more: the next use resumes it; handlers given with `dropToolsOnRelease` are let go. */

@@ -157,6 +157,7 @@ describe("CodexAppServer against a scripted fake app-server process", () => {
       message: expect.stringContaining("releaseIdleThreadsAfterMs"),
     });
     await expect(CodexAppServer.spawn({ maxLoadedThreads: 1.5 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("maxLoadedThreads") });
+    await expect(CodexAppServer.spawn({ maxRememberedThreads: -1 })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("maxRememberedThreads") });
     const server = await spawnFake("normal");
     await expect(server.startTurn({ threadId: "t", text: "" })).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("text") });
     await expect(

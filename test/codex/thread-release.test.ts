@@ -4,7 +4,7 @@
  */
 import pino from "pino";
 import { describe, expect, it } from "vitest";
-import { releaseGraceMs, threadsToRelease, type LoadedThread } from "../../src/codex/thread-release.js";
+import { releaseGraceMs, threadsToForget, threadsToRelease, type LoadedThread, type RememberedThread } from "../../src/codex/thread-release.js";
 import { ThreadRegistry } from "../../src/codex/threads.js";
 
 const t = (threadId: string, lastUsedMs: number, busy = false): LoadedThread => ({ threadId, lastUsedMs, busy });
@@ -43,6 +43,28 @@ describe("threadsToRelease", () => {
     expect(releaseGraceMs(600_000)).toBe(30_000);
     expect(releaseGraceMs(200)).toBe(200);
     expect(releaseGraceMs(0)).toBe(30_000);
+  });
+});
+
+describe("threadsToForget", () => {
+  const r = (threadId: string, lastUsedMs: number, mayStillBeLoaded = false): RememberedThread => ({ threadId, lastUsedMs, mayStillBeLoaded });
+
+  it("beyond maxRemembered, forgets the least recently used, oldest first", () => {
+    const threads = [r("c", 30), r("a", 10), r("d", 40), r("b", 20)];
+    expect(threadsToForget(threads, 2)).toEqual(["a", "b"]);
+    expect(threadsToForget(threads, 3)).toEqual(["a"]);
+    expect(threadsToForget(threads, 4)).toEqual([]);
+  });
+
+  it("never forgets a thread Codex may still hold; it counts towards the limit", () => {
+    const threads = [r("released-just-now", 5, true), r("a", 10), r("b", 20)];
+    // Three remembered, at most one: two must go, and the one Codex may hold is not among them.
+    expect(threadsToForget(threads, 1)).toEqual(["a", "b"]);
+    expect(threadsToForget([r("x", 1, true), r("y", 2, true)], 1)).toEqual([]);
+  });
+
+  it("maxRemembered 0 forgets nothing", () => {
+    expect(threadsToForget([r("a", 1), r("b", 2)], 0)).toEqual([]);
   });
 });
 
@@ -173,5 +195,80 @@ describe("ThreadRegistry.releaseIdle", () => {
       expect(handlerNames(reg, a)).toEqual([]);
       expect(reg.get(a)?.generation).toBe(-2);
     });
+  });
+});
+
+describe("ThreadRegistry.forgetUnloaded", () => {
+  function registry() {
+    const calls: Array<{ method: string; params: { threadId?: string } }> = [];
+    const gen = { current: 1 };
+    let n = 0;
+    const reg = new ThreadRegistry({
+      logger: pino({ level: "silent" }),
+      generation: () => gen.current,
+      defaultCwd: () => "/tmp",
+      ensureAlive: async () => undefined,
+      rpcRequest: async (method, params) => {
+        calls.push({ method, params: params as { threadId?: string } });
+        if (method === "thread/unsubscribe") return { status: "unsubscribed" };
+        const threadId = method === "thread/start" ? `thr-${++n}` : (params as { threadId: string }).threadId;
+        return { thread: { id: threadId }, model: "m", modelProvider: "p" };
+      },
+    });
+    return { reg, calls, gen };
+  }
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** Threads started one after another, so each was used later than the one before. */
+  async function startMany(reg: ThreadRegistry, names: string[]): Promise<string[]> {
+    const ids: string[] = [];
+    for (const name of names) {
+      ids.push((await reg.start({ cwd: "/tmp", developerInstructions: `DEV-${name}` })).threadId);
+      await sleep(2);
+    }
+    return ids;
+  }
+
+  it("forgets the least recently used released threads beyond the limit, once Codex closed them", async () => {
+    const { reg, calls } = registry();
+    const [a, b, c] = await startMany(reg, ["A", "B", "C"]);
+    reg.releaseIdle({ idleMs: 1, maxLoaded: 0, graceMs: 1 }, () => false);
+    // Released, not closed yet: Codex may still hold them (a turn there would get no notifications), so all stay.
+    expect(reg.forgetUnloaded(1)).toEqual([]);
+    for (const id of [a, b, c]) reg.markUnloaded(id!, 1);
+    expect(reg.forgetUnloaded(1)).toEqual([a, b]);
+    expect(reg.get(a!)).toBeUndefined();
+    expect(reg.get(b!)).toBeUndefined();
+    // The one kept still re-attaches with the settings it had; a forgotten one is not resumed behind the host's back.
+    await reg.reattach(c!);
+    expect(calls.at(-1)?.method).toBe("thread/resume");
+    expect(JSON.stringify(calls.at(-1)?.params)).toContain("DEV-C");
+    const before = calls.length;
+    await reg.reattach(a!);
+    expect(calls.length).toBe(before);
+  });
+
+  it("threads loaded by an exited app-server process go first; loaded and handlers-only ones are never forgotten", async () => {
+    const { reg, gen } = registry();
+    const [a, b] = await startMany(reg, ["A", "B"]);
+    reg.releaseIdle({ idleMs: 1, maxLoaded: 0, graceMs: 1 }, () => false); // released in process 1, never closed
+    reg.setTools("host-thread", [{ name: "t", description: "t", inputSchema: { type: "object" }, handler: () => "t" }]);
+    gen.current = 2; // the app-server process restarted: it holds none of them
+    const [c] = await startMany(reg, ["C"]);
+    expect(reg.forgetUnloaded(1)).toEqual([a]);
+    expect(reg.forgetUnloaded(0)).toEqual([]);
+    expect(reg.get(b!)).toBeDefined();
+    expect(reg.get(c!)?.generation).toBe(2);
+    expect(reg.get("host-thread")?.generation).toBe(-1);
+  });
+
+  it("a thread Codex closed on its own (never released) may be forgotten too", async () => {
+    const { reg } = registry();
+    const [a, b, c] = await startMany(reg, ["A", "B", "C"]);
+    reg.markUnloaded(a!, 1);
+    reg.markUnloaded(b!, 1);
+    // Two remembered (c is loaded and does not count), at most one: the older goes.
+    expect(reg.forgetUnloaded(1)).toEqual([a]);
+    expect(reg.get(b!)?.generation).toBe(-2);
+    expect(reg.get(c!)?.generation).toBe(1);
   });
 });
