@@ -180,7 +180,8 @@ export class CodexAppServer {
       rpcRequest,
       ensureAlive: () => this.ensureAlive(),
       turnRunning: (threadId) => this.turns.active(threadId) !== undefined,
-      reattach: (threadId) => this.threads.reattach(threadId),
+      loadForCompaction: (threadId) => this.threads.loadForCompaction(threadId),
+      releaseUnrecorded: (threadId) => this.threads.releaseUnrecorded(threadId),
     });
     const policy = this.releasePolicy();
     if (policy.idleMs > 0 || policy.maxLoaded > 0 || opts.maxRememberedThreads > 0) {
@@ -517,7 +518,9 @@ export class CodexAppServer {
 
   /**
    * Run native manual compaction (`thread/compact/start`) and wait, bounded, for its `contextCompaction` item and
-   * the end of the compaction turn.
+   * the end of the compaction turn. A thread this client does not know (the host restarted, a forgotten one) is
+   * resumed for it with no overrides, so Codex loads it with the settings it keeps, and released after it; one Codex
+   * cannot load resolves `{ ok: false, reason }`.
    *
    * @example
    * ```ts

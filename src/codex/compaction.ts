@@ -36,7 +36,10 @@ export interface CompactionDeps {
   rpcRequest(method: "thread/compact/start", params: unknown): Promise<unknown>;
   ensureAlive(): Promise<void>;
   turnRunning(threadId: string): boolean;
-  reattach(threadId: string): Promise<void>;
+  /** Make sure Codex holds the thread; true when it was resumed only for this compaction (see `ThreadRegistry`). */
+  loadForCompaction(threadId: string): Promise<boolean>;
+  /** Release a thread resumed only for a compaction, once it is done. */
+  releaseUnrecorded(threadId: string): void;
 }
 
 const compactOptionsSchema = z.object({ threadId: z.string().min(1), timeoutMs: timeoutMsSchema.default(60_000) }).strict();
@@ -72,7 +75,15 @@ export class CompactionRunner {
     await this.deps.ensureAlive();
     if (this.deps.turnRunning(threadId)) return { ok: false, reason: "a turn is running on this thread", threadId };
     await this.idle(threadId);
-    await this.deps.reattach(threadId);
+    let loadedForThis: boolean;
+    try {
+      loadedForThis = await this.deps.loadForCompaction(threadId);
+    } catch (err) {
+      // A thread Codex will not load (no rollout in this CODEX_HOME): nothing to compact, as when it refuses the
+      // compaction itself. Anything else (the process died, the client closed) still throws.
+      if (err instanceof CodexAppServerError && err.code === "RPC_ERROR") return { ok: false, reason: err.rpcMessage ?? err.message, threadId };
+      throw err;
+    }
     const watch: CompactionWatch = { threadId, itemCompleted: false, done: deferred() };
     this.watches.set(threadId, watch);
     try {
@@ -80,6 +91,7 @@ export class CompactionRunner {
     } finally {
       if (this.watches.get(threadId) === watch) this.watches.delete(threadId);
       watch.done.resolve({ status: "abandoned" });
+      if (loadedForThis) this.deps.releaseUnrecorded(threadId);
     }
   }
 

@@ -113,7 +113,7 @@ export const spawnOptionsSchema = z
     /**
      * At most this many threads this client does not hold loaded (released, unloaded by Codex, or loaded by an
      * app-server process that has since exited) are remembered: their settings, with the developer instructions they
-     * were last given, and their tool handlers, so that `startTurn` or `compactThread` on one resumes it by itself.
+     * were last given, and their tool handlers, so that `startTurn` on one resumes it by itself.
      * Beyond it the least recently used are forgotten, and what they held can be collected; a released thread Codex may
      * still hold is never forgotten. A forgotten thread is resumed with `resumeThread()` (as `runCodexTurn` always
      * does); a turn started on it without that is refused by Codex (`TURN_START_REJECTED`). 0: no limit. Default 1000.

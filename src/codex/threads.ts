@@ -226,6 +226,31 @@ export class ThreadRegistry {
     }
   }
 
+  /**
+   * Load a thread for a native compaction. One this client knows is re-attached (`reattach`). One it does not know
+   * (the host restarted, a CLI run, a forgotten thread) is resumed with no overrides, so Codex loads it from its
+   * rollout with the settings it keeps; it is not recorded here (no turn should run on it with settings the host did
+   * not give), so the caller releases it after the compaction (`releaseUnrecorded`). Returns whether it was resumed
+   * that way.
+   */
+  async loadForCompaction(threadId: string): Promise<boolean> {
+    if (this.threads.has(threadId)) {
+      await this.reattach(threadId);
+      return false;
+    }
+    await this.releasing.get(threadId);
+    const res = threadResultSchema.safeParse(await this.deps.rpcRequest("thread/resume", { threadId, excludeTurns: true }));
+    if (!res.success) throw new CodexAppServerError("INVALID_RESPONSE", "thread/resume returned no thread", { method: "thread/resume" });
+    this.deps.logger.info({ event: "codex.thread.resumedForCompaction", threadId }, "thread resumed (no overrides) for a compaction");
+    return true;
+  }
+
+  /** Release a thread loaded without a record here (see `loadForCompaction`), unless something has recorded it since. */
+  releaseUnrecorded(threadId: string): void {
+    if (this.threads.has(threadId) || this.releasing.has(threadId)) return;
+    this.release(threadId, this.deps.generation());
+  }
+
   /** A thread this client knows but whose process died must be resumed in the new process first. */
   async reattach(threadId: string): Promise<void> {
     const state = this.threads.get(threadId);

@@ -271,4 +271,22 @@ describe("ThreadRegistry.forgetUnloaded", () => {
     expect(reg.get(b!)?.generation).toBe(-2);
     expect(reg.get(c!)?.generation).toBe(1);
   });
+  it("a compaction of a thread it does not know resumes it with no overrides and records nothing; the caller releases it", async () => {
+    const { reg, calls } = registry();
+    expect(await reg.loadForCompaction("elsewhere")).toBe(true);
+    // Only the thread id: Codex loads it with the settings it keeps, none of a host's that this client does not have.
+    expect(calls.at(-1)).toEqual({ method: "thread/resume", params: { threadId: "elsewhere", excludeTurns: true } });
+    expect(reg.get("elsewhere")).toBeUndefined();
+    reg.releaseUnrecorded("elsewhere");
+    await sleep(0);
+    expect(calls.filter((c) => c.method === "thread/unsubscribe").map((c) => c.params.threadId)).toEqual(["elsewhere"]);
+    // A thread it knows is re-attached as for a turn, with its settings, and stays recorded (not released after).
+    const [a] = await startMany(reg, ["A"]);
+    reg.markUnloaded(a!, 1);
+    expect(await reg.loadForCompaction(a!)).toBe(false);
+    expect(JSON.stringify(calls.at(-1))).toContain("DEV-A");
+    reg.releaseUnrecorded(a!);
+    await sleep(0);
+    expect(calls.filter((c) => c.method === "thread/unsubscribe")).toHaveLength(1);
+  });
 });

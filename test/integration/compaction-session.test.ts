@@ -5,6 +5,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import pino from "pino";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { compactCodexSession } from "../../src/compaction/session.js";
 import { createWindowEngine } from "../../src/context-engine/engines/index.js";
@@ -16,6 +17,7 @@ import type { CompactionHookEvent } from "../../src/hooks/types.js";
 import { mirrorTurnToTranscript } from "../../src/transcript/mirror.js";
 import { runCodexTurn } from "../../src/turn.js";
 import { inputMessageTexts, startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
+import { waitFor } from "../codex/helpers.js";
 
 let env: OfflineCodex;
 let dir: string;
@@ -162,6 +164,55 @@ describe("compactCodexSession against the real codex app-server", () => {
     expect(r.threadId).toBe(binding.threadId);
     const last = env.fake.requests[env.fake.requests.length - 1]!;
     expect(inputMessageTexts(last.body, "user").some((t) => t.includes("FAKE-SUMMARY"))).toBe(true);
+  });
+
+  it("in an app-server process that never loaded the thread (a restarted host, a CLI compact run): resumed for the native round, released after it", async () => {
+    const home = await mkdtemp(path.join(os.tmpdir(), "ctm-compaction-home-"));
+    const logged: Array<{ event?: string; threadId?: string }> = [];
+    const logger = pino({ level: "info" }, { write: (line: string) => void logged.push(JSON.parse(line) as { event?: string; threadId?: string }) });
+    const spawn = () => startOfflineCodex({ fake: env.fake, offline: { lean: true }, codex: { codexHome: home, logger } });
+    const sessionId = `cs-${++counter}`;
+    const sessionFile = path.join(dir, `${sessionId}.jsonl`);
+    const engine = createWindowEngine({ ownsCompaction: false });
+    try {
+      const first = await spawn();
+      let threadId: string;
+      try {
+        for (const i of [0, 1]) {
+          env.fake.enqueue({ text: `answer ${i} of ${sessionId}` });
+          const r = await runCodexTurn({ appServer: first.codex, sessionId, sessionFile, prompt: `prompt ${i} of ${sessionId}`, contextEngine: engine, contextTokenBudget: 16_000 });
+          expect(r.status).toBe("completed");
+        }
+        threadId = (await readThreadBinding(sessionFile))!.threadId;
+      } finally {
+        // One writer per thread: the first process lets go of it, as a host that restarts or a CLI run that ends.
+        await first.dispose();
+      }
+      const second = await spawn();
+      try {
+        const before = env.fake.requests.length;
+        const out = await compactCodexSession({ appServer: second.codex, sessionId, sessionFile, contextEngine: engine, contextTokenBudget: 16_000, trigger: "manual", nativeTimeoutMs: 15_000 });
+        expect(out).toMatchObject({ ok: true, compacted: true, primary: "native", native: { ok: true, threadId } });
+        expect(env.fake.requests.slice(before).map((r) => r.requestKind)).toEqual(["compaction"]);
+        // Resumed with no overrides only for the compaction, and released after it: the client keeps no record of the
+        // thread, so a turn must resume it with the host's settings.
+        const events = (name: string) => logged.filter((l) => l.event === name && l.threadId === threadId).length;
+        expect(events("codex.thread.resumedForCompaction")).toBe(1);
+        await waitFor(() => events("codex.thread.released") === 1, 5_000, "the thread's release after the compaction");
+
+        // The next turn resumes it with the host's settings; Codex replays the summary instead of the old turns.
+        env.fake.enqueue({ text: "after compaction" });
+        const r = await runCodexTurn({ appServer: second.codex, sessionId, sessionFile, prompt: "after the compaction", contextEngine: engine, contextTokenBudget: 16_000 });
+        expect(r.status).toBe("completed");
+        expect(r.threadId).toBe(threadId);
+        const last = env.fake.requests[env.fake.requests.length - 1]!;
+        expect(inputMessageTexts(last.body, "user").some((t) => t.includes("FAKE-SUMMARY"))).toBe(true);
+      } finally {
+        await second.dispose();
+      }
+    } finally {
+      await rm(home, { recursive: true, force: true });
+    }
   });
 
   it("an engine's compaction is written to the transcript: readSessionHistory and pi's SessionManager see the compacted session", async () => {
