@@ -214,7 +214,7 @@ export class CodexAppServer {
     if (!this.supervisor.proc?.alive) return [];
     const released = this.threads.releaseIdle(this.releasePolicy(), (threadId) => this.turns.active(threadId) !== undefined || this.compactions.running(threadId));
     // Codex keeps a sub-agent's thread loaded after its parent goes: the idle ones go with it.
-    for (const threadId of released) for (const child of this.turns.idleSubAgentsOf(threadId)) this.threads.releaseSubAgent(child);
+    for (const threadId of released) for (const child of this.turns.idleSubAgentsOf(threadId)) this.threads.releaseUnrecorded(child);
     return released;
   }
 

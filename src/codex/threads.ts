@@ -86,12 +86,6 @@ export class ThreadRegistry {
     return ids;
   }
 
-  /** Release a sub-agent's thread (Codex loaded it for a thread of ours; this client never started it). */
-  releaseSubAgent(threadId: string): void {
-    if (this.releasing.has(threadId)) return;
-    this.release(threadId, this.deps.generation());
-  }
-
   private release(threadId: string, generation: number): void {
     const state = this.threads.get(threadId);
     if (state) {
@@ -245,7 +239,10 @@ export class ThreadRegistry {
     return true;
   }
 
-  /** Release a thread loaded without a record here (see `loadForCompaction`), unless something has recorded it since. */
+  /**
+   * Release a thread Codex holds without a record here: a sub-agent's (Codex loaded it for a thread of ours) or one
+   * resumed only for a compaction (`loadForCompaction`). Not one recorded since (a turn resumed it), nor twice.
+   */
   releaseUnrecorded(threadId: string): void {
     if (this.threads.has(threadId) || this.releasing.has(threadId)) return;
     this.release(threadId, this.deps.generation());

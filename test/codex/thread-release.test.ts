@@ -128,13 +128,13 @@ describe("ThreadRegistry.releaseIdle", () => {
   it("a sub-agent's thread (never started by this client) is released once, however often it is asked", async () => {
     const { reg, calls, hold, answer } = registry();
     hold();
-    reg.releaseSubAgent("child-thread");
-    reg.releaseSubAgent("child-thread");
+    reg.releaseUnrecorded("child-thread");
+    reg.releaseUnrecorded("child-thread");
     await sleep(5);
     expect(calls.filter((c) => c.method === "thread/unsubscribe").map((c) => c.params.threadId)).toEqual(["child-thread"]);
     answer();
     await sleep(5);
-    reg.releaseSubAgent("child-thread");
+    reg.releaseUnrecorded("child-thread");
     await sleep(5);
     expect(calls.filter((c) => c.method === "thread/unsubscribe")).toHaveLength(2);
   });
