@@ -362,6 +362,8 @@ export class TurnProjector {
   private readonly assistantOfGroup = new Map<number, AssistantMessage>();
   /** Tool calls started and not ended, with the response (and the position in it) they started in. */
   private readonly unfinishedTools = new Map<string, { groupId: number; partIndex: number; at: number }>();
+  /** Per flushed response: the start positions of the calls put into it after it was flushed (see addLateToolCall). */
+  private readonly lateCalls = new Map<number, number[]>();
   /** The turn's model reroute, once Codex reported one. */
   private reroute: ModelReroute | undefined;
   private promptTimestamp: number | undefined;
@@ -583,6 +585,7 @@ export class TurnProjector {
   private onItemCompleted(raw: ParsedThreadItem, at: number | undefined): CodexTurnEvent[] {
     const base = { threadId: this.opts.threadId, turnId: this.opts.turnId };
     const item = this.remember(this.project(raw, true));
+    const started = this.unfinishedTools.get(item.id);
     this.unfinishedTools.delete(item.id);
     const events: CodexTurnEvent[] = [{ type: "itemCompleted", ...base, item }];
     const t = this.ts(raw.completedAtMs ?? at);
@@ -630,10 +633,14 @@ export class TurnProjector {
         events.push({ type: "compactionCompleted", ...base, compaction: this.compactionRecord(item.id, true) });
         break;
       }
-      default:
-        // Dynamic and native tool calls (TOOL_KINDS).
-        if (TOOL_KINDS.has(item.kind)) this.addToolCall(item, t);
+      default: {
+        // Dynamic and native tool calls (TOOL_KINDS). A call whose response was already recorded goes back into it.
+        if (!TOOL_KINDS.has(item.kind)) break;
+        const response = started && started.groupId !== this.group?.id ? this.assistantOfGroup.get(started.groupId) : undefined;
+        if (response && started) this.addLateToolCall(item, t, response, started);
+        else this.addToolCall(item, t);
         break;
+      }
     }
     return events;
   }
@@ -653,6 +660,45 @@ export class TurnProjector {
       isError: view.isError,
       timestamp: t,
     });
+  }
+
+  /**
+   * A call that ends after its response was recorded (Codex 0.169 can report a command's end after the usage that closes
+   * the response, even after the next response's items began): the call goes into that response, at the place it
+   * started at, and its result after that response's results, as if it had ended in time.
+   */
+  private addLateToolCall(item: ProjectedItem, t: number, response: AssistantMessage, started: { groupId: number; partIndex: number }): void {
+    const view = toolCallView(item, this.opts.toolOutputCapChars ?? DEFAULT_TOOL_OUTPUT_CAP_CHARS);
+    if (!view) return;
+    response.content.splice(this.placeInResponse(started, response.content.length), 0, { type: "toolCall", id: view.toolCallId, name: view.toolName, arguments: view.arguments });
+    // As for a call that ends in time: the response's time is that of its last part to end.
+    response.timestamp = Math.max(response.timestamp, t);
+    const late = this.lateCalls.get(started.groupId) ?? [];
+    late.push(started.partIndex);
+    this.lateCalls.set(started.groupId, late);
+    let end = this.messages.indexOf(response) + 1;
+    while (end < this.messages.length && this.messages[end]!.role === "toolResult") end++;
+    this.messages.splice(end, 0, {
+      role: "toolResult",
+      toolCallId: view.toolCallId,
+      toolName: view.toolName,
+      content: view.resultParts,
+      isError: view.isError,
+      timestamp: t,
+    } satisfies ToolResultMessage);
+  }
+
+  /** Where a call that started at `partIndex` of its response goes now: after the calls put there before it. */
+  private placeInResponse(started: { groupId: number; partIndex: number }, length: number): number {
+    const before = (this.lateCalls.get(started.groupId) ?? []).filter((i) => i <= started.partIndex).length;
+    return Math.min(started.partIndex + before, length);
+  }
+
+  /** Tool calls started in this response and not ended. */
+  private runningToolsIn(groupId: number): number {
+    let n = 0;
+    for (const start of this.unfinishedTools.values()) if (start.groupId === groupId) n++;
+    return n;
   }
 
   /** A plan message follows the response that made it (after that response's tool results). */
@@ -690,10 +736,14 @@ export class TurnProjector {
     // Usage arrives after each model response: attribute it to that response's assistant message. Updates inside a
     // compaction describe the compaction request or the new history estimate, not a response.
     if (this.compactionsInProgress.size === 0 && (tu.last.inputTokens > 0 || tu.last.outputTokens > 0)) {
-      if (this.group && this.group.parts.length > 0 && !this.group.usage) {
-        this.group.usage = usageOf(tu.last);
-        // The response is complete; with tool results or a plan update after it, what follows is a new response.
-        if (this.group.results.length > 0 || this.group.after.length > 0) this.flushGroup("stop");
+      const g = this.group;
+      const running = g ? this.runningToolsIn(g.id) : 0;
+      if (g && (g.parts.length > 0 || running > 0) && !g.usage) {
+        g.usage = usageOf(tu.last);
+        // The response is complete; with tool results, a plan update or a call still running (its end reported late,
+        // or never for a command left in the background) what follows is a new response.
+        if (running > 0) this.flushGroup("toolUse");
+        else if (g.results.length > 0 || g.after.length > 0) this.flushGroup("stop");
       } else if (this.lastAssistant && this.lastAssistant.usage === ZERO_USAGE) {
         this.lastAssistant.usage = usageOf(tu.last);
       }
@@ -705,7 +755,8 @@ export class TurnProjector {
     const g = this.group;
     if (!g) return;
     this.group = undefined;
-    if (g.parts.length === 0 && g.results.length === 0) {
+    // A response whose only calls are still running is kept: they go into it when they end, or at finish().
+    if (g.parts.length === 0 && g.results.length === 0 && this.runningToolsIn(g.id) === 0) {
       this.messages.push(...g.after);
       return;
     }
@@ -741,7 +792,7 @@ export class TurnProjector {
       if (!view) continue;
       const anchor = this.assistantOfGroup.get(start.groupId);
       let at = anchor ? flushed.indexOf(anchor) : -1;
-      let partIndex = start.partIndex;
+      let partIndex = this.placeInResponse(start, Number.MAX_SAFE_INTEGER);
       if (at < 0) {
         // Its response recorded nothing else: the call goes to the last response of the turn, at its end.
         at = flushed.findLastIndex((m) => m.role === "assistant");

@@ -326,6 +326,60 @@ describe("TurnProjector on recorded native-tool turns (codex 0.169.0: update_pla
     expect(record.assistantText).toBe("all done");
   });
 
+  // Codex reports a unified-exec command's end from a task of its own that waits for the process to exit, racing the
+  // tool's output going back to the model: the end can come after the usage that closes the response, even after the
+  // next response's items (seen once on a loaded CI machine). The record must not depend on where it lands.
+  it.each([
+    ["after the usage that closes its response", "usage:1153", 0],
+    ["after the next response's call started", "started:call_2_0", 0],
+    ["after the next response ended", "usage:1302", 0],
+    ["after the next response ended (its end first)", "usage:1302", -1],
+  ] as const)("a command whose end is reported late (%s) is recorded as if reported in time", (_label, after, shift) => {
+    const { notifications, threadId, turnId } = load("native-tools-accepted");
+    const key = (n: IncomingNotification): string => {
+      const params = n.params as { item?: { id?: string }; tokenUsage?: { last: { inputTokens: number } } };
+      if (n.method === "thread/tokenUsage/updated") return `usage:${params.tokenUsage!.last.inputTokens}`;
+      return n.method === "item/started" ? `started:${params.item?.id}` : n.method === "item/completed" ? `completed:${params.item?.id}` : n.method;
+    };
+    const late = [...notifications];
+    const [end] = late.splice(late.findIndex((n) => key(n) === "completed:call_1_0"), 1);
+    late.splice(late.findIndex((n) => key(n) === after) + 1 + shift, 0, end!);
+    expect(late.map(key)).not.toEqual(notifications.map(key));
+    const run = (ns: IncomingNotification[]) => {
+      const p = new TurnProjector({ threadId, turnId, originalPrompt: "ORIGINAL PROMPT", model: "fake-model", provider: "fakeresp" });
+      for (const n of ns) p.apply(n);
+      return p.finish();
+    };
+    const inTime = run(notifications);
+    expect(run(late).messagesSnapshot).toEqual(inTime.messagesSnapshot);
+  });
+
+  it("two commands of one response whose ends come late go back into it in the order they ended, each result before the next response", () => {
+    const { notifications, threadId, turnId } = load("native-tools-accepted");
+    const keyOf = (n: IncomingNotification) => (n.params as { item?: { id?: string } }).item?.id;
+    const command = notifications.find((n) => n.method === "item/completed" && keyOf(n) === "call_1_0")!;
+    const started = notifications.find((n) => n.method === "item/started" && keyOf(n) === "call_1_0")!;
+    const withId = (n: IncomingNotification, id: string): IncomingNotification => {
+      const params = n.params as { item: Record<string, unknown> };
+      return { ...n, params: { ...params, item: { ...params.item, id } } } as IncomingNotification;
+    };
+    // call_1_0 and call_1_1 start in the first response; both ends arrive after the fileChange started, call_1_1's first.
+    const ns = notifications.filter((n) => n !== command);
+    ns.splice(ns.indexOf(started) + 1, 0, withId(started, "call_1_1"));
+    const patchStart = ns.findIndex((n) => n.method === "item/started" && keyOf(n) === "call_2_0");
+    ns.splice(patchStart + 1, 0, withId(command, "call_1_1"), command);
+    const p = new TurnProjector({ threadId, turnId, originalPrompt: "P", model: "m", provider: "p" });
+    for (const n of ns) p.apply(n);
+    const shape = p.finish().messagesSnapshot.map((m) =>
+      m.role === "assistant"
+        ? (m.content as Array<{ type: string; id?: string }>).map((c) => c.id ?? c.type).join(",")
+        : m.role === "toolResult"
+          ? `result:${(m as { toolCallId: string }).toolCallId}`
+          : m.role,
+    );
+    expect(shape).toEqual(["user", "custom", "text,call_1_1,call_1_0", "result:call_1_1", "result:call_1_0", "call_2_0", "result:call_2_0", "text,ws_3_0", "result:ws_3_0"]);
+  });
+
   it("emits itemStarted/itemCompleted with typed native items and a planUpdated event", () => {
     const { events, record } = project("native-tools-accepted");
     const started = events.filter((e) => e.type === "itemStarted").map((e) => (e as { item: ProjectedItem }).item.kind);
@@ -592,6 +646,29 @@ describe("TurnProjector: a tool call still running when the turn ends", () => {
     expect(record.messagesSnapshot[1]).toMatchObject({ stopReason: "stop" });
     // finish() is idempotent: the insertion works on copies.
     expect(p.finish().messagesSnapshot).toEqual(record.messagesSnapshot);
+  });
+
+  it("with Codex's usage reports: the response that left it running is its own message, the answer after it the next", () => {
+    const usage = (input: number) =>
+      n("thread/tokenUsage/updated", {
+        turnId,
+        tokenUsage: {
+          total: { totalTokens: input + 5, inputTokens: input, cachedInputTokens: 0, outputTokens: 5, reasoningOutputTokens: 0 },
+          last: { totalTokens: input + 5, inputTokens: input, cachedInputTokens: 0, outputTokens: 5, reasoningOutputTokens: 0 },
+          modelContextWindow: null,
+        },
+      });
+    const p = run([n("item/started", { turnId, item: command("call_bg", "npm run dev", 10), startedAtMs: 10 }), usage(100), ...text("msg_1", "The dev server is running.", 20), usage(130)]);
+    const record = p.finish();
+    expect(shape(record.messagesSnapshot)).toEqual([
+      { user: "start the server" },
+      { assistant: ["shell"] },
+      { result: "call_bg", text: UNFINISHED_TOOL_RESULT },
+      { assistant: ["The dev server is running."] },
+    ]);
+    expect(record.messagesSnapshot[1]).toMatchObject({ stopReason: "toolUse", usage: { input: 100 } });
+    expect(record.messagesSnapshot[3]).toMatchObject({ stopReason: "stop", usage: { input: 130 } });
+    expect(record.assistantText).toBe("The dev server is running.");
   });
 
   it("a call that ended is recorded as before; one running in a response before the last goes with that response", () => {

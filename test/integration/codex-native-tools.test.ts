@@ -238,10 +238,14 @@ describe("native tools on the real codex app-server (workspace-write sandbox)", 
     expect(record.codexStatus).toBe("completed");
     // Codex reported the call's start but not its end (nor the output the model got).
     expect(record.items.find((i) => i.id === "call_bg")).toMatchObject({ kind: "commandExecution", completed: false });
-    expect(record.messagesSnapshot.map((m) => m.role)).toEqual(["user", "assistant", "toolResult"]);
-    const [, assistant, result] = record.messagesSnapshot as [AgentMessage, { content: Array<{ type: string; id?: string; text?: string }> }, { toolCallId: string; content: Array<{ text: string }> }];
-    expect(assistant.content.map((p) => p.type)).toEqual(["toolCall", "text"]);
+    // Two responses: the call (its usage closed the response while the command ran), then the answer.
+    expect(record.messagesSnapshot.map((m) => m.role)).toEqual(["user", "assistant", "toolResult", "assistant"]);
+    type Assistant = { content: Array<{ type: string; id?: string; text?: string }>; stopReason: string };
+    const [, assistant, result, answer] = record.messagesSnapshot as [AgentMessage, Assistant, { toolCallId: string; content: Array<{ text: string }> }, Assistant];
+    expect(assistant.content.map((p) => p.type)).toEqual(["toolCall"]);
+    expect(assistant.stopReason).toBe("toolUse");
     expect(assistant.content[0]).toMatchObject({ id: "call_bg", arguments: expect.objectContaining({ command: expect.stringContaining("sleep 3") }) });
+    expect(answer.content).toEqual([{ type: "text", text: "The server runs in the background." }]);
     expect(record.assistantText).toBe("The server runs in the background.");
     expect(result).toMatchObject({ toolCallId: "call_bg", content: [{ type: "text", text: UNFINISHED_TOOL_RESULT }] });
     // pi reads the mirror back as the same messages.
