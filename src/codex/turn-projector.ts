@@ -47,6 +47,7 @@ import type {
   CustomMessage,
   MessagePart,
   MessageUsage,
+  ToolCallPart,
   ToolResultMessage,
   UserMessage,
 } from "../context-engine/types.js";
@@ -313,6 +314,28 @@ export function planText(update: PlanUpdate): string {
   const lines = update.explanation ? [`Plan: ${update.explanation}`] : ["Plan:"];
   for (const s of update.plan) lines.push(`- ${planStepMark(s.status)} ${s.step}`);
   return lines.join("\n");
+}
+
+/** A tool call as its response's toolCall part and the toolResult message after it (`unfinished`: still running). */
+function toolCallMessages(view: ToolCallView, timestamp: number, opts: { unfinished?: boolean } = {}): { call: ToolCallPart; result: ToolResultMessage } {
+  return {
+    call: { type: "toolCall", id: view.toolCallId, name: view.toolName, arguments: view.arguments },
+    result: {
+      role: "toolResult",
+      toolCallId: view.toolCallId,
+      toolName: view.toolName,
+      content: opts.unfinished ? [{ type: "text", text: UNFINISHED_TOOL_RESULT }] : view.resultParts,
+      isError: opts.unfinished ? false : view.isError,
+      timestamp,
+    },
+  };
+}
+
+/** Put `result` after the tool results that follow the assistant message at `at`. */
+function insertAfterResults(messages: AgentMessage[], at: number, result: ToolResultMessage): void {
+  let end = at + 1;
+  while (end < messages.length && messages[end]!.role === "toolResult") end++;
+  messages.splice(end, 0, result);
 }
 
 /** One model response being assembled: its assistant parts, then the messages that follow it. */
@@ -648,18 +671,12 @@ export class TurnProjector {
   private addToolCall(item: ProjectedItem, t: number): void {
     const view = toolCallView(item, this.opts.toolOutputCapChars ?? DEFAULT_TOOL_OUTPUT_CAP_CHARS);
     if (!view) return;
+    const { call, result } = toolCallMessages(view, t);
     const g = this.ensureGroup(t);
-    g.parts.push({ type: "toolCall", id: view.toolCallId, name: view.toolName, arguments: view.arguments });
+    g.parts.push(call);
     g.timestamp = t;
     if (view.awaitsOutput) g.clientTools++;
-    g.results.push({
-      role: "toolResult",
-      toolCallId: view.toolCallId,
-      toolName: view.toolName,
-      content: view.resultParts,
-      isError: view.isError,
-      timestamp: t,
-    });
+    g.results.push(result);
   }
 
   /**
@@ -670,22 +687,14 @@ export class TurnProjector {
   private addLateToolCall(item: ProjectedItem, t: number, response: AssistantMessage, started: { groupId: number; partIndex: number }): void {
     const view = toolCallView(item, this.opts.toolOutputCapChars ?? DEFAULT_TOOL_OUTPUT_CAP_CHARS);
     if (!view) return;
-    response.content.splice(this.placeInResponse(started, response.content.length), 0, { type: "toolCall", id: view.toolCallId, name: view.toolName, arguments: view.arguments });
+    const { call, result } = toolCallMessages(view, t);
+    response.content.splice(this.placeInResponse(started, response.content.length), 0, call);
     // As for a call that ends in time: the response's time is that of its last part to end.
     response.timestamp = Math.max(response.timestamp, t);
     const late = this.lateCalls.get(started.groupId) ?? [];
     late.push(started.partIndex);
     this.lateCalls.set(started.groupId, late);
-    let end = this.messages.indexOf(response) + 1;
-    while (end < this.messages.length && this.messages[end]!.role === "toolResult") end++;
-    this.messages.splice(end, 0, {
-      role: "toolResult",
-      toolCallId: view.toolCallId,
-      toolName: view.toolName,
-      content: view.resultParts,
-      isError: view.isError,
-      timestamp: t,
-    } satisfies ToolResultMessage);
+    insertAfterResults(this.messages, this.messages.indexOf(response), result);
   }
 
   /** Where a call that started at `partIndex` of its response goes now: after the calls put there before it. */
@@ -798,15 +807,7 @@ export class TurnProjector {
         at = flushed.findLastIndex((m) => m.role === "assistant");
         partIndex = Number.MAX_SAFE_INTEGER;
       }
-      const part = { type: "toolCall" as const, id: view.toolCallId, name: view.toolName, arguments: view.arguments };
-      const result: ToolResultMessage = {
-        role: "toolResult",
-        toolCallId: view.toolCallId,
-        toolName: view.toolName,
-        content: [{ type: "text", text: UNFINISHED_TOOL_RESULT }],
-        isError: false,
-        timestamp: start.at,
-      };
+      const { call: part, result } = toolCallMessages(view, start.at, { unfinished: true });
       if (at < 0) {
         snapshot.push({ role: "assistant", content: [part], api: "codex-app-server", provider: this.opts.provider ?? "codex", model: this.opts.model ?? "unknown", usage: ZERO_USAGE, stopReason: "toolUse", timestamp: start.at } satisfies AssistantMessage, result);
         continue;
@@ -814,9 +815,7 @@ export class TurnProjector {
       // Snapshot index: the prompt comes first.
       const message = snapshot[at + 1] as AssistantMessage;
       message.content.splice(Math.min(partIndex, message.content.length), 0, part);
-      let end = at + 2;
-      while (end < snapshot.length && snapshot[end]!.role === "toolResult") end++;
-      snapshot.splice(end, 0, result);
+      insertAfterResults(snapshot, at + 1, result);
     }
   }
 
