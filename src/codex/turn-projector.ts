@@ -317,7 +317,7 @@ export function planText(update: PlanUpdate): string {
 }
 
 /** A tool call as its response's toolCall part and the toolResult message after it (`unfinished`: still running). */
-function toolCallMessages(view: ToolCallView, timestamp: number, opts: { unfinished?: boolean } = {}): { call: ToolCallPart; result: ToolResultMessage } {
+function toolCallMessages(view: ToolCallView, timestamp: number, opts: { unfinished?: boolean | undefined } = {}): { call: ToolCallPart; result: ToolResultMessage } {
   return {
     call: { type: "toolCall", id: view.toolCallId, name: view.toolName, arguments: view.arguments },
     result: {
