@@ -17,7 +17,7 @@ let cachedExpected: string | null | undefined;
  *
  * @example
  * ```ts
- * expectedCodexVersion(); // "0.169.0"
+ * expectedCodexVersion(); // "0.171.0"
  * ```
  */
 export function expectedCodexVersion(): string | undefined {

@@ -1,5 +1,5 @@
 /**
- * Method names of the pinned protocol (codex 0.169.0). The type checks below fail to compile when the generated
+ * Method names of the pinned protocol (codex 0.171.0). The type checks below fail to compile when the generated
  * protocol gains or loses a method, so the list cannot silently drift from `src/codex/protocol`.
  */
 import type { ServerNotification } from "./protocol/ServerNotification.js";
@@ -46,6 +46,7 @@ export const KNOWN_NOTIFICATION_METHODS = [
   "item/plan/delta",
   "command/exec/outputDelta",
   "process/outputDelta",
+  "thread/search/partial",
   "process/exited",
   "item/commandExecution/outputDelta",
   "item/commandExecution/terminalInteraction",
@@ -105,7 +106,6 @@ export const KNOWN_SERVER_REQUEST_METHODS = [
   "item/tool/call",
   "account/chatgptAuthTokens/refresh",
   "attestation/generate",
-  "currentTime/read",
   "applyPatchApproval",
   "execCommandApproval",
 ] as const satisfies ReadonlyArray<ServerRequest["method"]>;

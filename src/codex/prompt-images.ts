@@ -7,9 +7,10 @@
  * path fails before anything is written; Codex still gets it as `localImage`, which tells the model the file's path
  * (Codex wraps it as `<image name=[Image #1] path="...">`), exactly as `codex -i <file>` does.
  *
- * Observed with the pinned Codex (0.169.0): a model whose catalog entry lacks the `image` input modality gets each
- * image replaced by the text "image content omitted because you do not support image input"; an unreadable
- * `localImage` path becomes the text "Codex could not read the local image at ..." (the turn still runs). Both are why
+ * Observed with Codex 0.169.0 and the pinned 0.171.0 (test/integration/prompt-images.test.ts): a model whose catalog
+ * entry lacks the `image` input modality gets each image replaced by the text "image content omitted because you do
+ * not support image input"; an unreadable `localImage` path becomes the text "Codex could not read the local image at
+ * ..." (the turn still runs). Both are why
  * the checks below run before the turn: the second can then never happen silently.
  */
 import fs from "node:fs";

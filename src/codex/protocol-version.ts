@@ -5,7 +5,7 @@
  *
  * @example
  * ```ts
- * CODEX_PROTOCOL_VERSION; // "0.169.0"
+ * CODEX_PROTOCOL_VERSION; // "0.171.0"
  * ```
  */
-export const CODEX_PROTOCOL_VERSION = "0.169.0";
+export const CODEX_PROTOCOL_VERSION = "0.171.0";

@@ -1,7 +1,7 @@
 /**
  * Server -> client requests: dynamic tool calls, approvals (host `onApproval`, then the spawn-level raw
- * `approvalHandler`, then DENY), `request_user_input` (host `onUserInput`, else declined as unsupported),
- * `currentTime/read`; anything else is answered "unsupported". Every request gets exactly one answer.
+ * `approvalHandler`, then DENY), `request_user_input` (host `onUserInput`, else declined as unsupported); anything else
+ * is answered "unsupported". Every request gets exactly one answer.
  */
 import type { Logger } from "pino";
 import {
@@ -73,10 +73,6 @@ export async function answerServerRequest(deps: ServerRequestDeps, rpc: Responde
   if (HOST_APPROVAL_METHODS.has(req.method)) return answerHostApproval(deps, rpc, req);
   if (isApprovalMethod(req.method) || req.method === "mcpServer/elicitation/request") return answerRawApproval(deps, rpc, req);
   if (req.method === "item/tool/requestUserInput") return answerUserInput(deps, rpc, req);
-  if (req.method === "currentTime/read") {
-    rpc.respond(req.id, { currentTimeAt: Math.floor(Date.now() / 1000) });
-    return;
-  }
   unsupported(deps, rpc, req);
 }
 

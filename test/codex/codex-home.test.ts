@@ -25,9 +25,9 @@ describe("codex version check", () => {
   it("reads the version from the initialize userAgent and compares it with the pinned one", () => {
     expect(versionFromUserAgent("codex-turn-machine/0.169.0 (Debian 12.0.0; x86_64) unknown")).toBe("0.169.0");
     expect(versionFromUserAgent("garbage")).toBeUndefined();
-    expect(expectedCodexVersion()).toBe("0.169.0");
-    expect(checkCodexVersion("c/0.169.0 (x)")).toEqual({ ok: true, actual: "0.169.0", expected: "0.169.0" });
-    expect(checkCodexVersion("c/0.170.1 (x)")).toEqual({ ok: false, actual: "0.170.1", expected: "0.169.0" });
+    expect(expectedCodexVersion()).toBe("0.171.0");
+    expect(checkCodexVersion("c/0.171.0 (x)")).toEqual({ ok: true, actual: "0.171.0", expected: "0.171.0" });
+    expect(checkCodexVersion("c/0.169.0 (x)")).toEqual({ ok: false, actual: "0.169.0", expected: "0.171.0" });
     expect(checkCodexVersion("no version here").ok).toBe(true);
   });
 });

@@ -16,7 +16,7 @@ import {
 
 const fixtures = path.join(import.meta.dirname, "fixtures");
 
-/** Recorded wire notifications of one real turn (codex 0.169.0 against the fake Responses server). */
+/** Recorded wire notifications of one real turn (codex 0.171.0 against the fake Responses server). */
 function load(name: string): { notifications: IncomingNotification[]; threadId: string; turnId: string } {
   const notifications = readFileSync(path.join(fixtures, `${name}.jsonl`), "utf8")
     .split("\n")
@@ -249,7 +249,7 @@ describe("TurnProjector edge cases", () => {
   });
 });
 
-describe("TurnProjector on recorded native-tool turns (codex 0.169.0: update_plan, exec_command, apply_patch, web search)", () => {
+describe("TurnProjector on recorded native-tool turns (codex 0.171.0: update_plan, exec_command, apply_patch, web search)", () => {
   it("records each native tool as a toolCall part plus a toolResult message, in the order Codex produced them", () => {
     const { record } = project("native-tools-accepted");
     expect(record.codexStatus).toBe("completed");

@@ -50,6 +50,6 @@ describe("offline config against the real binary's strict config check", () => {
   it("is the pinned version", async () => {
     const { command, prefixArgs } = resolveCodexCommand();
     const { stdout } = await run(command, [...prefixArgs, "--version"], { timeout: 15_000 });
-    expect(stdout.trim()).toBe("codex-cli 0.169.0");
+    expect(stdout.trim()).toBe("codex-cli 0.171.0");
   });
 });

@@ -181,7 +181,7 @@ describe("environment and version of the child", () => {
     cleanup.push(() => server.close());
     expect(server.codexVersion).toBe("0.0.0");
     const warning = lines.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.event === "codex.versionMismatch");
-    expect(warning).toMatchObject({ codexVersion: "0.0.0", protocolVersion: "0.169.0" });
+    expect(warning).toMatchObject({ codexVersion: "0.0.0", protocolVersion: "0.171.0" });
   });
 
   it("the pinned real binary matches and logs no warning", async () => {
@@ -189,7 +189,7 @@ describe("environment and version of the child", () => {
     const logger = pino({ level: "warn" }, { write: (s: string) => void lines.push(s) });
     const env = await startOfflineCodex({ offline: { lean: true }, codex: { logger } });
     cleanup.push(() => env.dispose());
-    expect(env.codex.codexVersion).toBe("0.169.0");
+    expect(env.codex.codexVersion).toBe("0.171.0");
     expect(lines.join("")).not.toContain("codex.versionMismatch");
   });
 });

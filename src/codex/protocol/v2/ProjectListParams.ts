@@ -7,6 +7,7 @@ import type { SortDirection } from "./SortDirection.js";
 export type ProjectListParams = { cursor?: string | null, limit?: number | null,
 /**
  * Defaults to position. Recency sorting always places empty projects last.
+ * Use the returned order; numeric positions are not exposed in project responses.
  */
 sortKey?: ProjectSortKey | null,
 /**

@@ -6,5 +6,9 @@
  * Calling `thread/guardianReview` subscribes the connection to the thread.
  * The subscription remains after the review completes, keeping the thread loaded
  * until the client calls `thread/unsubscribe` or disconnects.
+ * Sequential calls on the same loaded thread can reuse Guardian history across
+ * direct reviews and live approvals. The reviewer keeps a separate conversation
+ * from the actor and follows the parent thread's normal persistence settings.
+ * A retry evaluates the final call again under the current policy.
  */
 export type ThreadGuardianReviewParams = { threadId: string, };
