@@ -10,8 +10,8 @@
  * Observed with Codex 0.169.0 and the pinned 0.171.0 (test/integration/prompt-images.test.ts): a model whose catalog
  * entry lacks the `image` input modality gets each image replaced by the text "image content omitted because you do
  * not support image input"; an unreadable `localImage` path becomes the text "Codex could not read the local image at
- * ..." (the turn still runs). Both are why
- * the checks below run before the turn: the second can then never happen silently.
+ * ..." (the turn still runs). Both are why the checks below run before the turn: the second can then never happen
+ * silently.
  */
 import fs from "node:fs";
 import path from "node:path";
