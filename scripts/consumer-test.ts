@@ -8,9 +8,10 @@
  * Steps (each one fails the run, exit 1, naming the step):
  *  1. `npm pack`; the tarball holds dist/, bin/, docs/ and no runtime stubs of type-only modules.
  *  2. `attw` (esm-only profile) and `publint --strict` on the tarball.
- *  3. A fresh `"type": "module"` project installs only the tarball (`npm ci --offline`, lockfile cut from ours, see
- *     consumer-lockfile.ts). `codex-turn demo --json` runs from it with nothing else installed (no tsx, no mermaid);
- *     `npx codex --version` is the pinned Codex (for `npx codex login`);
+ *  3. A fresh `"type": "module"` project installs only the tarball (`npm ci --offline --strict-allow-scripts`, lockfile
+ *     cut from ours, see consumer-lockfile.ts: no package in it may need an install script). `codex-turn demo --json`
+ *     runs from it with nothing else installed (no tsx, no mermaid); `npx codex --version` is the pinned Codex (for
+ *     `npx codex login`);
  *     `codex-turn viz` exits 3 naming the missing optional peer `mermaid`; a CommonJS `require()` gets
  *     ERR_PACKAGE_PATH_NOT_EXPORTED and `import()` works.
  *  4. TypeScript and @types/node (installed beside it, offline) type-check the README embedding example, a probe of
@@ -125,7 +126,9 @@ async function installOffline(dir: string, source: LockPackages, deps: string[],
   const { packageJson, lockfile } = consumerLockfile({ name: path.basename(dir), source, deps, ...(tarballDep ? { tarball: tarballDep } : {}) });
   await writeFile(path.join(dir, "package.json"), `${JSON.stringify(packageJson, null, 2)}\n`);
   await writeFile(path.join(dir, "package-lock.json"), `${JSON.stringify(lockfile, null, 2)}\n`);
-  mustSucceed(`npm ci --offline in ${path.basename(dir)}`, await exec(NPM, ["ci", "--offline", "--no-audit", "--no-fund"], { cwd: dir }));
+  // --strict-allow-scripts: the project approves no install script, so an install script anywhere in the tree fails the
+  // install, as npm 12 would skip it (a user of the package needs no approvals).
+  mustSucceed(`npm ci --offline in ${path.basename(dir)}`, await exec(NPM, ["ci", "--offline", "--no-audit", "--no-fund", "--strict-allow-scripts"], { cwd: dir }));
 }
 
 /** Step 3: the installed package, with nothing else installed, runs the demo and reports missing optional peers. */
