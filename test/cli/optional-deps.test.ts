@@ -82,11 +82,13 @@ describe("missing optional packages", () => {
 
   it("--inspect without @statelyai/inspect exits 3 naming the package, before any app-server starts", async () => {
     // A resolve hook that resolves @statelyai/inspect from a directory with no node_modules: Node's own
-    // ERR_MODULE_NOT_FOUND, exactly as when the package is not installed.
+    // ERR_MODULE_NOT_FOUND, exactly as when the package is not installed. Installed as src/openclaw/sdk-resolver.ts
+    // installs its hook: `registerHooks` where Node has it (Node 26 prints a DeprecationWarning for `register`, which
+    // would land in the stderr checked below), `register` on Node 20. Not async, so it serves both.
     const hooks = path.join(dir, "hooks.mjs");
     await writeFile(
       hooks,
-      `export async function resolve(specifier, context, next) {
+      `export function resolve(specifier, context, next) {
   if (specifier === "@statelyai/inspect" || specifier.startsWith("@statelyai/inspect/")) {
     return next(specifier, { ...context, parentURL: new URL("./nowhere.js", import.meta.url).href });
   }
@@ -95,7 +97,11 @@ describe("missing optional packages", () => {
 `,
     );
     const register = path.join(dir, "register.mjs");
-    await writeFile(register, `import { register } from "node:module";\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`);
+    const hooksUrl = JSON.stringify(pathToFileURL(hooks).href);
+    await writeFile(
+      register,
+      `import * as m from "node:module";\nif (typeof m.registerHooks === "function") m.registerHooks(await import(${hooksUrl}));\nelse m.register(${hooksUrl});\n`,
+    );
     const session = path.join(dir, "inspect.jsonl");
     const r = await new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
       execFile(
