@@ -261,10 +261,13 @@ export async function writeValidatedThreadBinding(sessionFile: string, valid: Th
   const file = sessionSidecarPaths(sessionFile).binding;
   // Unique per process and per call: two writes racing in one process must not share a temp file.
   const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
-  await replaceSmallFile(file, tmp, `${JSON.stringify(valid, null, 2)}\n`, { durable });
+  const text = `${JSON.stringify(valid, null, 2)}\n`;
+  await replaceSmallFile(file, tmp, text, { durable });
   // Under the session lock nothing else replaces it between the rename and this stat: the next read is one stat.
   const st = statSync(file, { bigint: true, throwIfNoEntry: false });
-  if (st) rememberBinding(file, st, structuredClone(valid));
+  // The cached copy is the text just written, parsed: what a fresh read of the file gives (JSON.parse is several times
+  // cheaper than structuredClone here, and the caller's object stays its own).
+  if (st) rememberBinding(file, st, JSON.parse(text) as ThreadBinding);
   else bindingCache.delete(file);
   if (durable) await fsyncDirectory(path.dirname(file));
 }

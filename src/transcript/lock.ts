@@ -58,6 +58,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { silentLogger } from "../log/logger.js";
+import { discardPath } from "./discard.js";
 import { SessionFileError } from "./errors.js";
 import { sessionSidecarPaths } from "./paths.js";
 
@@ -277,8 +278,15 @@ async function underGuard<T>(lockPath: string, waitMs: number, fn: () => Promise
   }
 }
 
-/** unlink owner.json + rmdir (two syscalls); anything else found inside falls back to a recursive rm. */
+/**
+ * The lock directory goes in one rename (its blocks are freed in the background, see discard.ts); when that is refused,
+ * unlink owner.json + rmdir, and anything else found inside falls back to a recursive rm.
+ */
 async function removeLockDir(lockPath: string): Promise<void> {
+  discardPath(lockPath, () => removeLockDirInPlace(lockPath));
+}
+
+function removeLockDirInPlace(lockPath: string): void {
   try {
     fs.unlinkSync(path.join(lockPath, OWNER_FILE));
   } catch {

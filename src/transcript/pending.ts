@@ -36,6 +36,7 @@ import { withSessionLock, type SessionLockOptions } from "./lock.js";
 import { sessionSidecarPaths } from "./paths.js";
 import { nextFreePath } from "./binding.js";
 import { errCode } from "./resolve.js";
+import { discardPath } from "./discard.js";
 import { fsyncDirectory } from "./fsync-dir.js";
 import { createSmallFile, fsyncFd, readSmallFile, replaceSmallFile } from "./small-file.js";
 
@@ -320,9 +321,11 @@ export async function completePendingFinalize(
     if (opts.onlyRecord) {
       // The caller (holding the lock since it listed and wrote the set) knows this turn's is the only record: the
       // sidecar goes without being read back (it holds the turn's whole snapshot).
-      let removed = true;
+      // Renamed away at once and removed in the background (see discard.ts): the unlink of an fsynced file waits on the
+      // file system, right before the result is reported.
+      let removed: boolean;
       try {
-        fs.unlinkSync(file);
+        removed = discardPath(file, () => fs.unlinkSync(file));
       } catch (err) {
         if (errCode(err) !== "ENOENT") {
           throw new SessionFileError("SESSION_WRITE_FAILED", file, `cannot remove pending-finalize record ${file} (${errCode(err) ?? String(err)})`, { cause: err });

@@ -2,6 +2,7 @@
 import type { TurnRecord } from "../../machines/turn.contract.js";
 import { runHarnessContextEngineMaintenance } from "../context-engine/lifecycle.js";
 import { errorLabel } from "../log/error-label.js";
+import { drainDiscards } from "../transcript/discard.js";
 import { runtimeContextFor } from "./actors/engine.js";
 import type { TurnDeps } from "./deps.js";
 
@@ -39,7 +40,8 @@ export function backgroundWorkOf(deps: TurnDeps): Promise<void> {
 }
 
 /**
- * Wait for all background maintenance started by earlier turns.
+ * Wait for all background maintenance started by earlier turns, and for the background removal of the sidecars they
+ * discarded (the pending record, the lock directory; see `src/transcript/discard.ts`).
  *
  * @example
  * ```ts
@@ -49,4 +51,5 @@ export function backgroundWorkOf(deps: TurnDeps): Promise<void> {
  */
 export async function drainBackgroundWork(): Promise<void> {
   while (backgroundWork.size > 0) await Promise.allSettled([...backgroundWork]);
+  await drainDiscards();
 }

@@ -8,6 +8,8 @@ import path from "node:path";
 import { drainBackgroundWork, runCodexTurn, startCodexTurn } from "../../src/turn.js";
 import { createRecordingEngine, createWindowEngine, legacyEngine } from "../../src/context-engine/engines/index.js";
 import type { ContextEngine } from "../../src/context-engine/types.js";
+import { discardedName } from "../../src/transcript/discard.js";
+import { sessionSidecarPaths } from "../../src/transcript/paths.js";
 import { readSessionHistory } from "../../src/transcript/session-file.js";
 import { inputMessageTexts, startOfflineCodex, type OfflineCodex } from "../../src/testing/index.js";
 import { captureLogger, deferred, messageText, mirrorKeyCounts, tempSessions, turnParams, until, disposeChecked } from "../helpers/turn-env.js";
@@ -44,6 +46,12 @@ describe("runCodexTurn without an engine", () => {
     expect(r1.assistantText).toBe("reply to: first prompt");
     expect(r2.assistantText).toBe("reply to: second prompt");
     expect(r2.threadId).toBe(r1.threadId);
+    // The pending record and the lock are gone when the result is reported (renamed away, removed in the background).
+    const sidecars = sessionSidecarPaths(file);
+    expect([sidecars.pendingFinalize, sidecars.lock].filter((p) => existsSync(p))).toEqual([]);
+    expect(existsSync(sidecars.binding)).toBe(true);
+    await drainBackgroundWork();
+    expect([discardedName(sidecars.pendingFinalize), discardedName(sidecars.lock)].filter((p) => existsSync(p))).toEqual([]);
     expect(log.names()).toContain("thread resumed");
     // Every lifecycle log line of a turn carries its run id (distinct per attempt): grep one run's lines by it.
     expect(r1.runId).not.toBe(r2.runId);

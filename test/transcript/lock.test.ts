@@ -3,6 +3,7 @@ import os from "node:os";
 import fs, { promises as fsp } from "node:fs";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { drainDiscards } from "../../src/transcript/discard.js";
 import { SessionFileError } from "../../src/transcript/errors.js";
 import { acquireSessionLock, isSessionLockHeld, withSessionLock, withSessionLockUnlessHeld } from "../../src/transcript/lock.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
@@ -187,6 +188,8 @@ describe("acquireSessionLock (handle)", () => {
     await Promise.all([lock.release(), lock.release()]);
     await lock.release();
     await expect(fsp.stat(lockOf())).rejects.toMatchObject({ code: "ENOENT" });
+    // The lock directory was renamed away at once; its removal finishes in the background.
+    await drainDiscards();
     expect(await fsp.readdir(dir)).toEqual([]);
     expect(() => lock.assertHeld()).toThrow(expect.objectContaining({ code: "SESSION_LOCK_COMPROMISED" }) as Error);
     // The queue moved on.

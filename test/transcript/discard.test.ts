@@ -1,0 +1,95 @@
+import { execFile } from "node:child_process";
+import fs, { promises as fsp } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { discardedName, discardPath, drainDiscards } from "../../src/transcript/discard.js";
+import { tempDir } from "./helpers.js";
+
+let dir: string;
+beforeEach(async () => {
+  dir = await tempDir("ctm-discard-");
+});
+afterEach(async () => {
+  await drainDiscards();
+  await fsp.rm(dir, { recursive: true, force: true });
+});
+
+const failInPlace = () => {
+  throw new Error("removeInPlace must not be called");
+};
+
+describe("discardPath", () => {
+  it("makes a file disappear at once and removes its renamed copy in the background", async () => {
+    const file = path.join(dir, "s.jsonl.codex-pending.json");
+    fs.writeFileSync(file, "{}");
+    expect(discardPath(file, failInPlace)).toBe(true);
+    expect(fs.existsSync(file)).toBe(false);
+    await drainDiscards();
+    expect(await fsp.readdir(dir)).toEqual([]);
+  });
+
+  it("removes a directory with files in it (the session lock)", async () => {
+    const lock = path.join(dir, "s.jsonl.lock");
+    fs.mkdirSync(lock);
+    fs.writeFileSync(path.join(lock, "owner.json"), "{}");
+    expect(discardPath(lock, failInPlace)).toBe(true);
+    expect(fs.existsSync(lock)).toBe(false);
+    await drainDiscards();
+    expect(await fsp.readdir(dir)).toEqual([]);
+  });
+
+  it("reports a missing path as not removed, and does not fall back", async () => {
+    expect(discardPath(path.join(dir, "nothing"), failInPlace)).toBe(false);
+    expect(await fsp.readdir(dir)).toEqual([]);
+  });
+
+  it("replaces a file a crash left under the discarded name", async () => {
+    const file = path.join(dir, "record.json");
+    fs.writeFileSync(discardedName(file), "left by a crash");
+    fs.writeFileSync(file, "{}");
+    expect(discardPath(file, failInPlace)).toBe(true);
+    await drainDiscards();
+    expect(await fsp.readdir(dir)).toEqual([]);
+  });
+
+  it("removes in place when the discarded name holds a directory that is not empty", async () => {
+    const lock = path.join(dir, "s.jsonl.lock");
+    fs.mkdirSync(discardedName(lock));
+    fs.writeFileSync(path.join(discardedName(lock), "owner.json"), "left by a crash");
+    fs.mkdirSync(lock);
+    fs.writeFileSync(path.join(lock, "owner.json"), "{}");
+    let inPlace = 0;
+    expect(discardPath(lock, () => {
+      inPlace++;
+      fs.rmSync(lock, { recursive: true });
+    })).toBe(true);
+    expect(inPlace).toBe(1);
+    expect(fs.existsSync(lock)).toBe(false);
+    // The leftover goes in the background, so the next discard of the lock is a rename again.
+    await drainDiscards();
+    expect(await fsp.readdir(dir)).toEqual([]);
+  });
+
+  it("propagates what the in-place removal throws", () => {
+    const lock = path.join(dir, "s.jsonl.lock");
+    fs.mkdirSync(discardedName(lock));
+    fs.writeFileSync(path.join(discardedName(lock), "x"), "");
+    fs.mkdirSync(lock);
+    expect(() => discardPath(lock, () => {
+      throw Object.assign(new Error("EACCES"), { code: "EACCES" });
+    })).toThrow("EACCES");
+  });
+
+  it("leaves nothing behind when the process exits right after the discard", async () => {
+    const file = path.join(dir, "record.json");
+    fs.writeFileSync(file, "x".repeat(10_000));
+    const module = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../src/transcript/discard.ts");
+    // The background removal cannot run: the process exits in the same tick; the exit hook removes it synchronously.
+    const script = `import { discardPath } from ${JSON.stringify(module)}; discardPath(${JSON.stringify(file)}, () => { throw new Error("in place"); }); process.exit(0);`;
+    await new Promise<void>((resolve, reject) =>
+      execFile(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], { timeout: 20_000 }, (err) => (err ? reject(err) : resolve())),
+    );
+    expect(await fsp.readdir(dir)).toEqual([]);
+  });
+});
