@@ -672,8 +672,9 @@ function reentrantError(sessionFile: string): SessionFileError {
 }
 
 /** Join the in-process queue of `key` (synchronously, so callers queue in call order). */
-function joinQueue(key: string): { prev: Promise<void>; leave: () => void } {
-  const prev = queueTails.get(key) ?? Promise.resolve();
+function joinQueue(key: string): { prev: Promise<void> | undefined; leave: () => void } {
+  const waitFor = queueTails.get(key);
+  const prev = waitFor ?? Promise.resolve();
   let releaseTurn!: () => void;
   const mine = new Promise<void>((r) => (releaseTurn = r));
   const tail = prev.then(() => mine);
@@ -687,7 +688,7 @@ function joinQueue(key: string): { prev: Promise<void>; leave: () => void } {
       if (queueTails.get(key) === tail) queueTails.delete(key);
     });
   };
-  return { prev, leave };
+  return { prev: waitFor, leave };
 }
 
 function makeHandle(lease: FileLease, site: LockSite, keys: string[], leaveQueue: () => void): SessionLockHandle {
@@ -738,7 +739,8 @@ export async function acquireSessionLock(sessionFile: string, opts: SessionLockO
   const site: LockSite = { sessionFile, lockPath: sessionSidecarPaths(queueKey).lock, logger };
   let target: string;
   try {
-    await waitBounded(queue.prev, limits.deadline, signal, () => timeoutError(sessionFile, timeoutMs, site.lockPath));
+    // No earlier caller in this process: nothing to wait for (and no timer to arm and clear on every turn).
+    if (queue.prev) await waitBounded(queue.prev, limits.deadline, signal, () => timeoutError(sessionFile, timeoutMs, site.lockPath));
     // The canonical path (symlinks resolved) names the lock directory, so every spelling of a session shares it.
     target = await lockTarget(sessionFile);
     site.lockPath = sessionSidecarPaths(target).lock;
