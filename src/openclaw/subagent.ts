@@ -28,6 +28,7 @@ import type { ContextEngine, ContextEngineLlm } from "../context-engine/types.js
 import type { CodexTurnHooks } from "../hooks/types.js";
 import { errorLabel } from "../log/error-label.js";
 import { createJsonlSessionStore } from "../store/session-store.js";
+import { discardedName } from "../transcript/discard.js";
 import { sessionSidecarPaths } from "../transcript/paths.js";
 import { removeOnExit } from "../temp-dirs.js";
 import { runCodexTurn } from "../turn.js";
@@ -406,6 +407,8 @@ async function deleteChildSession(state: SubagentHostState, params: { sessionKey
   if (sessionFile === undefined) return;
   const sidecars = sessionSidecarPaths(sessionFile);
   await Promise.all([sidecars.transcript, sidecars.binding, sidecars.pendingFinalize].map((f) => fsp.rm(f, { force: true })));
+  // What the child's last turn discarded may still be on its way out (src/transcript/discard.ts): nothing is left.
+  await Promise.all([discardedName(sidecars.pendingFinalize), discardedName(sidecars.lock)].map((f) => fsp.rm(f, { force: true, recursive: true })));
   state.opts.logger.info({ event: "openclaw.subagent.sessionDeleted", pluginId: state.opts.pluginId, sessionKeyHash: keyHash(p.sessionKey), abortedRuns: aborted }, "subagent session deleted");
 }
 

@@ -4,6 +4,7 @@ import { SessionManager } from "@mariozechner/pi-coding-agent";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { entryIdempotencyKey, type SessionEntry } from "../../src/transcript/entries.js";
+import { drainDiscards } from "../../src/transcript/discard.js";
 import { setTranscriptFaultHook } from "../../src/transcript/fault.js";
 import { mirrorTurnToTranscript } from "../../src/transcript/mirror.js";
 import { planTranscriptRewrite, rewriteTranscriptEntriesInFile, transcriptLines } from "../../src/transcript/rewrite.js";
@@ -147,6 +148,7 @@ describe("rewriteTranscriptEntriesInFile", () => {
       reason: "empty session",
     });
     expect(await fsp.readFile(file, "utf8")).toBe(original);
+    await drainDiscards(); // the session lock's directory is removed in the background after its rename
     expect(readdirSync(dir).sort()).toEqual(["s.jsonl"]);
   });
 
@@ -252,6 +254,7 @@ describe("rewriteTranscriptEntriesInFile", () => {
     expect((error as SessionFileError).code).toBe("SESSION_WRITE_FAILED");
     expect((error as Error).message).toContain("unchanged");
     expect(await fsp.readFile(file, "utf8")).toBe(original);
+    await drainDiscards(); // the session lock's directory is removed in the background after its rename
     expect(readdirSync(dir)).toEqual(["s.jsonl"]); // no temp file left
     setTranscriptFaultHook(undefined);
     const retry = await rewriteTranscriptEntriesInFile(file, { replacements: [{ entryId, message: stub(messages[3]!) }] }, { sessionId: SESSION });
