@@ -16,7 +16,7 @@
  * still lacks it, the way a host does after a crash. Counted: lost turns (completed but not in the transcript), A's
  * turns recovered from Codex (mirrored once, not run again), duplicated mirror entries, duplicate finalizes (by the
  * turn's own prompt), finalizes that mixed two turns' prompts, B turns accepted by Codex before A died (the lock did
- * not hold), lock directories left, lingering app-servers.
+ * not hold), lock directories (or `.discarded` asides) left, lingering app-servers.
  *
  * The last prompt of a session is never a crash target, so its worker's turn also finalizes whatever the previous
  * worker left pending (finalizePendingTurns runs before every turn) and the session ends settled.
@@ -81,6 +81,8 @@ let workers = 0;
 let workerFailures = 0;
 let lingered = 0;
 let timedOut = false;
+/** Lock directories and `.discarded` asides (src/transcript/discard.ts) left next to a settled session's transcript. */
+let sidecarsLeft = 0;
 
 /** Crash points applied to each prompt (so a double finalize can be attributed to the unavoidable window). */
 const killedAt = new Map<string, CrashPoint[]>();
@@ -136,6 +138,8 @@ async function soakSession(index: number): Promise<Awaited<ReturnType<typeof ana
     }
     seenPids = spawned.length;
   }
+  // Every worker has exited: what a kill left between a discard's rename and its removal is gone by now.
+  sidecarsLeft += readdirSync(dir).filter((n) => n.endsWith(".lock") || n.endsWith(".discarded")).length;
   return analyzeSession(job.file, job.ledger, prompts);
 }
 
@@ -151,6 +155,7 @@ interface LongRoundReport {
   cutTurnRecovered: boolean;
   secondTurnAcceptedWhileFirstAlive: boolean;
   killedAfterMs: number;
+  /** A lock directory, or an aside a discard left (`.discarded`), is still next to the transcript. */
   lockLeft: boolean;
   lingering: number;
   workerFailures: number;
@@ -201,7 +206,7 @@ async function longTurnKillRound(index: number, rand: () => number): Promise<Lon
     cutTurnRecovered: retry.length === 0 && report.prompts.get(pa)?.mirrored === 1 && report.prompts.get(pa)?.accepted === 1,
     secondTurnAcceptedWhileFirstAlive: bBeforeKill,
     killedAfterMs,
-    lockLeft: readdirSync(dir).some((n) => n.includes(".lock")),
+    lockLeft: readdirSync(dir).some((n) => n.includes(".lock") || n.endsWith(".discarded")),
     lingering,
     workerFailures: [eb, c].filter((e) => e.code !== 0).length,
   };
@@ -266,6 +271,7 @@ const summary = {
   killsTotal: [...kills.values()].reduce((a, b) => a + b, 0),
   lingeringCodexProcesses: lingered,
   pendingLeft: reports.reduce((n, r) => n + r.pending.length, 0),
+  sidecarsLeft,
   duplicateMirrorKeys: reports.reduce((n, r) => n + r.duplicateKeys, 0),
   transcriptDamage: reports.reduce((n, r) => n + r.damage.corruptLines + (r.damage.tornTailBytes > 0 ? 1 : 0), 0),
   wallMs,
