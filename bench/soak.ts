@@ -81,8 +81,10 @@ let workers = 0;
 let workerFailures = 0;
 let lingered = 0;
 let timedOut = false;
-/** Lock directories and `.discarded` asides (src/transcript/discard.ts) left next to a settled session's transcript. */
+/** Lock directories, takeover guards and `.discarded` asides (src/transcript/discard.ts) left next to a settled session's transcript. */
 let sidecarsLeft = 0;
+/** The lock directory or its takeover guard (`.lock`, `.lock.takeover`), or what a discard renamed aside (`.discarded`). */
+const isLeftSidecar = (name: string): boolean => name.includes(".lock") || name.endsWith(".discarded");
 
 /** Crash points applied to each prompt (so a double finalize can be attributed to the unavoidable window). */
 const killedAt = new Map<string, CrashPoint[]>();
@@ -139,7 +141,7 @@ async function soakSession(index: number): Promise<Awaited<ReturnType<typeof ana
     seenPids = spawned.length;
   }
   // Every worker has exited: what a kill left between a discard's rename and its removal is gone by now.
-  sidecarsLeft += readdirSync(dir).filter((n) => n.endsWith(".lock") || n.endsWith(".discarded")).length;
+  sidecarsLeft += readdirSync(dir).filter(isLeftSidecar).length;
   return analyzeSession(job.file, job.ledger, prompts);
 }
 
@@ -206,7 +208,7 @@ async function longTurnKillRound(index: number, rand: () => number): Promise<Lon
     cutTurnRecovered: retry.length === 0 && report.prompts.get(pa)?.mirrored === 1 && report.prompts.get(pa)?.accepted === 1,
     secondTurnAcceptedWhileFirstAlive: bBeforeKill,
     killedAfterMs,
-    lockLeft: readdirSync(dir).some((n) => n.includes(".lock") || n.endsWith(".discarded")),
+    lockLeft: readdirSync(dir).some(isLeftSidecar),
     lingering,
     workerFailures: [eb, c].filter((e) => e.code !== 0).length,
   };
