@@ -10,7 +10,7 @@
  */
 import type { AgentMessage } from "../context-engine/types.js";
 import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
-import { isDeepFrozenByHost } from "../transcript/freeze.js";
+import { frozenMessageMemo } from "../transcript/freeze.js";
 import { DEFAULT_PART_CAP_CHARS, estimateTokens, PROMPT_SAFETY_NOTE, renderMessageBlock, sha256Hex } from "./render.js";
 
 /** Codex truncates each additionalContext value to ~1k tokens; stay safely under it. */
@@ -134,6 +134,8 @@ export function contextEntryKey(index: number, value: string): string {
 export interface RenderedUnit {
   block: string;
   unit: string;
+  /** `ledgerUnitId(unit)`: what membership in a ledger is decided on. */
+  id: string;
 }
 
 /**
@@ -141,7 +143,7 @@ export interface RenderedUnit {
  *
  * @example
  * ```ts
- * renderUnits([{ role: "user", content: "hi", timestamp: 1 }]); // [{ block: "[user]\nhi", unit: "<hash>:3" }]
+ * renderUnits([{ role: "user", content: "hi", timestamp: 1 }]); // [{ block: "[user]\nhi", unit: "<hash>:3", id: "<hash>" }]
  * ```
  */
 export function renderUnits(messages: readonly AgentMessage[], partCap?: number, renderings?: RenderingMemo): RenderedUnit[] {
@@ -155,7 +157,8 @@ export function renderUnits(messages: readonly AgentMessage[], partCap?: number,
     const occurrence = seen.get(hash) ?? 0;
     seen.set(hash, occurrence + 1);
     // What ledgerUnit(block, occurrence) gives, from the cached hash and estimate.
-    units.push({ block, unit: occurrence === 0 ? rendered.firstUnit : unitOf(hash, occurrence, rendered.tokens) });
+    if (occurrence === 0) units.push({ block, unit: rendered.firstUnit, id: hash });
+    else units.push({ block, unit: unitOf(hash, occurrence, rendered.tokens), id: `${hash}#${occurrence}` });
   }
   return units;
 }
@@ -171,9 +174,6 @@ export interface RenderedBlock {
   firstUnit: string;
 }
 
-/** Renderings of messages the history cache deep-froze, per part cap (one cap per message is the common case). */
-const renderedByMessage = new WeakMap<object, { partCap: number; rendered: RenderedBlock | undefined }>();
-
 /**
  * {@link renderMessageBlock} with its hash and token estimate; undefined when the message renders to nothing. A
  * message the history cache deep-froze (`isDeepFrozenByHost`) can never change, so its rendering is kept by
@@ -187,10 +187,11 @@ const renderedByMessage = new WeakMap<object, { partCap: number; rendered: Rende
  * ```
  */
 export function renderedBlockOf(message: AgentMessage, partCap: number = DEFAULT_PART_CAP_CHARS, renderings?: RenderingMemo): RenderedBlock | undefined {
-  const cacheable = isDeepFrozenByHost(message);
-  if (cacheable) {
-    const hit = renderedByMessage.get(message);
-    if (hit !== undefined && hit.partCap === partCap) return hit.rendered;
+  // Kept in the message's memo, for one part cap (one cap per message is the common case).
+  const memo = frozenMessageMemo(message);
+  if (memo !== undefined) {
+    const hit = memo.rendered;
+    if (hit !== undefined && hit.partCap === partCap) return hit.value as RenderedBlock | undefined;
   } else if (renderings !== undefined && renderings.partCap === partCap && renderings.byMessage.has(message)) {
     return renderings.byMessage.get(message);
   }
@@ -201,7 +202,7 @@ export function renderedBlockOf(message: AgentMessage, partCap: number = DEFAULT
     const tokens = estimateTokens(block);
     rendered = { block, hash, tokens, firstUnit: unitOf(hash, 0, tokens) };
   }
-  if (cacheable) renderedByMessage.set(message, { partCap, rendered });
+  if (memo !== undefined) memo.rendered = { partCap, value: rendered };
   else if (renderings !== undefined && renderings.partCap === partCap) renderings.byMessage.set(message, rendered);
   return rendered;
 }
@@ -248,7 +249,7 @@ export interface EntryPlan {
  * ```
  */
 export function planEntries(units: readonly RenderedUnit[], injected: ReadonlySet<string>): EntryPlan {
-  const fresh = units.filter((u) => !injected.has(ledgerUnitId(u.unit)));
+  const fresh = units.filter((u) => !injected.has(u.id));
   const values = chunkBlocks(
     fresh.map((u) => u.block),
     MAX_ENTRY_CHARS - QUOTED_DATA_LABEL.length - 2,

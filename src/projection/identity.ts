@@ -9,6 +9,7 @@
  * usage, model/provider/api, stop reasons, ids the model never sees and any other metadata are ignored.
  */
 import type { AgentMessage } from "../context-engine/types.js";
+import { frozenMessageMemo } from "../transcript/freeze.js";
 import { canonicalJson } from "./render.js";
 
 /** Message fields that carry content the model sees (everything else is metadata and never part of the identity). */
@@ -132,6 +133,13 @@ export class ContentSet {
  * kind and main text length (the key starts with exactly these).
  */
 export function contentSignature(message: AgentMessage): string {
+  // A message the history cache froze keeps its signature (a long session's view is compared every turn).
+  const memo = frozenMessageMemo(message);
+  if (memo === undefined) return computeContentSignature(message);
+  return (memo.signature ??= computeContentSignature(message));
+}
+
+function computeContentSignature(message: AgentMessage): string {
   const m = message as Record<string, unknown>;
   const content = m["content"];
   const parts = typeof content === "string" ? [content] : Array.isArray(content) ? content : undefined;
@@ -148,7 +156,8 @@ export function contentSignature(message: AgentMessage): string {
 
 /**
  * A {@link messageContentKey} that remembers each object's key, so a message compared against several sets is keyed
- * once. Scope it to one computation (a plain Map: a WeakMap over thousands of messages costs far more in GC).
+ * once. Scope it to one computation (a plain Map: a WeakMap over thousands of messages costs far more in GC). A
+ * message the history cache deep-froze keeps its key in its own memo instead, from turn to turn: it can never change.
  *
  * @example
  * ```ts
@@ -159,6 +168,8 @@ export function contentSignature(message: AgentMessage): string {
 export function cachedContentKey(): (message: AgentMessage) => string {
   const cache = new Map<object, string>();
   return (message) => {
+    const memo = frozenMessageMemo(message);
+    if (memo !== undefined) return (memo.contentKey ??= messageContentKey(message));
     let key = cache.get(message);
     if (key === undefined) {
       key = messageContentKey(message);

@@ -188,15 +188,15 @@ function heldMessageFlags(origins: HistoryOutput["origins"], binding: ThreadBind
   const flags = new Uint8Array(origins.length);
   if (!binding) return flags;
   const turns = new Set(binding.heldTurnIds);
-  // Consecutive messages come from the same turn: look its id up once per run.
-  let lastTurn: string | undefined;
+  // Consecutive messages come from the same turn, and the history cache gives them one origin object: decide once per
+  // origin object (a run of equal origins in other objects is decided again, with the same answer).
+  let lastOrigin: (typeof origins)[number] | undefined;
   let lastHeld = false;
   for (let index = 0; index < origins.length; index++) {
     const origin = origins[index];
-    if (!origin || origin.threadId !== binding.threadId) continue;
-    if (origin.turnId !== lastTurn) {
-      lastTurn = origin.turnId;
-      lastHeld = turns.has(origin.turnId);
+    if (origin !== lastOrigin) {
+      lastOrigin = origin;
+      lastHeld = !!origin && origin.threadId === binding.threadId && turns.has(origin.turnId);
     }
     if (lastHeld) flags[index] = 1;
   }
@@ -287,7 +287,7 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
   let viewUnits: ReturnType<typeof renderUnits> | undefined;
   const renderView = () => (viewUnits ??= renderUnits(context, p.partCapChars, renderings));
   // The view's ledger units matter only against a ledger.
-  const viewUnitIds = binding.ledger.length === 0 ? new Set<string>() : new Set(renderView().map((u) => ledgerUnitId(u.unit)));
+  const viewUnitIds = binding.ledger.length === 0 ? new Set<string>() : new Set(renderView().map((u) => u.id));
   const injected = new Set<string>();
   for (const unit of binding.ledger) {
     const id = ledgerUnitId(unit);
@@ -587,6 +587,7 @@ function continuityPlan(p: ProjectAssembledContextParams, messages: readonly Age
   }
   const units = renderUnits(messages.slice(first), p.partCapChars, renderings);
   if (units.length === 0) return undefined;
-  const note = first > 0 ? [{ block: continuityOmittedNote(first), unit: ledgerUnit(continuityOmittedNote(first)) }] : [];
+  const omitted = first > 0 ? continuityOmittedNote(first) : undefined;
+  const note = omitted !== undefined ? [{ block: omitted, unit: ledgerUnit(omitted), id: ledgerUnitId(ledgerUnit(omitted)) }] : [];
   return planEntries([...note, ...units], new Set());
 }

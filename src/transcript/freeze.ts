@@ -32,8 +32,24 @@ export function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** Roots the history cache deep-froze itself (see {@link markDeepFrozen}). */
-const deepFrozenRoots = new WeakSet<object>();
+/**
+ * What the projection derives from a message the history cache deep-froze, kept by the message's identity: the
+ * message can never change, so neither can these. Filled lazily by their users (`src/projection/identity.ts`).
+ */
+export interface FrozenMessageMemo {
+  /** `messageContentKey(message)`. */
+  contentKey?: string | undefined;
+  /** `contentSignature(message)`. */
+  signature?: string | undefined;
+  /** The message's rendered block with its hash and token estimate, for the part cap it was rendered with. */
+  rendered?: { partCap: number; value: unknown } | undefined;
+}
+
+/**
+ * Roots the history cache deep-froze itself (see {@link markDeepFrozen}), each with its memo. One map for both, so a
+ * caller learns "host-frozen?" and finds what was derived from the message in one lookup.
+ */
+const deepFrozenRoots = new WeakMap<object, FrozenMessageMemo>();
 
 /**
  * Record that `value` and everything reachable from it is frozen and was built by this host (the history cache's
@@ -47,7 +63,7 @@ const deepFrozenRoots = new WeakSet<object>();
  * ```
  */
 export function markDeepFrozen<T extends object>(value: T): T {
-  deepFrozenRoots.add(value);
+  if (!deepFrozenRoots.has(value)) deepFrozenRoots.set(value, {});
   return value;
 }
 
@@ -62,4 +78,18 @@ export function markDeepFrozen<T extends object>(value: T): T {
  */
 export function isDeepFrozenByHost(value: unknown): boolean {
   return typeof value === "object" && value !== null && deepFrozenRoots.has(value);
+}
+
+/**
+ * The memo of a value marked by {@link markDeepFrozen} (undefined for anything else): where facts derived from a
+ * message that can never change are kept.
+ *
+ * @example
+ * ```ts
+ * const memo = frozenMessageMemo(message);
+ * const key = memo ? (memo.contentKey ??= messageContentKey(message)) : messageContentKey(message);
+ * ```
+ */
+export function frozenMessageMemo(value: unknown): FrozenMessageMemo | undefined {
+  return typeof value === "object" && value !== null ? deepFrozenRoots.get(value) : undefined;
 }

@@ -362,6 +362,17 @@ function originOf(source: SessionEntry): TranscriptOrigin | null {
   return source.type === "compaction" ? null : entryOrigin(source);
 }
 
+/**
+ * `origin`, frozen, or the previous message's origin object when it names the same thread and turn: a turn's messages
+ * then share one origin, so a pass over a long history (the projection's held-message flags, every turn) compares
+ * each turn's ids once instead of once per message.
+ */
+function sharedOrigin(previous: TranscriptOrigin | null | undefined, origin: TranscriptOrigin | null): TranscriptOrigin | null {
+  if (origin === null) return null;
+  if (previous && previous.threadId === origin.threadId && previous.turnId === origin.turnId) return previous;
+  return deepFreeze(origin);
+}
+
 function buildHistory(
   state: HistoryState,
   added: readonly SessionEntry[],
@@ -380,7 +391,7 @@ function buildHistory(
       const m = entryContextMessage(e);
       if (m === undefined) continue;
       messages.push(markDeepFrozen(deepFreeze(m)));
-      origins.push(deepFreeze(originOf(e)));
+      origins.push(sharedOrigin(origins[origins.length - 1], originOf(e)));
     }
   } else {
     const entries = tailEntry ? [...state.entries, tailEntry] : state.entries;
@@ -389,7 +400,8 @@ function buildHistory(
     // Messages of message entries are frozen with their entry; custom/summary messages are built here.
     // Marked so the projection may cache a message's rendering by identity (it can never change).
     messages = ctx.messages.map((m) => markDeepFrozen(deepFreeze(m)));
-    origins = ctx.sources.map((s) => deepFreeze(originOf(s)));
+    origins = [];
+    for (const source of ctx.sources) origins.push(sharedOrigin(origins[origins.length - 1], originOf(source)));
   }
   const last = tailEntry ?? state.entries[state.entries.length - 1];
   return Object.freeze({

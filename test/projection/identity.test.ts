@@ -1,7 +1,8 @@
 /** Content identity: what the model sees decides "held", never metadata. */
 import { describe, expect, it } from "vitest";
 import type { AgentMessage, AssistantMessage } from "../../src/context-engine/types.js";
-import { ContentSet, cachedContentKey, messageContentKey } from "../../src/projection/identity.js";
+import { ContentSet, cachedContentKey, contentSignature, messageContentKey } from "../../src/projection/identity.js";
+import { deepFreeze, markDeepFrozen } from "../../src/transcript/freeze.js";
 
 const assistant: AssistantMessage = {
   role: "assistant",
@@ -61,5 +62,63 @@ describe("ContentSet", () => {
     expect(calls).toBe(0);
     expect(set.has({ ...toolResult, timestamp: 123 } as AgentMessage)).toBe(true);
     expect(set.has({ role: "user", content: "other", timestamp: 1 })).toBe(false);
+  });
+});
+
+/** A message whose content getter counts reads; `mark` makes it one of the history cache's own (deep-frozen) messages. */
+function watched(text: string, mark: boolean): { message: AgentMessage; reads: () => number } {
+  let reads = 0;
+  const m = Object.freeze(
+    Object.defineProperties({ role: "user", timestamp: 1 } as unknown as AgentMessage, {
+      content: { enumerable: true, get: () => (reads++, text) },
+    }),
+  );
+  return { message: mark ? markDeepFrozen(m) : m, reads: () => reads };
+}
+
+describe("identity of the history cache's own messages, kept from turn to turn", () => {
+  it("keys and signs a message the history cache froze once, across projections, with what the uncached path gives", () => {
+    const held = watched("the same words every turn", true);
+    const expectedKey = messageContentKey(held.message);
+    const expectedSignature = contentSignature({ role: "user", content: "the same words every turn", timestamp: 1 });
+    const before = held.reads();
+    // Each projection makes its own keyOf; the frozen message's key and signature come from its memo after the first.
+    for (let turn = 0; turn < 3; turn++) {
+      expect(cachedContentKey()(held.message)).toBe(expectedKey);
+      expect(contentSignature(held.message)).toBe(expectedSignature);
+    }
+    // One read for the key, one for the signature: computed once each, not once per projection.
+    expect(held.reads() - before).toBe(2);
+  });
+
+  it("keys anything else afresh in each projection: an engine's own objects may change between turns", () => {
+    const engines = watched("engine text", false);
+    cachedContentKey()(engines.message);
+    cachedContentKey()(engines.message);
+    contentSignature(engines.message);
+    contentSignature(engines.message);
+    expect(engines.reads()).toBe(4);
+
+    // Shallowly frozen by an engine, changed between two projections: the second sees the change.
+    const shallow = Object.freeze({ role: "user", content: [{ type: "text", text: "before" }], timestamp: 1 }) as unknown as AgentMessage & {
+      content: Array<{ type: string; text: string }>;
+    };
+    const firstKey = cachedContentKey()(shallow);
+    const firstSignature = contentSignature(shallow);
+    shallow.content[0] = { type: "text", text: "after, longer" };
+    expect(cachedContentKey()(shallow)).not.toBe(firstKey);
+    expect(contentSignature(shallow)).not.toBe(firstSignature);
+    expect(cachedContentKey()(shallow)).toBe(messageContentKey({ role: "user", content: "after, longer", timestamp: 1 }));
+  });
+
+  it("answers ContentSet membership for frozen messages as for their unfrozen copies", () => {
+    const copy = (m: AgentMessage) => structuredClone(m);
+    const frozen = [assistant, toolResult].map((m) => markDeepFrozen(deepFreeze(copy(m))));
+    const set = new ContentSet(frozen);
+    expect(set.hasContent(copy(assistant))).toBe(true);
+    expect(set.hasContent(copy(toolResult))).toBe(true);
+    expect(set.hasContent({ ...copy(toolResult), content: [{ type: "text", text: "43" }] } as AgentMessage)).toBe(false);
+    // Again, now from the memos.
+    expect(new ContentSet(frozen).hasContent(copy(assistant))).toBe(true);
   });
 });

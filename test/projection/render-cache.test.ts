@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/context-engine/types.js";
-import { ledgerUnit, renderedBlockOf, renderingMemo, renderUnits } from "../../src/projection/entries.js";
+import { ledgerUnit, ledgerUnitId, renderedBlockOf, renderingMemo, renderUnits } from "../../src/projection/entries.js";
 import { renderMessageBlock } from "../../src/projection/render.js";
 import { deepFreeze, markDeepFrozen } from "../../src/transcript/freeze.js";
 
@@ -29,6 +29,9 @@ describe("rendering cache of history messages", () => {
     // The same strings ledgerUnit builds from the block: the second identical block is occurrence #1.
     const block = renderMessageBlock(a.message)!;
     expect(first.map((u) => u.unit)).toEqual([ledgerUnit(block, 0), ledgerUnit(block, 1), ledgerUnit(renderMessageBlock(c.message)!, 0)]);
+    // Each unit carries its id (what ledger membership is decided on), the second identical block's with its #1.
+    expect(first.map((u) => u.id)).toEqual(first.map((u) => ledgerUnitId(u.unit)));
+    expect(first[1]!.id).toMatch(/^[0-9a-f]{20}#1$/);
     expect(renderedBlockOf(c.message)).toMatchObject({ block: "[user]\nother words", tokens: 5 });
   });
 

@@ -89,6 +89,30 @@ describe("readHistory and appendTurn", () => {
     expect(isDeepFrozenByHost(Object.freeze({ ...rebuilt.messages[0] }))).toBe(false);
   });
 
+  it("gives a turn's messages one origin object, on a full rebuild and on an appended read (one comparison per turn)", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    const sm = SessionManager.open(file, dir);
+    sm.appendMessage({ role: "user", content: "from pi", timestamp: 7 } as Parameters<SessionManager["appendMessage"]>[0]);
+    await store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") });
+    await store.appendTurn({ threadId: "other", turnId: "t2", messages: turnMessages("other", "t2") });
+    const grown = await store.readHistory();
+    invalidateSessionIndex();
+    const rebuilt = await store.readHistory();
+    for (const h of [grown, rebuilt]) {
+      const o = h.origins;
+      expect(o.length).toBe(16);
+      // Within a turn: the same object. Across turns, across threads, and around a message of no turn: new ones.
+      for (let i = 1; i < 5; i++) expect(o[i]).toBe(o[0]);
+      expect(o[5]).toBeNull();
+      for (let i = 7; i < 11; i++) expect(o[i]).toBe(o[6]);
+      expect(o[6]).not.toBe(o[0]);
+      for (let i = 12; i < 16; i++) expect(o[i]).toBe(o[11]);
+      expect(o[11]).not.toBe(o[6]);
+      expect(o.map((x) => x && `${x.threadId}/${x.turnId}`)).toEqual([...Array(5).fill("thr/t1"), null, ...Array(5).fill("thr/t2"), ...Array(5).fill("other/t2")]);
+      expect(Object.isFrozen(o[11])).toBe(true);
+    }
+  });
+
   it("parses only what was appended: an unchanged file returns the same history, a grown one reuses the earlier messages", async () => {
     await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
     const a = await store.readHistory();

@@ -46,20 +46,30 @@ export const MAX_WINDOWED_SESSIONS = 10_000;
  * its owner still changes.
  */
 function createSuffixTokenCounter(): (sessionId: string, messages: readonly AgentMessage[]) => number[] {
-  const counted = createLruMap<string, { messages: readonly AgentMessage[]; tokens: number[] }>(MAX_VIEWED_SESSIONS);
+  // `trusted[i]`: message i was the history cache's own (deep-frozen) when counted. That never stops being true, so the
+  // next turn reuses its count on identity alone, without asking the freeze registry again for every message.
+  const counted = createLruMap<string, { messages: readonly AgentMessage[]; tokens: number[]; trusted: Uint8Array }>(MAX_VIEWED_SESSIONS);
   return (sessionId, messages) => {
     const prev = counted.get(sessionId);
     const known = prev?.messages ?? [];
     const knownTokens = prev?.tokens ?? [];
+    const knownTrusted = prev?.trusted;
     const n = messages.length;
     // A plain loop: this runs over the whole history every turn (10,000 messages in a long session).
     const tokens = new Array<number>(n);
+    const trusted = new Uint8Array(n);
     for (let i = 0; i < n; i++) {
       const m = messages[i]!;
-      tokens[i] = i < known.length && known[i] === m && isDeepFrozenByHost(m) ? knownTokens[i]! : messageTokens(m);
+      if (i < known.length && known[i] === m && knownTrusted![i] === 1) {
+        tokens[i] = knownTokens[i]!;
+        trusted[i] = 1;
+      } else {
+        tokens[i] = messageTokens(m);
+        trusted[i] = isDeepFrozenByHost(m) ? 1 : 0;
+      }
     }
     // A copy: the caller may keep appending to (or rewriting) the array it passed.
-    counted.set(sessionId, { messages: messages.slice(), tokens });
+    counted.set(sessionId, { messages: messages.slice(), tokens, trusted });
     const sums = new Array<number>(n + 1);
     sums[n] = 0;
     for (let i = n - 1; i >= 0; i--) sums[i] = sums[i + 1]! + tokens[i]!;
