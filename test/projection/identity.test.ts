@@ -1,5 +1,6 @@
 /** Content identity: what the model sees decides "held", never metadata. */
 import { describe, expect, it } from "vitest";
+import { watchedMessage } from "../helpers/watched-message.js";
 import type { AgentMessage, AssistantMessage } from "../../src/context-engine/types.js";
 import { ContentSet, cachedContentKey, contentSignature, messageContentKey } from "../../src/projection/identity.js";
 import { deepFreeze, markDeepFrozen } from "../../src/transcript/freeze.js";
@@ -65,16 +66,7 @@ describe("ContentSet", () => {
   });
 });
 
-/** A message whose content getter counts reads; `mark` makes it one of the history cache's own (deep-frozen) messages. */
-function watched(text: string, mark: boolean): { message: AgentMessage; reads: () => number } {
-  let reads = 0;
-  const m = Object.freeze(
-    Object.defineProperties({ role: "user", timestamp: 1 } as unknown as AgentMessage, {
-      content: { enumerable: true, get: () => (reads++, text) },
-    }),
-  );
-  return { message: mark ? markDeepFrozen(m) : m, reads: () => reads };
-}
+const watched = watchedMessage;
 
 describe("identity of the history cache's own messages, kept from turn to turn", () => {
   it("keys and signs a message the history cache froze once, across projections, with what the uncached path gives", () => {

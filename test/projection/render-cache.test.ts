@@ -1,19 +1,11 @@
 import { describe, expect, it } from "vitest";
+import { watchedMessage } from "../helpers/watched-message.js";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { ledgerUnit, ledgerUnitId, renderedBlockOf, renderingMemo, renderUnits } from "../../src/projection/entries.js";
 import { renderMessageBlock } from "../../src/projection/render.js";
 import { deepFreeze, markDeepFrozen } from "../../src/transcript/freeze.js";
 
-/** A message whose content getter counts renders; `mark` makes it look like one of the history cache's own. */
-function watched(text: string, mark: boolean): { message: AgentMessage; reads: () => number } {
-  let reads = 0;
-  const m = Object.freeze(
-    Object.defineProperties({ role: "user", timestamp: 1 } as unknown as AgentMessage, {
-      content: { enumerable: true, get: () => (reads++, text) },
-    }),
-  );
-  return { message: mark ? markDeepFrozen(m) : m, reads: () => reads };
-}
+const watched = watchedMessage;
 
 describe("rendering cache of history messages", () => {
   it("renders a message the history cache froze once, and gives the units the uncached path gives", () => {
