@@ -10,7 +10,8 @@
  */
 import type { AgentMessage } from "../context-engine/types.js";
 import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
-import { frozenMessageMemo } from "../transcript/freeze.js";
+import { frozenMessageMemo, isDeepFrozenByHost } from "../transcript/freeze.js";
+import { createLruMap } from "../lru-map.js";
 import { DEFAULT_PART_CAP_CHARS, estimateTokens, PROMPT_SAFETY_NOTE, renderMessageBlock, sha256Hex } from "./render.js";
 
 /** Codex truncates each additionalContext value to ~1k tokens; stay safely under it. */
@@ -147,20 +148,93 @@ export interface RenderedUnit {
  * ```
  */
 export function renderUnits(messages: readonly AgentMessage[], partCap?: number, renderings?: RenderingMemo): RenderedUnit[] {
-  const seen = new Map<string, number>();
-  const units: RenderedUnit[] = [];
-  for (const message of messages) {
-    const rendered = renderedBlockOf(message, partCap, renderings);
-    if (rendered === undefined) continue;
-    // Counted by the block's hash, which is what a unit is identified by: a short key instead of the whole block.
-    const { block, hash } = rendered;
-    const occurrence = seen.get(hash) ?? 0;
-    seen.set(hash, occurrence + 1);
-    // What ledgerUnit(block, occurrence) gives, from the cached hash and estimate.
-    if (occurrence === 0) units.push({ block, unit: rendered.firstUnit, id: hash });
-    else units.push({ block, unit: unitOf(hash, occurrence, rendered.tokens), id: `${hash}#${occurrence}` });
+  const run: UnitRun = { units: [], seen: new Map() };
+  for (const message of messages) appendUnit(run, message, partCap, renderings);
+  return run.units;
+}
+
+/** Units rendered so far and how often each block hash occurred in them (what the next unit's `#n` counts). */
+interface UnitRun {
+  units: RenderedUnit[];
+  seen: Map<string, number>;
+}
+
+/** Render one more message onto `run` (an empty body adds nothing): the loop body of {@link renderUnits}. */
+function appendUnit(run: UnitRun, message: AgentMessage, partCap: number | undefined, renderings: RenderingMemo | undefined): void {
+  const rendered = renderedBlockOf(message, partCap, renderings);
+  if (rendered === undefined) return;
+  // Counted by the block's hash, which is what a unit is identified by: a short key instead of the whole block.
+  const { block, hash } = rendered;
+  const occurrence = run.seen.get(hash) ?? 0;
+  run.seen.set(hash, occurrence + 1);
+  // What ledgerUnit(block, occurrence) gives, from the cached hash and estimate.
+  if (occurrence === 0) run.units.push({ block, unit: rendered.firstUnit, id: hash });
+  else run.units.push({ block, unit: unitOf(hash, occurrence, rendered.tokens), id: `${hash}#${occurrence}` });
+}
+
+/** A view's units carried from turn to turn: the messages they cover, and their ids as a set. */
+interface ViewUnitsMemo extends UnitRun {
+  partCap: number;
+  messages: AgentMessage[];
+  ids: Set<string>;
+}
+
+/**
+ * Views whose units are kept, by their first message (a long session's view starts at the same message for many
+ * turns); bounded like the engines' per-session state.
+ */
+const viewUnitsByFirstMessage = createLruMap<object, ViewUnitsMemo>(64);
+
+/**
+ * {@link renderUnits} of a view, with the units' ids as a set. When the view is the history cache's own messages
+ * (deep-frozen, so they can never change) and starts with the same messages as a view seen before, the units of that
+ * view are kept and only the messages after it are rendered: a long session's view is checked against the ledger
+ * without walking all of it every turn. The units are exactly what `renderUnits(view)` gives; anything else (an
+ * engine's own objects, a view that is not an extension of the last one) is rendered afresh. The set may be the kept
+ * view's own: read it before the next call.
+ *
+ * @example
+ * ```ts
+ * const { units, ids } = viewUnits(view, partCap, renderingMemo(partCap));
+ * ids.has(ledgerUnitId(unit)); // is that ledger unit still in the view?
+ * ```
+ */
+export function viewUnits(
+  view: readonly AgentMessage[],
+  partCap: number = DEFAULT_PART_CAP_CHARS,
+  renderings?: RenderingMemo,
+): { units: readonly RenderedUnit[]; ids: ReadonlySet<string> } {
+  const first = view[0];
+  let memo = first !== undefined && isDeepFrozenByHost(first) ? viewUnitsByFirstMessage.get(first) : undefined;
+  if (memo !== undefined && (memo.partCap !== partCap || !startsWith(view, memo.messages))) memo = undefined;
+  const from = memo?.messages.length ?? 0;
+  for (let i = from; i < view.length; i++) {
+    if (!isDeepFrozenByHost(view[i])) {
+      const units = renderUnits(view, partCap, renderings);
+      return { units, ids: new Set(units.map((u) => u.id)) };
+    }
   }
-  return units;
+  if (memo === undefined) {
+    memo = { partCap, messages: [], units: [], seen: new Map(), ids: new Set() };
+    // An empty view is not kept (nothing to start from).
+    if (first !== undefined) viewUnitsByFirstMessage.set(first, memo);
+  }
+  for (let i = from; i < view.length; i++) {
+    const message = view[i]!;
+    const before = memo.units.length;
+    appendUnit(memo, message, partCap, renderings);
+    if (memo.units.length > before) memo.ids.add(memo.units[before]!.id);
+    memo.messages.push(message);
+  }
+  // A copy of the units (cheap: an array of references), so a later view's units never show up in this one.
+  return { units: memo.units.slice(), ids: memo.ids };
+}
+
+/** `view` begins with exactly the objects of `prefix`. */
+function startsWith(view: readonly AgentMessage[], prefix: readonly AgentMessage[]): boolean {
+  if (prefix.length > view.length) return false;
+  for (let i = prefix.length - 1; i >= 0; i--) if (view[i] !== prefix[i]) return false;
+  return true;
 }
 
 /** One message's block with what the ledger derives from it. */

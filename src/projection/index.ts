@@ -13,7 +13,7 @@ import type { AssembleOutput, HistoryOutput, ProjectionOutput, ThreadPlan } from
 import type { BindingUpdate, ThreadBinding } from "../transcript/binding.js";
 import { DEFAULT_TOTAL_CAP_CHARS, dropTrailingPrompt, estimateTokens, renderPromptProjection, sha256Hex, canonicalJson } from "./render.js";
 import { ContentSet, cachedContentKey, messageContentKey } from "./identity.js";
-import { ledgerUnit, ledgerUnitId, ledgerUnitTokens, planEntries, renderedBlockOf, renderingMemo, renderUnits, type EntryPlan } from "./entries.js";
+import { ledgerUnit, ledgerUnitId, ledgerUnitTokens, planEntries, renderedBlockOf, renderingMemo, renderUnits, viewUnits, type EntryPlan } from "./entries.js";
 import {
   appendDelivery,
   composeDeveloperInstructions,
@@ -250,6 +250,29 @@ interface ThreadAssessment {
  * the engine rebuilt from its own store (other timestamp, usage or ids) is the same message (`identity.ts`).
  * Object references decide first, so an engine that hands the history's own objects through costs no serialization.
  */
+/** A ledger's unit ids (in order, and as a set) and token estimates. */
+interface LedgerFacts {
+  unitIds: string[];
+  tokens: number[];
+  ids: ReadonlySet<string>;
+}
+
+/** Facts of frozen ledgers, by the array: the binding cache keeps an unchanged ledger's array from turn to turn. */
+const factsByLedger = new WeakMap<readonly string[], LedgerFacts>();
+
+/**
+ * {@link LedgerFacts} of `ledger`; kept by identity when the array is frozen (its strings can then never change), so a
+ * long session's ledger is split and hashed once per change, not on every turn.
+ */
+function ledgerFacts(ledger: readonly string[]): LedgerFacts {
+  const known = factsByLedger.get(ledger);
+  if (known !== undefined) return known;
+  const unitIds = ledger.map(ledgerUnitId);
+  const facts: LedgerFacts = { unitIds, tokens: ledger.map(ledgerUnitTokens), ids: new Set(unitIds) };
+  if (Object.isFrozen(ledger)) factsByLedger.set(ledger, facts);
+  return facts;
+}
+
 function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, context: readonly AgentMessage[]): ThreadAssessment {
   const keyOf = cachedContentKey();
   const heldFlags = heldMessageFlags(p.origins, binding);
@@ -284,15 +307,14 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
   let staleContextTokens = 0;
   for (const message of dropped.values()) staleContextTokens += renderedBlockOf(message, p.partCapChars, renderings)?.tokens ?? 0;
   const missing = context.filter((m, j) => !isHeld(m, j));
-  let viewUnits: ReturnType<typeof renderUnits> | undefined;
-  const renderView = () => (viewUnits ??= renderUnits(context, p.partCapChars, renderings));
+  let rendered: ReturnType<typeof viewUnits> | undefined;
+  const renderView = () => (rendered ??= viewUnits(context, p.partCapChars, renderings)).units;
   // The view's ledger units matter only against a ledger.
-  const viewUnitIds = binding.ledger.length === 0 ? new Set<string>() : new Set(renderView().map((u) => u.id));
-  const injected = new Set<string>();
-  for (const unit of binding.ledger) {
-    const id = ledgerUnitId(unit);
-    injected.add(id);
-    if (!viewUnitIds.has(id)) staleContextTokens += ledgerUnitTokens(unit);
+  const viewUnitIds = binding.ledger.length === 0 ? new Set<string>() : (renderView(), rendered!.ids);
+  const ledger = ledgerFacts(binding.ledger);
+  const injected = ledger.ids;
+  for (let i = 0; i < ledger.unitIds.length; i++) {
+    if (!viewUnitIds.has(ledger.unitIds[i]!)) staleContextTokens += ledger.tokens[i]!;
   }
   const viewTokens = () => renderView().reduce((sum, u) => sum + estimateTokens(u.block), 0);
   return { plan: planEntries(renderUnits(missing, p.partCapChars, renderings), injected), staleContextTokens, viewTokens };

@@ -147,9 +147,22 @@ function cachedBinding(file: string, st: BigIntStats): ThreadBinding | undefined
 }
 
 function rememberBinding(file: string, st: BigIntStats, binding: ThreadBinding): ThreadBinding {
+  // The ledger changes only when the thread receives context, rotates or is compacted: an unchanged one keeps the
+  // previous binding's frozen array, so what the projection derives from it is kept by the array's identity across
+  // turns instead of being rebuilt from ~2,000 units on every turn of a long session.
+  const previous = bindingCache.get(file)?.binding;
+  if (previous !== undefined && previous.ledger !== binding.ledger && sameStrings(previous.ledger, binding.ledger)) {
+    binding = { ...binding, ledger: previous.ledger };
+  }
   const frozen = deepFreeze(binding);
   bindingCache.set(file, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, binding: frozen });
   return frozen;
+}
+
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /**

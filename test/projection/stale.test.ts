@@ -7,6 +7,7 @@ import type { AgentMessage } from "../../src/context-engine/types.js";
 import type { HistoryOutput, ProjectionOutput } from "../../machines/turn.contract.js";
 import { projectAssembledContext, renderMessageBlock, estimateTokens, type ProjectAssembledContextParams } from "../../src/projection/index.js";
 import { applyBindingUpdate, type ThreadBinding } from "../../src/transcript/binding.js";
+import { ledgerUnit } from "../../src/projection/entries.js";
 
 const fingerprints = { dynamicTools: "t", engineId: "e", policy: "p" };
 type View = (history: AgentMessage[], turn: number) => { messages: AgentMessage[]; systemPromptAddition?: string };
@@ -110,6 +111,33 @@ describe("stale context over a session", () => {
       }
       expect(out.developerInstructions ?? "").not.toContain(secret);
       expect(renderMessageBlock(history[1]!)).toContain(secret);
+    }
+  });
+});
+
+describe("the ledger's stale units", () => {
+  it("are counted afresh from a ledger array that can still change, and the same from a frozen one (kept by identity)", () => {
+    const view: AgentMessage[] = [{ role: "user", content: `still shown ${"s".repeat(200)}`, timestamp: 1 }];
+    const shown = ledgerUnit(renderMessageBlock(view[0]!)!);
+    const gone = (n: number) => ledgerUnit(`[user]\ndropped ${n} ${"d".repeat(400)}`);
+    const bound = applyBindingUpdate(undefined, { threadId: "thr", turnId: "t0", update: { reset: true, ledgerAdd: [shown] }, dynamicToolsFingerprint: "t", engineId: "e", policyFingerprint: "p", projectionMode: "delta" });
+    const project = (ledger: readonly string[]) =>
+      projectAssembledContext({ mode: "delta", prompt: "next", history: view, origins: [null], assembled: { messages: view, estimatedTokens: 1 }, fingerprints, binding: { ...bound, ledger: ledger as string[] } });
+    const mutable = [shown, gone(1)];
+    const one = project(mutable);
+    expect(one).toMatchObject({ reason: "threadHoldsContext", entriesSent: 0 });
+    const oneStale = one.staleTokens!;
+    expect(oneStale).toBeGreaterThan(100);
+    // The same array, changed: the new unit counts.
+    mutable.push(gone(2));
+    const two = project(mutable);
+    expect(two.staleTokens).toBeGreaterThan(oneStale + 100);
+    // A frozen copy of each gives the same figures, on its first and on a later projection.
+    const frozenOne = Object.freeze([shown, gone(1)]);
+    const frozenTwo = Object.freeze([...mutable]);
+    for (let i = 0; i < 2; i++) {
+      expect(project(frozenOne)).toEqual(one);
+      expect(project(frozenTwo)).toEqual(two);
     }
   });
 });

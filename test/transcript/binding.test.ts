@@ -246,6 +246,36 @@ describe("thread binding read cache", () => {
     expect(await readThreadBinding(sessionFile)).toBeUndefined();
   });
 
+  it("an unchanged ledger keeps its frozen array from write to write; a changed one gets a new array", async () => {
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-cache-"));
+    const ledger = Array.from({ length: 50 }, (_, i) => `${String(i).padStart(4, "0")}:${i + 1}`);
+    await writeValidatedThreadBinding(sessionFile, sample({ ledger: [...ledger] }), { durable: false });
+    const first = (await readThreadBinding(sessionFile))!;
+    // The turn's two writes (accept, then usage) change other fields: the ledger array stays the same object.
+    await writeValidatedThreadBinding(sessionFile, sample({ ledger: [...ledger], heldTurnIds: ["u1", "u2"] }), { durable: false });
+    const second = (await readThreadBinding(sessionFile))!;
+    expect(second).not.toBe(first);
+    expect(second.heldTurnIds).toEqual(["u1", "u2"]);
+    expect(second.ledger).toBe(first.ledger);
+    expect(Object.isFrozen(second.ledger)).toBe(true);
+    // One unit more (or one changed) is a new array with the new content.
+    await writeValidatedThreadBinding(sessionFile, sample({ ledger: [...ledger, "ffff:9"] }), { durable: false });
+    const grown = (await readThreadBinding(sessionFile))!;
+    expect(grown.ledger).not.toBe(first.ledger);
+    expect(grown.ledger).toEqual([...ledger, "ffff:9"]);
+    const changed = [...ledger];
+    changed[10] = "eeee:2";
+    await writeValidatedThreadBinding(sessionFile, sample({ ledger: changed }), { durable: false });
+    expect((await readThreadBinding(sessionFile))!.ledger).toEqual(changed);
+    // Read from disk (another process's write): the same rule against what this process last cached.
+    await fsp.writeFile(`${sessionSidecarPaths(sessionFile).binding}.other`, JSON.stringify(sample({ ledger: changed, threadId: "thread-9" })));
+    const cached = (await readThreadBinding(sessionFile))!;
+    await fsp.rename(`${sessionSidecarPaths(sessionFile).binding}.other`, sessionSidecarPaths(sessionFile).binding);
+    const reread = (await readThreadBinding(sessionFile))!;
+    expect(reread.threadId).toBe("thread-9");
+    expect(reread.ledger).toBe(cached.ledger);
+  });
+
   it("the writer's own object is not frozen (the cache keeps a copy), also on the store's unvalidated write", async () => {
     const sessionFile = await sessionIn(await testTempDir("ctm-binding-cache-"));
     const mine = sample();
