@@ -180,22 +180,23 @@ interface ViewUnitsMemo extends UnitRun {
 }
 
 /**
- * Views whose units are kept, by their first message (a long session's view starts at the same message for many
- * turns); bounded like the engines' per-session state.
+ * The last view whose units were kept, per session: keyed by the session's first history message (the history cache's
+ * own object, the same for the whole life of its session), so a session keeps one view however often its window moves
+ * or its thread rotates. Bounded like the engines' per-session state.
  */
-const viewUnitsByFirstMessage = createLruMap<object, ViewUnitsMemo>(64);
+const keptViewBySession = createLruMap<object, ViewUnitsMemo>(64);
 
 /**
- * {@link renderUnits} of a view, with the units' ids as a set. When the view is the history cache's own messages
- * (deep-frozen, so they can never change) and starts with the same messages as a view seen before, the units of that
- * view are kept and only the messages after it are rendered: a long session's view is checked against the ledger
- * without walking all of it every turn. The units are exactly what `renderUnits(view)` gives; anything else (an
- * engine's own objects, a view that is not an extension of the last one) is rendered afresh. The set may be the kept
- * view's own: read it before the next call.
+ * {@link renderUnits} of a view, with the units' ids as a set. With `keptUnder` (the session's first history message,
+ * one of the history cache's own), a view of the history cache's own messages (deep-frozen, so they can never change)
+ * that starts with the view kept for that session reuses its units and renders only the messages after it: a long
+ * session's view is checked against the ledger without walking all of it every turn. The units are exactly what
+ * `renderUnits(view)` gives; anything else (an engine's own objects, a view that does not extend the kept one, no
+ * key) is rendered afresh (and kept, when it can be). The set may be the kept view's own: read it before the next call.
  *
  * @example
  * ```ts
- * const { units, ids } = viewUnits(view, partCap, renderingMemo(partCap));
+ * const { units, ids } = viewUnits(view, partCap, renderingMemo(partCap), history[0]);
  * ids.has(ledgerUnitId(unit)); // is that ledger unit still in the view?
  * ```
  */
@@ -203,21 +204,21 @@ export function viewUnits(
   view: readonly AgentMessage[],
   partCap: number = DEFAULT_PART_CAP_CHARS,
   renderings?: RenderingMemo,
+  keptUnder?: AgentMessage,
 ): { units: readonly RenderedUnit[]; ids: ReadonlySet<string> } {
-  const first = view[0];
-  let memo = first !== undefined && isDeepFrozenByHost(first) ? viewUnitsByFirstMessage.get(first) : undefined;
+  const key = keptUnder !== undefined && isDeepFrozenByHost(keptUnder) ? keptUnder : undefined;
+  let memo = key !== undefined ? keptViewBySession.get(key) : undefined;
   if (memo !== undefined && (memo.partCap !== partCap || !startsWith(view, memo.messages))) memo = undefined;
   const from = memo?.messages.length ?? 0;
-  for (let i = from; i < view.length; i++) {
-    if (!isDeepFrozenByHost(view[i])) {
-      const units = renderUnits(view, partCap, renderings);
-      return { units, ids: new Set(units.map((u) => u.id)) };
-    }
+  let keepable = key !== undefined;
+  for (let i = from; i < view.length && keepable; i++) keepable = isDeepFrozenByHost(view[i]);
+  if (!keepable) {
+    const units = renderUnits(view, partCap, renderings);
+    return { units, ids: new Set(units.map((u) => u.id)) };
   }
   if (memo === undefined) {
     memo = { partCap, messages: [], units: [], seen: new Map(), ids: new Set() };
-    // An empty view is not kept (nothing to start from).
-    if (first !== undefined) viewUnitsByFirstMessage.set(first, memo);
+    keptViewBySession.set(key!, memo);
   }
   for (let i = from; i < view.length; i++) {
     const message = view[i]!;

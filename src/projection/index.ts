@@ -308,7 +308,8 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
   for (const message of dropped.values()) staleContextTokens += renderedBlockOf(message, p.partCapChars, renderings)?.tokens ?? 0;
   const missing = context.filter((m, j) => !isHeld(m, j));
   let rendered: ReturnType<typeof viewUnits> | undefined;
-  const renderView = () => (rendered ??= viewUnits(context, p.partCapChars, renderings)).units;
+  // Kept per session (under its first history message) from turn to turn while the view only grows.
+  const renderView = () => (rendered ??= viewUnits(context, p.partCapChars, renderings, p.history[0])).units;
   // The view's ledger units matter only against a ledger.
   const viewUnitIds = binding.ledger.length === 0 ? new Set<string>() : (renderView(), rendered!.ids);
   const ledger = ledgerFacts(binding.ledger);
