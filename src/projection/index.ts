@@ -245,11 +245,6 @@ interface ThreadAssessment {
   viewTokens: () => number;
 }
 
-/**
- * Compare the thread (held turns by origin, injected blocks by ledger) with the engine's view, by content: a message
- * the engine rebuilt from its own store (other timestamp, usage or ids) is the same message (`identity.ts`).
- * Object references decide first, so an engine that hands the history's own objects through costs no serialization.
- */
 /** A ledger's unit ids (in order, and as a set) and token estimates. */
 interface LedgerFacts {
   unitIds: string[];
@@ -273,6 +268,11 @@ function ledgerFacts(ledger: readonly string[]): LedgerFacts {
   return facts;
 }
 
+/**
+ * Compare the thread (held turns by origin, injected blocks by ledger) with the engine's view, by content: a message
+ * the engine rebuilt from its own store (other timestamp, usage or ids) is the same message (`identity.ts`).
+ * Object references decide first, so an engine that hands the history's own objects through costs no serialization.
+ */
 function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, context: readonly AgentMessage[]): ThreadAssessment {
   const keyOf = cachedContentKey();
   const heldFlags = heldMessageFlags(p.origins, binding);
