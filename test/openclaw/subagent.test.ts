@@ -11,7 +11,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { loadContextEngine, type LoadedContextEngine } from "../../src/openclaw/index.js";
 import { createCodexLlm, DEFAULT_LLM_POLICY } from "../../src/openclaw/llm.js";
 import { childSessionFileName, createSubagentHost, SubagentRequestError, type HostSubagentRuntime } from "../../src/openclaw/subagent.js";
-import { inputMessageTexts, startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
+import { inputMessageTexts, lastUserText, startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
 import { runCodexTurn } from "../../src/turn.js";
 import { silentLogger } from "../../src/log/logger.js";
 import { captureLogger } from "../transcript/helpers.js";
@@ -51,7 +51,7 @@ afterAll(async () => {
 
 beforeEach(() => {
   delete (globalThis as Record<symbol, unknown>)[RECORD];
-  offline.fake.setDefault((r) => (isChild(r) ? { text: `child answer to: ${inputMessageTexts(r.body, "user").at(-1) ?? ""}` } : { text: "parent reply" }));
+  offline.fake.setDefault((r) => (isChild(r) ? { text: `child answer to: ${lastUserText(r.body)}` } : { text: "parent reply" }));
 });
 
 async function load(subagentSessionDir?: string, logger?: Logger): Promise<LoadedContextEngine> {
