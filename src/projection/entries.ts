@@ -140,6 +140,19 @@ export interface RenderedUnit {
 }
 
 /**
+ * One block as a {@link RenderedUnit} of its own (its first occurrence): for a block the host writes, not a message.
+ *
+ * @example
+ * ```ts
+ * blockUnit("[note]\nolder turns omitted"); // { block, unit: "<hash>:<tokens>", id: "<hash>" }
+ * ```
+ */
+export function blockUnit(block: string): RenderedUnit {
+  const unit = ledgerUnit(block);
+  return { block, unit, id: ledgerUnitId(unit) };
+}
+
+/**
  * Render messages to blocks (empty bodies skipped) with their ledger units.
  *
  * @example

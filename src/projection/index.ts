@@ -13,7 +13,7 @@ import type { AssembleOutput, HistoryOutput, ProjectionOutput, ThreadPlan } from
 import type { BindingUpdate, ThreadBinding } from "../transcript/binding.js";
 import { DEFAULT_TOTAL_CAP_CHARS, dropTrailingPrompt, estimateTokens, renderPromptProjection, sha256Hex, canonicalJson } from "./render.js";
 import { ContentSet, cachedContentKey, messageContentKey } from "./identity.js";
-import { ledgerUnit, ledgerUnitId, ledgerUnitTokens, planEntries, renderedBlockOf, renderingMemo, renderUnits, viewUnits, type EntryPlan } from "./entries.js";
+import { blockUnit, ledgerUnitId, ledgerUnitTokens, planEntries, renderedBlockOf, renderingMemo, renderUnits, viewUnits, type EntryPlan } from "./entries.js";
 import {
   appendDelivery,
   composeDeveloperInstructions,
@@ -610,7 +610,6 @@ function continuityPlan(p: ProjectAssembledContextParams, messages: readonly Age
   }
   const units = renderUnits(messages.slice(first), p.partCapChars, renderings);
   if (units.length === 0) return undefined;
-  const omitted = first > 0 ? continuityOmittedNote(first) : undefined;
-  const note = omitted !== undefined ? [{ block: omitted, unit: ledgerUnit(omitted), id: ledgerUnitId(ledgerUnit(omitted)) }] : [];
+  const note = first > 0 ? [blockUnit(continuityOmittedNote(first))] : [];
   return planEntries([...note, ...units], new Set());
 }
