@@ -10,8 +10,7 @@
  */
 import type { AgentMessage } from "../context-engine/types.js";
 import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
-import { frozenMessageMemo, isDeepFrozenByHost } from "../transcript/freeze.js";
-import { createLruMap } from "../lru-map.js";
+import { copyArray, frozenMessageMemo, isDeepFrozenByHost } from "../transcript/freeze.js";
 import { DEFAULT_PART_CAP_CHARS, estimateTokens, PROMPT_SAFETY_NOTE, renderMessageBlock, sha256Hex } from "./render.js";
 
 /** Codex truncates each additionalContext value to ~1k tokens; stay safely under it. */
@@ -185,70 +184,188 @@ function appendUnit(run: UnitRun, message: AgentMessage, partCap: number | undef
   else run.units.push({ block, unit: unitOf(hash, occurrence, rendered.tokens), id: `${hash}#${occurrence}` });
 }
 
-/** A view's units carried from turn to turn: the messages they cover, and their ids as a set. */
-interface ViewUnitsMemo extends UnitRun {
+/**
+ * What the thread check needs of a list's units without the units themselves. Occurrences are numbered per block hash
+ * in list order, so the ids of the units carrying hash `h` are exactly `h`, `h#1`, ..., `h#(count - 1)`: the counts
+ * decide membership of any unit id ({@link tallyHasUnitId}), and the list's token estimate is their sum.
+ */
+export interface UnitTally {
+  /** Block hash -> how many of the list's units carry it. */
+  counts: ReadonlyMap<string, number>;
+  /** The sum of the units' token estimates (`estimateTokens` of each block). */
+  tokens: number;
+}
+
+/** A tally kept from turn to turn: the messages it covers (a copy), and the counts and tokens it holds. */
+interface KeptTally {
   partCap: number;
   messages: AgentMessage[];
-  ids: Set<string>;
+  counts: Map<string, number>;
+  tokens: number;
 }
 
 /**
- * The last view whose units were kept, per session: keyed by the session's first history message (the history cache's
- * own object, the same for the whole life of its session), so a session keeps one view however often its window moves
- * or its thread rotates. Bounded like the engines' per-session state.
+ * The tallies kept per session and list (`"view"`: the engine's view; `"missing"`: what of it the thread does not
+ * hold): keyed by the session's first history message (the history cache's own object, the same for the whole life
+ * of its session), for as long as that message lives. A tally holds a copy of its list, which for an engine that
+ * passes the history through is the whole history: it must not keep a session alive after the history cache (and
+ * every engine) let it go.
  */
-const keptViewBySession = createLruMap<object, ViewUnitsMemo>(64);
+const keptTallies = new WeakMap<object, Map<string, KeptTally>>();
 
 /**
- * {@link renderUnits} of a view, with the units' ids as a set. With `keptUnder` (the session's first history message,
- * one of the history cache's own), a view of the history cache's own messages (deep-frozen, so they can never change)
- * that starts with the view kept for that session reuses its units and renders only the messages after it: a long
- * session's view is checked against the ledger without walking all of it every turn. The units are exactly what
- * `renderUnits(view)` gives; anything else (an engine's own objects, a view that does not extend the kept one, no
- * key) is rendered afresh (and kept, when it can be). The set may be the kept view's own: read it before the next call.
+ * {@link UnitTally} of `messages`: the same counts and tokens a walk of `renderUnits(messages)` gives. With `keptUnder`
+ * (the session's first history message, one of the history cache's own) and a list of the history cache's own
+ * messages (deep-frozen: they can never change), the tally of the list kept under `slot` is carried over: a list that
+ * is the kept one with messages dropped from its front and appended at its back (a window that moved) costs only those
+ * messages, not a walk of the whole list every turn. Anything else (an engine's own objects, a list that is not such a
+ * slide, no key) is tallied afresh (and kept, when it can be). The counts may be the kept tally's own: read them
+ * before the next call for the same slot.
  *
  * @example
  * ```ts
- * const { units, ids } = viewUnits(view, partCap, renderingMemo(partCap), history[0]);
- * ids.has(ledgerUnitId(unit)); // is that ledger unit still in the view?
+ * const view = tallyUnits(context, partCap, renderingMemo(partCap), history[0], "view");
+ * tallyHasUnitId(view, ledgerUnitId(unit)); // is that ledger unit still in the view?
  * ```
  */
-export function viewUnits(
-  view: readonly AgentMessage[],
+export function tallyUnits(
+  messages: readonly AgentMessage[],
   partCap: number = DEFAULT_PART_CAP_CHARS,
   renderings?: RenderingMemo,
   keptUnder?: AgentMessage,
-): { units: readonly RenderedUnit[]; ids: ReadonlySet<string> } {
+  slot = "view",
+): UnitTally {
   const key = keptUnder !== undefined && isDeepFrozenByHost(keptUnder) ? keptUnder : undefined;
-  let memo = key !== undefined ? keptViewBySession.get(key) : undefined;
-  if (memo !== undefined && (memo.partCap !== partCap || !startsWith(view, memo.messages))) memo = undefined;
-  const from = memo?.messages.length ?? 0;
+  const slots = key !== undefined ? keptTallies.get(key) : undefined;
+  const kept = slots?.get(slot);
+  const dropped = kept !== undefined && kept.partCap === partCap ? slideOffset(kept.messages, messages) : undefined;
+  // The messages this call adds to the tally: after the kept ones that stay, or all of them.
+  const from = dropped === undefined ? 0 : kept!.messages.length - dropped;
   let keepable = key !== undefined;
-  for (let i = from; i < view.length && keepable; i++) keepable = isDeepFrozenByHost(view[i]);
+  for (let i = from; i < messages.length && keepable; i++) keepable = isDeepFrozenByHost(messages[i]);
   if (!keepable) {
-    const units = renderUnits(view, partCap, renderings);
-    return { units, ids: new Set(units.map((u) => u.id)) };
+    const fresh: KeptTally = { partCap, messages: [], counts: new Map(), tokens: 0 };
+    for (const message of messages) tallyMessage(fresh, message, 1, partCap, renderings);
+    return fresh;
   }
-  if (memo === undefined) {
-    memo = { partCap, messages: [], units: [], seen: new Map(), ids: new Set() };
-    keptViewBySession.set(key!, memo);
+  let tally: KeptTally;
+  if (dropped === undefined) tally = { partCap, messages: [], counts: new Map(), tokens: 0 };
+  else {
+    tally = kept!;
+    for (let i = 0; i < dropped; i++) tallyMessage(tally, tally.messages[i]!, -1, partCap, renderings);
   }
-  for (let i = from; i < view.length; i++) {
-    const message = view[i]!;
-    const before = memo.units.length;
-    appendUnit(memo, message, partCap, renderings);
-    if (memo.units.length > before) memo.ids.add(memo.units[before]!.id);
-    memo.messages.push(message);
-  }
-  // A copy of the units (cheap: an array of references), so a later view's units never show up in this one.
-  return { units: memo.units.slice(), ids: memo.ids };
+  for (let i = from; i < messages.length; i++) tallyMessage(tally, messages[i]!, 1, partCap, renderings);
+  // A copy: the caller's array may change after this call.
+  tally.messages = copyArray(messages);
+  if (slots !== undefined) slots.set(slot, tally);
+  else keptTallies.set(key!, new Map([[slot, tally]]));
+  return tally;
 }
 
-/** `view` begins with exactly the objects of `prefix`. */
-function startsWith(view: readonly AgentMessage[], prefix: readonly AgentMessage[]): boolean {
-  if (prefix.length > view.length) return false;
-  for (let i = prefix.length - 1; i >= 0; i--) if (view[i] !== prefix[i]) return false;
+/** Add (`sign` 1) or remove (`sign` -1) one message's unit; a message that renders to nothing has none. */
+function tallyMessage(tally: KeptTally, message: AgentMessage, sign: 1 | -1, partCap: number, renderings: RenderingMemo | undefined): void {
+  const rendered = renderedBlockOf(message, partCap, renderings);
+  if (rendered === undefined) return;
+  const count = (tally.counts.get(rendered.hash) ?? 0) + sign;
+  if (count === 0) tally.counts.delete(rendered.hash);
+  else tally.counts.set(rendered.hash, count);
+  tally.tokens += sign * rendered.tokens;
+}
+
+/**
+ * How many messages `list` dropped from the front of `kept` when `list` is `kept` without its first messages, followed
+ * by any new ones (the same objects, in order); undefined otherwise (a list that lost messages at its back, or is not
+ * a slide of the kept one).
+ */
+function slideOffset(kept: readonly AgentMessage[], list: readonly AgentMessage[]): number | undefined {
+  if (list.length === 0) return kept.length === 0 ? 0 : undefined;
+  let dropped = 0;
+  while (dropped < kept.length && kept[dropped] !== list[0]) dropped++;
+  // All of `kept` dropped: the list shares nothing with it (a tally afresh is no dearer).
+  if (dropped === kept.length) return kept.length === 0 ? 0 : undefined;
+  const stays = kept.length - dropped;
+  if (list.length < stays) return undefined;
+  for (let i = stays - 1; i >= 0; i--) if (list[i] !== kept[dropped + i]) return undefined;
+  return dropped;
+}
+
+/**
+ * A unit id (`ledgerUnitId` of a unit: `hash` or `hash#n`) split into its block hash and occurrence; undefined for a
+ * string no unit can have as its id (a `#0`, `#01` or `#x` suffix).
+ *
+ * @example
+ * ```ts
+ * splitUnitId("ab12#1"); // { hash: "ab12", occurrence: 1 }
+ * splitUnitId("ab12");   // { hash: "ab12", occurrence: 0 }
+ * ```
+ */
+export function splitUnitId(id: string): { hash: string; occurrence: number } | undefined {
+  const mark = id.indexOf("#");
+  if (mark === -1) return { hash: id, occurrence: 0 };
+  const suffix = id.slice(mark + 1);
+  // As unitOf writes it: a positive integer in plain decimal.
+  const n = Number(suffix);
+  return Number.isSafeInteger(n) && n > 0 && String(n) === suffix ? { hash: id.slice(0, mark), occurrence: n } : undefined;
+}
+
+/**
+ * Whether the tallied list has the unit of `hash` at `occurrence` (a {@link splitUnitId} of a ledger unit id): exactly
+ * `new Set(renderUnits(list).map((u) => u.id)).has(id)`.
+ *
+ * @example
+ * ```ts
+ * tallyHas(tallyUnits([ok, ok]), hash, 1); // true: the second "ok" is occurrence #1
+ * ```
+ */
+export function tallyHas(tally: UnitTally, hash: string, occurrence: number): boolean {
+  return (tally.counts.get(hash) ?? 0) > occurrence;
+}
+
+/**
+ * {@link tallyHas} of a unit id as a string.
+ *
+ * @example
+ * ```ts
+ * tallyHasUnitId(tallyUnits([ok, ok]), `${hash}#1`); // true
+ * ```
+ */
+export function tallyHasUnitId(tally: UnitTally, id: string): boolean {
+  const split = splitUnitId(id);
+  return split !== undefined && tallyHas(tally, split.hash, split.occurrence);
+}
+
+/**
+ * Whether every unit of the tallied list is in `injected` (a set of ledger unit ids), i.e. whether `planEntries` of its
+ * units sends nothing. `runs` is {@link injectedRuns} of the same ledger.
+ *
+ * @example
+ * ```ts
+ * tallyAllInjected(tallyUnits(missing), injectedRuns(ledgerIds)); // true: nothing to send
+ * ```
+ */
+export function tallyAllInjected(tally: UnitTally, runs: ReadonlyMap<string, number>): boolean {
+  for (const [hash, count] of tally.counts) if ((runs.get(hash) ?? 0) < count) return false;
   return true;
+}
+
+/**
+ * Per block hash, how many of its occurrences a set of ledger unit ids holds without a gap: `k` when `hash`, `hash#1`,
+ * ..., `hash#(k - 1)` are all in it. A list whose units carry `hash` at most `k` times is then wholly injected.
+ *
+ * @example
+ * ```ts
+ * injectedRuns(new Set(["ab", "ab#1", "cd#1"])); // Map { "ab" => 2 } ("cd" has no first occurrence)
+ * ```
+ */
+export function injectedRuns(ids: ReadonlySet<string>): Map<string, number> {
+  const runs = new Map<string, number>();
+  for (const id of ids) {
+    if (id.includes("#") || runs.has(id)) continue;
+    let k = 1;
+    while (ids.has(`${id}#${k}`)) k++;
+    runs.set(id, k);
+  }
+  return runs;
 }
 
 /** One message's block with what the ledger derives from it. */

@@ -13,7 +13,22 @@ import type { AssembleOutput, HistoryOutput, ProjectionOutput, ThreadPlan } from
 import type { BindingUpdate, ThreadBinding } from "../transcript/binding.js";
 import { DEFAULT_TOTAL_CAP_CHARS, dropTrailingPrompt, estimateTokens, renderPromptProjection, sha256Hex, canonicalJson } from "./render.js";
 import { ContentSet, cachedContentKey, messageContentKey } from "./identity.js";
-import { blockUnit, ledgerUnitId, ledgerUnitTokens, planEntries, renderedBlockOf, renderingMemo, renderUnits, viewUnits, type EntryPlan } from "./entries.js";
+import {
+  blockUnit,
+  injectedRuns,
+  ledgerUnitId,
+  ledgerUnitTokens,
+  planEntries,
+  renderedBlockOf,
+  renderingMemo,
+  renderUnits,
+  splitUnitId,
+  tallyAllInjected,
+  tallyHas,
+  tallyUnits,
+  type EntryPlan,
+  type UnitTally,
+} from "./entries.js";
 import {
   appendDelivery,
   composeDeveloperInstructions,
@@ -22,6 +37,7 @@ import {
   withDeveloperInstructions,
 } from "./developer.js";
 import { decideRotation } from "./rotation.js";
+import { heldMessages } from "./held.js";
 import { selectContextImages } from "./context-images.js";
 
 export * from "./render.js";
@@ -245,11 +261,14 @@ interface ThreadAssessment {
   viewTokens: () => number;
 }
 
-/** A ledger's unit ids (in order, and as a set) and token estimates. */
+/** A ledger's unit ids (split, in order, and as a set) and token estimates. */
 interface LedgerFacts {
-  unitIds: string[];
+  /** `splitUnitId` of each unit id (undefined for an id no unit can have). */
+  split: Array<{ hash: string; occurrence: number } | undefined>;
   tokens: number[];
   ids: ReadonlySet<string>;
+  /** `injectedRuns(ids)`, computed on first use. */
+  runs?: ReadonlyMap<string, number> | undefined;
 }
 
 /** Facts of frozen ledgers, by the array: the binding cache keeps an unchanged ledger's array from turn to turn. */
@@ -263,7 +282,7 @@ function ledgerFacts(ledger: readonly string[]): LedgerFacts {
   const known = factsByLedger.get(ledger);
   if (known !== undefined) return known;
   const unitIds = ledger.map(ledgerUnitId);
-  const facts: LedgerFacts = { unitIds, tokens: ledger.map(ledgerUnitTokens), ids: new Set(unitIds) };
+  const facts: LedgerFacts = { split: unitIds.map(splitUnitId), tokens: ledger.map(ledgerUnitTokens), ids: new Set(unitIds) };
   if (Object.isFrozen(ledger)) factsByLedger.set(ledger, facts);
   return facts;
 }
@@ -275,12 +294,9 @@ function ledgerFacts(ledger: readonly string[]): LedgerFacts {
  */
 function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, context: readonly AgentMessage[]): ThreadAssessment {
   const keyOf = cachedContentKey();
-  const heldFlags = heldMessageFlags(p.origins, binding);
-  const heldMessages: AgentMessage[] = [];
-  for (let index = 0; index < heldFlags.length; index++) {
-    const message = heldFlags[index] ? p.history[index] : undefined;
-    if (message) heldMessages.push(message);
-  }
+  // Kept per session from turn to turn and extended by what the last turn added (`held.ts`).
+  const held = heldMessages(p.history, p.origins, binding, keyOf);
+  const heldFlags = held.flags;
   // Engines that hand the history through return a tail of the history's own objects: then references decide for
   // every message in that tail by index, without building sets of 10,000 objects (a Set insert costs ~0.2 us here).
   const offset = historyTailOffset(p.history, context);
@@ -288,9 +304,16 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
   let viewSet: ContentSet | undefined;
   // With the tail aligned, a reference is a member exactly when the index says so; only content is left to check.
   const isHeld = (m: AgentMessage, j: number) => {
-    const set = (heldSet ??= new ContentSet(heldMessages, keyOf));
-    if (offset === undefined) return set.has(m);
-    return heldFlags[offset + j] === 1 || set.hasContent(m);
+    if (offset !== undefined) return heldFlags[offset + j] === 1 || held.heldByContent(offset + j);
+    if (heldSet === undefined) {
+      const members: AgentMessage[] = [];
+      for (let index = 0; index < heldFlags.length; index++) {
+        const message = heldFlags[index] ? p.history[index] : undefined;
+        if (message) members.push(message);
+      }
+      heldSet = new ContentSet(members, keyOf);
+    }
+    return heldSet.has(m);
   };
   const inView = (m: AgentMessage, index: number) => {
     const set = (viewSet ??= new ContentSet(context, keyOf));
@@ -307,18 +330,20 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
   let staleContextTokens = 0;
   for (const message of dropped.values()) staleContextTokens += renderedBlockOf(message, p.partCapChars, renderings)?.tokens ?? 0;
   const missing = context.filter((m, j) => !isHeld(m, j));
-  let rendered: ReturnType<typeof viewUnits> | undefined;
-  // Kept per session (under its first history message) from turn to turn while the view only grows.
-  const renderView = () => (rendered ??= viewUnits(context, p.partCapChars, renderings, p.history[0])).units;
-  // The view's ledger units matter only against a ledger.
-  const viewUnitIds = binding.ledger.length === 0 ? new Set<string>() : (renderView(), rendered!.ids);
+  // The view's and the missing messages' units, tallied (kept per session, under its first history message, from turn
+  // to turn: a moving window costs the messages it dropped and gained, not a walk of the whole view).
+  let view: UnitTally | undefined;
+  const tallyView = () => (view ??= tallyUnits(context, p.partCapChars, renderings, p.history[0], "view"));
   const ledger = ledgerFacts(binding.ledger);
-  const injected = ledger.ids;
-  for (let i = 0; i < ledger.unitIds.length; i++) {
-    if (!viewUnitIds.has(ledger.unitIds[i]!)) staleContextTokens += ledger.tokens[i]!;
+  for (let i = 0; i < ledger.split.length; i++) {
+    const unit = ledger.split[i];
+    if (unit === undefined || !tallyHas(tallyView(), unit.hash, unit.occurrence)) staleContextTokens += ledger.tokens[i]!;
   }
-  const viewTokens = () => renderView().reduce((sum, u) => sum + estimateTokens(u.block), 0);
-  return { plan: planEntries(renderUnits(missing, p.partCapChars, renderings), injected), staleContextTokens, viewTokens };
+  const viewTokens = () => tallyView().tokens;
+  // Rendered only when the thread lacks one of their units (nothing is sent otherwise).
+  const missingUnits = tallyUnits(missing, p.partCapChars, renderings, p.history[0], "missing");
+  const allInjected = tallyAllInjected(missingUnits, (ledger.runs ??= injectedRuns(ledger.ids)));
+  return { plan: planEntries(allInjected ? [] : renderUnits(missing, p.partCapChars, renderings), ledger.ids), staleContextTokens, viewTokens };
 }
 
 /**
