@@ -3,6 +3,7 @@
  * origins and the answers of a ContentSet of the held messages, whatever the history and the binding did between turns.
  */
 import { describe, expect, it } from "vitest";
+import { prng } from "../../bench/lib.js";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { heldMessages } from "../../src/projection/held.js";
 import { ContentSet, cachedContentKey, heldMessageIndexes } from "../../src/projection/index.js";
@@ -30,16 +31,10 @@ function expectSame(history: readonly AgentMessage[], origins: Origin[], b: Thre
   return held;
 }
 
-/** A small deterministic generator (a failure must replay). */
+/** A whole number below `n` from a seeded generator (a failure must replay). */
 function rng(seed: number): (n: number) => number {
-  // mulberry32: an LCG's low bits repeat with a short period, which starved some branches of the generator.
-  let s = seed >>> 0;
-  return (n) => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) % n;
-  };
+  const random = prng(seed);
+  return (n) => Math.floor(random() * n);
 }
 
 describe("heldMessages", () => {

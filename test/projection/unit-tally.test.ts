@@ -3,6 +3,7 @@
  * (per hash counts, ids, token sum), while a moving window costs only what it dropped and gained.
  */
 import { describe, expect, it } from "vitest";
+import { prng } from "../../bench/lib.js";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import {
   injectedRuns,
@@ -31,16 +32,10 @@ function reference(list: readonly AgentMessage[]) {
   return { units, counts, tokens: units.reduce((n, u) => n + estimateTokens(u.block), 0), ids: new Set(units.map((u) => u.id)) };
 }
 
-/** A small deterministic generator (no Math.random: a failure must replay). */
+/** A whole number below `n` from a seeded generator (a failure must replay). */
 function rng(seed: number): (n: number) => number {
-  // mulberry32: an LCG's low bits repeat with a short period, which starved some branches of the generator.
-  let s = seed >>> 0;
-  return (n) => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(s ^ (s >>> 15), 1 | s);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) % n;
-  };
+  const random = prng(seed);
+  return (n) => Math.floor(random() * n);
 }
 
 function expectSame(tally: UnitTally, list: readonly AgentMessage[], probeIds: readonly string[]): void {
