@@ -160,34 +160,26 @@ export function blockUnit(block: string): RenderedUnit {
  * ```
  */
 export function renderUnits(messages: readonly AgentMessage[], partCap?: number, renderings?: RenderingMemo): RenderedUnit[] {
-  const run: UnitRun = { units: [], seen: new Map() };
-  for (const message of messages) appendUnit(run, message, partCap, renderings);
-  return run.units;
-}
-
-/** Units rendered so far and how often each block hash occurred in them (what the next unit's `#n` counts). */
-interface UnitRun {
-  units: RenderedUnit[];
-  seen: Map<string, number>;
-}
-
-/** Render one more message onto `run` (an empty body adds nothing): the loop body of {@link renderUnits}. */
-function appendUnit(run: UnitRun, message: AgentMessage, partCap: number | undefined, renderings: RenderingMemo | undefined): void {
-  const rendered = renderedBlockOf(message, partCap, renderings);
-  if (rendered === undefined) return;
-  // Counted by the block's hash, which is what a unit is identified by: a short key instead of the whole block.
-  const { block, hash } = rendered;
-  const occurrence = run.seen.get(hash) ?? 0;
-  run.seen.set(hash, occurrence + 1);
-  // What ledgerUnit(block, occurrence) gives, from the cached hash and estimate.
-  if (occurrence === 0) run.units.push({ block, unit: rendered.firstUnit, id: hash });
-  else run.units.push({ block, unit: unitOf(hash, occurrence, rendered.tokens), id: `${hash}#${occurrence}` });
+  const seen = new Map<string, number>();
+  const units: RenderedUnit[] = [];
+  for (const message of messages) {
+    const rendered = renderedBlockOf(message, partCap, renderings);
+    if (rendered === undefined) continue;
+    // Counted by the block's hash, which is what a unit is identified by: a short key instead of the whole block.
+    const { block, hash } = rendered;
+    const occurrence = seen.get(hash) ?? 0;
+    seen.set(hash, occurrence + 1);
+    // What ledgerUnit(block, occurrence) gives, from the cached hash and estimate.
+    if (occurrence === 0) units.push({ block, unit: rendered.firstUnit, id: hash });
+    else units.push({ block, unit: unitOf(hash, occurrence, rendered.tokens), id: `${hash}#${occurrence}` });
+  }
+  return units;
 }
 
 /**
  * What the thread check needs of a list's units without the units themselves. Occurrences are numbered per block hash
  * in list order, so the ids of the units carrying hash `h` are exactly `h`, `h#1`, ..., `h#(count - 1)`: the counts
- * decide membership of any unit id ({@link tallyHasUnitId}), and the list's token estimate is their sum.
+ * decide membership of any unit id ({@link tallyHas}), and the list's token estimate is their sum.
  */
 export interface UnitTally {
   /** Block hash -> how many of the list's units carry it. */
@@ -225,7 +217,8 @@ const keptTallies = new WeakMap<object, Map<string, KeptTally>>();
  * @example
  * ```ts
  * const view = tallyUnits(context, partCap, renderingMemo(partCap), history[0], "view");
- * tallyHasUnitId(view, ledgerUnitId(unit)); // is that ledger unit still in the view?
+ * const unit = splitUnitId(ledgerUnitId(ledgerEntry));
+ * unit !== undefined && tallyHas(view, unit.hash, unit.occurrence); // is that ledger unit still in the view?
  * ```
  */
 export function tallyUnits(
@@ -319,19 +312,6 @@ export function splitUnitId(id: string): { hash: string; occurrence: number } | 
  */
 export function tallyHas(tally: UnitTally, hash: string, occurrence: number): boolean {
   return (tally.counts.get(hash) ?? 0) > occurrence;
-}
-
-/**
- * {@link tallyHas} of a unit id as a string.
- *
- * @example
- * ```ts
- * tallyHasUnitId(tallyUnits([ok, ok]), `${hash}#1`); // true
- * ```
- */
-export function tallyHasUnitId(tally: UnitTally, id: string): boolean {
-  const split = splitUnitId(id);
-  return split !== undefined && tallyHas(tally, split.hash, split.occurrence);
 }
 
 /**

@@ -42,9 +42,9 @@ interface HeldMemo {
   turns: Set<string>;
   /** Every turn id an origin on the thread names among the kept messages. */
   originTurns: Set<string>;
-  /** The history and origins these answers are for (copies), `length` long. */
-  history: AgentMessage[];
-  origins: Origin[];
+  /** The history and origins these answers are for (the frozen arrays the history cache gave, else copies). */
+  history: readonly AgentMessage[];
+  origins: readonly Origin[];
   length: number;
   /** Per message: its flag; and whether a held message carries its content (decided when first asked). */
   flags: Uint8Array;
@@ -167,8 +167,9 @@ function append(memo: HeldMemo, history: readonly AgentMessage[], origins: Histo
     memo.decided[index] = UNDECIDED;
     if (lastHeld && message !== undefined) holdContent(memo, history, message);
   }
-  memo.history = copyArray(history);
-  memo.origins = copyArray(origins);
+  // A frozen array (the history cache's) can never change; any other may, after this call.
+  memo.history = Object.isFrozen(history) ? history : copyArray(history);
+  memo.origins = Object.isFrozen(origins) ? origins : copyArray(origins);
   memo.length = length;
 }
 

@@ -186,40 +186,6 @@ export function defaultDivergenceTokens(tokenBudget: number | undefined): number
 }
 
 /**
- * Messages the bound thread holds natively: produced on it, in a turn not dropped by a native compaction since.
- *
- * @example
- * ```ts
- * heldMessageIndexes(history.origins, binding); // Set of indexes into history.messages
- * ```
- */
-export function heldMessageIndexes(origins: HistoryOutput["origins"], binding: ThreadBinding | undefined): Set<number> {
-  const held = new Set<number>();
-  heldMessageFlags(origins, binding).forEach((flag, index) => flag && held.add(index));
-  return held;
-}
-
-/** {@link heldMessageIndexes} as one flag per history message (1: the bound thread holds it). */
-function heldMessageFlags(origins: HistoryOutput["origins"], binding: ThreadBinding | undefined): Uint8Array {
-  const flags = new Uint8Array(origins.length);
-  if (!binding) return flags;
-  const turns = new Set(binding.heldTurnIds);
-  // Consecutive messages come from the same turn, and the history cache gives them one origin object: decide once per
-  // origin object (a run of equal origins in other objects is decided again, with the same answer).
-  let lastOrigin: (typeof origins)[number] | undefined;
-  let lastHeld = false;
-  for (let index = 0; index < origins.length; index++) {
-    const origin = origins[index];
-    if (origin !== lastOrigin) {
-      lastOrigin = origin;
-      lastHeld = !!origin && origin.threadId === binding.threadId && turns.has(origin.turnId);
-    }
-    if (lastHeld) flags[index] = 1;
-  }
-  return flags;
-}
-
-/**
  * Where `view` starts in `history` when it is exactly a tail of the history's own objects (a pass-through or window
  * engine), else undefined. Checked from the end, so a mismatch is found early.
  */

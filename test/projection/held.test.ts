@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { prng } from "../../bench/lib.js";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { heldMessages } from "../../src/projection/held.js";
-import { ContentSet, cachedContentKey, heldMessageIndexes } from "../../src/projection/index.js";
+import { ContentSet, cachedContentKey } from "../../src/projection/index.js";
 import type { ThreadBinding } from "../../src/transcript/binding.js";
 import { deepFreeze, markDeepFrozen } from "../../src/transcript/freeze.js";
 
@@ -22,9 +22,10 @@ function binding(threadId: string, heldTurnIds: string[]): ThreadBinding {
 /** What the kept answers must equal. */
 function expectSame(history: readonly AgentMessage[], origins: Origin[], b: ThreadBinding) {
   const held = heldMessages(history, origins, b, cachedContentKey());
-  const indexes = heldMessageIndexes(origins, b);
-  expect([...held.flags].map((f, i) => [i, f])).toEqual(history.map((_, i) => [i, indexes.has(i) ? 1 : 0]));
-  const set = new ContentSet([...indexes].map((i) => history[i]!));
+  // Held by turn: produced on the bound thread in a turn the binding lists (the plain definition, message by message).
+  const indexes = history.map((_, i) => i).filter((i) => origins[i]?.threadId === b.threadId && b.heldTurnIds.includes(origins[i]!.turnId));
+  expect([...held.flags].map((f, i) => [i, f])).toEqual(history.map((_, i) => [i, indexes.includes(i) ? 1 : 0]));
+  const set = new ContentSet(indexes.map((i) => history[i]!));
   // Asked in a shuffled order, some twice: an answer must not depend on what was asked before.
   const order = history.map((_, i) => i).sort((a, b) => ((a * 7919) % 13) - ((b * 7919) % 13));
   for (const i of [...order, ...order.slice(0, 5)]) expect([i, held.heldByContent(i)]).toEqual([i, set.hasContent(history[i]!)]);
@@ -107,6 +108,14 @@ describe("heldMessages", () => {
     // Another thread: afresh.
     const other = expectSame([first, a, b, c, d], [null, origin, origin, origin2, origin2], binding("t2", []));
     expect(other.flags.buffer).not.toBe(one.flags.buffer);
+    // An array that can still change is copied: changed in place after the call, it is not taken for the kept one.
+    const mutable = [first, a, b, c, d];
+    const mutableOrigins: Origin[] = [null, origin, origin, origin2, origin2];
+    expectSame(mutable, mutableOrigins, binding("t", ["u1", "u2"]));
+    mutableOrigins[1] = null;
+    expectSame(mutable, mutableOrigins, binding("t", ["u1", "u2"]));
+    mutable[1] = own("answer", "assistant"); // no longer held by turn, now held by content
+    expectSame(mutable, mutableOrigins, binding("t", ["u1", "u2"]));
     // A history whose messages are not the history cache's own is never kept.
     const plain = { role: "user", content: "plain", timestamp: 1 } as unknown as AgentMessage;
     const p1 = expectSame([first, plain], [null, null], binding("t", []));

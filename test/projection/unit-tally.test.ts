@@ -11,7 +11,8 @@ import {
   planEntries,
   renderUnits,
   tallyAllInjected,
-  tallyHasUnitId,
+  splitUnitId,
+  tallyHas,
   tallyUnits,
   type UnitTally,
 } from "../../src/projection/entries.js";
@@ -36,6 +37,12 @@ function reference(list: readonly AgentMessage[]) {
 function rng(seed: number): (n: number) => number {
   const random = prng(seed);
   return (n) => Math.floor(random() * n);
+}
+
+/** Whether the tally has the unit with this id (as a ledger entry names it). */
+function tallyHasUnitId(tally: UnitTally, id: string): boolean {
+  const unit = splitUnitId(id);
+  return unit !== undefined && tallyHas(tally, unit.hash, unit.occurrence);
 }
 
 function expectSame(tally: UnitTally, list: readonly AgentMessage[], probeIds: readonly string[]): void {
