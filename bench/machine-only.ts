@@ -115,7 +115,7 @@ export function instantTurnMachine(logger: Logger) {
     actions: {
       logLifecycle: ({ context }, params) => {
         const { event, ...counts } = params as { event: string; [k: string]: unknown };
-        logger.info({ ...ids, threadId: context.threadId, turnId: context.turnId, event, ...counts }, `codex context engine ${event}`);
+        logger.info({ ...ids, threadId: context.thread.id, turnId: context.turn.id, event, ...counts }, `codex context engine ${event}`);
       },
       scheduleBackgroundMaintenance: () => {},
     },

@@ -43,9 +43,9 @@ export const boundTurnMachine = turnMachine.provide({
     logLifecycle: ({ context, system }, params) => {
       const deps = depsOf(system);
       const { event, ...counts } = params as { event: string; [k: string]: unknown };
-      deps.logger.info({ ...deps.ids, threadId: context.threadId, turnId: context.turnId, event, ...counts }, `codex context engine ${event}`);
+      deps.logger.info({ ...deps.ids, threadId: context.thread.id, turnId: context.turn.id, event, ...counts }, `codex context engine ${event}`);
     },
-    scheduleBackgroundMaintenance: ({ context, system }) => scheduleBackgroundMaintenance(depsOf(system), context.record),
+    scheduleBackgroundMaintenance: ({ context, system }) => scheduleBackgroundMaintenance(depsOf(system), context.turn.record),
     persistAcceptedBinding: ({ system }, params) => depsOf(system).binding.accept(params),
     persistUsage: ({ system }, params) => depsOf(system).binding.usage(params.threadId, params.usage),
     persistContextOverflow: ({ system }, params) => depsOf(system).binding.contextOverflow(params.threadId, params.turnId),

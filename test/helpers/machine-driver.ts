@@ -3,7 +3,7 @@
  * it by name, the runTurn callback hands the test its `sendBack`, and a SimulatedClock drives the interrupt grace.
  */
 import { SimulatedClock, createActor, fromCallback, fromPromise, type AnyActorRef } from "xstate";
-import { turnMachine } from "../../machines/turn.machine.js";
+import { turnMachine, type TurnContext } from "../../machines/turn.machine.js";
 import type {
   EngineFacts,
   RunTurnEmitted,
@@ -288,9 +288,9 @@ export class MachineDriver {
         continue;
       }
       if (this.state === "turnRunning" && this.sendBack) {
-        const snap = this.actor.getSnapshot().context as { turnAccepted: boolean };
+        const snap = this.actor.getSnapshot().context as TurnContext;
         if (this.substate === "starting") await this.emit({ type: "TURN.ACCEPTED", turnId: "turn-1" });
-        else if (this.substate === "interrupting" && !snap.turnAccepted) await this.tick(1_001);
+        else if (this.substate === "interrupting" && !snap.turn.accepted) await this.tick(1_001);
         else await this.emit({ type: "TURN.ENDED", record: fakeRecord(this.forwarded.some((f) => f.type === "TURN.INTERRUPT") ? "interrupted" : "completed") });
         continue;
       }

@@ -3,7 +3,7 @@
  * by name, and a SimulatedClock drives the interrupt grace timer. Used by the model-based and path suites.
  */
 import { SimulatedClock, createActor, fromCallback, fromPromise, type AnyActorRef, type InspectionEvent } from "xstate";
-import { turnMachine, type TurnMachine } from "../../machines/turn.machine.js";
+import { turnMachine, type TurnContext, type TurnMachine } from "../../machines/turn.machine.js";
 import { ACTOR_STATE, AUTO_ACTORS, autoOutput, fullEngineFacts, type PromiseActor } from "../helpers/machine-driver.js";
 import type {
   EngineFacts,
@@ -148,9 +148,9 @@ export class TurnHarness {
 
   /** The input the machine handed finalize (the snapshot it chose). */
   finalizeInput(): { source: string; messages: unknown[] } {
-    const ctx = (this.actor.getSnapshot() as { context: { finalizeSource?: string; finalizeHistory?: { messages: unknown[] }; history: { messages: unknown[] }; record?: { messagesSnapshot: unknown[] } } }).context;
-    const source = ctx.finalizeSource ?? "fallback";
-    const messages = source === "reread" && ctx.finalizeHistory ? ctx.finalizeHistory.messages : [...ctx.history.messages, ...(ctx.record?.messagesSnapshot ?? [])];
+    const ctx = (this.actor.getSnapshot() as { context: TurnContext }).context;
+    const source = ctx.persistence.finalizeSource ?? "fallback";
+    const messages = source === "reread" && ctx.persistence.finalizeHistory ? ctx.persistence.finalizeHistory.messages : [...ctx.history.messages, ...(ctx.turn.record?.messagesSnapshot ?? [])];
     return { source, messages };
   }
 

@@ -8,7 +8,7 @@
 import { afterAll, describe, expect, it } from "vitest";
 import { assign, setup } from "xstate";
 import { createTestModel } from "xstate/graph";
-import { turnMachine } from "../../machines/turn.machine.js";
+import { turnMachine, type TurnContext } from "../../machines/turn.machine.js";
 import type { EngineFacts, TurnMachineInput } from "../../machines/turn.contract.js";
 import { ENGINE_FULL, NO_ENGINE, TurnHarness, record, settle, transitionKey, type PromiseActorName } from "./turn-harness.js";
 
@@ -301,7 +301,7 @@ const projection = {
 const USAGE_OVER_THRESHOLD = { totalTokens: 95, modelContextWindow: 100 };
 const USAGE_UNDER_THRESHOLD = { totalTokens: 50, modelContextWindow: 100 };
 const refused = (h: TurnHarness) => h.reject("resumeThread", "no rollout found", "THREAD_RESUME_FAILED");
-const ctxOf = (h: TurnHarness) => (h.actor.getSnapshot() as { context: { input: TurnMachineInput; resumeFellBack: boolean } }).context;
+const ctxOf = (h: TurnHarness) => (h.actor.getSnapshot() as { context: TurnContext }).context;
 
 const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   // A crashed attempt left a pending record (recovery runs), or the session is clean (recovery is skipped).
@@ -336,7 +336,7 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   ASSEMBLE_FAIL: fail("assembleContext"),
   PROJECT_OK: (h) => {
     const c = ctxOf(h);
-    const resume = c.input.sessionKey === "resume" && !c.resumeFellBack;
+    const resume = c.input.sessionKey === "resume" && !c.thread.resumeFellBack;
     h.resolve("projectContext", resume ? { ...projection, thread: { action: "resume", threadId: "thread-0", reason: "compatibleBinding" } } : projection);
   },
   PROJECT_FAIL: fail("projectContext"),
@@ -344,7 +344,7 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   HOOKS_CHANGED: ok("runPromptHooks", { promptText: "prompt", developerInstructions: "hooked" }),
   REPROJECT_OK: (h) => {
     const c = ctxOf(h);
-    const resume = c.input.sessionKey === "resume" && !c.resumeFellBack;
+    const resume = c.input.sessionKey === "resume" && !c.thread.resumeFellBack;
     const thread = resume ? { action: "resume", threadId: "thread-0", reason: "compatibleBinding" } : projection.thread;
     h.resolve("projectContext", { ...projection, thread, developerInstructions: "hooked" });
   },
@@ -524,7 +524,7 @@ describe("turn machine against the independent lifecycle model", () => {
     const compaction = { backend: "codex-app-server" as const, threadId: "thread-1", turnId: "turn-1", itemId: "c1", completed: true };
     h.emit({ type: "TURN.COMPACTION", compaction });
     await settle();
-    expect((h.actor.getSnapshot() as { context: { compactions: unknown[] } }).context.compactions).toEqual([compaction]);
+    expect(ctxOf(h).turn.compactions).toEqual([compaction]);
     await drive(h, ["ABORT", "INTERRUPT_TIMEOUT", "MIRROR_OK", "FINALIZE_OK"]);
     expect(h.output?.status).toBe("aborted");
     expect(h.output?.record?.codexStatus).toBe("timedOut");
@@ -542,15 +542,15 @@ describe("turn machine against the independent lifecycle model", () => {
       if (outcome === "ok") h.resolve("projectContext", { ...projection, thread: { action: "resume", threadId: "thread-0", reason: "compatibleBinding" }, developerInstructions: "hooked" });
       else h.reject("projectContext", "boom");
       await settle();
-      const ctx = (h.actor.getSnapshot() as { context: { promptText: string; developerInstructions?: string; projection: { reason: string; thread: { action: string } }; warnings: string[] } }).context;
-      expect(ctx.promptText).toBe("hooked prompt");
-      expect(ctx.developerInstructions).toBe("hooked");
+      const ctx = ctxOf(h);
+      expect(ctx.request.promptText).toBe("hooked prompt");
+      expect(ctx.request.developerInstructions).toBe("hooked");
       if (outcome === "ok") {
         expect(h.lifecycleState()).toBe("threadResume");
         expect(ctx.warnings).toEqual([]);
       } else {
         expect(h.lifecycleState()).toBe("threadStart");
-        expect(ctx.projection).toMatchObject({ reason: "projectionFailed", thread: { action: "start" } });
+        expect(ctx.request.projection).toMatchObject({ reason: "projectionFailed", thread: { action: "start" } });
         expect(ctx.warnings).toEqual(["projection for the hook's developer instructions failed (boom); sending the prompt on a fresh thread"]);
       }
       // The calls: projection, hook, projection again (the hook ran once).
@@ -676,8 +676,7 @@ describe("turn machine against the independent lifecycle model", () => {
         else h.reject("prepareTranscriptMessages", "hook crashed");
         await settle();
       }
-      const ctx = (h.actor.getSnapshot() as { context: { record: { messagesSnapshot: unknown[] } } }).context;
-      const pendingSaw = ctx.record.messagesSnapshot;
+      const pendingSaw = ctxOf(h).turn.record!.messagesSnapshot;
       h.resolve("recordPendingFinalize", undefined);
       await drive(h, ["MIRROR_OK", "FINALIZE_OK", "MAINTAIN_OK"]);
       track(h);
