@@ -12,6 +12,7 @@
  * crash leaves between the two steps is at most one entry, replaced or removed by the next discard of that path.
  */
 import fs, { promises as fsp } from "node:fs";
+import path from "node:path";
 
 /** The name a discarded path is renamed to before its removal. */
 export function discardedName(target: string): string {
@@ -24,17 +25,18 @@ let exitHooked = false;
 
 /**
  * Make `target` (a file, or a directory with files in it) disappear at once and free its blocks in the background.
- * Returns false when `target` did not exist. When the rename is refused (a leftover `.discarded` directory that is not
+ * Returns false when `target` did not exist. `layout` (what `target` holds, when known) makes the background removal
+ * the few syscalls it needs. When the rename is refused (a leftover `.discarded` directory that is not
  * empty, for example), `removeInPlace` removes the target as before, and what it throws propagates.
  *
  * @example
  * ```ts
  * const record = "/data/s1.jsonl.codex-pending.json";
- * discardPath(record, () => fs.unlinkSync(record)); // gone for every reader; its blocks are freed off the event loop
+ * discardPath(record, () => fs.unlinkSync(record), { file: true }); // gone for every reader; freed off the event loop
  * await drainDiscards(); // e.g. before checking a directory's contents
  * ```
  */
-export function discardPath(target: string, removeInPlace: () => void): boolean {
+export function discardPath(target: string, removeInPlace: () => void, layout?: DiscardLayout): boolean {
   const aside = discardedName(target);
   try {
     fs.renameSync(target, aside);
@@ -48,21 +50,39 @@ export function discardPath(target: string, removeInPlace: () => void): boolean 
     scheduleRemoval(aside);
     return true;
   }
-  scheduleRemoval(aside);
+  scheduleRemoval(aside, layout);
   return true;
 }
 
-function scheduleRemoval(aside: string): void {
+/**
+ * What a discarded path is known to hold, so that its removal is just the syscalls it needs: a file, or a directory
+ * with these files in it. Without it, or when the path holds something else, the removal is a recursive `rm`, which
+ * first looks at what it removes (lstat, readdir), one promise round trip per step.
+ */
+export type DiscardLayout = { file: true } | { files: readonly string[] };
+
+function scheduleRemoval(aside: string, layout?: DiscardLayout): void {
   hookExit();
   pendingPaths.add(aside);
-  const done: Promise<void> = fsp
-    .rm(aside, { recursive: true, force: true })
+  const removeAll = () => fsp.rm(aside, { recursive: true, force: true });
+  const done: Promise<void> = (layout ? removeAsLaidOut(aside, layout).catch(removeAll) : removeAll())
     .catch(() => undefined) // best effort: the next discard of the same path replaces or removes it
     .finally(() => {
       pendingPaths.delete(aside);
       inFlight.delete(done);
     });
   inFlight.add(done);
+}
+
+/** Remove `aside` as `layout` says it is laid out; rejects when it is not (the caller then removes it recursively). */
+async function removeAsLaidOut(aside: string, layout: DiscardLayout): Promise<void> {
+  if ("file" in layout) return fsp.unlink(aside);
+  for (const name of layout.files) {
+    await fsp.unlink(path.join(aside, name)).catch((err: NodeJS.ErrnoException) => {
+      if (err.code !== "ENOENT") throw err;
+    });
+  }
+  await fsp.rmdir(aside);
 }
 
 /**

@@ -283,7 +283,7 @@ async function underGuard<T>(lockPath: string, waitMs: number, fn: () => Promise
  * unlink owner.json + rmdir, and anything else found inside falls back to a recursive rm.
  */
 async function removeLockDir(lockPath: string): Promise<void> {
-  discardPath(lockPath, () => removeLockDirInPlace(lockPath));
+  discardPath(lockPath, () => removeLockDirInPlace(lockPath), { files: [OWNER_FILE] });
 }
 
 function removeLockDirInPlace(lockPath: string): void {

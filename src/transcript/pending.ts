@@ -325,7 +325,7 @@ export async function completePendingFinalize(
       // file system, right before the result is reported.
       let removed: boolean;
       try {
-        removed = discardPath(file, () => fs.unlinkSync(file));
+        removed = discardPath(file, () => fs.unlinkSync(file), { file: true });
       } catch (err) {
         if (errCode(err) !== "ENOENT") {
           throw new SessionFileError("SESSION_WRITE_FAILED", file, `cannot remove pending-finalize record ${file} (${errCode(err) ?? String(err)})`, { cause: err });
@@ -385,7 +385,7 @@ export async function markPendingIngested(
 }
 
 /**
- * Whether the session has a pending-finalize sidecar at all (readable or not): one `access`, no read. Only a missing
+ * Whether the session has a pending-finalize sidecar at all (readable or not): one `stat`, no read. Only a missing
  * file counts as none; any other error says "maybe", so recovery looks and reports it.
  *
  * @example
@@ -394,11 +394,12 @@ export async function markPendingIngested(
  * ```
  */
 export function pendingFinalizeExists(sessionFile: string): boolean {
+  // A missing record is the common case: stat without throwing (the ENOENT exception, built with its stack on every
+  // turn, cost more than the syscall).
   try {
-    fs.accessSync(pendingPath(sessionFile));
+    return fs.statSync(pendingPath(sessionFile), { throwIfNoEntry: false }) !== undefined;
+  } catch {
     return true;
-  } catch (err) {
-    return errCode(err) !== "ENOENT";
   }
 }
 

@@ -8,7 +8,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { createJsonlSessionStore, type SessionStore } from "../../src/store/session-store.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
-import { listPendingFinalize } from "../../src/transcript/pending.js";
+import { listPendingFinalize, pendingFinalizeExists } from "../../src/transcript/pending.js";
 import { invalidateSessionIndex } from "../../src/transcript/session-file.js";
 import { trackFsyncs, type FsyncEvent } from "../helpers/fsync-tracker.js";
 import { tempDir } from "../transcript/helpers.js";
@@ -88,6 +88,11 @@ describe("pending record commit", () => {
     await fsp.writeFile(pending, "{not json");
     expect(await store.hasPending()).toBe(true); // unreadable still counts: recovery must look at it
     await fsp.rm(pending);
+    // Only a missing record is none: a path that cannot be looked at (here ENOTDIR) says "maybe", so recovery looks.
+    const blocked = path.join(path.dirname(file), "not-a-dir");
+    await fsp.writeFile(blocked, "");
+    expect(pendingFinalizeExists(path.join(blocked, "s.jsonl"))).toBe(true);
+    expect(pendingFinalizeExists(path.join(path.dirname(file), "other.jsonl"))).toBe(false);
 
     const reads = vi.spyOn(fs, "readFileSync");
     try {

@@ -2,7 +2,7 @@ import { execFile } from "node:child_process";
 import fs, { promises as fsp } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { discardedName, discardPath, drainDiscards } from "../../src/transcript/discard.js";
 import { tempDir } from "./helpers.js";
 
@@ -36,6 +36,51 @@ describe("discardPath", () => {
     expect(discardPath(lock, failInPlace)).toBe(true);
     expect(fs.existsSync(lock)).toBe(false);
     await drainDiscards();
+    expect(await fsp.readdir(dir)).toEqual([]);
+  });
+
+  it("removes a path laid out as declared with just its syscalls: a file, a directory with its known files", async () => {
+    const file = path.join(dir, "s.jsonl.codex-pending.json");
+    fs.writeFileSync(file, "{}");
+    const lock = path.join(dir, "s.jsonl.lock");
+    fs.mkdirSync(lock);
+    fs.writeFileSync(path.join(lock, "owner.json"), "{}");
+    const rm = vi.spyOn(fs.promises, "rm");
+    try {
+      expect(discardPath(file, failInPlace, { file: true })).toBe(true);
+      expect(discardPath(lock, failInPlace, { files: ["owner.json"] })).toBe(true);
+      expect(fs.existsSync(file) || fs.existsSync(lock)).toBe(false);
+      await drainDiscards();
+      // unlink / rmdir only: the recursive rm (lstat, readdir, ...) was not needed.
+      expect(rm).not.toHaveBeenCalled();
+    } finally {
+      rm.mockRestore();
+    }
+    expect(await fsp.readdir(dir)).toEqual([]);
+  });
+
+  it("removes recursively what does not match its declared layout", async () => {
+    // A directory declared as a file, and one holding more than its declared files (or its file is a directory).
+    const notAFile = path.join(dir, "a");
+    fs.mkdirSync(path.join(notAFile, "deep"), { recursive: true });
+    fs.writeFileSync(path.join(notAFile, "deep", "x"), "x");
+    const moreFiles = path.join(dir, "b.lock");
+    fs.mkdirSync(moreFiles);
+    fs.writeFileSync(path.join(moreFiles, "owner.json"), "{}");
+    fs.writeFileSync(path.join(moreFiles, "stray"), "x");
+    const ownerIsDir = path.join(dir, "c.lock");
+    fs.mkdirSync(path.join(ownerIsDir, "owner.json"), { recursive: true });
+    const rm = vi.spyOn(fs.promises, "rm");
+    try {
+      expect(discardPath(notAFile, failInPlace, { file: true })).toBe(true);
+      expect(discardPath(moreFiles, failInPlace, { files: ["owner.json"] })).toBe(true);
+      expect(discardPath(ownerIsDir, failInPlace, { files: ["owner.json"] })).toBe(true);
+      await drainDiscards();
+      // Each one fell back to the recursive removal.
+      expect(rm).toHaveBeenCalledTimes(3);
+    } finally {
+      rm.mockRestore();
+    }
     expect(await fsp.readdir(dir)).toEqual([]);
   });
 
