@@ -386,7 +386,8 @@ export async function markPendingIngested(
 
 /**
  * Whether the session has a pending-finalize sidecar at all (readable or not): one `stat`, no read. Only a missing
- * file counts as none; any other error says "maybe", so recovery looks and reports it.
+ * file (or a path that cannot exist: a file in place of its directory) counts as none; any other error says "maybe",
+ * so recovery looks and reports it.
  *
  * @example
  * ```ts
@@ -395,11 +396,12 @@ export async function markPendingIngested(
  */
 export function pendingFinalizeExists(sessionFile: string): boolean {
   // A missing record is the common case: stat without throwing (the ENOENT exception, built with its stack on every
-  // turn, cost more than the syscall).
+  // turn, cost more than the syscall). A path under a file (ENOTDIR) cannot hold one either: Node 22+ returns
+  // undefined for it as for ENOENT, Node 20 throws, so it is named here to answer the same on both.
   try {
     return fs.statSync(pendingPath(sessionFile), { throwIfNoEntry: false }) !== undefined;
-  } catch {
-    return true;
+  } catch (err) {
+    return errCode(err) !== "ENOTDIR";
   }
 }
 
