@@ -155,7 +155,7 @@ export interface TurnPersistence {
  * Grouped, and kept at {@link MAX_CONTEXT_KEYS} top-level keys or fewer, because XState v5's `assign` copies the
  * context with `Object.assign({}, context, update)`, and V8 turns an object built that way into a slow dictionary
  * object from 20 properties on: every later assign and every read of the context then goes through a hash table
- * (measured: the statechart's own cost per turn 0.44 -> 0.31 ms without an engine, 0.63 -> 0.45 ms with one).
+ * (measured: the statechart's own cost per turn 0.45 -> 0.31 ms without an engine, 0.66 -> 0.46 ms with one; docs/benchmarks.md §3).
  */
 export interface TurnContext {
   input: TurnMachineInput;
