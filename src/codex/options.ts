@@ -207,6 +207,9 @@ function checkSandboxFields(o: SandboxFields, ctx: z.RefinementCtx): void {
   }
 }
 
+/** The names of a thread's settings (every key of start/resume options but the thread id, tools and flags). */
+export const THREAD_SETTING_KEYS: readonly string[] = Object.keys(threadSettings);
+
 /** The dynamic tools of thread/start and thread/resume. */
 const threadTools = {
   /** Handlers for the thread's dynamic tools (on a resume Codex keeps the declarations from thread/start). */

@@ -7,10 +7,18 @@ import type { Logger } from "pino";
 import { canonicalJson } from "../projection/render.js";
 import type { DynamicToolSpec } from "./dynamic-tools.js";
 import { CodexAppServerError, invalidArgument } from "./errors.js";
-import { resumeThreadSchema, startThreadSchema, toolListSchema, type ResumeThreadOptions, type StartThreadOptions, type ThreadSettings } from "./options.js";
+import { resumeThreadSchema, startThreadSchema, THREAD_SETTING_KEYS, toolListSchema, workingDirectorySchema, type ResumeThreadOptions, type StartThreadOptions, type ThreadSettings } from "./options.js";
 import { threadResultSchema } from "./schemas.js";
 import { defined, threadResumeParams, threadSettingsOf, threadStartParams } from "./thread-params.js";
 import { threadsToForget, threadsToRelease, type ThreadReleasePolicy } from "./thread-release.js";
+
+/** The canonical form of each loaded thread's settings (see `sameSettings`). */
+const loadedSettingsKeys = new WeakMap<ThreadSettings, { defaultCwd: string; key: string }>();
+
+/** The keys options reused without the schema may have (see `reusableAsGiven`). */
+const REUSE_AS_GIVEN_KEYS = new Set(["threadId", "reuseLoaded", ...THREAD_SETTING_KEYS]);
+/** The settings the schema fills in when they are omitted (approval policy, sandbox), taken from the schema itself. */
+const RESUME_DEFAULTS: ThreadSettings = threadSettingsOf(resumeThreadSchema.parse({ threadId: "-" }));
 
 /** What Codex told us about a thread. */
 export interface ThreadInfo {
@@ -130,6 +138,11 @@ export class ThreadRegistry {
 
   /** Resume a thread, or reuse it when loaded with the same settings (see `CodexAppServer.resumeThread`). */
   async resume(options: ResumeThreadOptions): Promise<ThreadInfo> {
+    const reusable = this.reusableAsGiven(options);
+    if (reusable) {
+      await this.deps.ensureAlive();
+      if (this.threads.get(options.threadId) === reusable && reusable.generation === this.deps.generation()) return this.reuse(options.threadId, reusable);
+    }
     const parsed = resumeThreadSchema.safeParse(options);
     if (!parsed.success) invalidArgument("resumeThread options", parsed.error.issues);
     const o = parsed.data;
@@ -141,17 +154,46 @@ export class ThreadRegistry {
         loaded.tools = toolMap(o.dynamicTools);
         loaded.dropToolsOnRelease = o.dropToolsOnRelease === true;
       }
-      loaded.lastUsedMs = performance.now();
-      this.deps.logger.debug({ event: "codex.thread.reused", threadId: o.threadId }, "thread already loaded with these settings");
-      return defined({ threadId: o.threadId, model: loaded.model, modelProvider: loaded.modelProvider, reused: true });
+      return this.reuse(o.threadId, loaded);
     }
     return this.resumeWith(o.threadId, settings, o.dynamicTools, o.dropToolsOnRelease === true);
   }
 
+  private reuse(threadId: string, loaded: ThreadState): ThreadInfo {
+    loaded.lastUsedMs = performance.now();
+    this.deps.logger.debug({ event: "codex.thread.reused", threadId }, "thread already loaded with these settings");
+    return defined({ threadId, model: loaded.model, modelProvider: loaded.modelProvider, reused: true });
+  }
+
+  /**
+   * The loaded thread that `options` reuse, decided on the options as given, before the schema (a host resumes its
+   * thread this way on every turn, and the schema's parse was a tenth of a millisecond of it). Only for options that
+   * name nothing but the thread, `reuseLoaded: true` and settings equal (the schema's defaults filled in) to those the
+   * thread was loaded with: those passed the schema then, and the one check that depends on the file system, that the
+   * cwd is still a directory, is made again here. Anything else (tools, unknown keys, other settings) goes through
+   * the schema as before.
+   */
+  private reusableAsGiven(options: unknown): ThreadState | undefined {
+    if (typeof options !== "object" || options === null) return undefined;
+    const given = options as Record<string, unknown>;
+    if (given.reuseLoaded !== true || typeof given.threadId !== "string") return undefined;
+    const loaded = this.threads.get(given.threadId);
+    if (!loaded || loaded.generation !== this.deps.generation()) return undefined;
+    for (const key of Object.keys(given)) if (!REUSE_AS_GIVEN_KEYS.has(key)) return undefined;
+    if (given.cwd !== undefined && !workingDirectorySchema.safeParse(given.cwd).success) return undefined;
+    const settings = threadSettingsOf({ ...RESUME_DEFAULTS, ...given } as ThreadSettings);
+    return this.sameSettings(loaded.settings, settings) ? loaded : undefined;
+  }
+
   /** Settings equal as Codex would apply them (an omitted cwd means the client's default cwd). */
-  private sameSettings(a: ThreadSettings, b: ThreadSettings): boolean {
-    const normal = (x: ThreadSettings) => canonicalJson({ ...x, cwd: x.cwd ?? this.deps.defaultCwd() });
-    return normal(a) === normal(b);
+  private sameSettings(loaded: ThreadSettings, wanted: ThreadSettings): boolean {
+    const defaultCwd = this.deps.defaultCwd();
+    const normal = (x: ThreadSettings) => canonicalJson({ ...x, cwd: x.cwd ?? defaultCwd });
+    // A loaded thread's settings object is never changed in place (each start/resume stores a new one), so its
+    // canonical form is computed once, not on every turn that reuses the thread.
+    let known = loadedSettingsKeys.get(loaded);
+    if (known?.defaultCwd !== defaultCwd) loadedSettingsKeys.set(loaded, (known = { defaultCwd, key: normal(loaded) }));
+    return known.key === normal(wanted);
   }
 
   private async resumeWith(threadId: string, settings: ThreadSettings, tools?: DynamicToolSpec[], dropToolsOnRelease = false): Promise<ThreadInfo> {

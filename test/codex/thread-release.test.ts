@@ -2,8 +2,13 @@
  * Unit: which loaded threads a client releases, and how the registry releases them (the real app-server is in
  * test/integration/thread-release.test.ts).
  */
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
 import pino from "pino";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import { CodexAppServerError } from "../../src/codex/errors.js";
+import { resumeThreadSchema } from "../../src/codex/options.js";
 import { releaseGraceMs, threadsToForget, threadsToRelease, type LoadedThread, type RememberedThread } from "../../src/codex/thread-release.js";
 import { ThreadRegistry } from "../../src/codex/threads.js";
 
@@ -288,5 +293,79 @@ describe("ThreadRegistry.forgetUnloaded", () => {
     reg.releaseUnrecorded(a!);
     await sleep(0);
     expect(calls.filter((c) => c.method === "thread/unsubscribe")).toHaveLength(1);
+  });
+});
+
+describe("ThreadRegistry.resume with reuseLoaded: the reuse decided on the options as given", () => {
+  function registry() {
+    const calls: string[] = [];
+    let generation = 1;
+    const reg = new ThreadRegistry({
+      logger: pino({ level: "silent" }),
+      generation: () => generation,
+      defaultCwd: () => "/tmp",
+      ensureAlive: async () => undefined,
+      rpcRequest: async (method, params) => {
+        calls.push(method);
+        const threadId = method === "thread/start" ? "thr-1" : (params as { threadId: string }).threadId;
+        return { thread: { id: threadId }, model: "m", modelProvider: "p" };
+      },
+    });
+    return { reg, calls, restart: () => generation++ };
+  }
+  const withDir = async (fn: (dir: string) => Promise<void>) => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "ctm-reuse-"));
+    try {
+      await fn(dir);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  };
+
+  it("reuses a thread loaded with these settings without the schema's parse, the defaults as given or omitted", async () => {
+    await withDir(async (cwd) => {
+      const { reg, calls } = registry();
+      const { threadId } = await reg.start({ cwd, developerInstructions: "D" });
+      const parse = vi.spyOn(resumeThreadSchema, "safeParse");
+      try {
+        expect(await reg.resume({ threadId, cwd, developerInstructions: "D", reuseLoaded: true })).toMatchObject({ threadId, reused: true, model: "m" });
+        expect(await reg.resume({ threadId, cwd, developerInstructions: "D", sandbox: "read-only", approvalPolicy: "never", reuseLoaded: true })).toMatchObject({ reused: true });
+        expect(parse).not.toHaveBeenCalled();
+        // Anything else goes through the schema, with the same outcome as before.
+        expect(await reg.resume({ threadId, cwd, developerInstructions: "D", sandbox: undefined, reuseLoaded: true })).toMatchObject({ reused: true });
+        expect(parse).toHaveBeenCalledTimes(1);
+      } finally {
+        parse.mockRestore();
+      }
+      expect(calls).toEqual(["thread/start"]);
+    });
+  });
+
+  it("refuses what the schema refuses, even for a loaded thread: a cwd gone since, an unknown key", async () => {
+    await withDir(async (root) => {
+      const cwd = path.join(root, "work");
+      fs.mkdirSync(cwd);
+      const { reg, calls } = registry();
+      const { threadId } = await reg.start({ cwd });
+      await expect(reg.resume({ threadId, cwd, reuseLoaded: true, colour: "red" } as never)).rejects.toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("colour") });
+      fs.rmdirSync(cwd);
+      const gone = await reg.resume({ threadId, cwd, reuseLoaded: true }).catch((e: unknown) => e);
+      expect(gone).toBeInstanceOf(CodexAppServerError);
+      expect(gone).toMatchObject({ code: "INVALID_ARGUMENT", message: expect.stringContaining("does not exist") });
+      expect(calls).toEqual(["thread/start"]);
+    });
+  });
+
+  it("resumes for real when the settings differ or the app-server restarted since the thread was loaded", async () => {
+    await withDir(async (cwd) => {
+      const { reg, calls, restart } = registry();
+      const { threadId } = await reg.start({ cwd, developerInstructions: "D" });
+      expect((await reg.resume({ threadId, cwd, developerInstructions: "E", reuseLoaded: true })).reused).toBeUndefined();
+      expect(calls).toEqual(["thread/start", "thread/resume"]);
+      restart();
+      expect((await reg.resume({ threadId, cwd, developerInstructions: "E", reuseLoaded: true })).reused).toBeUndefined();
+      expect(calls).toEqual(["thread/start", "thread/resume", "thread/resume"]);
+      expect((await reg.resume({ threadId, cwd, developerInstructions: "E", reuseLoaded: true })).reused).toBe(true);
+    });
   });
 });

@@ -261,6 +261,13 @@ describe("resumeThread({ reuseLoaded })", () => {
     expect(changed.reused).toBeUndefined();
     expect(codex.stats().responses).toBe(responses + 1);
     responses = codex.stats().responses;
+    // What the thread now holds is B: B is reused, A (what it held before) is resumed for real.
+    expect(await codex.resumeThread({ threadId: t, developerInstructions: "REUSE-B", reuseLoaded: true })).toMatchObject({ reused: true });
+    expect(codex.stats().responses).toBe(responses);
+    expect((await codex.resumeThread({ threadId: t, developerInstructions: "REUSE-A", reuseLoaded: true })).reused).toBeUndefined();
+    expect(codex.stats().responses).toBe(responses + 1);
+    await codex.resumeThread({ threadId: t, developerInstructions: "REUSE-B", reuseLoaded: true });
+    responses = codex.stats().responses;
     // Without the option every call resumes.
     await codex.resumeThread({ threadId: t, developerInstructions: "REUSE-B" });
     expect(codex.stats().responses).toBe(responses + 1);
