@@ -30,8 +30,19 @@ export const DEVELOPER_UPDATE_KEY_PREFIX = "openclaw.developer";
  * ```
  */
 export function developerInstructionsHash(text: string | undefined): string {
-  return sha256Hex(text ?? "", 20);
+  const key = text ?? "";
+  let hash = instructionHashes.get(key);
+  if (hash === undefined) {
+    hash = sha256Hex(key, 20);
+    if (instructionHashes.size >= MAX_INSTRUCTION_HASHES) instructionHashes.clear();
+    instructionHashes.set(key, hash);
+  }
+  return hash;
 }
+
+/** Hashes computed so far, by text: a host hashes the same instructions every turn of a session. Bounded. */
+const instructionHashes = new Map<string, string>();
+const MAX_INSTRUCTION_HASHES = 64;
 
 /**
  * Developer instructions: base, then the engine's systemPromptAddition (trimmed) as the last section, joined by one

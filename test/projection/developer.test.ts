@@ -1,4 +1,5 @@
 /** Developer instructions over a thread's life: delivery after the hook, superseded copies as stale tokens. */
+import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { ProjectionOutput } from "../../machines/turn.contract.js";
 import {
@@ -119,5 +120,17 @@ describe("developer instructions delivery", () => {
     // Idempotent: planning twice never adds a second update entry.
     const again = planDeveloperInstructionsDelivery({ binding: b, threadAction: "resume", developerInstructions: "HOOKED 2", additionalContext: hooked.additionalContext });
     expect(Object.keys(again.additionalContext ?? {})).toEqual(keys);
+  });
+});
+
+describe("developerInstructionsHash", () => {
+  it("is the 20-hex sha256 prefix of the text, for texts met again after many others (its memo is bounded)", () => {
+    const sha = (t: string) => createHash("sha256").update(t, "utf8").digest("hex").slice(0, 20);
+    const texts = Array.from({ length: 150 }, (_, i) => `instructions ${i}\n${"x".repeat(i)}`);
+    for (let round = 0; round < 3; round++) {
+      for (const t of round === 1 ? [...texts].reverse() : texts) expect(developerInstructionsHash(t)).toBe(sha(t));
+    }
+    expect(developerInstructionsHash(undefined)).toBe(sha(""));
+    expect(developerInstructionsHash("")).toBe(sha(""));
   });
 });
