@@ -65,13 +65,21 @@ function scheduleRemoval(aside: string, layout?: DiscardLayout): void {
   hookExit();
   pendingPaths.add(aside);
   const removeAll = () => fsp.rm(aside, { recursive: true, force: true });
-  const done: Promise<void> = (layout ? removeAsLaidOut(aside, layout).catch(removeAll) : removeAll())
+  // Started once the event loop is free (after the turn's result has been handed over), not inside the step that
+  // discards: dispatching a removal to the thread pool wakes a worker, and on a small VM the waking thread is often
+  // descheduled while the worker frees the blocks (0.15-0.2 ms of the step's own time, measured in a CPU profile).
+  const done: Promise<void> = afterCurrentWork()
+    .then(() => (layout ? removeAsLaidOut(aside, layout).catch(removeAll) : removeAll()))
     .catch(() => undefined) // best effort: the next discard of the same path replaces or removes it
     .finally(() => {
       pendingPaths.delete(aside);
       inFlight.delete(done);
     });
   inFlight.add(done);
+}
+
+function afterCurrentWork(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 /** Remove `aside` as `layout` says it is laid out; rejects when it is not (the caller then removes it recursively). */

@@ -59,6 +59,24 @@ describe("discardPath", () => {
     expect(await fsp.readdir(dir)).toEqual([]);
   });
 
+  it("starts the background removal only once the current work is done (not inside the step that discards)", async () => {
+    const file = path.join(dir, "s.jsonl.codex-pending.json");
+    fs.writeFileSync(file, "{}");
+    const unlink = vi.spyOn(fs.promises, "unlink");
+    try {
+      expect(discardPath(file, failInPlace, { file: true })).toBe(true);
+      // What runs right after the discard (the rest of the turn, its result, the caller's continuation) runs first.
+      for (let i = 0; i < 10; i++) await Promise.resolve();
+      expect(unlink).not.toHaveBeenCalled();
+      expect(fs.existsSync(discardedName(file))).toBe(true);
+      await drainDiscards();
+      expect(unlink).toHaveBeenCalledTimes(1);
+    } finally {
+      unlink.mockRestore();
+    }
+    expect(await fsp.readdir(dir)).toEqual([]);
+  });
+
   it("removes recursively what does not match its declared layout", async () => {
     // A directory declared as a file, and one holding more than its declared files (or its file is a directory).
     const notAFile = path.join(dir, "a");
