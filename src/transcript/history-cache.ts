@@ -59,6 +59,8 @@ interface HistoryState {
   rootLines: number[];
   /** The history built at the last read, when it had no unterminated entry (the base for the append fast path). */
   history: SessionHistory | undefined;
+  /** Extended by this process's own append, whose stat is not recorded yet (see `extendCachedHistory`). */
+  awaitingStat?: boolean | undefined;
 }
 
 const cache = new Map<string, HistoryState>();
@@ -133,6 +135,67 @@ export async function readCachedHistory(real: string, reported: string, opts: Ca
     "session history read",
   );
   return history;
+}
+
+/**
+ * The writer appended `data` (complete lines) at the end of `real`, whose stat on the open descriptor was `before` the
+ * write: extend the cached history by the appended entries, so that the next turn's read is one `stat` instead of a
+ * read and parse of what this process just wrote. Called while the append's fsync is in flight, when the event loop
+ * would otherwise wait for the disk; {@link confirmCachedHistory} then records the file's stat once the fsync
+ * succeeded. Until then the entry does not match the file, and a read in between reads it as before.
+ *
+ * Only when the cache holds exactly the file as it was before the write (same identity, size and mtime, nothing
+ * unterminated); anything else leaves the cache as it is. An appended line that a read would report (malformed, a new
+ * root) drops the entry, so that read re-parses and reports it. A writer whose append fails calls
+ * {@link invalidateHistoryCache}.
+ *
+ * @example
+ * ```ts
+ * const before = fs.fstatSync(fd);
+ * fs.writeSync(fd, data);
+ * const synced = fsyncFd(fd);
+ * extendCachedHistory(real, before, data);
+ * await synced;
+ * confirmCachedHistory(real, fs.fstatSync(fd)); // the next readCachedHistory(real, ...) is a stat
+ * ```
+ */
+export function extendCachedHistory(real: string, before: Stats, data: Buffer): void {
+  const hit = cache.get(real);
+  if (!hit?.history || hit.header === null || !isUnchanged(hit, before) || hit.size !== before.size || data[data.length - 1] !== 10) return;
+  const base = hit.history;
+  const skippedBefore = hit.skippedLines.length;
+  const rootsBefore = hit.rootLines.length;
+  try {
+    const added: SessionEntry[] = [];
+    scanLines(hit, data, real, added);
+    if (hit.skippedLines.length !== skippedBefore || hit.rootLines.length !== rootsBefore) throw new Error("left to the next read");
+    hit.history = buildHistory(hit, added, base, undefined, 0);
+    hit.awaitingStat = true;
+  } catch {
+    cache.delete(real);
+  }
+}
+
+/**
+ * The append {@link extendCachedHistory} took in is durable and the file's stat is `after`: the extended entry now
+ * matches the file (when `after` is exactly that file at that size; otherwise the entry is dropped).
+ *
+ * @example
+ * ```ts
+ * confirmCachedHistory(real, fs.fstatSync(fd));
+ * ```
+ */
+export function confirmCachedHistory(real: string, after: Stats): void {
+  const hit = cache.get(real);
+  if (!hit?.awaitingStat) return;
+  hit.awaitingStat = false;
+  if (after.dev !== hit.dev || after.ino !== hit.ino || after.size !== hit.size) {
+    cache.delete(real);
+    return;
+  }
+  hit.fileSize = after.size;
+  hit.mtimeMs = after.mtimeMs;
+  touch(real, hit);
 }
 
 function isUnchanged(s: HistoryState, st: Stats): boolean {

@@ -21,6 +21,7 @@ import {
 } from "./entries.js";
 import { faultPoint, faultsEnabled } from "./fault.js";
 import { fsyncDirectory } from "./fsync-dir.js";
+import { confirmCachedHistory, extendCachedHistory, invalidateHistoryCache } from "./history-cache.js";
 import { fsyncFd } from "./small-file.js";
 import { invalidArgs, statOrMissingSync } from "./parse.js";
 import { resolveSessionPath, sessionIoError } from "./resolve.js";
@@ -217,6 +218,7 @@ async function writeBatch(
   let st: Stats;
   let alongside: Promise<unknown> | undefined;
   try {
+    const before = fs.fstatSync(fd);
     faultPoint("transcript:before-write");
     let off = 0;
     // With a fault hook installed, write in two halves so a crash can land between them (a torn line).
@@ -230,10 +232,16 @@ async function writeBatch(
     // The other durable write of this step (the pending-finalize record) is fsynced at the same moment, so both ride
     // one journal commit instead of two in a row. Its failure is reported after the transcript is safe (below).
     alongside = syncAlongside?.().then(() => undefined, (err: unknown) => err ?? new Error("sync failed"));
-    await fsyncFd(fd);
+    const synced = fsyncFd(fd);
+    // While the disk works, the history cache takes in the lines just written (the next turn then reads nothing).
+    extendCachedHistory(real, before, data);
+    await synced;
     faultPoint("transcript:after-fsync");
     st = fs.fstatSync(fd);
+    confirmCachedHistory(real, st);
   } catch (err) {
+    // What the cache took in from this append is not in the file any more (cut back below).
+    invalidateHistoryCache(real);
     // We hold the session lock, so nothing else appended after sizeBefore: cutting back leaves no torn line.
     try {
       fs.ftruncateSync(fd, sizeBefore);

@@ -1,13 +1,15 @@
-import { promises as fsp } from "node:fs";
+import fs, { promises as fsp } from "node:fs";
 import path from "node:path";
 import { SessionManager } from "@mariozechner/pi-coding-agent";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { createJsonlSessionStore, type SessionStore } from "../../src/store/session-store.js";
 import { SessionFileError } from "../../src/transcript/errors.js";
 import { mirrorKeysForTurn } from "../../src/transcript/mirror.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
+import { setTranscriptFaultHook } from "../../src/transcript/fault.js";
 import { isDeepFrozenByHost } from "../../src/transcript/freeze.js";
+import { cachedHistoryPaths, invalidateHistoryCache } from "../../src/transcript/history-cache.js";
 import { historyFromTranscript, invalidateSessionIndex, readSessionTranscript } from "../../src/transcript/session-file.js";
 import { captureLogger, tempDir } from "../transcript/helpers.js";
 import { turnMessages } from "../transcript/fixtures/turn-messages.js";
@@ -341,5 +343,110 @@ describe("agreement with the whole-file reader", () => {
     const full = historyFromTranscript(await readSessionTranscript(file));
     expect(h.messages).toEqual(full.messages);
     expect(h.origins).toEqual(full.origins);
+  });
+});
+
+describe("the history after this process's own append", () => {
+  /** The history a read from the file gives (the history cache emptied first; the writer's index is kept). */
+  async function coldHistory() {
+    invalidateHistoryCache();
+    const cold = await store.readHistory();
+    return cold;
+  }
+  /** The next read, with every file read it makes counted. */
+  async function readCounting() {
+    const reads = vi.spyOn(fs, "readSync");
+    const asyncOpens = vi.spyOn(fsp, "open");
+    try {
+      const h = await store.readHistory();
+      return { h, fileReads: reads.mock.calls.length + asyncOpens.mock.calls.length };
+    } finally {
+      reads.mockRestore();
+      asyncOpens.mockRestore();
+    }
+  }
+
+  it("is taken in from what was written, not read back, and equals a read of the file, turn after turn", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    let previous = await store.readHistory();
+    const steps: Array<() => Promise<unknown>> = [
+      () => store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") }),
+      () => store.appendMessage({ message: { role: "user", content: "held back", timestamp: 9 } as AgentMessage, idempotencyKey: "k1" }),
+      () => store.appendTurn({ threadId: "thr", turnId: "t3", messages: turnMessages("thr", "t3") }),
+      async () => store.appendCompaction({ summary: "earlier", firstKeptEntryId: (await store.readHistory()).lastEntryId!, tokensBefore: 10 }),
+      () => store.appendTurn({ threadId: "thr", turnId: "t4", messages: turnMessages("thr", "t4") }),
+    ];
+    for (const step of steps) {
+      await step();
+      const { h, fileReads } = await readCounting();
+      expect(fileReads).toBe(0);
+      expect(h).not.toBe(previous);
+      expect(isDeepFrozenByHost(h.messages.at(-1))).toBe(true);
+      expect(Object.isFrozen(h.messages)).toBe(true);
+      const cold = await coldHistory();
+      expect(cold).toEqual(h);
+      previous = cold;
+    }
+    expect(previous.messages.length).toBeGreaterThan(0);
+    expect(previous.messages).toEqual(SessionManager.open(file, dir).buildSessionContext().messages);
+  });
+
+  it("the earlier messages stay the same objects (only the appended ones are new)", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    const a = await store.readHistory();
+    await store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") });
+    const b = await store.readHistory();
+    for (let i = 0; i < a.messages.length; i++) expect(b.messages[i]).toBe(a.messages[i]);
+    expect(b.messages).toHaveLength(a.messages.length * 2);
+  });
+
+  it("is read from the file when another writer appended before this one: nothing of theirs is missed", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    await store.readHistory();
+    const sm = SessionManager.open(file, dir);
+    sm.appendMessage({ role: "user", content: "from pi", timestamp: 7 } as Parameters<SessionManager["appendMessage"]>[0]);
+    await store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") });
+    const { h, fileReads } = await readCounting();
+    expect(fileReads).toBeGreaterThan(0);
+    expect(h.messages.map((m) => (m as { content?: unknown }).content)).toContain("from pi");
+    expect(h).toEqual(await coldHistory());
+  });
+
+  it("a read made while the append waits for its fsync reads the file (the entry is not yet confirmed)", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    await store.readHistory();
+    let during: Promise<Awaited<ReturnType<SessionStore["readHistory"]>>> | undefined;
+    setTranscriptFaultHook((point) => {
+      if (point === "transcript:after-fsync") during = store.readHistory();
+    });
+    try {
+      await store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") });
+    } finally {
+      setTranscriptFaultHook(undefined);
+    }
+    const seen = await during!;
+    expect(seen.messages).toHaveLength(10);
+    const cold = await coldHistory();
+    expect(seen).toEqual(cold);
+    expect(await store.readHistory()).toEqual(cold);
+  });
+
+  it("an append that fails after its write is cut back and leaves the cache without it (dropped, read again)", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    const before = await store.readHistory();
+    const bytes = await fsp.readFile(file);
+    setTranscriptFaultHook((point) => {
+      if (point === "transcript:after-fsync") throw Object.assign(new Error("EIO: injected"), { code: "EIO" });
+    });
+    try {
+      await rejection(store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") }));
+    } finally {
+      setTranscriptFaultHook(undefined);
+    }
+    expect(await fsp.readFile(file)).toEqual(bytes);
+    expect(cachedHistoryPaths()).toEqual([]);
+    const after = await store.readHistory();
+    expect(after).toEqual(before);
+    expect(after.messages).toHaveLength(5);
   });
 });
