@@ -12,9 +12,6 @@ import { threadResultSchema } from "./schemas.js";
 import { defined, threadResumeParams, threadSettingsOf, threadStartParams } from "./thread-params.js";
 import { threadsToForget, threadsToRelease, type ThreadReleasePolicy } from "./thread-release.js";
 
-/** The canonical form of each loaded thread's settings (see `sameSettings`). */
-const loadedSettingsKeys = new WeakMap<ThreadSettings, { defaultCwd: string; key: string }>();
-
 /** The keys options reused without the schema may have (see `reusableAsGiven`). */
 const REUSE_AS_GIVEN_KEYS = new Set(["threadId", "reuseLoaded", ...THREAD_SETTING_KEYS]);
 /** The settings the schema fills in when they are omitted (approval policy, sandbox), taken from the schema itself. */
@@ -186,14 +183,9 @@ export class ThreadRegistry {
   }
 
   /** Settings equal as Codex would apply them (an omitted cwd means the client's default cwd). */
-  private sameSettings(loaded: ThreadSettings, wanted: ThreadSettings): boolean {
-    const defaultCwd = this.deps.defaultCwd();
-    const normal = (x: ThreadSettings) => canonicalJson({ ...x, cwd: x.cwd ?? defaultCwd });
-    // A loaded thread's settings object is never changed in place (each start/resume stores a new one), so its
-    // canonical form is computed once, not on every turn that reuses the thread.
-    let known = loadedSettingsKeys.get(loaded);
-    if (known?.defaultCwd !== defaultCwd) loadedSettingsKeys.set(loaded, (known = { defaultCwd, key: normal(loaded) }));
-    return known.key === normal(wanted);
+  private sameSettings(a: ThreadSettings, b: ThreadSettings): boolean {
+    const normal = (x: ThreadSettings) => canonicalJson({ ...x, cwd: x.cwd ?? this.deps.defaultCwd() });
+    return normal(a) === normal(b);
   }
 
   private async resumeWith(threadId: string, settings: ThreadSettings, tools?: DynamicToolSpec[], dropToolsOnRelease = false): Promise<ThreadInfo> {
