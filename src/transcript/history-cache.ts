@@ -5,7 +5,8 @@
  * the parsed entries are kept per canonical path with the file's identity (dev, ino, size, mtime) and the last bytes
  * read. A turn then costs one `stat` when nothing changed, or a read and parse of only the appended bytes when the
  * file grew (after checking that the bytes read last time are still in place); anything else (replaced, truncated,
- * rewritten in place) is parsed again from the start.
+ * rewritten in place) is parsed again from the start. What this process appends itself is taken in while the append's
+ * fsync runs (`extendCachedHistory`), so the next turn's read is one `stat` again.
  *
  * What it hands out is deeply frozen and shared between turns: an engine that mutates a message gets a TypeError at
  * the mutation (strict mode), never a corrupted cache. Copy (`structuredClone`) before changing anything.
