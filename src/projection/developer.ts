@@ -16,7 +16,7 @@
 import type { AdditionalContextEntry, ProjectionOutput } from "../../machines/turn.contract.js";
 import type { BindingUpdate, ThreadBinding } from "../transcript/binding.js";
 import { ledgerUnitId, ledgerUnitTokens } from "./entries.js";
-import { estimateTokens, sha256Hex } from "./render.js";
+import { estimateTokens, memoizedSha256Hex } from "./render.js";
 
 /** Key prefix of the entry that carries changed developer instructions into a resumed thread (sorts after context). */
 export const DEVELOPER_UPDATE_KEY_PREFIX = "openclaw.developer";
@@ -30,19 +30,11 @@ export const DEVELOPER_UPDATE_KEY_PREFIX = "openclaw.developer";
  * ```
  */
 export function developerInstructionsHash(text: string | undefined): string {
-  const key = text ?? "";
-  let hash = instructionHashes.get(key);
-  if (hash === undefined) {
-    hash = sha256Hex(key, 20);
-    if (instructionHashes.size >= MAX_INSTRUCTION_HASHES) instructionHashes.clear();
-    instructionHashes.set(key, hash);
-  }
-  return hash;
+  return instructionHashOf(text ?? "");
 }
 
-/** Hashes computed so far, by text: a host hashes the same instructions every turn of a session. Bounded. */
-const instructionHashes = new Map<string, string>();
-const MAX_INSTRUCTION_HASHES = 64;
+/** A host hashes the same instructions on every turn of a session. */
+const instructionHashOf = memoizedSha256Hex(20, 64);
 
 /**
  * Developer instructions: base, then the engine's systemPromptAddition (trimmed) as the last section, joined by one

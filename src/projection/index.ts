@@ -11,7 +11,7 @@
 import type { AgentMessage } from "../context-engine/types.js";
 import type { AssembleOutput, HistoryOutput, ProjectionOutput, ThreadPlan } from "../../machines/turn.contract.js";
 import type { BindingUpdate, ThreadBinding } from "../transcript/binding.js";
-import { DEFAULT_TOTAL_CAP_CHARS, dropTrailingPrompt, estimateTokens, renderPromptProjection, sha256Hex, canonicalJson } from "./render.js";
+import { DEFAULT_TOTAL_CAP_CHARS, dropTrailingPrompt, estimateTokens, renderPromptProjection, memoizedSha256Hex, sha256Hex, canonicalJson } from "./render.js";
 import { ContentSet, cachedContentKey, messageContentKey } from "./identity.js";
 import {
   blockUnit,
@@ -120,19 +120,8 @@ export function fingerprintDynamicTools(specs: ReadonlyArray<{ name: string; [ke
   return fingerprintOf(canonicalJson(normalized));
 }
 
-/** Fingerprints computed so far, by canonical JSON (a host computes the same few every turn). Bounded. */
-const fingerprints = new Map<string, string>();
-const MAX_FINGERPRINTS = 256;
-
-function fingerprintOf(canonical: string): string {
-  let fp = fingerprints.get(canonical);
-  if (fp === undefined) {
-    fp = sha256Hex(canonical, 16);
-    if (fingerprints.size >= MAX_FINGERPRINTS) fingerprints.clear();
-    fingerprints.set(canonical, fp);
-  }
-  return fp;
-}
+/** Fingerprints by canonical JSON (a host computes the same few every turn). */
+const fingerprintOf = memoizedSha256Hex(16, 256);
 
 /**
  * Fingerprint of the projection policy (mode, caps, divergence threshold): a change rotates to a fresh thread, because

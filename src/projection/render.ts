@@ -46,6 +46,29 @@ export function sha256Hex(text: string, length = 64): string {
   return createHash("sha256").update(text, "utf8").digest("hex").slice(0, length);
 }
 
+/**
+ * {@link sha256Hex} remembered by text, for the hashes a host computes again on every turn (the same policy, the same
+ * instructions). At most `max` texts are kept; reaching it forgets them all.
+ *
+ * @example
+ * ```ts
+ * const fingerprintOf = memoizedSha256Hex(16, 256);
+ * fingerprintOf('{"mode":"auto"}') === sha256Hex('{"mode":"auto"}', 16); // true, hashed once
+ * ```
+ */
+export function memoizedSha256Hex(length: number, max: number): (text: string) => string {
+  const known = new Map<string, string>();
+  return (text) => {
+    let hash = known.get(text);
+    if (hash === undefined) {
+      hash = sha256Hex(text, length);
+      if (known.size >= max) known.clear();
+      known.set(text, hash);
+    }
+    return hash;
+  };
+}
+
 /** A message's identity for "does the thread already hold it": its canonical JSON hash. */
 export function messageHash(message: AgentMessage): string {
   return sha256Hex(canonicalJson(message), 32);
