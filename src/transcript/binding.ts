@@ -2,8 +2,15 @@
  * The Codex thread binding: a JSON sidecar next to the session transcript recording which Codex thread the session
  * continues, the fingerprints that decide resume vs fresh thread, the projection epoch, which turns' messages the
  * thread holds natively, and the ledger of additionalContext values already injected into it.
+ *
+ * On disk the sidecar is a small log: one compact JSON binding per line, the last complete line is the binding. A turn
+ * appends (one `write` on an open-for-append descriptor) instead of replacing the file: replacing a file with a rename
+ * costs about 10x an append on ext4 (the rename flushes the new file's data first), and the turn host writes the
+ * binding twice per turn, once while Codex runs the turn. Past {@link BINDING_LOG_COMPACT_BYTES} the next write
+ * rewrites the log as one line (temp file + rename, atomic), and so does every durable write. See
+ * {@link inspectThreadBinding} for what a reader does with a torn last line.
  */
-import { promises as fs, statSync, type BigIntStats } from "node:fs";
+import { closeSync, constants as fsConstants, fstatSync, ftruncateSync, openSync, promises as fs, statSync, writeSync, type BigIntStats } from "node:fs";
 import path from "node:path";
 import { z } from "zod";
 import type { Logger } from "pino";
@@ -12,6 +19,7 @@ import { silentLogger } from "../log/logger.js";
 import { fsyncDirectory } from "./fsync-dir.js";
 import { createLruMap } from "../lru-map.js";
 import { deepFreeze } from "./freeze.js";
+import { faultPoint, faultsEnabled } from "./fault.js";
 import { readSmallFile, replaceSmallFile } from "./small-file.js";
 
 /** Turn ids kept in `heldTurnIds`; older turns fall out (their messages are then treated as not held). */
@@ -124,6 +132,13 @@ export type ThreadBindingInspection =
 /** Bindings kept (least recently used dropped first). */
 const MAX_CACHED_BINDINGS = 32;
 
+/**
+ * The binding log is rewritten as one line by the first write that would take it past this size (or past four records
+ * of the binding being written, for a binding larger than a quarter of it). A few KB per record: a rewrite every ~20-60
+ * turns, and a cold read never parses more than this.
+ */
+export const BINDING_LOG_COMPACT_BYTES = 64 * 1024;
+
 interface CachedBinding {
   dev: bigint;
   ino: bigint;
@@ -131,22 +146,28 @@ interface CachedBinding {
   mtimeNs: bigint;
   ctimeNs: bigint;
   binding: ThreadBinding;
+  /** The file ends with the newline of the record this entry holds: the next write may append to it. */
+  appendable: boolean;
 }
 
 /**
- * The binding this process last read or wrote, per file, with that file's identity. Every write replaces the file
- * (a new inode), and writes happen under the session lock, so another writer always changes the identity. What it
- * hands out is deeply frozen (shared between turns): update a binding with the functions below, which copy.
+ * The binding this process last read or wrote, per file, with that file's identity. Every write changes the identity
+ * (an append grows the file, a rewrite makes a new inode), and writes happen under the session lock, so another writer
+ * always changes it. What it hands out is deeply frozen (shared between turns): update a binding with the functions
+ * below, which copy.
  */
 const bindingCache = createLruMap<string, CachedBinding>(MAX_CACHED_BINDINGS);
 
-function cachedBinding(file: string, st: BigIntStats): ThreadBinding | undefined {
-  const c = bindingCache.get(file);
-  if (!c || c.dev !== st.dev || c.ino !== st.ino || c.size !== st.size || c.mtimeNs !== st.mtimeNs || c.ctimeNs !== st.ctimeNs) return undefined;
-  return c.binding;
+function sameIdentity(c: CachedBinding, st: BigIntStats): boolean {
+  return c.dev === st.dev && c.ino === st.ino && c.size === st.size && c.mtimeNs === st.mtimeNs && c.ctimeNs === st.ctimeNs;
 }
 
-function rememberBinding(file: string, st: BigIntStats, binding: ThreadBinding): ThreadBinding {
+function cachedBinding(file: string, st: BigIntStats): ThreadBinding | undefined {
+  const c = bindingCache.get(file);
+  return c && sameIdentity(c, st) ? c.binding : undefined;
+}
+
+function rememberBinding(file: string, st: BigIntStats, binding: ThreadBinding, appendable: boolean): ThreadBinding {
   // The ledger changes only when the thread receives context, rotates or is compacted: an unchanged one keeps the
   // previous binding's frozen array, so what the projection derives from it is kept by the array's identity across
   // turns instead of being rebuilt from ~2,000 units on every turn of a long session.
@@ -155,7 +176,7 @@ function rememberBinding(file: string, st: BigIntStats, binding: ThreadBinding):
     binding = { ...binding, ledger: previous.ledger };
   }
   const frozen = deepFreeze(binding);
-  bindingCache.set(file, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, binding: frozen });
+  bindingCache.set(file, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, binding: frozen, appendable });
   return frozen;
 }
 
@@ -206,6 +227,12 @@ export async function readThreadBinding(
  * Read the binding without ever writing: missing, valid, or corrupt with the reason (not JSON, or the schema issue
  * with its field path). Nothing is moved aside.
  *
+ * The binding is the last complete line of the file (one ending in a newline); bytes after it are an append cut short
+ * and are ignored. A last line that is not JSON (an append an OS crash left half on disk) falls back to the line
+ * before it: the binding is then one write behind, which a turn handles like any binding that lags its thread. A
+ * file whose lines are not records is read whole (a pretty-printed binding written by an earlier version). A last
+ * record that is JSON but not a valid binding is corrupt; it is never skipped for an older one.
+ *
  * @example
  * ```ts
  * const found = await inspectThreadBinding(sessionFile);
@@ -224,18 +251,49 @@ export async function inspectThreadBinding(sessionFile: string): Promise<ThreadB
     bindingCache.delete(file);
     return { status: "missing" };
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(text);
-  } catch {
-    return { status: "corrupt", reason: "not JSON" };
-  }
-  const parsed = threadBindingSchema.safeParse(json);
-  // The identity is the one stat'ed before the read: a file replaced in between mismatches on the next read.
-  if (parsed.success) return { status: "ok", binding: st ? rememberBinding(file, st, parsed.data) : parsed.data };
+  const record = lastBindingRecord(text);
+  if (!record) return { status: "corrupt", reason: "not JSON" };
+  const parsed = threadBindingSchema.safeParse(record.json);
+  // The identity is the one stat'ed before the read: a file replaced or appended to in between mismatches on the next
+  // read. Only a file read whole up to its last newline-terminated record may be appended to (and only if its size is
+  // the one stat'ed: the text read is that long).
+  const appendable = record.appendable && st !== undefined && BigInt(Buffer.byteLength(text)) === st.size;
+  if (parsed.success) return { status: "ok", binding: st ? rememberBinding(file, st, parsed.data, appendable) : parsed.data };
   const issue = parsed.error.issues[0];
   const field = issue && issue.path.length > 0 ? issue.path.join(".") : "(root)";
   return { status: "corrupt", reason: `${field}: ${issue?.message ?? "invalid"}` };
+}
+
+/**
+ * The record a binding file holds (see {@link inspectThreadBinding}), and whether it is the file's last line with
+ * nothing after it (the next write may append). Undefined: no record could be read.
+ */
+export function lastBindingRecord(text: string): { json: unknown; appendable: boolean } | undefined {
+  const end = text.lastIndexOf("\n");
+  let lineEnd = end;
+  for (let attempt = 0; attempt < 2 && lineEnd >= 0; attempt++) {
+    const start = text.lastIndexOf("\n", lineEnd - 1) + 1;
+    const json = parseJson(text.slice(start, lineEnd));
+    if (json.ok) return { json: json.value, appendable: attempt === 0 && end === text.length - 1 };
+    if (attempt === 0) {
+      // The last line is not a record: a file written whole (pretty-printed, an earlier version), or a torn append.
+      const whole = parseJson(text);
+      if (whole.ok) return { json: whole.value, appendable: false };
+    }
+    lineEnd = start - 1;
+  }
+  if (end >= 0) return undefined;
+  // No newline at all: one record written without one.
+  const whole = parseJson(text);
+  return whole.ok ? { json: whole.value, appendable: false } : undefined;
+}
+
+function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
+  try {
+    return { ok: true, value: JSON.parse(text) as unknown };
+  } catch {
+    return { ok: false };
+  }
 }
 
 let tmpCounter = 0;
@@ -252,8 +310,11 @@ export interface WriteThreadBindingOptions {
 }
 
 /**
- * Write the binding atomically: a unique temp file, fsync, rename over the old one, then a best-effort fsync of the
- * directory so the rename itself survives a crash. Readers see the old or the new binding, never a torn one.
+ * Write the binding atomically: a unique temp file holding it as one line, fsync, rename over the old one, then a
+ * best-effort fsync of the directory so the rename itself survives a crash. Readers see the old or the new binding,
+ * never a torn one. With `durable: false`, a binding file this process last read or wrote, still as it left it, gets
+ * the binding appended as a new line instead (see the module comment); readers then see the old binding until the
+ * line is complete.
  *
  * @example
  * ```ts
@@ -272,17 +333,69 @@ export async function writeThreadBinding(sessionFile: string, binding: ThreadBin
 export async function writeValidatedThreadBinding(sessionFile: string, valid: ThreadBinding, options: WriteThreadBindingOptions = {}): Promise<void> {
   const durable = options.durable ?? true;
   const file = sessionSidecarPaths(sessionFile).binding;
+  const text = `${JSON.stringify(valid)}\n`;
+  if (!durable && appendBindingRecord(file, text)) return;
   // Unique per process and per call: two writes racing in one process must not share a temp file.
   const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
-  const text = `${JSON.stringify(valid, null, 2)}\n`;
   await replaceSmallFile(file, tmp, text, { durable });
   // Under the session lock nothing else replaces it between the rename and this stat: the next read is one stat.
   const st = statSync(file, { bigint: true, throwIfNoEntry: false });
   // The cached copy is the text just written, parsed: what a fresh read of the file gives (JSON.parse is several times
   // cheaper than structuredClone here, and the caller's object stays its own).
-  if (st) rememberBinding(file, st, JSON.parse(text) as ThreadBinding);
+  if (st) rememberBinding(file, st, JSON.parse(text) as ThreadBinding, st.size === BigInt(Buffer.byteLength(text)));
   else bindingCache.delete(file);
   if (durable) await fsyncDirectory(path.dirname(file));
+}
+
+/**
+ * Append `text` (one record and its newline) to the binding log, when the file is exactly as this process last read
+ * or wrote it, ending with a complete record, and stays under {@link BINDING_LOG_COMPACT_BYTES}. Returns false,
+ * having written nothing, when the caller must rewrite the file instead. A failed or short write is cut back to the
+ * previous length (the old binding stays the last record) and rethrown.
+ */
+function appendBindingRecord(file: string, text: string): boolean {
+  const cached = bindingCache.get(file);
+  if (!cached?.appendable) return false;
+  const bytes = Buffer.from(text);
+  if (cached.size + BigInt(bytes.length) > BigInt(Math.max(BINDING_LOG_COMPACT_BYTES, 4 * bytes.length))) return false;
+  let fd: number;
+  try {
+    // No O_CREAT: a binding removed since (a reset) is written whole.
+    fd = openSync(file, fsConstants.O_WRONLY | fsConstants.O_APPEND);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return false;
+    throw error;
+  }
+  try {
+    const before = fstatSync(fd, { bigint: true });
+    if (!sameIdentity(cached, before)) return false;
+    try {
+      const written = faultsEnabled() ? appendInTwo(fd, bytes) : writeSync(fd, bytes);
+      if (written !== bytes.length) throw new Error(`short write to the thread binding (${written} of ${bytes.length} bytes)`);
+    } catch (error) {
+      bindingCache.delete(file);
+      // Cut the partial record off, so the next record starts on a line of its own. If that fails too, the reader
+      // ignores a line without its newline, and the next write rewrites the file (the cache entry is gone).
+      try {
+        ftruncateSync(fd, Number(before.size));
+      } catch {
+        // see above
+      }
+      throw error;
+    }
+    rememberBinding(file, fstatSync(fd, { bigint: true }), JSON.parse(text) as ThreadBinding, true);
+    return true;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The append in two writes with a fault point between them (fault tests only: a failure or crash mid-record). */
+function appendInTwo(fd: number, bytes: Buffer): number {
+  const half = bytes.length >> 1;
+  const first = writeSync(fd, bytes, 0, half);
+  faultPoint("binding:mid-append");
+  return first + writeSync(fd, bytes, half, bytes.length - half);
 }
 
 /**

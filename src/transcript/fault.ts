@@ -15,7 +15,9 @@ export type FaultPointName =
   | "pending:before-rename"
   | "pending:after-rename"
   /** A transcript rewrite's temp file is complete and fsynced; the rename over the transcript has not happened. */
-  | "rewrite:before-rename";
+  | "rewrite:before-rename"
+  /** Half of a thread binding record has been appended to the binding log. */
+  | "binding:mid-append";
 
 type FaultHook = (point: FaultPointName) => void;
 

@@ -5,10 +5,11 @@
  * writes, so a slower earlier write can never land after (and undo) a later one.
  *
  * No binding write is fsynced. The binding describes the Codex thread, and what makes a turn durable is the transcript
- * append (fsynced before the result is reported). Each write is atomic (temp file + rename) and survives a crash of
- * this process at once; after an OS crash the binding can be one write behind, which the next turn treats like any
- * binding that lags its thread (the projection re-sends what it cannot prove the thread holds). An fsync here cost a
- * journal commit per turn on the critical path (issue 14's overhead budget).
+ * append (fsynced before the result is reported). Each write is atomic (one line appended to the binding log, or the
+ * log rewritten with a temp file + rename: docs/storage.md) and survives a crash of this process at once; after an OS
+ * crash the binding can be one write behind, which the next turn treats like any binding that lags its thread (the
+ * projection re-sends what it cannot prove the thread holds). An fsync here cost a journal commit per turn on the
+ * critical path (issue 14's overhead budget).
  */
 import type { Logger } from "pino";
 import type { NativeCompactionRecord, ProjectionOutput, TurnUsage } from "../../machines/turn.contract.js";

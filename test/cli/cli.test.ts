@@ -90,7 +90,8 @@ describe("codex-turn CLI", () => {
 
     // A turn an attempt left in flight (the binding's marker) is shown, without its prompt.
     const bindingFile = `${summary.transcript}.codex-binding.json`;
-    const binding = JSON.parse(await readFile(bindingFile, "utf8")) as Record<string, unknown>;
+    // The binding sidecar is a log: the last line is the binding.
+    const binding = JSON.parse((await readFile(bindingFile, "utf8")).trimEnd().split("\n").pop()!) as Record<string, unknown>;
     await writeFile(bindingFile, JSON.stringify({ ...binding, turnInFlight: { turnId: "turn-cut-7", prompt: "secret cut prompt" } }));
     const cut = await cli(["inspect-session", summary.transcript]);
     expect(cut.code).toBe(0);

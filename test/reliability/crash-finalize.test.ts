@@ -19,6 +19,7 @@ import {
 import { recordCases } from "./case-count.js";
 import { codexHomeTempBase } from "../../src/codex/app-server.js";
 import { readSessionHistory } from "../../src/transcript/session-file.js";
+import { readThreadBinding } from "../../src/transcript/binding.js";
 
 const dirs: string[] = [];
 const codexPids: number[] = [];
@@ -187,7 +188,8 @@ describe("a turn cut short mid-turn, recovered by the next turn itself", () => {
     const history = await readSessionHistory(base.file);
     const users = history.messages.filter((m) => m.role === "user").map((m) => (typeof m.content === "string" ? m.content : ""));
     expect(users).toEqual(["a0", "a1", "b0"]);
-    const binding = JSON.parse(readFileSync(`${base.file}.codex-binding.json`, "utf8")) as { turnInFlight?: unknown };
-    expect(binding.turnInFlight).toBeUndefined();
+    const binding = await readThreadBinding(base.file);
+    expect(binding?.threadId).toEqual(expect.any(String));
+    expect(binding?.turnInFlight).toBeUndefined();
   });
 });

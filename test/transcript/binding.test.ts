@@ -3,7 +3,9 @@ import path from "node:path";
 import { describe, expect, it } from "vitest";
 import {
   applyBindingUpdate,
+  BINDING_LOG_COMPACT_BYTES,
   clearThreadBinding,
+  lastBindingRecord,
   inspectThreadBinding,
   markNativeCompaction,
   readThreadBinding,
@@ -15,6 +17,7 @@ import {
   type ThreadBinding,
 } from "../../src/transcript/binding.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
+import { setTranscriptFaultHook } from "../../src/transcript/fault.js";
 import { captureLogger } from "./helpers.js";
 import { testTempDir } from "../helpers/temp-dir.js";
 
@@ -283,5 +286,131 @@ describe("thread binding read cache", () => {
     expect(Object.isFrozen(mine)).toBe(false);
     mine.ledger.push("z:9");
     expect((await readThreadBinding(sessionFile))?.ledger).toEqual(["aaaa:3"]);
+  });
+});
+
+describe("thread binding log (one record per line, the last complete line wins)", () => {
+  const lines = async (file: string): Promise<string[]> => (await fsp.readFile(file, "utf8")).split("\n").filter((l) => l !== "");
+  /** Read `file`'s content as another process would: a copy under a session the cache has never seen. */
+  async function coldRead(content: string) {
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-cold-"));
+    await fsp.writeFile(sessionSidecarPaths(sessionFile).binding, content);
+    return inspectThreadBinding(sessionFile);
+  }
+
+  it("non-durable writes append one line each; a durable write rewrites the log as one line", async () => {
+    const dir = await testTempDir("ctm-binding-log-");
+    const sessionFile = await sessionIn(dir);
+    const file = sessionSidecarPaths(sessionFile).binding;
+    await writeThreadBinding(sessionFile, sample());
+    const inode = (await fsp.stat(file)).ino;
+    for (let i = 2; i <= 4; i++) await writeValidatedThreadBinding(sessionFile, sample({ threadId: `thread-${i}` }), { durable: false });
+    expect((await lines(file)).map((l) => (JSON.parse(l) as ThreadBinding).threadId)).toEqual(["thread-1", "thread-2", "thread-3", "thread-4"]);
+    // Appended: the same file, no temp files.
+    expect((await fsp.stat(file)).ino).toBe(inode);
+    expect(await fsp.readdir(dir)).toEqual(["s.jsonl.codex-binding.json"]);
+    expect(await readThreadBinding(sessionFile)).toEqual(sample({ threadId: "thread-4" }));
+    expect(await coldRead(await fsp.readFile(file, "utf8"))).toEqual({ status: "ok", binding: sample({ threadId: "thread-4" }) });
+    await writeThreadBinding(sessionFile, sample({ threadId: "thread-5" }));
+    expect(await lines(file)).toEqual([JSON.stringify(sample({ threadId: "thread-5" }))]);
+  });
+
+  it("a binding written whole by an earlier version (pretty-printed) is read, and the next write rewrites it as one line", async () => {
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-log-"));
+    const file = sessionSidecarPaths(sessionFile).binding;
+    await fsp.writeFile(file, `${JSON.stringify(sample({ threadId: "thread-old" }), null, 2)}\n`);
+    expect(await readThreadBinding(sessionFile)).toEqual(sample({ threadId: "thread-old" }));
+    await writeValidatedThreadBinding(sessionFile, sample({ threadId: "thread-new" }), { durable: false });
+    expect(await lines(file)).toEqual([JSON.stringify(sample({ threadId: "thread-new" }))]);
+    expect(await coldRead(await fsp.readFile(file, "utf8"))).toEqual({ status: "ok", binding: sample({ threadId: "thread-new" }) });
+  });
+
+  it("an append cut short (no newline) is ignored, and the next write rewrites the file instead of appending after it", async () => {
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-log-"));
+    const file = sessionSidecarPaths(sessionFile).binding;
+    await writeThreadBinding(sessionFile, sample({ threadId: "thread-a" }));
+    await writeValidatedThreadBinding(sessionFile, sample({ threadId: "thread-b" }), { durable: false });
+    await fsp.appendFile(file, JSON.stringify(sample({ threadId: "thread-torn" })).slice(0, 40));
+    expect(await readThreadBinding(sessionFile)).toEqual(sample({ threadId: "thread-b" }));
+    await writeValidatedThreadBinding(sessionFile, sample({ threadId: "thread-c" }), { durable: false });
+    expect(await lines(file)).toEqual([JSON.stringify(sample({ threadId: "thread-c" }))]);
+    expect(await coldRead(await fsp.readFile(file, "utf8"))).toEqual({ status: "ok", binding: sample({ threadId: "thread-c" }) });
+  });
+
+  it("a last line that is not JSON falls back to the record before it; one that is JSON but not a binding is corrupt", async () => {
+    const a = JSON.stringify(sample({ threadId: "thread-a" }));
+    expect(await coldRead(`${a}\n{"version":1,"thr\u0000\u0000\n`)).toEqual({ status: "ok", binding: sample({ threadId: "thread-a" }) });
+    expect(await coldRead(`${a}\n${JSON.stringify({ version: 1, threadId: 42 })}\n`)).toMatchObject({ status: "corrupt", reason: expect.stringContaining("threadId") });
+    // Only the last line may be torn: two unreadable lines in a row are a corrupt file, not an older binding.
+    expect(await coldRead(`${a}\ngarbage\n{"torn\n`)).toEqual({ status: "corrupt", reason: "not JSON" });
+    expect(await coldRead("")).toEqual({ status: "corrupt", reason: "not JSON" });
+  });
+
+  it("lastBindingRecord: which record a text holds, and whether the next write may append to it", () => {
+    const a = JSON.stringify({ n: 1 });
+    const b = JSON.stringify({ n: 2 });
+    expect(lastBindingRecord(`${a}\n${b}\n`)).toEqual({ json: { n: 2 }, appendable: true });
+    expect(lastBindingRecord(`${a}\n${b}\n{"n":`)).toEqual({ json: { n: 2 }, appendable: false });
+    expect(lastBindingRecord(`${a}\n{"n":\n`)).toEqual({ json: { n: 1 }, appendable: false });
+    expect(lastBindingRecord(`${JSON.stringify({ n: 3 }, null, 2)}\n`)).toEqual({ json: { n: 3 }, appendable: false });
+    expect(lastBindingRecord(a)).toEqual({ json: { n: 1 }, appendable: false });
+    expect(lastBindingRecord(`{"n":`)).toBeUndefined();
+  });
+
+  it("the log is rewritten as one line before it passes BINDING_LOG_COMPACT_BYTES", async () => {
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-log-"));
+    const file = sessionSidecarPaths(sessionFile).binding;
+    const ledger = Array.from({ length: 200 }, (_, i) => `${String(i).padStart(16, "0")}:${i}`);
+    const lineBytes = JSON.stringify(sample({ ledger, threadId: "thread-00" })).length + 1;
+    expect(lineBytes * 4).toBeLessThan(BINDING_LOG_COMPACT_BYTES);
+    const writes = Math.ceil((3 * BINDING_LOG_COMPACT_BYTES) / lineBytes);
+    let largest = 0;
+    let rewrites = 0;
+    let inode = -1;
+    for (let i = 0; i < writes; i++) {
+      await writeValidatedThreadBinding(sessionFile, sample({ ledger, threadId: `thread-${String(i).padStart(2, "0")}` }), { durable: false });
+      const st = await fsp.stat(file);
+      if (st.ino !== inode) rewrites++;
+      inode = st.ino;
+      largest = Math.max(largest, st.size);
+    }
+    expect(largest).toBeLessThanOrEqual(BINDING_LOG_COMPACT_BYTES);
+    expect(largest).toBeGreaterThan(BINDING_LOG_COMPACT_BYTES - lineBytes);
+    // The first write and one rewrite per full log; every other write appended.
+    expect(rewrites).toBe(1 + Math.floor((writes - 1) / Math.floor(BINDING_LOG_COMPACT_BYTES / lineBytes)));
+    const last = sample({ ledger, threadId: `thread-${String(writes - 1).padStart(2, "0")}` });
+    expect(await coldRead(await fsp.readFile(file, "utf8"))).toEqual({ status: "ok", binding: last });
+  });
+
+  it("a file another writer changed (or removed) since this process saw it is rewritten, never appended to", async () => {
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-log-"));
+    const file = sessionSidecarPaths(sessionFile).binding;
+    await writeThreadBinding(sessionFile, sample());
+    await fsp.appendFile(file, `${JSON.stringify(sample({ threadId: "thread-other" }))}\n`);
+    await writeValidatedThreadBinding(sessionFile, sample({ threadId: "thread-mine" }), { durable: false });
+    expect(await lines(file)).toEqual([JSON.stringify(sample({ threadId: "thread-mine" }))]);
+    await clearThreadBinding(sessionFile);
+    await writeValidatedThreadBinding(sessionFile, sample({ threadId: "thread-after-reset" }), { durable: false });
+    expect(await lines(file)).toEqual([JSON.stringify(sample({ threadId: "thread-after-reset" }))]);
+  });
+
+  it("an append that fails halfway is cut back: the previous record stays the binding and the next write starts clean", async () => {
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-log-"));
+    const file = sessionSidecarPaths(sessionFile).binding;
+    await writeThreadBinding(sessionFile, sample({ threadId: "thread-a" }));
+    const before = await fsp.readFile(file, "utf8");
+    setTranscriptFaultHook((point) => {
+      if (point === "binding:mid-append") throw Object.assign(new Error("ENOSPC: no space left on device"), { code: "ENOSPC" });
+    });
+    try {
+      await expect(writeValidatedThreadBinding(sessionFile, sample({ threadId: "thread-b" }), { durable: false })).rejects.toThrow(/ENOSPC/);
+    } finally {
+      setTranscriptFaultHook(undefined);
+    }
+    expect(await fsp.readFile(file, "utf8")).toBe(before);
+    expect(await readThreadBinding(sessionFile)).toEqual(sample({ threadId: "thread-a" }));
+    await writeValidatedThreadBinding(sessionFile, sample({ threadId: "thread-c" }), { durable: false });
+    expect(await coldRead(await fsp.readFile(file, "utf8"))).toEqual({ status: "ok", binding: sample({ threadId: "thread-c" }) });
+    expect(await lines(file)).toEqual([JSON.stringify(sample({ threadId: "thread-a" })), JSON.stringify(sample({ threadId: "thread-c" }))]);
   });
 });
