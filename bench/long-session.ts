@@ -7,7 +7,8 @@
  * - before turn: from the call to entering `turnRunning` (lock, history read, assemble, projection, thread);
  * - mirror, after mirror: the mirror state, and from `finalize` to the result;
  * - cpu: this process's CPU per turn (all threads; Codex and the fake model are other processes);
- * - the transcript and binding sizes at the end of the stretch.
+ * - the transcript's size and the binding's (its last record: the binding file is a log, docs/storage.md) at the end
+ *   of the stretch.
  * Not part of `npm run bench` (3,000 turns take about 5 minutes); no network, no credentials.
  *
  *   npx tsx bench/long-session.ts [--turns 3000] [--every 250] [--engine window|none]
@@ -19,6 +20,7 @@ import { runCodexTurn, type TurnStreamEvent } from "../src/turn.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
 import { median, spawnBenchAppServer, startFakeModelProcess, table, tempDir, userPrompt } from "./lib.js";
 import { OVERHEAD_REPLY } from "./overhead.js";
+import { readThreadBinding } from "../src/transcript/binding.js";
 
 const { values } = parseArgs({
   options: {
@@ -80,7 +82,9 @@ try {
     add("cpu", (cpu.user + cpu.system) / 1000);
     if ((i + 1) % every === 0 || i + 1 === turns) {
       const m = (k: string) => Math.round(median(stretch[k]!) * 100) / 100;
-      rows.push([`${i + 2 - stretch.outside!.length}-${i + 1}`, m("outside"), m("before"), m("mirror"), m("after"), m("cpu"), sizeOf(sessionFile), sizeOf(`${sessionFile}.codex-binding.json`)]);
+      const binding = await readThreadBinding(sessionFile);
+      const bindingBytes = binding ? Buffer.byteLength(JSON.stringify(binding)) + 1 : 0;
+      rows.push([`${i + 2 - stretch.outside!.length}-${i + 1}`, m("outside"), m("before"), m("mirror"), m("after"), m("cpu"), sizeOf(sessionFile), bindingBytes]);
       console.log(`[long ${new Date().toISOString().slice(11, 19)}] ${rows.at(-1)!.join("  ")}`);
       stretch = {};
     }
