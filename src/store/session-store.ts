@@ -136,6 +136,10 @@ export interface SessionStore {
   rewriteEntries(request: TranscriptRewriteRequest): Promise<TranscriptRewriteResult>;
   /** The Codex thread binding; `readOnly` reports a corrupt one (warning, undefined) without moving it aside. */
   readBinding(opts?: { readOnly?: boolean | undefined }): Promise<ThreadBinding | undefined>;
+  /**
+   * Write the binding whole: readers see the old one or the new one, never a mix. `durable: false` need not survive an
+   * OS crash (the JSONL store appends it as one line of its binding log, docs/storage.md); `durable: true` must.
+   */
   writeBinding(binding: ThreadBinding, opts: { durable: boolean }): Promise<void>;
   /** Durably record a turn awaiting its finalize (replaces a record with the same turnId). */
   recordPending(record: PendingFinalizeInput): Promise<void>;
