@@ -240,8 +240,10 @@ describe("a turn left in flight that still runs", () => {
     env.fake.enqueue({ text: "first answer" });
     expect((await runCodexTurn(turnParams(env, file, "first question", { contextEngine: engine }))).status).toBe("completed");
     const binding = (await readThreadBinding(file))!;
-    // A slow answer (about 2 s): still streaming when recovery looks.
-    env.fake.enqueue({ text: "a long answer that is still being written", delayMs: 200 });
+    // A slow answer (about 10 s, 1 s per stream event): still streaming when recovery looks, even on a loaded CI leg.
+    // Recovery's interrupt ends it at once. At 200 ms per event (about 2 s) a loaded run once saw the turn end on its
+    // own just as the interrupt landed (Codex's thread said interrupted, the live turn completed).
+    env.fake.enqueue({ text: "a long answer that is still being written", delayMs: 1_000 });
     const running = await env.codex.startTurn({ threadId: binding.threadId, text: "the slow prompt" });
     await writeThreadBinding(file, { ...binding, heldTurnIds: [...binding.heldTurnIds, running.turnId], turnInFlight: { turnId: running.turnId, prompt: "the slow prompt" } });
 
