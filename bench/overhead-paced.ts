@@ -1,7 +1,8 @@
 /**
  * The end-to-end comparison of section 3 again, with a model that streams: the fake sends each SSE event of the same
  * reply `delayMsPerEvent` after the previous one, so a turn lasts about as long as a short real reply takes to stream
- * (16 events: ~0.7 s at 40 ms). Same warm app-server for all variants, interleaved round by round in rotating order.
+ * (16 events: ~0.7 s at 40 ms). Same warm app-server for all variants, interleaved round by round (each variant
+ * follows every other equally often).
  *
  * Context for issue 14's end-to-end target, not the target itself: the target is judged on the instant fake (section
  * 3), where the bare turn is Codex's own bookkeeping and nothing else. Here the harness adds the same milliseconds to
@@ -11,7 +12,7 @@ import path from "node:path";
 import { runCodexTurn } from "../src/turn.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
 import { OVERHEAD_REPLY } from "./overhead.js";
-import { bounded, median, pairedRatio, round, spawnBenchAppServer, startFakeModelProcess, tempDir, userPrompt } from "./lib.js";
+import { bounded, carryoverBalancedRounds, median, pairedRatio, round, spawnBenchAppServer, startFakeModelProcess, tempDir, userPrompt } from "./lib.js";
 
 /** Results of {@link runPacedOverhead}; ms are medians over the rounds. */
 export interface PacedOverheadResults {
@@ -62,9 +63,10 @@ export async function runPacedOverhead(opts: { rounds: number; warmup: number; d
       return performance.now() - t0;
     };
     const order: PacedVariant[] = ["direct", "machineNoEngine", "machineWindow"];
+    // Each variant runs right after every other one equally often (a rotated order would keep who follows whom).
+    const rounds = carryoverBalancedRounds(order.length);
     for (let i = 0; i < opts.warmup + opts.rounds; i++) {
-      const k = i % order.length;
-      for (const v of [...order.slice(k), ...order.slice(0, k)]) {
+      for (const v of rounds[i % rounds.length]!.map((k) => order[k]!)) {
         const ms = await bounded(`paced ${v} turn ${i}`, 60_000, turn(v, i));
         if (i >= opts.warmup) samples[v].push(ms);
       }

@@ -2,7 +2,8 @@
  * Orchestration overhead: wall time per turn of `runCodexTurn` (no engine; window engine) versus the same turn driven
  * directly on the client (`codex.startTurn` -> `completion` on a pre-started thread). One warm app-server, the fake
  * (in its own process, like a real model) answers at once with a fixed short reply, all variants interleaved turn by
- * turn (rotating order) so drift hits them alike. Per-state times come from the machine's `state` stream events.
+ * turn so drift hits them alike, in an order where each variant follows every other equally often. Per-state times
+ * come from the machine's `state` stream events.
  *
  * Separately, the statechart alone (`machine-only.ts`): `turnMachine` with instant actors and lifecycle logging to
  * /dev/null, in the same process and run, as a share of the warm direct turn. That is the issue's "per-turn overhead of
@@ -14,7 +15,7 @@ import { runCodexTurn, type TurnStreamEvent } from "../src/turn.js";
 import { createWindowEngine } from "../src/context-engine/engines/window.js";
 import { fsyncDirectory } from "../src/transcript/fsync-dir.js";
 import { fsyncFd } from "../src/transcript/small-file.js";
-import { bounded, median, pairedRatio, percentile, round, spawnBenchAppServer, startFakeModelProcess, table, tempDir, userPrompt } from "./lib.js";
+import { bounded, carryoverBalancedRounds, median, pairedRatio, percentile, round, spawnBenchAppServer, startFakeModelProcess, table, tempDir, userPrompt } from "./lib.js";
 import { instantTurnMachine, machineInput, measureMachineOnly, nullLogger, runMachineTurn, type MachineOnlyResults } from "./machine-only.js";
 
 /** The issue's target: the machine's per-turn overhead is under this share of a warm turn. */
@@ -73,8 +74,9 @@ export interface OverheadResults {
   /** The statechart alone, measured in the same run; shares are of the warm direct turn median (`medianMs.direct`). */
   machineOnly: MachineOnlyResults & { shareOfWarmTurn: { noEngine: number; fullEngine: number }; note: string };
   /**
-   * The same statechart turn (instant actors, no engine) run right after each direct Codex turn instead of in a tight
-   * loop: caches and the JIT's state are what a real turn meets. Median ms, and its share of the warm direct turn.
+   * The same statechart turn (instant actors, no engine) run right after each of up to 60 direct Codex turns instead
+   * of in a tight loop: caches and the JIT's state are what a real turn meets. Median ms, and its share of the warm
+   * direct turn. Measured after the comparison, so its CPU does not fall on Codex's work before a compared turn.
    */
   machineAfterCodexTurn: { noEngineMs: number; shareOfWarmTurn: number };
   decomposition: { noEngine: OverheadDecomposition; window: OverheadDecomposition };
@@ -279,17 +281,17 @@ export async function runOverhead(opts: {
       return t1 - t0;
     };
 
-    // The statechart with instant actors, timed right after each direct Codex turn (see machineAfterCodexTurn).
+    // The statechart with instant actors, timed right after a direct Codex turn (see machineAfterCodexTurn), after the
+    // comparison.
     const instant = nullLogger();
     const instantMachine = instantTurnMachine(instant.logger);
     const afterCodexTurn: number[] = [];
     const order: Variant[] = ["direct", "directResume", "directDurable", "machineNoEngine", "machineWindow"];
+    // Each variant runs right after every other one equally often (a rotated order would keep who follows whom).
+    const rounds = carryoverBalancedRounds(order.length);
     for (let i = 0; i < opts.warmup + opts.turns; i++) {
       const record = i >= opts.warmup;
-      // Rotate the order each round so no variant always runs right after another.
-      const k = i % order.length;
-      const rotated = [...order.slice(k), ...order.slice(0, k)];
-      for (const v of rotated) {
+      for (const v of rounds[i % rounds.length]!.map((k) => order[k]!)) {
         // Before the variant's function is called: its synchronous start runs at the call.
         const c0 = cpuNowMs();
         const work =
@@ -304,11 +306,14 @@ export async function runOverhead(opts: {
           samples[v].push(ms);
           cpu[v].push(c1 - c0);
         }
-        if (v === "direct") {
-          const m = await runMachineTurn(() => instantMachine, machineInput("noEngine"), instant.logger);
-          if (record) afterCodexTurn.push(m.ms);
-        }
       }
+    }
+    // Apart from the comparison above: the instant statechart's CPU right after a direct turn would otherwise land on
+    // Codex's own work after that turn, and so on whichever variant runs next.
+    for (let i = 0; i < Math.min(opts.turns, 60); i++) {
+      await bounded(`overhead direct turn before the instant machine ${i}`, 60_000, directTurn(opts.warmup + opts.turns + i, false));
+      const m = await runMachineTurn(() => instantMachine, machineInput("noEngine"), instant.logger);
+      afterCodexTurn.push(m.ms);
     }
     instant.close();
     const machineTurns = opts.machineTurns ?? 2_000;
@@ -499,7 +504,7 @@ export function formatOverhead(o: OverheadResults): string {
     lines.push(`Warm direct turn (the share's denominator, this run): ${o.medianMs.direct} ms median.`);
     if (o.machineAfterCodexTurn) {
       lines.push(
-        `The same no-engine statechart turn run right after each direct Codex turn (cold caches, as a real turn meets it): ` +
+        `The same no-engine statechart turn run right after each of up to 60 direct Codex turns, after the comparison (cold caches, as a real turn meets it): ` +
           `${o.machineAfterCodexTurn.noEngineMs} ms = ${pct(o.machineAfterCodexTurn.shareOfWarmTurn)} of the warm direct turn ` +
           `(${m.noEngineMs} ms in the tight loop above).`,
       );

@@ -18,7 +18,7 @@ import { runCodexTurn } from "../src/turn.js";
 import { offlineCodexConfig } from "../src/codex/config.js";
 import { resolveCodexCommand } from "../src/codex/binary.js";
 import { startFakeResponsesServer, startOfflineCodex } from "../src/testing/index.js";
-import { bounded, median, round, table, tempDir, userPrompt } from "./lib.js";
+import { bounded, carryoverBalancedRounds, median, round, table, tempDir, userPrompt } from "./lib.js";
 
 export interface SdkResults {
   turns: number;
@@ -122,11 +122,12 @@ export async function runSdkComparison(opts: { turns: number; log: (l: string) =
     const times = { sdk: [] as number[], machine: [] as number[], direct: [] as number[] };
     const sessionFile = path.join(dirs.dir, "machine.jsonl");
 
+    // Each variant runs right after every other one equally often (a rotated order would keep who follows whom).
+    const balanced = carryoverBalancedRounds(3);
     for (let i = 0; i < opts.turns; i++) {
       const prompt = userPrompt(i);
       const order = ["sdk", "machine", "direct"] as const;
-      const rotated = [...order.slice(i % 3), ...order.slice(0, i % 3)];
-      for (const v of rotated) {
+      for (const v of balanced[i % balanced.length]!.map((k) => order[k]!)) {
         const t0 = performance.now();
         if (v === "sdk") {
           const before = fake.requests.length;

@@ -1,7 +1,7 @@
 /** Issue 14's end-to-end target as the overhead benchmark evaluates it (bench/overhead.ts): passes and fails on the figures. */
 import { describe, expect, it } from "vitest";
 import { endToEndTarget } from "../../bench/overhead.js";
-import { pairedRatio } from "../../bench/lib.js";
+import { carryoverBalancedRounds, pairedRatio } from "../../bench/lib.js";
 
 const figures = (noEngine: number, window: number) => ({
   ratio: { noEngine, window },
@@ -43,5 +43,30 @@ describe("pairedRatio", () => {
     const t = endToEndTarget({ ...figures(1.12, 1.15), pairedRatio: { noEngine: paired, window: { ...paired, median: 1.16 } } });
     expect(t.pass).toBe(false);
     expect(t.detail).toContain("round by round 1.12x (95% CI 1.09-1.15) no engine, 1.16x (1.09-1.15) window");
+  });
+});
+
+describe("carryoverBalancedRounds", () => {
+  it("puts every variant right after every other one exactly once per cycle, each round running each variant once", () => {
+    for (let n = 2; n <= 6; n++) {
+      const rounds = carryoverBalancedRounds(n);
+      expect(rounds).toHaveLength(n - 1);
+      for (const round of rounds) expect([...round].sort()).toEqual(Array.from({ length: n }, (_, i) => i));
+      // Two cycles back to back: the step from the last round to the first counts too.
+      const sequence = [...rounds, ...rounds].flat();
+      const follows = new Map<string, number>();
+      for (let k = 1; k <= rounds.flat().length; k++) {
+        const pair = `${sequence[k - 1]}>${sequence[k]}`;
+        follows.set(pair, (follows.get(pair) ?? 0) + 1);
+      }
+      expect(follows.size).toBe(n * (n - 1));
+      expect([...follows.values()].every((c) => c === 1)).toBe(true);
+      expect([...follows.keys()].some((p) => p.split(">")[0] === p.split(">")[1])).toBe(false);
+    }
+  });
+
+  it("refuses a size it does not search", () => {
+    expect(() => carryoverBalancedRounds(1)).toThrow(/from 2 to 6, got 1/);
+    expect(() => carryoverBalancedRounds(7)).toThrow(RangeError);
   });
 });
