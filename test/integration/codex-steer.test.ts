@@ -18,7 +18,7 @@ describe("steering, interrupt and idle timeout with the real app-server", () => 
   it("batches two steer texts into one turn/steer that the model sees in the next request", async () => {
     const { fake, codex } = env;
     const { threadId } = await codex.startThread();
-    fake.enqueue({ text: slowText(40), delayMs: 40 });
+    fake.enqueue({ text: slowText(300), delayMs: 40 });
     fake.enqueue({ text: "steered answer" });
     const before = fake.requests.length;
     let deltas = 0;
@@ -55,7 +55,7 @@ describe("steering, interrupt and idle timeout with the real app-server", () => 
   it("interrupts a running turn", async () => {
     const { fake, codex } = env;
     const { threadId } = await codex.startThread();
-    fake.enqueue({ text: slowText(60), delayMs: 40 });
+    fake.enqueue({ text: slowText(300), delayMs: 40 });
     let deltas = 0;
     const turn = await codex.startTurn({
       threadId,

@@ -185,7 +185,7 @@ describe("images of earlier messages in the context a turn sends", () => {
 });
 
 describe("images steered into a running turn", () => {
-  const slow = (): string[] => Array.from({ length: 40 }, (_, i) => `word${i} `);
+  const slow = (): string[] => Array.from({ length: 300 }, (_, i) => `word${i} `);
   /** Start a slow turn through the client and wait for its first delta (so a steer lands mid-turn). */
   async function slowTurn(text: string) {
     const { threadId } = await env.codex.startThread({ cwd: ws });

@@ -194,7 +194,7 @@ describe("runCodexTurn with a recording engine", () => {
 describe("steer, abort and yield", () => {
   it("steers a slow turn; the model sees the steer text", async () => {
     const file = sessions.file();
-    env.fake.enqueue({ text: slowText(40), delayMs: 30 });
+    env.fake.enqueue({ text: slowText(400), delayMs: 30 });
     env.fake.enqueue({ text: "steered reply" });
     let deltas = 0;
     const handle = startCodexTurn(
@@ -219,7 +219,7 @@ describe("steer, abort and yield", () => {
   it("aborts a running turn: interrupted, mirrored once, maintenance skipped", async () => {
     const file = sessions.file();
     const engine = createRecordingEngine();
-    env.fake.enqueue({ text: slowText(80), delayMs: 30 });
+    env.fake.enqueue({ text: slowText(400), delayMs: 30 });
     let deltas = 0;
     const handle = startCodexTurn(
       turnParams(env, file, "abort me", {
@@ -236,7 +236,7 @@ describe("steer, abort and yield", () => {
     expect(r.status).toBe("aborted");
     // Codex interrupted the turn: the model stream was cut before it finished.
     await until(() => streaming.aborted, 5_000, "the model stream to be cut");
-    expect(r.assistantText.length).toBeLessThan(slowText(80).join("").length);
+    expect(r.assistantText.length).toBeLessThan(slowText(400).join("").length);
     expect(r.trace).toContain("mirror");
     expect(r.trace).not.toContain("maintain");
     expect(r.engine.maintenance).toBe("skipped:aborted");
@@ -250,7 +250,7 @@ describe("steer, abort and yield", () => {
 
   it("yields a running turn: status yieldAborted", async () => {
     const file = sessions.file();
-    env.fake.enqueue({ text: slowText(80), delayMs: 30 });
+    env.fake.enqueue({ text: slowText(400), delayMs: 30 });
     let deltas = 0;
     const handle = startCodexTurn(
       turnParams(env, file, "yield me", {
