@@ -5,6 +5,8 @@
  *   npm run bench                       # full run (~ a few minutes on 2 vCPUs)
  *   npm run bench -- --quick            # smaller run (20 turns, fewer samples, N = 1 and 10)
  *   npm run bench -- --only growth      # one section: growth | overhead | sdk | scale
+ *   npm run bench -- --only overhead --repeat 5   # the overhead comparison 5 times in fresh processes; the
+ *                                                 # end-to-end target is then judged on the median run
  *
  * Prints tables and writes bench/results.json (bench/results.quick.json with --quick); sections that did not run are
  * kept from the previous file.
@@ -14,7 +16,16 @@ import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { formatGrowth, runGrowth } from "./growth.js";
-import { endToEndTarget, formatOverhead, overheadTarget, runOverhead } from "./overhead.js";
+import {
+  endToEndTarget,
+  endToEndTargetOverRuns,
+  formatOverhead,
+  formatOverheadRuns,
+  overheadTarget,
+  runOverhead,
+  summarizeOverheadRuns,
+  type OverheadResults,
+} from "./overhead.js";
 import { formatPacedOverhead, runPacedOverhead } from "./overhead-paced.js";
 import { formatSdk, runSdkComparison } from "./sdk.js";
 import { formatScale, runScale } from "./scale.js";
@@ -22,8 +33,12 @@ import { formatScale, runScale } from "./scale.js";
 const SECTIONS = ["growth", "overhead", "sdk", "scale"] as const;
 type Section = (typeof SECTIONS)[number];
 
-function parseArgs(argv: string[]): { quick: boolean; only: Section[] } {
+/** The most repeats `--repeat` takes (each overhead run takes about 2-3.5 minutes on 2 vCPUs). */
+const MAX_REPEAT = 20;
+
+function parseArgs(argv: string[]): { quick: boolean; only: Section[]; repeat: number } {
   let quick = false;
+  let repeat = 1;
   const only: Section[] = [];
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i]!;
@@ -36,12 +51,18 @@ function parseArgs(argv: string[]): { quick: boolean; only: Section[] } {
         }
         only.push(name as Section);
       }
+    } else if (a === "--repeat" || a.startsWith("--repeat=")) {
+      const value = a.includes("=") ? a.slice(a.indexOf("=") + 1) : argv[++i];
+      repeat = Number(value);
+      if (!Number.isInteger(repeat) || repeat < 1 || repeat > MAX_REPEAT) {
+        throw new Error(`--repeat: expected a whole number of runs from 1 to ${MAX_REPEAT}, got "${value ?? ""}"`);
+      }
     } else if (a === "--help" || a === "-h") {
-      console.log("usage: tsx bench/run.ts [--quick] [--only growth|overhead|sdk|scale[,...]]");
+      console.log("usage: tsx bench/run.ts [--quick] [--only growth|overhead|sdk|scale[,...]] [--repeat N (overhead runs)]");
       process.exit(0);
     } else throw new Error(`unknown argument "${a}"`);
   }
-  return { quick, only: only.length > 0 ? only : [...SECTIONS] };
+  return { quick, only: only.length > 0 ? only : [...SECTIONS], repeat };
 }
 
 function codexVersion(): string {
@@ -70,6 +91,7 @@ const meta = {
   command: `tsx bench/run.ts ${process.argv.slice(2).join(" ")}`.trim(),
   quick: args.quick,
   sections: args.only,
+  ...(args.repeat > 1 ? { overheadRepeat: args.repeat } : {}),
   node: process.version,
   codexCli: codexVersion(),
   platform: `${os.type()} ${os.release()} ${os.arch()}`,
@@ -105,11 +127,22 @@ for (const section of args.only) {
         }
       }
     } else if (section === "overhead") {
-      log("overhead: interleaved direct / runCodexTurn / runCodexTurn+window");
-      const o = await runOverhead({ turns: args.quick ? 10 : 200, warmup: 3, log });
-      results.overhead = o;
-      console.log(formatOverhead(o));
-      for (const t of [overheadTarget(o), endToEndTarget(o)]) {
+      const runs: OverheadResults[] = [];
+      for (let r = 1; r <= args.repeat; r++) {
+        log(`overhead: interleaved direct / runCodexTurn / runCodexTurn+window${args.repeat > 1 ? ` (run ${r} of ${args.repeat})` : ""}`);
+        const o = await runOverhead({ turns: args.quick ? 10 : 200, warmup: 3, log });
+        runs.push(o);
+        console.log(formatOverhead(o));
+      }
+      // The last run's figures in full; with --repeat, every run's ratios beside them (a stale summary never stays).
+      const last = runs.at(-1)!;
+      results.overhead = last;
+      const summary = args.repeat > 1 ? summarizeOverheadRuns(runs) : undefined;
+      if (summary) {
+        results.overheadRuns = summary;
+        console.log(formatOverheadRuns(summary));
+      } else delete results.overheadRuns;
+      for (const t of [overheadTarget(last), summary ? endToEndTargetOverRuns(summary) : endToEndTarget(last)]) {
         targets.push({ section, ...t });
         if (!t.pass) failures.push(`${t.name}: ${t.detail}`);
       }

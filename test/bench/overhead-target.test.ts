@@ -1,6 +1,8 @@
 /** Issue 14's end-to-end target as the overhead benchmark evaluates it (bench/overhead.ts): passes and fails on the figures. */
 import { describe, expect, it } from "vitest";
-import { endToEndTarget } from "../../bench/overhead.js";
+import { spawnSync } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { endToEndTarget, endToEndTargetOverRuns, formatOverheadRuns, summarizeOverheadRuns } from "../../bench/overhead.js";
 import { carryoverBalancedRounds, pairedRatio } from "../../bench/lib.js";
 
 const figures = (noEngine: number, window: number) => ({
@@ -17,6 +19,48 @@ describe("endToEndTarget", () => {
     expect(endToEndTarget(figures(1.101, 1.0)).pass).toBe(false);
     expect(endToEndTarget(figures(1.0, 1.2)).pass).toBe(false);
     expect(endToEndTarget(figures(1.17, 1.21)).detail).toContain("1.17x no engine");
+  });
+});
+
+describe("summarizeOverheadRuns and endToEndTargetOverRuns", () => {
+  const run = (noEngine: number, window: number, direct = 60) => ({
+    ...figures(noEngine, window),
+    medianMs: { ...figures(noEngine, window).medianMs, direct },
+    pairedRatio: {
+      noEngine: { median: noEngine + 0.001, ci95: [1, 1.2] as [number, number], pairs: 200 },
+      window: { median: window + 0.001, ci95: [1, 1.2] as [number, number], pairs: 200 },
+    },
+  });
+
+  it("judges the target on each engine's median run, and counts the runs that passed on both", () => {
+    // Window ratios 1.12, 1.09, 1.095: the median run (1.095) passes though one run failed.
+    const s = summarizeOverheadRuns([run(1.08, 1.12, 50), run(1.11, 1.09, 55), run(1.09, 1.095, 52)]);
+    expect(s.medianRatio).toEqual({ noEngine: 1.09, window: 1.095 });
+    expect(s.range).toEqual({ noEngine: [1.08, 1.11], window: [1.09, 1.12] });
+    expect(s.passingRuns).toBe(1);
+    expect(s.runs[1]).toEqual({ directMs: 55, ratio: { noEngine: 1.11, window: 1.09 }, paired: { noEngine: 1.111, window: 1.091 } });
+    const t = endToEndTargetOverRuns(s);
+    expect(t.pass).toBe(true);
+    expect(t.name).toContain("median of 3 runs");
+    expect(t.detail).toContain("1.095x window (runs: 1.12x, 1.09x, 1.095x)");
+    expect(t.detail).toContain("1 of 3 runs within the target on both");
+    expect(formatOverheadRuns(s)).toContain("over 3 runs");
+  });
+
+  it("fails when either engine's median run is over 1.10x, with an even number of runs averaging the middle two", () => {
+    const s = summarizeOverheadRuns([run(1.05, 1.09), run(1.06, 1.13), run(1.07, 1.12), run(1.08, 1.08)]);
+    expect(s.medianRatio).toEqual({ noEngine: 1.065, window: 1.105 });
+    expect(endToEndTargetOverRuns(s).pass).toBe(false);
+    expect(() => summarizeOverheadRuns([])).toThrow(/no runs/);
+  });
+
+  it("bench/run.ts refuses a --repeat that is not a whole number of runs from 1 to 20, before running anything", () => {
+    const runTs = fileURLToPath(new URL("../../bench/run.ts", import.meta.url));
+    for (const bad of ["0", "21", "2.5", "x"]) {
+      const r = spawnSync(process.execPath, ["--import", "tsx", runTs, "--only", "overhead", "--repeat", bad], { encoding: "utf8", timeout: 60_000 });
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(`--repeat: expected a whole number of runs from 1 to 20, got "${bad}"`);
+    }
   });
 });
 
