@@ -413,8 +413,9 @@ export async function runOverhead(opts: {
       note:
         "runCodexTurn per turn also: takes the session lock (a lock directory holding its owner record), reads the " +
         "transcript and binding, reuses the thread this app-server holds (a real thread/resume RPC only after a restart " +
-        "or a settings change), writes the pending-finalize record (with the turn's snapshot, no fsync), mirrors the turn (one O_APPEND write, fsynced " +
-        "together with the record and its directory: 3 fsyncs in one commit), writes the binding twice without fsync " +
+        "or a settings change), writes the pending-finalize record (with the turn's snapshot, no fsync), mirrors the turn " +
+        "(one O_APPEND write, fsynced together with the record and its directory: 3 fsyncs in one commit), writes the " +
+        "binding twice without fsync " +
         "(on accept with the in-flight marker, overlapping the Codex turn; with the usage and without the marker once the pending record is " +
         "written, while the mirror waits for its fsync) and clears the pending record (no fsync). " +
         "The direct client does none of it.",
