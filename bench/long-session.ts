@@ -7,8 +7,8 @@
  * - before turn: from the call to entering `turnRunning` (lock, history read, assemble, projection, thread);
  * - mirror, after mirror: the mirror state, and from `finalize` to the result;
  * - cpu: this process's CPU per turn (all threads; Codex and the fake model are other processes);
- * - the transcript's size and the binding's (its last record: the binding file is a log, docs/storage.md) at the end
- *   of the stretch.
+ * - the transcript's size and the binding's (as one whole record: the binding file is a log of whole records and
+ *   patches, docs/storage.md) at the end of the stretch.
  * Not part of `npm run bench` (3,000 turns take about 5 minutes); no network, no credentials.
  *
  *   npx tsx bench/long-session.ts [--turns 3000] [--every 250] [--engine window|none]

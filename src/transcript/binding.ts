@@ -3,12 +3,13 @@
  * continues, the fingerprints that decide resume vs fresh thread, the projection epoch, which turns' messages the
  * thread holds natively, and the ledger of additionalContext values already injected into it.
  *
- * On disk the sidecar is a small log: one compact JSON binding per line, the last complete line is the binding. A turn
- * appends (one `write` on an open-for-append descriptor) instead of replacing the file: replacing a file with a rename
- * costs about 10x an append on ext4 (the rename flushes the new file's data first), and the turn host writes the
- * binding twice per turn, once while Codex runs the turn. Past {@link BINDING_LOG_COMPACT_BYTES} the next write
- * rewrites the log as one line (temp file + rename, atomic), and so does every durable write. See
- * {@link inspectThreadBinding} for what a reader does with a torn last line.
+ * On disk the sidecar is a small log, one compact JSON record per line: a whole binding, or a patch record holding what
+ * changed since the record before it (`binding-log.ts`). A turn appends (one `write` on an open-for-append descriptor)
+ * instead of replacing the file: replacing a file with a rename costs about 10x an append on ext4 (the rename flushes
+ * the new file's data first), and the turn host writes the binding twice per turn, once while Codex runs the turn.
+ * A write on the same thread appends a patch, so its cost does not grow with the held turns and the ledger. Past
+ * {@link BINDING_LOG_COMPACT_BYTES} the next write rewrites the log as one whole record (temp file + rename, atomic),
+ * and so does every durable write. See {@link inspectThreadBinding} for what a reader does with a torn last line.
  */
 import { closeSync, constants as fsConstants, fstatSync, ftruncateSync, openSync, promises as fs, statSync, writeSync, type BigIntStats } from "node:fs";
 import path from "node:path";
@@ -21,6 +22,7 @@ import { createLruMap } from "../lru-map.js";
 import { deepFreeze } from "./freeze.js";
 import { faultPoint, faultsEnabled } from "./fault.js";
 import { readSmallFile, replaceSmallFile } from "./small-file.js";
+import { applyBindingPatches, bindingPatch, readBindingLog, type BindingPatchRecord } from "./binding-log.js";
 
 /** Turn ids kept in `heldTurnIds`; older turns fall out (their messages are then treated as not held). */
 export const MAX_HELD_TURNS = 2_000;
@@ -133,9 +135,9 @@ export type ThreadBindingInspection =
 const MAX_CACHED_BINDINGS = 32;
 
 /**
- * The binding log is rewritten as one line by the first write that would take it past this size (or past four records
- * of the binding being written, for a binding larger than a quarter of it). A few KB per record: a rewrite every ~20-60
- * turns, and a cold read never parses more than this.
+ * The binding log is rewritten as one line by the first write that would take it past this size (or past four times
+ * the whole record the log starts from, for a binding larger than a quarter of it). Patch records are a few hundred
+ * bytes: a rewrite every ~100-300 turns, and a cold read never parses more than this.
  */
 export const BINDING_LOG_COMPACT_BYTES = 64 * 1024;
 
@@ -148,6 +150,8 @@ interface CachedBinding {
   binding: ThreadBinding;
   /** The file ends with the newline of the record this entry holds: the next write may append to it. */
   appendable: boolean;
+  /** Bytes of the whole record the binding starts from (patch records follow it). */
+  baseBytes: number;
 }
 
 /**
@@ -167,7 +171,7 @@ function cachedBinding(file: string, st: BigIntStats): ThreadBinding | undefined
   return c && sameIdentity(c, st) ? c.binding : undefined;
 }
 
-function rememberBinding(file: string, st: BigIntStats, binding: ThreadBinding, appendable: boolean): ThreadBinding {
+function rememberBinding(file: string, st: BigIntStats, binding: ThreadBinding, appendable: boolean, baseBytes: number): ThreadBinding {
   // The ledger changes only when the thread receives context, rotates or is compacted: an unchanged one keeps the
   // previous binding's frozen array, so what the projection derives from it is kept by the array's identity across
   // turns instead of being rebuilt from ~2,000 units on every turn of a long session.
@@ -176,7 +180,7 @@ function rememberBinding(file: string, st: BigIntStats, binding: ThreadBinding, 
     binding = { ...binding, ledger: previous.ledger };
   }
   const frozen = deepFreeze(binding);
-  bindingCache.set(file, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, binding: frozen, appendable });
+  bindingCache.set(file, { dev: st.dev, ino: st.ino, size: st.size, mtimeNs: st.mtimeNs, ctimeNs: st.ctimeNs, binding: frozen, appendable, baseBytes });
   return frozen;
 }
 
@@ -227,11 +231,11 @@ export async function readThreadBinding(
  * Read the binding without ever writing: missing, valid, or corrupt with the reason (not JSON, or the schema issue
  * with its field path). Nothing is moved aside.
  *
- * The binding is the last complete line of the file (one ending in a newline); bytes after it are an append cut short
- * and are ignored. A last line that is not JSON (an append an OS crash left half on disk) falls back to the line
- * before it: the binding is then one write behind, which a turn handles like any binding that lags its thread. A
- * file whose lines are not records is read whole (a pretty-printed binding written by an earlier version). A last
- * record that is JSON but not a valid binding is corrupt; it is never skipped for an older one.
+ * The binding is the last whole record of the file with the patch records after it applied (`readBindingLog`); bytes
+ * after the last newline are an append cut short and are ignored. A last line that is not JSON (an append an OS crash
+ * left half on disk) is ignored too: the binding is then one write behind, which a turn handles like any binding that
+ * lags its thread. A file whose lines are not records is read whole (a pretty-printed binding written by an earlier
+ * version). A record that is JSON but does not make a valid binding is corrupt; it is never skipped for an older one.
  *
  * @example
  * ```ts
@@ -251,49 +255,17 @@ export async function inspectThreadBinding(sessionFile: string): Promise<ThreadB
     bindingCache.delete(file);
     return { status: "missing" };
   }
-  const record = lastBindingRecord(text);
-  if (!record) return { status: "corrupt", reason: "not JSON" };
+  const record = readBindingLog(text);
+  if (!record.ok) return { status: "corrupt", reason: record.reason };
   const parsed = threadBindingSchema.safeParse(record.json);
   // The identity is the one stat'ed before the read: a file replaced or appended to in between mismatches on the next
   // read. Only a file read whole up to its last newline-terminated record may be appended to (and only if its size is
   // the one stat'ed: the text read is that long).
   const appendable = record.appendable && st !== undefined && BigInt(Buffer.byteLength(text)) === st.size;
-  if (parsed.success) return { status: "ok", binding: st ? rememberBinding(file, st, parsed.data, appendable) : parsed.data };
+  if (parsed.success) return { status: "ok", binding: st ? rememberBinding(file, st, parsed.data, appendable, record.baseBytes) : parsed.data };
   const issue = parsed.error.issues[0];
   const field = issue && issue.path.length > 0 ? issue.path.join(".") : "(root)";
   return { status: "corrupt", reason: `${field}: ${issue?.message ?? "invalid"}` };
-}
-
-/**
- * The record a binding file holds (see {@link inspectThreadBinding}), and whether it is the file's last line with
- * nothing after it (the next write may append). Undefined: no record could be read.
- */
-export function lastBindingRecord(text: string): { json: unknown; appendable: boolean } | undefined {
-  const end = text.lastIndexOf("\n");
-  let lineEnd = end;
-  for (let attempt = 0; attempt < 2 && lineEnd >= 0; attempt++) {
-    const start = text.lastIndexOf("\n", lineEnd - 1) + 1;
-    const json = parseJson(text.slice(start, lineEnd));
-    if (json.ok) return { json: json.value, appendable: attempt === 0 && end === text.length - 1 };
-    if (attempt === 0) {
-      // The last line is not a record: a file written whole (pretty-printed, an earlier version), or a torn append.
-      const whole = parseJson(text);
-      if (whole.ok) return { json: whole.value, appendable: false };
-    }
-    lineEnd = start - 1;
-  }
-  if (end >= 0) return undefined;
-  // No newline at all: one record written without one.
-  const whole = parseJson(text);
-  return whole.ok ? { json: whole.value, appendable: false } : undefined;
-}
-
-function parseJson(text: string): { ok: true; value: unknown } | { ok: false } {
-  try {
-    return { ok: true, value: JSON.parse(text) as unknown };
-  } catch {
-    return { ok: false };
-  }
 }
 
 let tmpCounter = 0;
@@ -333,8 +305,8 @@ export async function writeThreadBinding(sessionFile: string, binding: ThreadBin
 export async function writeValidatedThreadBinding(sessionFile: string, valid: ThreadBinding, options: WriteThreadBindingOptions = {}): Promise<void> {
   const durable = options.durable ?? true;
   const file = sessionSidecarPaths(sessionFile).binding;
+  if (!durable && appendBindingRecord(file, valid)) return;
   const text = `${JSON.stringify(valid)}\n`;
-  if (!durable && appendBindingRecord(file, text)) return;
   // Unique per process and per call: two writes racing in one process must not share a temp file.
   const tmp = `${file}.tmp-${process.pid}-${++tmpCounter}`;
   await replaceSmallFile(file, tmp, text, { durable });
@@ -342,22 +314,38 @@ export async function writeValidatedThreadBinding(sessionFile: string, valid: Th
   const st = statSync(file, { bigint: true, throwIfNoEntry: false });
   // The cached copy is the text just written, parsed: what a fresh read of the file gives (JSON.parse is several times
   // cheaper than structuredClone here, and the caller's object stays its own).
-  if (st) rememberBinding(file, st, JSON.parse(text) as ThreadBinding, st.size === BigInt(Buffer.byteLength(text)));
+  const bytes = Buffer.byteLength(text);
+  if (st) rememberBinding(file, st, JSON.parse(text) as ThreadBinding, st.size === BigInt(bytes), bytes);
   else bindingCache.delete(file);
   if (durable) await fsyncDirectory(path.dirname(file));
 }
 
 /**
- * Append `text` (one record and its newline) to the binding log, when the file is exactly as this process last read
- * or wrote it, ending with a complete record, and stays under {@link BINDING_LOG_COMPACT_BYTES}. Returns false,
- * having written nothing, when the caller must rewrite the file instead. A failed or short write is cut back to the
- * previous length (the old binding stays the last record) and rethrown.
+ * The record that appends `next` to a log whose binding is `cached`: a patch on the same thread when it is well smaller
+ * than the whole binding (the usual turn: a held turn id, the usage, the in-flight marker), else the whole binding.
  */
-function appendBindingRecord(file: string, text: string): boolean {
+function nextLogRecord(cached: CachedBinding, next: ThreadBinding): { text: string; patch?: BindingPatchRecord | undefined } {
+  if (cached.binding.threadId === next.threadId) {
+    const patch = bindingPatch(cached.binding, next) ?? { patch: 1 as const };
+    const text = `${JSON.stringify(patch)}\n`;
+    if (text.length * 2 < cached.baseBytes) return { text, patch };
+  }
+  return { text: `${JSON.stringify(next)}\n` };
+}
+
+/**
+ * Append `next` to the binding log as one record (see {@link nextLogRecord}), when the file is exactly as this process
+ * last read or wrote it, ending with a complete record, and stays under {@link BINDING_LOG_COMPACT_BYTES} (or four
+ * times its whole record). Returns false, having written nothing, when the caller must rewrite the file instead. A
+ * failed or short write is cut back to the previous length (the old binding stays the binding) and rethrown.
+ */
+function appendBindingRecord(file: string, next: ThreadBinding): boolean {
   const cached = bindingCache.get(file);
   if (!cached?.appendable) return false;
-  const bytes = Buffer.from(text);
-  if (cached.size + BigInt(bytes.length) > BigInt(Math.max(BINDING_LOG_COMPACT_BYTES, 4 * bytes.length))) return false;
+  const record = nextLogRecord(cached, next);
+  const bytes = Buffer.from(record.text);
+  const baseBytes = record.patch ? cached.baseBytes : bytes.length;
+  if (cached.size + BigInt(bytes.length) > BigInt(Math.max(BINDING_LOG_COMPACT_BYTES, 4 * baseBytes))) return false;
   let fd: number;
   try {
     // No O_CREAT: a binding removed since (a reset) is written whole.
@@ -383,11 +371,21 @@ function appendBindingRecord(file: string, text: string): boolean {
       }
       throw error;
     }
-    rememberBinding(file, fstatSync(fd, { bigint: true }), JSON.parse(text) as ThreadBinding, true);
+    // The cached copy is what a fresh read gives: the record just written, parsed, applied to the cached binding
+    // (fields the patch does not name keep their frozen values; the caller's object stays its own).
+    const after = record.patch ? patchedCopy(cached.binding, record.text) : (JSON.parse(record.text) as ThreadBinding);
+    rememberBinding(file, fstatSync(fd, { bigint: true }), after, true, baseBytes);
     return true;
   } finally {
     closeSync(fd);
   }
+}
+
+function patchedCopy(binding: ThreadBinding, patchText: string): ThreadBinding {
+  const applied = applyBindingPatches(binding as unknown as Record<string, unknown>, [JSON.parse(patchText) as Record<string, unknown>]);
+  // Cannot happen: the patch was made from this binding.
+  if ("problem" in applied) throw new Error(`thread binding patch does not apply to the binding it was made from: ${applied.problem}`);
+  return applied.value as unknown as ThreadBinding;
 }
 
 /** The append in two writes with a fault point between them (fault tests only: a failure or crash mid-record). */

@@ -8,6 +8,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { repoRoot, runCli } from "../helpers/cli.js";
+import { readBindingLog } from "../../src/transcript/binding-log.js";
 
 const root = repoRoot;
 
@@ -90,8 +91,10 @@ describe("codex-turn CLI", () => {
 
     // A turn an attempt left in flight (the binding's marker) is shown, without its prompt.
     const bindingFile = `${summary.transcript}.codex-binding.json`;
-    // The binding sidecar is a log: the last line is the binding.
-    const binding = JSON.parse((await readFile(bindingFile, "utf8")).trimEnd().split("\n").pop()!) as Record<string, unknown>;
+    // The binding sidecar is a log (whole records and patches, docs/storage.md): read it as the store does.
+    const log = readBindingLog(await readFile(bindingFile, "utf8"));
+    if (!log.ok) throw new Error(`binding log unreadable: ${log.reason}`);
+    const binding = log.json as Record<string, unknown>;
     await writeFile(bindingFile, JSON.stringify({ ...binding, turnInFlight: { turnId: "turn-cut-7", prompt: "secret cut prompt" } }));
     const cut = await cli(["inspect-session", summary.transcript]);
     expect(cut.code).toBe(0);

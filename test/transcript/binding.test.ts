@@ -5,7 +5,6 @@ import {
   applyBindingUpdate,
   BINDING_LOG_COMPACT_BYTES,
   clearThreadBinding,
-  lastBindingRecord,
   inspectThreadBinding,
   markNativeCompaction,
   readThreadBinding,
@@ -346,15 +345,89 @@ describe("thread binding log (one record per line, the last complete line wins)"
     expect(await coldRead("")).toEqual({ status: "corrupt", reason: "not JSON" });
   });
 
-  it("lastBindingRecord: which record a text holds, and whether the next write may append to it", () => {
-    const a = JSON.stringify({ n: 1 });
-    const b = JSON.stringify({ n: 2 });
-    expect(lastBindingRecord(`${a}\n${b}\n`)).toEqual({ json: { n: 2 }, appendable: true });
-    expect(lastBindingRecord(`${a}\n${b}\n{"n":`)).toEqual({ json: { n: 2 }, appendable: false });
-    expect(lastBindingRecord(`${a}\n{"n":\n`)).toEqual({ json: { n: 1 }, appendable: false });
-    expect(lastBindingRecord(`${JSON.stringify({ n: 3 }, null, 2)}\n`)).toEqual({ json: { n: 3 }, appendable: false });
-    expect(lastBindingRecord(a)).toEqual({ json: { n: 1 }, appendable: false });
-    expect(lastBindingRecord(`{"n":`)).toBeUndefined();
+  it("a write on the same thread appends a patch record whose size does not grow with the held turns and the ledger", async () => {
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-log-"));
+    const file = sessionSidecarPaths(sessionFile).binding;
+    const heldTurnIds = Array.from({ length: 2_000 }, (_, i) => `0199aaaa-bbbb-7ccc-8ddd-${String(i).padStart(12, "0")}`);
+    const ledger = Array.from({ length: 1_500 }, (_, i) => `${String(i).padStart(16, "0")}:${i}`);
+    let binding = sample({ heldTurnIds, ledger });
+    await writeThreadBinding(sessionFile, binding, { durable: false });
+    const whole = (await fsp.stat(file)).size;
+    expect(whole).toBeGreaterThan(100_000);
+    // A turn's two writes: accepted (new held turn, in-flight marker), then the usage with the marker removed.
+    binding = { ...applyBindingUpdate(binding, { threadId: "thread-1", turnId: "t-new", ...fps }), turnInFlight: { turnId: "t-new", prompt: "hello" } };
+    await writeValidatedThreadBinding(sessionFile, binding, { durable: false });
+    const { turnInFlight: _marker, ...settled } = withLastUsage(binding, "thread-1", { inputTokens: 10, totalTokens: 12 });
+    await writeValidatedThreadBinding(sessionFile, settled, { durable: false });
+    const appended = (await fsp.readFile(file, "utf8")).slice(whole).split("\n").filter((l) => l !== "");
+    expect(appended.map((l) => Buffer.byteLength(l) + 1).reduce((x, y) => x + y)).toBeLessThan(600);
+    expect(appended.map((l) => JSON.parse(l) as unknown)).toEqual([
+      { patch: 1, set: { turnInFlight: { turnId: "t-new", prompt: "hello" } }, arrays: { heldTurnIds: [1, ["t-new"]] } },
+      { patch: 1, unset: ["turnInFlight"], set: { lastUsage: { inputTokens: 10, totalTokens: 12 } } },
+    ]);
+    expect(await readThreadBinding(sessionFile)).toEqual(settled);
+    expect(await coldRead(await fsp.readFile(file, "utf8"))).toEqual({ status: "ok", binding: settled });
+  });
+
+  it("a log of patches is rewritten as one whole record before it passes BINDING_LOG_COMPACT_BYTES", async () => {
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-log-"));
+    const file = sessionSidecarPaths(sessionFile).binding;
+    let binding = sample();
+    await writeValidatedThreadBinding(sessionFile, binding, { durable: false });
+    let largest = 0;
+    const inodes = new Set<number>();
+    for (let i = 0; i < 1_200; i++) {
+      binding = applyBindingUpdate(binding, { threadId: "thread-1", turnId: `turn-${String(i).padStart(6, "0")}`, ...fps });
+      await writeValidatedThreadBinding(sessionFile, binding, { durable: false });
+      const st = await fsp.stat(file);
+      inodes.add(st.ino);
+      largest = Math.max(largest, st.size);
+    }
+    expect(largest).toBeLessThanOrEqual(BINDING_LOG_COMPACT_BYTES);
+    // Rewritten once the patches filled the log, and patched again after that.
+    expect(inodes.size).toBeGreaterThan(1);
+    const text = await fsp.readFile(file, "utf8");
+    expect(text.split("\n").filter((l) => l !== "").length).toBeGreaterThan(1);
+    expect(await coldRead(text)).toEqual({ status: "ok", binding });
+  });
+
+  it("every sequence of writes reads back as the binding last written, from the cache and cold (seeded random updates)", async () => {
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-log-"));
+    const file = sessionSidecarPaths(sessionFile).binding;
+    let seed = 7;
+    const rand = (n: number) => {
+      seed = (seed * 1103515245 + 12345) % 2147483648;
+      return seed % n;
+    };
+    let binding: ThreadBinding = sample();
+    await writeThreadBinding(sessionFile, binding);
+    const kinds = new Map<string, number>();
+    for (let step = 0; step < 400; step++) {
+      const choice = rand(10);
+      const thread = binding.threadId;
+      if (choice <= 3) {
+        const ledgerAdd = Array.from({ length: rand(4) }, () => `${rand(50)}:${rand(9) + 1}`);
+        const update = { reset: rand(25) === 0, ledgerAdd, ...(rand(3) === 0 ? { developerDelivery: `dev${rand(5)}:40` } : {}), staleTokens: rand(100) };
+        const next = applyBindingUpdate(binding, { threadId: rand(30) === 0 ? `thread-${step}` : thread, turnId: `turn-${rand(300)}`, update, ...fps });
+        binding = rand(2) === 0 ? { ...next, turnInFlight: { turnId: `turn-${step}`, prompt: `prompt ${step}` } } : next;
+      } else if (choice === 4) {
+        const { turnInFlight: _gone, ...rest } = binding;
+        binding = withLastUsage(rest, thread, { inputTokens: rand(1000), totalTokens: 1000 + rand(1000), ...(rand(2) ? { modelContextWindow: 200_000 } : {}) });
+      } else if (choice === 5) binding = markNativeCompaction(binding, thread);
+      else if (choice === 6) binding = withContextOverflow(binding, thread, `turn-${step}`);
+      else if (choice === 7) binding = { ...binding, heldTurnIds: binding.heldTurnIds.slice(rand(5) + 1) };
+      else if (choice === 8) binding = { ...binding, ledger: [...binding.ledger].reverse() };
+      const durable = rand(15) === 0;
+      await writeValidatedThreadBinding(sessionFile, binding, { durable });
+      const text = await fsp.readFile(file, "utf8");
+      const last = JSON.parse(text.trimEnd().split("\n").at(-1)!) as { patch?: number };
+      const kind = durable ? "durable" : last.patch === 1 ? "patch" : "whole";
+      kinds.set(kind, (kinds.get(kind) ?? 0) + 1);
+      expect(await readThreadBinding(sessionFile)).toEqual(binding);
+      expect(await coldRead(text)).toEqual({ status: "ok", binding });
+    }
+    // The sequence went through every kind of write.
+    expect(Math.min(kinds.get("patch") ?? 0, kinds.get("whole") ?? 0, kinds.get("durable") ?? 0)).toBeGreaterThan(5);
   });
 
   it("the log is rewritten as one line before it passes BINDING_LOG_COMPACT_BYTES", async () => {
