@@ -451,7 +451,7 @@ export function applyBindingUpdate(
     policyFingerprint: p.policyFingerprint,
     projectionMode: p.projectionMode,
     heldTurnIds: [...held.filter((t) => t !== p.turnId), p.turnId].slice(-MAX_HELD_TURNS),
-    ledger: [...new Set([...ledger, ...(update?.ledgerAdd ?? [])])].slice(-MAX_LEDGER_ENTRIES),
+    ledger: withLedgerAdded(ledger, update?.ledgerAdd ?? []),
   };
   if (epoch !== undefined) next.projectionEpoch = epoch;
   const devHash = update?.developerInstructionsHash ?? (sameThread ? binding.developerInstructionsHash : undefined);
@@ -467,6 +467,16 @@ export function applyBindingUpdate(
   if (sameThread && binding.nativeCompactions !== undefined) next.nativeCompactions = binding.nativeCompactions;
   if (p.updatedBy !== undefined) next.updatedBy = p.updatedBy;
   return next;
+}
+
+/**
+ * The ledger with `add` appended (deduplicated, the oldest past {@link MAX_LEDGER_ENTRIES} dropped). Nothing to add,
+ * the usual turn on a held thread, keeps the same array: the turn does not copy a ledger of thousands of units, and the
+ * binding's patch and cache see it unchanged by reference.
+ */
+function withLedgerAdded(ledger: string[], add: readonly string[]): string[] {
+  if (add.length === 0 && ledger.length <= MAX_LEDGER_ENTRIES) return ledger;
+  return [...new Set([...ledger, ...add])].slice(-MAX_LEDGER_ENTRIES);
 }
 
 /** Usage as the binding records it. */

@@ -160,6 +160,8 @@ describe("binding updates (pure)", () => {
     const withUsage = applyBindingUpdate(next, { threadId: "thread-1", turnId: "u3", ...fps, usage: { inputTokens: 99, totalTokens: 100 } });
     expect(withUsage.lastUsage).toEqual({ inputTokens: 99, totalTokens: 100 });
     expect(withUsage.heldTurnIds).toEqual(["u1", "u2", "u3"]);
+    // Nothing injected: the ledger array itself is kept (no copy of thousands of units per turn).
+    expect(withUsage.ledger).toBe(next.ledger);
   });
 
   it("forgets the old thread's state on rotation (reset or another thread id)", () => {
