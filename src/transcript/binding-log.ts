@@ -10,6 +10,7 @@
  *
  * Nothing here touches the file system; `binding.ts` reads and writes the sidecar.
  */
+import { isDeepStrictEqual } from "node:util";
 
 /** Array fields a patch changes by dropping elements at the front and adding some at the end (their usual change). */
 const LOG_ARRAY_FIELDS: ReadonlySet<string> = new Set(["heldTurnIds", "ledger", "developerDeliveries"]);
@@ -65,7 +66,7 @@ export function bindingPatch(prev: object, next: object): BindingPatchRecord | u
       else if (change[0] > 0 || change[1].length > 0) arrays[key] = change;
       else continue;
       changed = true;
-    } else if (!sameJsonValue(a, b)) {
+    } else if (!isDeepStrictEqual(a, b)) {
       set[key] = b;
       changed = true;
     }
@@ -98,22 +99,6 @@ function arrayChange(a: readonly unknown[], b: readonly unknown[]): [number, unk
     if (i === kept) return [d, b.slice(kept)];
   }
   return undefined;
-}
-
-/** Deep equality of JSON values (key order ignored). */
-function sameJsonValue(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
-    for (let i = 0; i < a.length; i++) if (!sameJsonValue(a[i], b[i])) return false;
-    return true;
-  }
-  const ka = Object.keys(a).filter((k) => (a as JsonObject)[k] !== undefined);
-  const kb = Object.keys(b).filter((k) => (b as JsonObject)[k] !== undefined);
-  if (ka.length !== kb.length) return false;
-  for (const k of ka) if (!sameJsonValue((a as JsonObject)[k], (b as JsonObject)[k])) return false;
-  return true;
 }
 
 /** Why `value` is not a patch record this version applies, or undefined when it is one. */
