@@ -162,10 +162,16 @@ async function finalizeOne(input: RecoveryInput, turn: PendingFinalizeRecord, lo
  */
 export type CutTurnRecovery = CutTurnOutput;
 
+/**
+ * What recovery uses of the app-server: `thread/read` and `turn/interrupt`, and (a `CodexAppServer` has it) the client's
+ * own handle of a turn it still streams.
+ */
+export type RecoveryAppServer = Pick<CodexAppServer, "request"> & Partial<Pick<CodexAppServer, "runningTurn">>;
+
 /** What recovering a cut turn needs beyond {@link RecoveryInput}. */
 export interface CutTurnInput extends RecoveryInput {
   /** Reads the thread (`thread/read`); absent: the turn is left for a later attempt. */
-  appServer?: Pick<CodexAppServer, "request"> | undefined;
+  appServer?: RecoveryAppServer | undefined;
   /** The host's message-write hooks, applied to the rebuilt turn before anything is written (as for a live turn). */
   prepareMessages?: ((record: TurnRecordCore) => Promise<AgentMessage[]>) | undefined;
 }
@@ -262,8 +268,18 @@ const STILL_RUNNING_POLL_MS = 100;
  * {@link readThreadTurn}, for a turn that may still run: the attempt ended but its app-server did not (the same
  * process goes on, e.g. after the attempt lost its lock). Such a turn is interrupted first and read once Codex says it
  * stopped (at most {@link STILL_RUNNING_WAIT_MS}), so the transcript gets all of it and no later item is left out.
+ *
+ * When this very client streams the turn, its stream decides, not the first `thread/read`: Codex (0.171.0, under load)
+ * can report a turn that runs as `interrupted` on an `idle` thread when it started right after the thread's previous
+ * turn ended. Read as it stood, the turn would be mirrored as a bare prompt while the model's answer was still coming.
  */
-async function readSettledThreadTurn(appServer: Pick<CodexAppServer, "request">, turn: TurnToRebuild): Promise<Awaited<ReturnType<typeof readThreadTurn>>> {
+async function readSettledThreadTurn(appServer: RecoveryAppServer, turn: TurnToRebuild): Promise<Awaited<ReturnType<typeof readThreadTurn>>> {
+  const live = appServer.runningTurn?.(turn.threadId, turn.turnId);
+  if (live) {
+    // Resolves "interrupted", or "timedOut" once the grace is over: the read below then sees what Codex kept.
+    await live.interrupt({ graceMs: STILL_RUNNING_WAIT_MS });
+    await live.completion;
+  }
   let read = await readThreadTurn(appServer, turn);
   if (!read.found || read.codexStatus !== "inProgress") return read;
   await appServer.request("turn/interrupt", { threadId: turn.threadId, turnId: turn.turnId }).catch(() => undefined);

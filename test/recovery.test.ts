@@ -8,7 +8,9 @@ import os from "node:os";
 import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../src/log/logger.js";
-import { recoverCutTurn } from "../src/recovery.js";
+import { recoverCutTurn, type RecoveryAppServer } from "../src/recovery.js";
+import type { CodexTurn } from "../src/codex/app-server.js";
+import type { TurnRecordCore } from "../src/codex/turn-projector.js";
 import { createJsonlSessionStore } from "../src/store/jsonl-store.js";
 import type { ThreadBinding } from "../src/transcript/binding.js";
 
@@ -31,14 +33,14 @@ const binding: ThreadBinding = {
 const user = (id: string, text: string, at: number) => ({ type: "userMessage", id, content: [{ type: "text", text, text_elements: [] }], startedAtMs: at, completedAtMs: at });
 const agent = (id: string, text: string, at: number) => ({ type: "agentMessage", id, text, phase: null, startedAtMs: at, completedAtMs: at + 1 });
 
-async function session(items: unknown[] | Error) {
+async function session(items: unknown[] | Error, appServerOverride?: RecoveryAppServer) {
   const dir = mkdtempSync(path.join(os.tmpdir(), "cut-turn-unit-"));
   dirs.push(dir);
   const sessionFile = path.join(dir, "s.jsonl");
   const store = createJsonlSessionStore({ sessionFile, sessionId: "s", cwd: dir });
   const lock = await store.acquireLock();
   await store.writeBinding(binding, { durable: false });
-  const appServer = {
+  const appServer = appServerOverride ?? {
     request: async () => {
       if (items instanceof Error) throw items;
       return { thread: { id: "thread-1", model: "m", modelProvider: "p", turns: [{ id: "turn-1", status: "interrupted", items }] } };
@@ -80,6 +82,41 @@ describe("recoverCutTurn", () => {
     expect(after).toMatchObject({ ledger: ["abc:12"], heldTurnIds: ["turn-0", "turn-1"] });
     expect(after?.nativeCompactions).toBeUndefined();
     expect(after?.turnInFlight).toBeUndefined();
+    await s.lock.release();
+  });
+
+  it("a turn this client still streams is stopped through its own handle before the thread is read, whatever Codex's thread says of it", async () => {
+    // Codex 0.171.0 under load: a turn started right after the thread's previous one ended reads as "interrupted" on an
+    // idle thread while it runs. Only the read after the live turn's end holds the model's answer.
+    const calls: string[] = [];
+    let ended = false;
+    let endLive: (r: TurnRecordCore) => void = () => {};
+    const live = {
+      threadId: "thread-1",
+      turnId: "turn-1",
+      interrupt: async (options?: { graceMs?: number | undefined }) => {
+        calls.push(`interrupt grace ${options?.graceMs}`);
+        ended = true;
+        endLive({ codexStatus: "interrupted" } as TurnRecordCore);
+      },
+      completion: new Promise<TurnRecordCore>((resolve) => (endLive = resolve)),
+      done: false,
+      warnings: [],
+      steer: async () => ({ accepted: false as const, reason: "unused" }),
+    } as unknown as CodexTurn;
+    const appServer: RecoveryAppServer = {
+      request: (async (method: string) => {
+        calls.push(method);
+        const items = ended ? [user("u1", "the cut prompt", 10), agent("a1", "the whole answer", 20)] : [user("u1", "the cut prompt", 10)];
+        return { thread: { id: "thread-1", status: { type: "idle" }, turns: [{ id: "turn-1", status: "interrupted", items }] } };
+      }) as RecoveryAppServer["request"],
+      runningTurn: (threadId, turnId) => (threadId === "thread-1" && turnId === "turn-1" && !ended ? live : undefined),
+    };
+    const s = await session([], appServer);
+    expect(await s.recover()).toMatchObject({ turnId: "turn-1", outcome: "recovered", codexStatus: "interrupted", messages: 2 });
+    expect(calls).toEqual(["interrupt grace 5000", "thread/read"]);
+    expect(texts((await s.store.readHistory()).messages)).toEqual(["user:the cut prompt", "assistant:the whole answer"]);
+    expect((await s.store.readBinding())?.turnInFlight).toBeUndefined();
     await s.lock.release();
   });
 

@@ -514,6 +514,25 @@ export class CodexAppServer {
     return turn;
   }
 
+  /**
+   * The turn `turnId` when this client runs it on `threadId` and it has not ended: its handle (`interrupt`,
+   * `completion`), else undefined. For code that finds a turn by its id (crash recovery) and must not take Codex's
+   * `thread/read` as the last word on a turn this client still streams: with codex-cli 0.171.0 under load, a turn
+   * started right after the thread's previous one ended can read as `interrupted` on an `idle` thread while it runs.
+   *
+   * @example
+   * ```ts
+   * const live = server.runningTurn(threadId, turnId);
+   * if (live) {
+   *   await live.interrupt({ graceMs: 5_000 });
+   *   await live.completion;
+   * }
+   * ```
+   */
+  runningTurn(threadId: string, turnId: string): CodexTurn | undefined {
+    return this.turns.running(threadId, turnId);
+  }
+
   // -- compaction --------------------------------------------------------------------------------------------------
 
   /**

@@ -68,6 +68,8 @@ export class TurnRun {
   idleTimer: NodeJS.Timeout | undefined;
   retryTimer: NodeJS.Timeout | undefined;
   graceTimer: NodeJS.Timeout | undefined;
+  /** The next try of an interrupt Codex refused (see `TurnRunner.retryInterrupt`). */
+  interruptRetryTimer: NodeJS.Timeout | undefined;
   toolCallsInFlight = 0;
   /** Extra model passes `beforeFinalize` asked for in this turn (through the relay's Stop hook). */
   finalizeRevisions = 0;
@@ -159,7 +161,8 @@ export class TurnRun {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
     if (this.graceTimer) clearTimeout(this.graceTimer);
-    this.idleTimer = this.retryTimer = this.graceTimer = undefined;
+    if (this.interruptRetryTimer) clearTimeout(this.interruptRetryTimer);
+    this.idleTimer = this.retryTimer = this.graceTimer = this.interruptRetryTimer = undefined;
   }
 
   /** (Re)arm the idle watchdog; off while a tool call runs or the host decides a request, or once the end is decided. */

@@ -31,6 +31,9 @@ function setBounded<K, V>(map: Map<K, V>, key: K, value: V): void {
   while (map.size > MAX_SUB_AGENT_LINKS) map.delete(map.keys().next().value as K);
 }
 
+/** How often an interrupt Codex refused is sent again while its turn runs (see `TurnRunner.requestInterrupt`). */
+const INTERRUPT_RETRY_MS = 100;
+
 /** A running turn. */
 export interface CodexTurn {
   threadId: string;
@@ -100,6 +103,12 @@ export class TurnRunner {
   active(threadId: string): TurnRun | undefined {
     const run = this.runs.get(threadId);
     return run && run.state !== "done" ? run : undefined;
+  }
+
+  /** The handle of `turnId` when it is the turn of `threadId` that has not ended (see `CodexAppServer.runningTurn`). */
+  running(threadId: string, turnId: string): CodexTurn | undefined {
+    const run = this.active(threadId);
+    return run?.state === "running" && run.turnId === turnId ? this.handleFor(run, turnId) : undefined;
   }
 
   /**
@@ -295,18 +304,43 @@ export class TurnRunner {
   private async interrupt(run: TurnRun, graceMs: number): Promise<void> {
     if (run.state !== "running") return;
     this.interruptSubAgents(run);
-    const params: TurnInterruptParams = { threadId: run.threadId, turnId: run.turnId! };
-    try {
-      await this.deps.rpcRequest("turn/interrupt", params);
-    } catch (err) {
-      const code = (err as CodexAppServerError).code;
-      this.deps.logger.warn({ event: "codex.turn.interruptFailed", threadId: run.threadId, turnId: run.turnId, code }, "turn/interrupt failed");
-    }
+    const taken = await this.requestInterrupt(run, "warn");
     if (run.state === "running" && !run.graceTimer) {
       run.graceTimer = setTimeout(() => {
         this.finish(run, { codexStatus: "timedOut", error: { message: `turn did not end within ${graceMs} ms of the interrupt`, code: "interruptTimeout" } });
       }, graceMs);
     }
+    if (!taken) this.retryInterrupt(run);
+  }
+
+  /**
+   * Send `turn/interrupt` for `run`; false when it failed. Codex (0.171.0) refuses it with "no active turn to interrupt"
+   * for a moment after accepting a turn that starts right after the thread's previous one ended (39 runs of 40 in a
+   * probe; the try 100 ms later was taken in all 40). Not sent again, that interrupt would be lost and the turn would run
+   * to its end.
+   */
+  private async requestInterrupt(run: TurnRun, level: "warn" | "debug"): Promise<boolean> {
+    const params: TurnInterruptParams = { threadId: run.threadId, turnId: run.turnId! };
+    try {
+      await this.deps.rpcRequest("turn/interrupt", params);
+      return true;
+    } catch (err) {
+      const code = (err as CodexAppServerError).code;
+      this.deps.logger[level]({ event: "codex.turn.interruptFailed", threadId: run.threadId, turnId: run.turnId, code }, "turn/interrupt failed");
+      return false;
+    }
+  }
+
+  /** Send a failed interrupt again every {@link INTERRUPT_RETRY_MS} until Codex takes it or the turn ends (the grace bounds it). */
+  private retryInterrupt(run: TurnRun): void {
+    if (run.state !== "running" || run.interruptRetryTimer) return;
+    run.interruptRetryTimer = setTimeout(() => {
+      run.interruptRetryTimer = undefined;
+      if (run.state !== "running") return;
+      void this.requestInterrupt(run, "debug").then((taken) => {
+        if (!taken) this.retryInterrupt(run);
+      });
+    }, INTERRUPT_RETRY_MS);
   }
 
   /**

@@ -283,3 +283,29 @@ describe("resumeThread({ reuseLoaded })", () => {
     }
   });
 });
+
+describe("interrupting a turn the moment Codex accepted it", () => {
+  it("reaches Codex although it refuses the first turn/interrupt (no active turn yet): interrupted, not run to its end", async () => {
+    // Its own app-server: the first suite closed the shared one.
+    const own = await startOfflineCodex();
+    const { fake, codex } = own;
+    try {
+    const { threadId } = await codex.startThread({});
+    fake.enqueue({ text: "the turn before" });
+    expect((await (await codex.startTurn({ threadId, text: "before" })).completion).codexStatus).toBe("completed");
+    // Started right after the previous turn ended, Codex (0.171.0) answers the first interrupt "no active turn to interrupt"
+    // (39 runs of 40 in a probe; the try 100 ms later was taken in all 40); the client sends it again until Codex takes it.
+    fake.enqueue({ text: ["a slow ", "answer ", "that ", "would ", "take ", "ten ", "seconds"], delayMs: 1_000 });
+    const turn = await codex.startTurn({ threadId, text: "stop me at once" });
+    const started = Date.now();
+    await turn.interrupt({ graceMs: 4_000 });
+    const record = await turn.completion;
+    expect(record.codexStatus).toBe("interrupted");
+    // Taken well within the grace, not the grace running out ("timedOut") nor the answer running to its end.
+    expect(Date.now() - started).toBeLessThan(3_000);
+    expect(record.messagesSnapshot.some((m) => m.role === "assistant")).toBe(false);
+    } finally {
+      await own.dispose();
+    }
+  });
+});

@@ -246,10 +246,15 @@ describe("a turn left in flight that still runs", () => {
     env.fake.enqueue({ text: "a long answer that is still being written", delayMs: 1_000 });
     const running = await env.codex.startTurn({ threadId: binding.threadId, text: "the slow prompt" });
     await writeThreadBinding(file, { ...binding, heldTurnIds: [...binding.heldTurnIds, running.turnId], turnInFlight: { turnId: running.turnId, prompt: "the slow prompt" } });
+    // The client's own handle of the turn it streams is what recovery stops (Codex's thread/read can call a turn that
+    // starts right after the previous one "interrupted" while it runs; that race failed this test on a loaded CI leg).
+    expect(env.codex.runningTurn(binding.threadId, running.turnId)?.turnId).toBe(running.turnId);
+    expect(env.codex.runningTurn(binding.threadId, "another-turn")).toBeUndefined();
 
     const out = await recoverCodexSession({ sessionId: path.basename(file, ".jsonl"), sessionFile: file, contextEngine: engine, appServer: env.codex });
     expect(out.cutTurn).toMatchObject({ turnId: running.turnId, outcome: "recovered", codexStatus: "interrupted" });
     expect((await running.completion).codexStatus).toBe("interrupted");
+    expect(env.codex.runningTurn(binding.threadId, running.turnId)).toBeUndefined();
     expect(shape((await readSessionHistory(file)).messages).slice(0, 3)).toEqual(["user:first question", "assistant:first answer", "user:the slow prompt"]);
     expect(finalized.map((ms) => shape(ms)[0])).toEqual(["user:first question", "user:the slow prompt"]);
     env.fake.reset();
