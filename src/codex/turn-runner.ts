@@ -319,10 +319,10 @@ export class TurnRunner {
    * probe; the try 100 ms later was taken in all 40). Not sent again, that interrupt would be lost and the turn would run
    * to its end.
    */
-  private async requestInterrupt(run: TurnRun, level: "warn" | "debug"): Promise<boolean> {
+  private async requestInterrupt(run: TurnRun, level: "warn" | "debug", timeoutMs?: number): Promise<boolean> {
     const params: TurnInterruptParams = { threadId: run.threadId, turnId: run.turnId! };
     try {
-      await this.deps.rpcRequest("turn/interrupt", params);
+      await this.deps.rpcRequest("turn/interrupt", params, timeoutMs);
       return true;
     } catch (err) {
       const code = (err as CodexAppServerError).code;
@@ -372,12 +372,8 @@ export class TurnRunner {
     const { threadId, turnId } = run;
     this.deps.logger.warn({ event: `codex.turn.${error.code}`, threadId, turnId }, "turn stalled; interrupting");
     this.interruptSubAgents(run);
-    try {
-      const params: TurnInterruptParams = { threadId, turnId: turnId! };
-      await this.deps.rpcRequest("turn/interrupt", params, Math.min(5_000, this.deps.requestTimeoutMs));
-    } catch {
-      /* best effort */
-    }
+    // Best effort, and not sent again: minutes into a turn, a refusal is not the moment after its start.
+    await this.requestInterrupt(run, "debug", Math.min(5_000, this.deps.requestTimeoutMs));
     if (run.state !== "running") return;
     // Wait briefly for Codex to end the turn so the next turn/start does not land in it.
     run.graceTimer = setTimeout(() => this.finish(run, run.pendingOverride!), this.deps.idleInterruptGraceMs);
