@@ -282,13 +282,24 @@ async function readSettledThreadTurn(appServer: RecoveryAppServer, turn: TurnToR
   }
   let read = await readThreadTurn(appServer, turn);
   if (!read.found || read.codexStatus !== "inProgress") return read;
-  await appServer.request("turn/interrupt", { threadId: turn.threadId, turnId: turn.turnId }).catch(() => undefined);
+  let interruptTaken = await requestTurnInterrupt(appServer, turn);
   const until = Date.now() + STILL_RUNNING_WAIT_MS;
   while (read.found && read.codexStatus === "inProgress" && Date.now() < until) {
     await new Promise((r) => setTimeout(r, STILL_RUNNING_POLL_MS));
+    // Codex (0.171.0) refuses an interrupt ("no active turn") for a moment after it accepted a turn that starts right
+    // after the thread's previous one ended: sent once, the turn would run on and be mirrored cut at the wait's end.
+    if (!interruptTaken) interruptTaken = await requestTurnInterrupt(appServer, turn);
     read = await readThreadTurn(appServer, turn);
   }
   return read;
+}
+
+/** `turn/interrupt` for a turn this client does not stream; whether Codex took it (a refusal is not an error here). */
+async function requestTurnInterrupt(appServer: RecoveryAppServer, turn: TurnToRebuild): Promise<boolean> {
+  return appServer.request("turn/interrupt", { threadId: turn.threadId, turnId: turn.turnId }).then(
+    () => true,
+    () => false,
+  );
 }
 
 /**

@@ -120,6 +120,31 @@ describe("recoverCutTurn", () => {
     await s.lock.release();
   });
 
+  it("a turn another client streams is interrupted again while Codex refuses, and read once it stopped", async () => {
+    // Codex 0.171.0 refuses turn/interrupt ("no active turn") for a moment after accepting a turn that starts right
+    // after the thread's previous one ended. Sent once, the turn ran on and was mirrored cut when the wait ran out.
+    const calls: string[] = [];
+    let refusals = 2;
+    let stopped = false;
+    const appServer: RecoveryAppServer = {
+      request: (async (method: string) => {
+        calls.push(method);
+        if (method === "turn/interrupt") {
+          if (refusals-- > 0) throw new Error("no active turn to interrupt");
+          stopped = true;
+          return {};
+        }
+        const items = stopped ? [user("u1", "the cut prompt", 10), agent("a1", "the whole answer", 20)] : [user("u1", "the cut prompt", 10)];
+        return { thread: { id: "thread-1", status: { type: stopped ? "idle" : "active" }, turns: [{ id: "turn-1", status: stopped ? "interrupted" : "inProgress", items }] } };
+      }) as RecoveryAppServer["request"],
+    };
+    const s = await session([], appServer);
+    expect(await s.recover()).toMatchObject({ turnId: "turn-1", outcome: "recovered", codexStatus: "interrupted", messages: 2 });
+    expect(calls).toEqual(["thread/read", "turn/interrupt", "turn/interrupt", "thread/read", "turn/interrupt", "thread/read"]);
+    expect(texts((await s.store.readHistory()).messages)).toEqual(["user:the cut prompt", "assistant:the whole answer"]);
+    await s.lock.release();
+  });
+
   it("a thread Codex cannot read drops the marker and writes nothing to the transcript", async () => {
     const s = await session(new Error("app-server gone"));
     expect(await s.recover()).toEqual({ turnId: "turn-1", outcome: "unreadable" });

@@ -324,9 +324,10 @@ export async function writeValidatedThreadBinding(sessionFile: string, valid: Th
  * The record that appends `next` to a log whose binding is `cached`: a patch on the same thread when it is well smaller
  * than the whole binding (the usual turn: a held turn id, the usage, the in-flight marker), else the whole binding.
  */
-function nextLogRecord(cached: CachedBinding, next: ThreadBinding): { text: string; patch?: BindingPatchRecord | undefined } {
+function nextLogRecord(cached: CachedBinding, next: ThreadBinding): { text: string; patch?: BindingPatchRecord | undefined } | "unchanged" {
   if (cached.binding.threadId === next.threadId) {
-    const patch = bindingPatch(cached.binding, next) ?? { patch: 1 as const };
+    const patch = bindingPatch(cached.binding, next);
+    if (patch === undefined) return "unchanged";
     const text = `${JSON.stringify(patch)}\n`;
     if (text.length * 2 < cached.baseBytes) return { text, patch };
   }
@@ -336,13 +337,20 @@ function nextLogRecord(cached: CachedBinding, next: ThreadBinding): { text: stri
 /**
  * Append `next` to the binding log as one record (see {@link nextLogRecord}), when the file is exactly as this process
  * last read or wrote it, ending with a complete record, and stays under {@link BINDING_LOG_COMPACT_BYTES} (or four
- * times its whole record). Returns false, having written nothing, when the caller must rewrite the file instead. A
- * failed or short write is cut back to the previous length (the old binding stays the binding) and rethrown.
+ * times its whole record); a binding equal to the one the file holds appends nothing. Returns false, having written
+ * nothing, when the caller must rewrite the file instead. A failed or short write is cut back to the previous length
+ * (the old binding stays the binding) and rethrown.
  */
 function appendBindingRecord(file: string, next: ThreadBinding): boolean {
   const cached = bindingCache.get(file);
   if (!cached?.appendable) return false;
   const record = nextLogRecord(cached, next);
+  if (record === "unchanged") {
+    // The binding asked for is the one the file holds as this process last saw it: there is nothing to append (an empty
+    // patch record would only grow the log). A file changed or removed since is written whole by the caller.
+    const st = statSync(file, { bigint: true, throwIfNoEntry: false });
+    return st !== undefined && sameIdentity(cached, st);
+  }
   const bytes = Buffer.from(record.text);
   const baseBytes = record.patch ? cached.baseBytes : bytes.length;
   if (cached.size + BigInt(bytes.length) > BigInt(Math.max(BINDING_LOG_COMPACT_BYTES, 4 * baseBytes))) return false;

@@ -316,6 +316,25 @@ describe("thread binding log (one record per line, the last complete line wins)"
     expect(await lines(file)).toEqual([JSON.stringify(sample({ threadId: "thread-5" }))]);
   });
 
+  it("a non-durable write of the binding the file already holds appends nothing; a file changed since is written whole", async () => {
+    const sessionFile = await sessionIn(await testTempDir("ctm-binding-log-"));
+    const file = sessionSidecarPaths(sessionFile).binding;
+    await writeThreadBinding(sessionFile, sample());
+    const withUsage = withLastUsage(sample(), "thread-1", { inputTokens: 10, totalTokens: 20 });
+    await writeValidatedThreadBinding(sessionFile, withUsage, { durable: false });
+    const before = await fsp.readFile(file, "utf8");
+    expect(before.split("\n").filter((l) => l !== "")).toHaveLength(2);
+    // The same binding again, as a new object (what the binding keeper hands over when nothing changed).
+    await writeValidatedThreadBinding(sessionFile, structuredClone(withUsage), { durable: false });
+    expect(await fsp.readFile(file, "utf8")).toBe(before);
+    expect(await readThreadBinding(sessionFile)).toEqual(withUsage);
+    // Another writer replaced the file since: the unchanged write must not trust the cache, it writes the binding whole.
+    await fsp.writeFile(file, `${JSON.stringify(sample({ threadId: "thread-other" }))}\n`);
+    await writeValidatedThreadBinding(sessionFile, withUsage, { durable: false });
+    expect(await lines(file)).toEqual([JSON.stringify(withUsage)]);
+    expect(await coldRead(await fsp.readFile(file, "utf8"))).toEqual({ status: "ok", binding: withUsage });
+  });
+
   it("a binding written whole by an earlier version (pretty-printed) is read, and the next write rewrites it as one line", async () => {
     const sessionFile = await sessionIn(await testTempDir("ctm-binding-log-"));
     const file = sessionSidecarPaths(sessionFile).binding;
