@@ -141,7 +141,16 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
       for (let i = 0; i < turns; i++) {
         await mirrorTurnToTranscript({ sessionFile, sessionId: "size", threadId: "thr-size", turnId: `turn-${i}`, messages: turnMessages(i), locked: true });
       }
+      // Each engine case runs on a session of its own (a copy of the transcript): the projection keeps what the bound
+      // thread holds per session (src/projection/held.ts), and one session has one binding. Three bindings taking
+      // turns on one session's history would rebuild that memo on every projection, which no real turn does.
+      const windowFile = path.join(dir, "window.jsonl");
+      const rebuildingFile = path.join(dir, "rebuilding.jsonl");
+      await fsp.copyFile(sessionFile, windowFile);
+      await fsp.copyFile(sessionFile, rebuildingFile);
       const store = createJsonlSessionStore({ sessionFile, sessionId: "size" });
+      const windowStore = createJsonlSessionStore({ sessionFile: windowFile, sessionId: "size" });
+      const rebuildingStore = createJsonlSessionStore({ sessionFile: rebuildingFile, sessionId: "size" });
       const fullParse = async () => historyFromTranscript(await readSessionTranscript(sessionFile, { sessionId: "size" }));
       invalidateSessionIndex();
       const c0 = performance.now();
@@ -152,10 +161,9 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
       const readMs: number[] = [];
       const fullMs: number[] = [];
       const projectMs: number[] = [];
-      const initial = await store.readHistory();
       // Each engine's thread: a fresh thread received the engine's first view as injected context (its ledger).
-      const windowCase = await engineTurnCase(createWindowEngine({ tokenBudget: WINDOW_BUDGET }), WINDOW_BUDGET, initial, fingerprints);
-      const rebuildingCase = await engineTurnCase(createRebuildingEngine(), 10_000_000, initial, fingerprints);
+      const windowCase = await engineTurnCase(createWindowEngine({ tokenBudget: WINDOW_BUDGET }), WINDOW_BUDGET, await windowStore.readHistory(), fingerprints);
+      const rebuildingCase = await engineTurnCase(createRebuildingEngine(), 10_000_000, await rebuildingStore.readHistory(), fingerprints);
       const windowMs: number[] = [];
       const rebuildingMs: number[] = [];
       let viewMessages = 0;
@@ -163,6 +171,8 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
         // The previous turn is mirrored (untimed), then the next turn reads its history.
         const turnId = `turn-${turns + s}`;
         await store.appendTurn({ threadId: "thr-size", turnId, messages: turnMessages(turns + s) });
+        await windowStore.appendTurn({ threadId: "thr-size", turnId, messages: turnMessages(turns + s) });
+        await rebuildingStore.appendTurn({ threadId: "thr-size", turnId, messages: turnMessages(turns + s) });
         heldTurnIds.push(turnId);
         const t0 = performance.now();
         const h = await store.readHistory();
@@ -180,9 +190,9 @@ export async function measureSessionSizeCosts(messageCounts: readonly number[], 
         });
         const t2 = performance.now();
         if (projection.reason !== "threadHoldsContext") throw new Error(`session-size bench: unexpected projection ${projection.reason}`);
-        const windowTurn = await windowCase.turn(h, turnId);
+        const windowTurn = await windowCase.turn(await windowStore.readHistory(), turnId);
         viewMessages = windowTurn.viewMessages;
-        const rebuildingTurn = await rebuildingCase.turn(h, turnId);
+        const rebuildingTurn = await rebuildingCase.turn(await rebuildingStore.readHistory(), turnId);
         const f0 = performance.now();
         const full = await fullParse();
         const f1 = performance.now();

@@ -5,10 +5,12 @@
  * a turn the binding still lists (`heldTurnIds`), or, for a message of the engine's view, carrying the content of such
  * a message (`identity.ts`). Over a long session that is a pass over the whole history and a content check of the
  * whole view, every turn. Between two turns of one session the usual change is small: the history gained the last
- * turn's messages and the binding that turn's id. So the answers are kept per session (under its first history
- * message, one of the history cache's own objects) and extended by what changed. Anything else (another thread, a
- * turn id dropped or reordered, a history that is not the kept one extended, a new turn id naming a turn of the kept
- * messages, a message or origin the history cache did not freeze) is worked out afresh. The answers are exactly those
+ * turn's messages and the binding that turn's id, and past `MAX_HELD_TURNS` the oldest held turn id fell out. So the
+ * answers are kept per session (under its first history message, one of the history cache's own objects) and brought
+ * up to date by what changed: held contents are counted, so a turn that falls out takes its messages' contents with
+ * it only when no other held message carries them. Anything else (another thread, a turn id dropped from the middle or
+ * reordered, a history that is not the kept one extended, a new turn id naming a turn of the kept messages, a message
+ * or origin the history cache did not freeze) is worked out afresh. The answers are exactly those
  * of a pass over the origins and of a `ContentSet` of the held messages.
  */
 import type { AgentMessage } from "../context-engine/types.js";
@@ -49,10 +51,15 @@ interface HeldMemo {
   /** Per message: its flag; and whether a held message carries its content (decided when first asked). */
   flags: Uint8Array;
   decided: Uint8Array;
-  heldSignatures: Set<string>;
-  heldKeys: Set<string>;
+  /** Held messages per content signature and per content key (a content is held while its count is above 0). */
+  heldSignatures: Map<string, number>;
+  heldKeys: Map<string, number>;
+  /** The indexes of the messages each held turn id flagged, for when that turn falls out. */
+  heldIndexes: Map<string, number[]>;
   /** Messages decided not held by content, by content signature: a new held content may change their answer. */
   notHeldBySignature: Map<string, number[]>;
+  /** Messages decided held by content, by content key: when the last held message with that key falls out, they are not. */
+  heldByKey: Map<string, number[]>;
   keyOf: (message: AgentMessage) => string;
   /** Whether every kept message and origin is the history cache's own (frozen): only then may the memo be kept. */
   keepable: boolean;
@@ -108,32 +115,73 @@ function fresh(binding: ThreadBinding, keyOf: (message: AgentMessage) => string)
     length: 0,
     flags: new Uint8Array(0),
     decided: new Uint8Array(0),
-    heldSignatures: new Set(),
-    heldKeys: new Set(),
+    heldSignatures: new Map(),
+    heldKeys: new Map(),
+    heldIndexes: new Map(),
     notHeldBySignature: new Map(),
+    heldByKey: new Map(),
     keyOf,
     keepable: true,
   };
 }
 
 /**
- * Bring `memo` to this history and binding when they only grew: the same thread, the kept turn ids first and in
- * order, the kept messages and origins first (the same objects), and no new turn id naming a turn of the kept
- * messages (which would change their flags). Returns false, changing nothing, otherwise.
+ * Bring `memo` to this history and binding when they only grew, except for held turn ids falling out at the front:
+ * the same thread, the kept turn ids after the first `dropped` of them first and in order, the kept messages and
+ * origins first (the same objects), and no new turn id naming a turn of the kept messages (which would change their
+ * flags). Returns false, changing nothing, otherwise.
  */
 function extend(memo: HeldMemo, history: readonly AgentMessage[], origins: HistoryOutput["origins"], binding: ThreadBinding): boolean {
   if (binding.threadId !== memo.threadId || origins.length !== history.length || history.length < memo.length) return false;
   const ids = binding.heldTurnIds;
   const keptIds = memo.heldTurnIds;
-  if (ids.length < keptIds.length) return false;
-  for (let i = 0; i < keptIds.length; i++) if (ids[i] !== keptIds[i]) return false;
-  for (let i = keptIds.length; i < ids.length; i++) if (memo.originTurns.has(ids[i]!)) return false;
+  // How many kept ids fell out at the front: the new list starts with the rest of the kept one.
+  const dropped = ids.length === 0 ? keptIds.length : keptIds.length === 0 ? 0 : keptIds.indexOf(ids[0]!);
+  if (dropped < 0) return false;
+  const stay = keptIds.length - dropped;
+  if (ids.length < stay) return false;
+  for (let i = 0; i < stay; i++) if (ids[i] !== keptIds[dropped + i]) return false;
+  for (let i = stay; i < ids.length; i++) if (memo.originTurns.has(ids[i]!)) return false;
+  // A dropped id still listed (a binding with repeats) is still held: worked out afresh.
+  if (dropped > 0) {
+    const listed = new Set(ids);
+    for (let i = 0; i < dropped; i++) if (listed.has(keptIds[i]!)) return false;
+  }
   // From the end: a history rebuilt after a rewrite differs near its end first.
   for (let i = memo.length - 1; i >= 0; i--) if (history[i] !== memo.history[i] || origins[i] !== memo.origins[i]) return false;
-  for (let i = keptIds.length; i < ids.length; i++) memo.turns.add(ids[i]!);
+  for (let i = 0; i < dropped; i++) releaseTurn(memo, keptIds[i]!);
+  for (let i = stay; i < ids.length; i++) memo.turns.add(ids[i]!);
   memo.heldTurnIds = copyArray(ids);
   append(memo, history, origins, memo.length);
   return true;
+}
+
+/** A held turn id fell out: its messages are no longer held by turn, and their contents only while another carries them. */
+function releaseTurn(memo: HeldMemo, turnId: string): void {
+  // A repeated id in the kept list: the turn is still held while it is listed.
+  if (!memo.turns.delete(turnId)) return;
+  const indexes = memo.heldIndexes.get(turnId);
+  if (indexes === undefined) return;
+  memo.heldIndexes.delete(turnId);
+  for (const index of indexes) {
+    memo.flags[index] = 0;
+    const message = memo.history[index];
+    if (message === undefined) continue;
+    const signature = contentSignature(message);
+    const signatures = memo.heldSignatures.get(signature)! - 1;
+    if (signatures > 0) memo.heldSignatures.set(signature, signatures);
+    else memo.heldSignatures.delete(signature);
+    const key = memo.keyOf(message);
+    const keys = memo.heldKeys.get(key)! - 1;
+    if (keys > 0) {
+      memo.heldKeys.set(key, keys);
+      continue;
+    }
+    memo.heldKeys.delete(key);
+    // No held message carries this content any more: the answers "held by content" it gave are asked again.
+    for (const answered of memo.heldByKey.get(key) ?? []) memo.decided[answered] = UNDECIDED;
+    memo.heldByKey.delete(key);
+  }
 }
 
 /** Flag the messages from `from` on, and take the held ones' contents in. */
@@ -152,6 +200,7 @@ function append(memo: HeldMemo, history: readonly AgentMessage[], origins: Histo
   // A turn's messages share one origin object in the history cache: decided once per run of the same object.
   let lastOrigin: Origin | undefined;
   let lastHeld = false;
+  let lastIndexes: number[] | undefined;
   for (let index = from; index < length; index++) {
     const origin = origins[index] ?? null;
     // Undefined only for origins longer than the history (a caller's mistake): flagged like the rest, holding nothing.
@@ -162,9 +211,15 @@ function append(memo: HeldMemo, history: readonly AgentMessage[], origins: Histo
       const onThread = origin !== null && origin.threadId === memo.threadId;
       if (onThread) memo.originTurns.add(origin.turnId);
       lastHeld = onThread && memo.turns.has(origin.turnId);
+      lastIndexes = undefined;
+      if (lastHeld && origin !== null) {
+        lastIndexes = memo.heldIndexes.get(origin.turnId);
+        if (lastIndexes === undefined) memo.heldIndexes.set(origin.turnId, (lastIndexes = []));
+      }
     }
     memo.flags[index] = lastHeld ? 1 : 0;
     memo.decided[index] = UNDECIDED;
+    if (lastHeld) lastIndexes!.push(index);
     if (lastHeld && message !== undefined) holdContent(memo, history, message);
   }
   // A frozen array (the history cache's) can never change; any other may, after this call.
@@ -176,15 +231,17 @@ function append(memo: HeldMemo, history: readonly AgentMessage[], origins: Histo
 /** A held message's content joins the held contents; messages decided not held with that content now are. */
 function holdContent(memo: HeldMemo, history: readonly AgentMessage[], message: AgentMessage): void {
   const key = memo.keyOf(message);
-  if (memo.heldKeys.has(key)) return;
-  memo.heldKeys.add(key);
   const signature = contentSignature(message);
-  memo.heldSignatures.add(signature);
+  memo.heldSignatures.set(signature, (memo.heldSignatures.get(signature) ?? 0) + 1);
+  const keys = memo.heldKeys.get(key) ?? 0;
+  memo.heldKeys.set(key, keys + 1);
+  if (keys > 0) return;
   const candidates = memo.notHeldBySignature.get(signature);
   if (candidates === undefined) return;
   const still = candidates.filter((index) => {
     if (memo.keyOf(history[index]!) !== key) return true;
     memo.decided[index] = CONTENT_HELD;
+    answeredHeld(memo, key, index);
     return false;
   });
   if (still.length > 0) memo.notHeldBySignature.set(signature, still);
@@ -198,12 +255,20 @@ function heldByContent(memo: HeldMemo, history: readonly AgentMessage[], index: 
   const message = history[index]!;
   const signature = contentSignature(message);
   // The signature first: no held message with it means none with the same content, without keying this one.
-  const held = memo.heldSignatures.has(signature) && memo.heldKeys.has(memo.keyOf(message));
+  const key = memo.heldSignatures.has(signature) ? memo.keyOf(message) : undefined;
+  const held = key !== undefined && memo.heldKeys.has(key);
   memo.decided[index] = held ? CONTENT_HELD : CONTENT_NOT_HELD;
-  if (!held) {
+  if (held) answeredHeld(memo, key, index);
+  else {
     const list = memo.notHeldBySignature.get(signature);
     if (list !== undefined) list.push(index);
     else memo.notHeldBySignature.set(signature, [index]);
   }
   return held;
+}
+
+function answeredHeld(memo: HeldMemo, key: string, index: number): void {
+  const list = memo.heldByKey.get(key);
+  if (list !== undefined) list.push(index);
+  else memo.heldByKey.set(key, [index]);
 }

@@ -42,7 +42,8 @@ describe("heldMessages", () => {
   it("equals a pass over the origins and a ContentSet of the held messages over a session that grows, rotates, drops turns and is rewritten", () => {
     const next = rng(11);
     // Few texts, so contents repeat across turns (a reply the thread holds makes older copies of it held by content).
-    const texts = ["ok", "Done. The change is in place.", "again", "why?", "a longer reply about the change"];
+    // Two pairs of the same length ("why?"/"yes.", "again"/"nope!"): the same content signature, another content.
+    const texts = ["ok", "Done. The change is in place.", "again", "why?", "a longer reply about the change", "yes.", "nope!"];
     let history: AgentMessage[] = [own("the session's first message")];
     let origins: Origin[] = [null];
     let thread = "thread-1";
@@ -121,6 +122,33 @@ describe("heldMessages", () => {
     const p1 = expectSame([first, plain], [null, null], binding("t", []));
     const p2 = expectSame([first, plain, a], [null, null, origin], binding("t", ["u1"]));
     expect(p2.flags.buffer).not.toBe(p1.flags.buffer);
+  });
+
+  it("keeps the answers when held turns fall out at the front (past MAX_HELD_TURNS): a content stays held while another held message carries it", () => {
+    const first = own("the session's first message");
+    const turn = (id: string, ...texts: string[]) => ({ origin: Object.freeze({ threadId: "t", turnId: id }), messages: texts.map((t, k) => own(t, k % 2 ? "assistant" : "user")) });
+    const turns = [turn("u1", "same", "reply one"), turn("u2", "same", "reply two"), turn("u3", "next", "reply one"), turn("u4", "last", "done")];
+    const upTo = (n: number) => ({
+      history: [first, ...turns.slice(0, n).flatMap((t) => t.messages)],
+      origins: [null, ...turns.slice(0, n).flatMap((t) => t.messages.map(() => t.origin))] as Origin[],
+    });
+    const a = upTo(2);
+    const kept = expectSame(a.history, a.origins, binding("t", ["u1", "u2"]));
+    // u1 falls out as u3 comes in: u1's "same" is still held through u2's; its "reply one" through u3's.
+    const b = upTo(3);
+    const afterDrop = expectSame(b.history, b.origins, binding("t", ["u2", "u3"]));
+    expect(afterDrop.flags.buffer).toBe(kept.flags.buffer);
+    expect([afterDrop.flags[1], afterDrop.heldByContent(1), afterDrop.heldByContent(2)]).toEqual([0, true, true]);
+    // u2 falls out too: "same" is held by no turn any more, and the answers given for it change.
+    const c = upTo(4);
+    const afterTwo = expectSame(c.history, c.origins, binding("t", ["u3", "u4"]));
+    expect(afterTwo.flags.buffer).toBe(kept.flags.buffer);
+    expect([afterTwo.heldByContent(1), afterTwo.heldByContent(3), afterTwo.heldByContent(2)]).toEqual([false, false, true]);
+    // Every held turn falls out (nothing listed): nothing is held.
+    expect(expectSame(c.history, c.origins, binding("t", [])).flags.buffer).toBe(kept.flags.buffer);
+    // A binding that lists a turn twice: a copy that falls out at the front leaves the turn held.
+    expectSame(a.history, a.origins, binding("t", ["u1", "u2", "u1"]));
+    expectSame(b.history, b.origins, binding("t", ["u2", "u1", "u3"]));
   });
 
   it("flags by the origins when they outnumber the messages (a caller's mistake), holding only the messages there are", () => {
