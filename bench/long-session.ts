@@ -1,8 +1,8 @@
 /**
  * One real session grown turn by turn: what the host costs per turn as the session gets long. Real `codex app-server`
- * (the pinned binary), the loopback fake model, the window engine with a 100,000-token budget (a long session's view is
- * a tail of its history; the thread rotates when the stale context outgrows the rotation policy), one `runCodexTurn` per
- * turn on one session file. Every `--every` turns it prints the medians of that stretch:
+ * (the pinned binary), the loopback fake model, the window engine with a 100,000-token budget by default (a long
+ * session's view is a tail of its history; the thread rotates when the stale context outgrows the rotation policy), one
+ * `runCodexTurn` per turn on one session file. Every `--every` turns it prints the medians of that stretch:
  * - outside: wall time outside the Codex turn (everything but `turnRunning`);
  * - before turn: from the call to entering `turnRunning` (lock, history read, assemble, projection, thread);
  * - mirror, after mirror: the mirror state, and from `finalize` to the result;
@@ -11,7 +11,11 @@
  *   patches, docs/storage.md) at the end of the stretch.
  * Not part of `npm run bench` (3,000 turns take about 5 minutes); no network, no credentials.
  *
- *   npx tsx bench/long-session.ts [--turns 3000] [--every 250] [--engine window|none]
+ * `--budget` sets the window engine's token budget (default 100,000); a budget larger than the session grows to (say
+ * 1000000) keeps the whole history in view, so the thread never rotates on budget and its binding (held turns, and the
+ * ledger of a thread bootstrapped with the view) grows with the session.
+ *
+ *   npx tsx bench/long-session.ts [--turns 3000] [--every 250] [--engine window|none] [--budget 100000]
  */
 import path from "node:path";
 import { statSync } from "node:fs";
@@ -27,15 +31,16 @@ const { values } = parseArgs({
     turns: { type: "string", default: "3000" },
     every: { type: "string", default: "250" },
     engine: { type: "string", default: "window" },
+    budget: { type: "string", default: "100000" },
   },
 });
 const turns = Number(values.turns);
 const every = Number(values.every);
-if (!(turns > 0 && every > 0) || (values.engine !== "window" && values.engine !== "none")) {
-  console.error("usage: npx tsx bench/long-session.ts [--turns 3000] [--every 250] [--engine window|none]");
+const BUDGET = Number(values.budget);
+if (!(turns > 0 && every > 0 && Number.isSafeInteger(BUDGET) && BUDGET > 0) || (values.engine !== "window" && values.engine !== "none")) {
+  console.error("usage: npx tsx bench/long-session.ts [--turns 3000] [--every 250] [--engine window|none] [--budget 100000]");
   process.exit(2);
 }
-const BUDGET = 100_000;
 
 const model = await startFakeModelProcess(OVERHEAD_REPLY);
 const codex = await spawnBenchAppServer(model);

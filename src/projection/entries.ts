@@ -188,13 +188,28 @@ export interface UnitTally {
   tokens: number;
 }
 
-/** A tally kept from turn to turn: the messages it covers (a copy), and the counts and tokens it holds. */
+/**
+ * A tally kept from turn to turn: the messages it covers (a copy), and the counts and tokens it holds. Answers worked
+ * out from it ({@link absentUnitTokens}, {@link tallyAllInjected}) are kept with it too, by the generation they were
+ * worked out at: each update bumps the generation and records which counts it changed, so an answer one update old is
+ * brought up to date by those counts alone (a long view's ledger check then costs what the window moved, not a lookup
+ * per ledger unit every turn).
+ */
 interface KeptTally {
   partCap: number;
   messages: AgentMessage[];
   counts: Map<string, number>;
   tokens: number;
+  /** How many times this tally has been brought up to date since it was made. */
+  generation: number;
+  /** The counts the last update changed: block hash -> its count before that update. */
+  changed: Map<string, number>;
+  /** Answers by what they were asked against (a ledger's grouping, a ledger's runs), with their generation. */
+  answers: WeakMap<object, { generation: number; value: number }>;
 }
+
+/** A tally worked out for one call only: nothing is kept with it. */
+type FreshTally = Pick<KeptTally, "partCap" | "messages" | "counts" | "tokens">;
 
 /**
  * The tallies kept per session and list (`"view"`: the engine's view; `"missing"`: what of it the thread does not
@@ -237,17 +252,22 @@ export function tallyUnits(
   let keepable = key !== undefined;
   for (let i = from; i < messages.length && keepable; i++) keepable = isDeepFrozenByHost(messages[i]);
   if (!keepable) {
-    const fresh: KeptTally = { partCap, messages: [], counts: new Map(), tokens: 0 };
+    const fresh: FreshTally = { partCap, messages: [], counts: new Map(), tokens: 0 };
     for (const message of messages) tallyMessage(fresh, message, 1, partCap, renderings);
     return fresh;
   }
   let tally: KeptTally;
-  if (dropped === undefined) tally = { partCap, messages: [], counts: new Map(), tokens: 0 };
+  // Changes are recorded only on an update: a new tally has no answers to bring up to date.
+  let changed: Map<string, number> | undefined;
+  if (dropped === undefined) tally = { partCap, messages: [], counts: new Map(), tokens: 0, generation: 0, changed: new Map(), answers: new WeakMap() };
   else {
     tally = kept!;
-    for (let i = 0; i < dropped; i++) tallyMessage(tally, tally.messages[i]!, -1, partCap, renderings);
+    tally.generation++;
+    changed = tally.changed;
+    changed.clear();
+    for (let i = 0; i < dropped; i++) tallyMessage(tally, tally.messages[i]!, -1, partCap, renderings, changed);
   }
-  for (let i = from; i < messages.length; i++) tallyMessage(tally, messages[i]!, 1, partCap, renderings);
+  for (let i = from; i < messages.length; i++) tallyMessage(tally, messages[i]!, 1, partCap, renderings, changed);
   // A copy: the caller's array may change after this call.
   tally.messages = copyArray(messages);
   if (slots !== undefined) slots.set(slot, tally);
@@ -255,11 +275,23 @@ export function tallyUnits(
   return tally;
 }
 
-/** Add (`sign` 1) or remove (`sign` -1) one message's unit; a message that renders to nothing has none. */
-function tallyMessage(tally: KeptTally, message: AgentMessage, sign: 1 | -1, partCap: number, renderings: RenderingMemo | undefined): void {
+/**
+ * Add (`sign` 1) or remove (`sign` -1) one message's unit; a message that renders to nothing has none. With `changed`,
+ * the count's value before its first change is recorded there.
+ */
+function tallyMessage(
+  tally: FreshTally,
+  message: AgentMessage,
+  sign: 1 | -1,
+  partCap: number,
+  renderings: RenderingMemo | undefined,
+  changed?: Map<string, number>,
+): void {
   const rendered = renderedBlockOf(message, partCap, renderings);
   if (rendered === undefined) return;
-  const count = (tally.counts.get(rendered.hash) ?? 0) + sign;
+  const before = tally.counts.get(rendered.hash) ?? 0;
+  if (changed !== undefined && !changed.has(rendered.hash)) changed.set(rendered.hash, before);
+  const count = before + sign;
   if (count === 0) tally.counts.delete(rendered.hash);
   else tally.counts.set(rendered.hash, count);
   tally.tokens += sign * rendered.tokens;
@@ -324,8 +356,109 @@ export function tallyHas(tally: UnitTally, hash: string, occurrence: number): bo
  * ```
  */
 export function tallyAllInjected(tally: UnitTally, runs: ReadonlyMap<string, number>): boolean {
-  for (const [hash, count] of tally.counts) if ((runs.get(hash) ?? 0) < count) return false;
-  return true;
+  // How many hashes the tally carries more often than the ledger holds them without a gap.
+  const lacking = keptAnswer(
+    tally,
+    runs,
+    () => {
+      let n = 0;
+      for (const [hash, count] of tally.counts) if ((runs.get(hash) ?? 0) < count) n++;
+      return n;
+    },
+    (n, hash, before, now) => {
+      const run = runs.get(hash) ?? 0;
+      return n - (run < before ? 1 : 0) + (run < now ? 1 : 0);
+    },
+  );
+  return lacking === 0;
+}
+
+/** A ledger's units by block hash, for {@link absentUnitTokens}. */
+export interface LedgerUnitsByHash {
+  /** Block hash -> the occurrence and token estimate of each ledger unit carrying it (a unit listed twice, twice). */
+  byHash: ReadonlyMap<string, ReadonlyArray<{ occurrence: number; tokens: number }>>;
+  /** The tokens of the ledger units whose id no unit can have: no view ever has them. */
+  unsplitTokens: number;
+}
+
+/**
+ * Group a ledger's units (`splitUnitId` of each unit id, and `ledgerUnitTokens` of each unit, in ledger order) by
+ * block hash.
+ *
+ * @example
+ * ```ts
+ * ledgerUnitsByHash([{ hash: "ab", occurrence: 0 }, undefined], [40, 7]); // byHash: ab -> [{ occurrence: 0, tokens: 40 }], unsplitTokens: 7
+ * ```
+ */
+export function ledgerUnitsByHash(
+  split: ReadonlyArray<{ hash: string; occurrence: number } | undefined>,
+  tokens: readonly number[],
+): LedgerUnitsByHash {
+  const byHash = new Map<string, Array<{ occurrence: number; tokens: number }>>();
+  let unsplitTokens = 0;
+  split.forEach((unit, i) => {
+    if (unit === undefined) unsplitTokens += tokens[i]!;
+    else {
+      const list = byHash.get(unit.hash);
+      if (list === undefined) byHash.set(unit.hash, [{ occurrence: unit.occurrence, tokens: tokens[i]! }]);
+      else list.push({ occurrence: unit.occurrence, tokens: tokens[i]! });
+    }
+  });
+  return { byHash, unsplitTokens };
+}
+
+/**
+ * The tokens of the grouped ledger units (not counting `unsplitTokens`) the tallied list lacks: exactly the sum of each
+ * unit's tokens for which `tallyHas(tally, hash, occurrence)` is false. Against a kept tally the answer is kept too and
+ * brought up to date by the counts the tally's last update changed.
+ *
+ * @example
+ * ```ts
+ * absentUnitTokens(ledgerUnitsByHash(split, tokens), tallyUnits(view)); // tokens the thread received that the view dropped
+ * ```
+ */
+export function absentUnitTokens(units: LedgerUnitsByHash, tally: UnitTally): number {
+  // The tokens of the units of `hash` a list carrying it `count` times lacks: occurrences `count` and up.
+  const lackedOf = (hash: string, count: number): number => {
+    let sum = 0;
+    for (const unit of units.byHash.get(hash) ?? []) if (unit.occurrence >= count) sum += unit.tokens;
+    return sum;
+  };
+  return keptAnswer(
+    tally,
+    units,
+    () => {
+      let sum = 0;
+      for (const hash of units.byHash.keys()) sum += lackedOf(hash, tally.counts.get(hash) ?? 0);
+      return sum;
+    },
+    (sum, hash, before, now) => sum - lackedOf(hash, before) + lackedOf(hash, now),
+  );
+}
+
+/**
+ * An answer worked out from `tally` against `owner`: kept with a kept tally, and brought up to date by `step` over each
+ * count the tally's last update changed (hash, count before, count now) when it was worked out one update ago; else
+ * worked out in `full`. A tally made for one call keeps nothing.
+ */
+function keptAnswer(
+  tally: UnitTally,
+  owner: object,
+  full: () => number,
+  step: (value: number, hash: string, before: number, now: number) => number,
+): number {
+  const kept = tally as Partial<KeptTally>;
+  if (kept.answers === undefined) return full();
+  const { generation, changed, counts, answers } = kept as KeptTally;
+  const memo = answers.get(owner);
+  if (memo !== undefined && memo.generation === generation) return memo.value;
+  let value: number;
+  if (memo !== undefined && memo.generation === generation - 1) {
+    value = memo.value;
+    for (const [hash, before] of changed) value = step(value, hash, before, counts.get(hash) ?? 0);
+  } else value = full();
+  answers.set(owner, { generation, value });
+  return value;
 }
 
 /**

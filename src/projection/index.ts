@@ -14,8 +14,10 @@ import type { BindingUpdate, ThreadBinding } from "../transcript/binding.js";
 import { DEFAULT_TOTAL_CAP_CHARS, dropTrailingPrompt, estimateTokens, renderPromptProjection, memoizedSha256Hex, sha256Hex, canonicalJson } from "./render.js";
 import { ContentSet, cachedContentKey, messageContentKey } from "./identity.js";
 import {
+  absentUnitTokens,
   blockUnit,
   injectedRuns,
+  ledgerUnitsByHash,
   ledgerUnitId,
   ledgerUnitTokens,
   planEntries,
@@ -24,9 +26,9 @@ import {
   renderUnits,
   splitUnitId,
   tallyAllInjected,
-  tallyHas,
   tallyUnits,
   type EntryPlan,
+  type LedgerUnitsByHash,
   type UnitTally,
 } from "./entries.js";
 import {
@@ -224,6 +226,8 @@ interface LedgerFacts {
   ids: ReadonlySet<string>;
   /** `injectedRuns(ids)`, computed on first use. */
   runs?: ReadonlyMap<string, number> | undefined;
+  /** `ledgerUnitsByHash(split, tokens)`, computed on first use. */
+  units?: LedgerUnitsByHash | undefined;
 }
 
 /** Facts of frozen ledgers, by the array: the binding cache keeps an unchanged ledger's array from turn to turn. */
@@ -290,10 +294,9 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
   let view: UnitTally | undefined;
   const tallyView = () => (view ??= tallyUnits(context, p.partCapChars, renderings, p.history[0], "view"));
   const ledger = ledgerFacts(binding.ledger);
-  for (let i = 0; i < ledger.split.length; i++) {
-    const unit = ledger.split[i];
-    if (unit === undefined || !tallyHas(tallyView(), unit.hash, unit.occurrence)) staleContextTokens += ledger.tokens[i]!;
-  }
+  // Injected units the view no longer has (kept with the view's tally: the answer follows the window's moves).
+  const units = (ledger.units ??= ledgerUnitsByHash(ledger.split, ledger.tokens));
+  staleContextTokens += units.unsplitTokens + (units.byHash.size > 0 ? absentUnitTokens(units, tallyView()) : 0);
   const viewTokens = () => tallyView().tokens;
   // Rendered only when the thread lacks one of their units (nothing is sent otherwise).
   const missingUnits = tallyUnits(missing, p.partCapChars, renderings, p.history[0], "missing");

@@ -6,8 +6,11 @@ import { describe, expect, it } from "vitest";
 import { prng } from "../../bench/lib.js";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import {
+  absentUnitTokens,
   injectedRuns,
   ledgerUnitId,
+  ledgerUnitsByHash,
+  ledgerUnitTokens,
   planEntries,
   renderUnits,
   tallyAllInjected,
@@ -143,5 +146,109 @@ describe("tallyUnits", () => {
   it("counts each hash's run of injected occurrences from the first", () => {
     expect(injectedRuns(new Set(["ab", "ab#1", "cd#1", "ef", "ef#2"]))).toEqual(new Map([["ab", 2], ["ef", 1]]));
     expect(ledgerUnitId("ab#1:3")).toBe("ab#1");
+  });
+});
+
+describe("answers kept with a kept tally", () => {
+  /** A ledger as the binding keeps it: unit strings, some repeated, some naming occurrences or ids no view has. */
+  function randomLedger(ids: readonly string[], next: (n: number) => number): string[] {
+    const ledger: string[] = [];
+    for (const id of ids) if (next(3) === 0) ledger.push(`${id}:${1 + next(50)}`);
+    const hash = ids[next(ids.length)]!.split("#")[0]!;
+    if (next(2) === 0) ledger.push(`${hash}#${2 + next(4)}:${1 + next(9)}`); // a later occurrence
+    if (next(3) === 0 && ledger.length > 0) ledger.push(ledger[next(ledger.length)]!); // listed twice
+    if (next(4) === 0) ledger.push(`${hash}#0:5`, "nothing#x:3"); // ids no unit can have
+    return ledger;
+  }
+
+  /** What the old per-unit loop gave: the tokens of each ledger unit the list does not have. */
+  function absentByLoop(ledger: readonly string[], list: readonly AgentMessage[]): number {
+    const ids = reference(list).ids;
+    let sum = 0;
+    for (const unit of ledger) {
+      const split = splitUnitId(ledgerUnitId(unit));
+      if (split === undefined || !ids.has(ledgerUnitId(unit))) sum += ledgerUnitTokens(unit);
+    }
+    return sum;
+  }
+
+  it("equal a fresh answer over a moving window, asked every update, after skipped updates, and against a new ledger", () => {
+    const texts = ["ok", "Done. The change is in place.", "again", "a longer reply with more to say about it", "fine"];
+    const pool = Array.from({ length: 500 }, (_, i) => (i % 19 === 4 ? own([], "assistant") : own(texts[(i * 7) % 11 % texts.length], i % 2 ? "assistant" : "user")));
+    const session = own("the session's first message");
+    const allIds = [...reference(pool).ids];
+    const next = rng(11);
+    let ledger: string[] = [];
+    let units = ledgerUnitsByHash([], []);
+    let runs = injectedRuns(new Set());
+    // The host groups a ledger once and asks of that grouping until the ledger changes.
+    const useLedger = (next: string[]) => {
+      ledger = next;
+      units = ledgerUnitsByHash(ledger.map((u) => splitUnitId(ledgerUnitId(u))), ledger.map(ledgerUnitTokens));
+      runs = injectedRuns(new Set(ledger.map(ledgerUnitId)));
+    };
+    useLedger(randomLedger(allIds, next));
+    let start = 0;
+    let end = 40;
+    let asked = 0;
+    let carried = 0;
+    let previous: UnitTally | undefined;
+    for (let step = 0; step < 400; step++) {
+      const r = next(12);
+      if (r < 8) {
+        end = Math.min(pool.length, end + next(4));
+        start = Math.min(end, start + next(3));
+      } else if (r === 8) start = Math.max(0, start - next(5)); // not a slide
+      else if (r === 9) useLedger(randomLedger(allIds, next)); // something was injected
+      else if (r === 10) useLedger([]); // a native compaction cleared the ledger
+      const list = pool.slice(start, end);
+      const tally = tallyUnits(list, undefined, undefined, session, "view");
+      if (tally === previous) carried++;
+      previous = tally;
+      // Some updates go unasked: the next answer is then more than one update old.
+      if (next(4) === 0) continue;
+      asked++;
+      expect(units.unsplitTokens + absentUnitTokens(units, tally)).toBe(absentByLoop(ledger, list));
+      // Asked again before the next update: the same answer.
+      expect(units.unsplitTokens + absentUnitTokens(units, tally)).toBe(absentByLoop(ledger, list));
+      expect(tallyAllInjected(tally, runs)).toBe(planEntries(renderUnits(list), new Set(ledger.map(ledgerUnitId))).entriesSent === 0);
+    }
+    expect(asked).toBeGreaterThan(200);
+    expect(carried).toBeGreaterThan(200);
+  });
+
+  it("bring one ledger's answers forward across updates of the kept tally", () => {
+    // One ledger for the whole walk (as between injections): every answer after the first is brought forward.
+    // Repeated texts, and now and then one of its own past the injected part: the thread lacks that one while the
+    // window shows it, and lacks nothing again once the window has moved past it.
+    const texts = ["ok", "yes", "ok", "no", "a reply", "ok"];
+    const pool = Array.from({ length: 300 }, (_, i) =>
+      own(i > 110 && i % 23 === 0 ? `a note of its own, ${i}` : texts[(i * 5) % 13 % texts.length], i % 2 ? "assistant" : "user"),
+    );
+    const session = own("the session's first message");
+    const ledger = [...reference(pool.slice(0, 60)).units.map((u) => u.unit), ...reference(pool.slice(100, 110)).units.map((u) => u.unit)];
+    const units = ledgerUnitsByHash(ledger.map((u) => splitUnitId(ledgerUnitId(u))), ledger.map(ledgerUnitTokens));
+    const ids = new Set(ledger.map(ledgerUnitId));
+    const runs = injectedRuns(ids);
+    const next = rng(5);
+    let start = 0;
+    let end = 12;
+    let changes = 0;
+    let last: boolean | undefined;
+    for (let step = 0; step < 250; step++) {
+      // A window of about 8 to 16 messages moving on.
+      end = Math.min(pool.length, end + next(3));
+      start = Math.max(start, end - 8 - next(9));
+      const view = pool.slice(start, end);
+      const missing = view.filter((_, i) => (start + i) % 4 !== 1);
+      expect(absentUnitTokens(units, tallyUnits(view, undefined, undefined, session, "view"))).toBe(absentByLoop(ledger, view));
+      const allInjected = tallyAllInjected(tallyUnits(missing, undefined, undefined, session, "missing"), runs);
+      expect(allInjected).toBe(planEntries(renderUnits(missing), ids).entriesSent === 0);
+      if (last !== undefined && allInjected !== last) changes++;
+      last = allInjected;
+    }
+    // The answer turned both ways many times, each time brought forward (a check that only ever says one thing, or
+    // only when worked out afresh, proves nothing).
+    expect(changes).toBeGreaterThanOrEqual(8);
   });
 });
