@@ -16,7 +16,7 @@
 import type { AgentMessage } from "../context-engine/types.js";
 import type { HistoryOutput } from "../../machines/turn.contract.js";
 import type { ThreadBinding } from "../transcript/binding.js";
-import { copyArray, isDeepFrozenByHost } from "../transcript/freeze.js";
+import { copyArray, isDeepFrozenByHost, startsWithArray } from "../transcript/freeze.js";
 import { contentSignature } from "./identity.js";
 
 type Origin = HistoryOutput["origins"][number];
@@ -147,8 +147,9 @@ function extend(memo: HeldMemo, history: readonly AgentMessage[], origins: Histo
     const listed = new Set(ids);
     for (let i = 0; i < dropped; i++) if (listed.has(keptIds[i]!)) return false;
   }
-  // From the end: a history rebuilt after a rewrite differs near its end first.
-  for (let i = memo.length - 1; i >= 0; i--) if (history[i] !== memo.history[i] || origins[i] !== memo.origins[i]) return false;
+  // The kept history and origins, extended (the history cache's arrays say so without a pass over them). A kept memo
+  // has as many messages as origins: one flagged for a missing message (a caller's mistake) is never kept.
+  if (!startsWithArray(history, memo.history) || !startsWithArray(origins, memo.origins)) return false;
   for (let i = 0; i < dropped; i++) releaseTurn(memo, keptIds[i]!);
   for (let i = stay; i < ids.length; i++) memo.turns.add(ids[i]!);
   memo.heldTurnIds = copyArray(ids);

@@ -109,3 +109,68 @@ export function copyArray<T>(array: readonly T[], start = 0): T[] {
   const copy = [...array];
   return start === 0 ? copy : copy.slice(start);
 }
+
+/** One frozen array's place in a chain of arrays, each the one before with elements appended (see `markAppendedTo`). */
+interface AppendChainLink {
+  chain: object;
+  /** Whether an array was already marked as appended to this one (a chain never branches). */
+  continued: boolean;
+}
+
+const appendChains = new WeakMap<readonly unknown[], AppendChainLink>();
+
+/**
+ * Record that the frozen `array` is the frozen `base` with elements appended (the caller built it so: a copy of `base`
+ * and pushes), or, without a base, that it starts a chain of its own. An array joins its base's chain only when no
+ * other array was marked as appended to that base, so a chain never branches: of two arrays in one chain, the longer
+ * one starts with every element of the shorter one. The history cache marks its histories' arrays this way, so a
+ * per-turn check "is this history the kept one extended?" ({@link startsWithArray}) costs nothing instead of a pass over
+ * both arrays. An array that is not frozen is not marked (it could change).
+ *
+ * @example
+ * ```ts
+ * const next = Object.freeze([...previous, message]);
+ * markAppendedTo(next, previous);
+ * startsWithArray(next, previous); // true, without comparing elements
+ * ```
+ */
+export function markAppendedTo(array: readonly unknown[], base: readonly unknown[] | undefined): void {
+  if (!Object.isFrozen(array)) return;
+  const link = base !== undefined && array.length >= base.length ? appendChains.get(base) : undefined;
+  if (link !== undefined && !link.continued) {
+    link.continued = true;
+    appendChains.set(array, { chain: link.chain, continued: false });
+  } else appendChains.set(array, { chain: {}, continued: false });
+}
+
+/**
+ * Whether `array` starts with every element of `prefix`, in order (the same objects): answered by the arrays' chain
+ * ({@link markAppendedTo}) when both are marked in one, else by comparing the elements (from the end: a history
+ * rebuilt after a rewrite differs near its end first).
+ *
+ * @example
+ * ```ts
+ * startsWithArray([a, b, c], [a, b]); // true
+ * startsWithArray([a, c], [a, b]);    // false
+ * ```
+ */
+export function startsWithArray(array: readonly unknown[], prefix: readonly unknown[]): boolean {
+  if (array.length < prefix.length) return false;
+  if (array === prefix || inOneAppendChain(array, prefix)) return true;
+  for (let i = prefix.length - 1; i >= 0; i--) if (array[i] !== prefix[i]) return false;
+  return true;
+}
+
+/**
+ * Whether `array` and `prefix` were marked into one chain ({@link markAppendedTo}) and `array` is the longer or as
+ * long: then `array` starts with `prefix`, by the markers alone.
+ *
+ * @example
+ * ```ts
+ * inOneAppendChain(history.messages, previousHistory.messages); // true after the history cache appended a turn
+ * ```
+ */
+export function inOneAppendChain(array: readonly unknown[], prefix: readonly unknown[]): boolean {
+  const link = appendChains.get(array);
+  return link !== undefined && array.length >= prefix.length && link.chain === appendChains.get(prefix)?.chain;
+}

@@ -24,7 +24,7 @@ import { silentLogger } from "../log/logger.js";
 import { buildSessionContextFromEntries, entryContextMessage } from "./context.js";
 import { entryOrigin, SESSION_FORMAT_VERSION, type SessionEntry, type SessionHeader, type TranscriptOrigin } from "./entries.js";
 import { SessionFileError } from "./errors.js";
-import { copyArray, deepFreeze, markDeepFrozen } from "./freeze.js";
+import { copyArray, deepFreeze, markAppendedTo, markDeepFrozen } from "./freeze.js";
 import { checkHeader, isEntryShape, parseLine, readRange, statOrMissingSync, versionError } from "./parse.js";
 import { sessionIoError } from "./resolve.js";
 import { validateEntry } from "./validate.js";
@@ -447,7 +447,8 @@ function buildHistory(
   let messages: unknown[];
   let origins: Array<TranscriptOrigin | null>;
   const extra = tailEntry ? [...added, tailEntry] : added;
-  if (base && continuesLinearly(base, extra)) {
+  const appended = base !== undefined && continuesLinearly(base, extra);
+  if (appended) {
     // Only the new messages need freezing: the earlier ones are the previous history's, already frozen.
     messages = copyArray(base.messages);
     origins = copyArray(base.origins);
@@ -468,9 +469,15 @@ function buildHistory(
     for (const source of ctx.sources) origins.push(sharedOrigin(origins[origins.length - 1], originOf(source)));
   }
   const last = tailEntry ?? state.entries[state.entries.length - 1];
+  const frozenMessages = Object.freeze(messages);
+  const frozenOrigins = Object.freeze(origins);
+  // The previous history's arrays with elements appended (or new ones): the projection's per-turn "the kept history,
+  // extended?" check then needs no pass over them (`startsWithArray`).
+  markAppendedTo(frozenMessages, appended ? base.messages : undefined);
+  markAppendedTo(frozenOrigins, appended ? base.origins : undefined);
   return Object.freeze({
-    messages: Object.freeze(messages) as SessionHistory["messages"],
-    origins: Object.freeze(origins),
+    messages: frozenMessages as SessionHistory["messages"],
+    origins: frozenOrigins,
     entryCount: state.entries.length + (tailEntry ? 1 : 0),
     lastEntryId: last?.id,
     skippedEntries: state.skippedLines.length,

@@ -8,7 +8,7 @@ import type { AgentMessage } from "../../src/context-engine/types.js";
 import { heldMessages } from "../../src/projection/held.js";
 import { ContentSet, cachedContentKey } from "../../src/projection/index.js";
 import type { ThreadBinding } from "../../src/transcript/binding.js";
-import { deepFreeze, markDeepFrozen } from "../../src/transcript/freeze.js";
+import { deepFreeze, markAppendedTo, markDeepFrozen } from "../../src/transcript/freeze.js";
 
 type Origin = { threadId: string; turnId: string } | null;
 
@@ -20,8 +20,8 @@ function binding(threadId: string, heldTurnIds: string[]): ThreadBinding {
 }
 
 /** What the kept answers must equal. */
-function expectSame(history: readonly AgentMessage[], origins: Origin[], b: ThreadBinding) {
-  const held = heldMessages(history, origins, b, cachedContentKey());
+function expectSame(history: readonly AgentMessage[], origins: readonly Origin[], b: ThreadBinding) {
+  const held = heldMessages(history, origins as Origin[], b, cachedContentKey());
   // Held by turn: produced on the bound thread in a turn the binding lists (the plain definition, message by message).
   const indexes = history.map((_, i) => i).filter((i) => origins[i]?.threadId === b.threadId && b.heldTurnIds.includes(origins[i]!.turnId));
   expect([...held.flags].map((f, i) => [i, f])).toEqual(history.map((_, i) => [i, indexes.includes(i) ? 1 : 0]));
@@ -30,6 +30,16 @@ function expectSame(history: readonly AgentMessage[], origins: Origin[], b: Thre
   const order = history.map((_, i) => i).sort((a, b) => ((a * 7919) % 13) - ((b * 7919) % 13));
   for (const i of [...order, ...order.slice(0, 5)]) expect([i, held.heldByContent(i)]).toEqual([i, set.hasContent(history[i]!)]);
   return held;
+}
+
+/**
+ * A frozen array marked as `base` with `added` appended, as the history cache builds and marks its histories' arrays
+ * (without a base: a chain of its own, as after a rewrite).
+ */
+function chained<T>(base: readonly T[] | undefined, added: readonly T[]): readonly T[] {
+  const array = Object.freeze([...(base ?? []), ...added]);
+  markAppendedTo(array, base);
+  return array;
 }
 
 /** A whole number below `n` from a seeded generator (a failure must replay). */
@@ -44,8 +54,9 @@ describe("heldMessages", () => {
     // Few texts, so contents repeat across turns (a reply the thread holds makes older copies of it held by content).
     // Two pairs of the same length ("why?"/"yes.", "again"/"nope!"): the same content signature, another content.
     const texts = ["ok", "Done. The change is in place.", "again", "why?", "a longer reply about the change", "yes.", "nope!"];
-    let history: AgentMessage[] = [own("the session's first message")];
-    let origins: Origin[] = [null];
+    // Frozen and chained as the history cache hands them out: an append continues the chain, a rewrite starts one.
+    let history = chained<AgentMessage>(undefined, [own("the session's first message")]);
+    let origins = chained<Origin>(undefined, [null]);
     let thread = "thread-1";
     let held: string[] = [];
     let turn = 0;
@@ -58,14 +69,14 @@ describe("heldMessages", () => {
         turnThread.set(id, thread);
         const origin = Object.freeze({ threadId: thread, turnId: id });
         const count = 1 + next(3);
-        history = [...history, ...Array.from({ length: count }, (_, k) => own(texts[next(texts.length)]!, k % 2 ? "assistant" : "user"))];
-        origins = [...origins, ...Array.from({ length: count }, () => origin)];
+        history = chained(history, Array.from({ length: count }, (_, k) => own(texts[next(texts.length)]!, k % 2 ? "assistant" : "user")));
+        origins = chained(origins, Array.from({ length: count }, () => origin));
         // At the cap, the oldest held turn falls out as this one comes in.
         held = next(4) === 0 ? [...held.slice(1), id] : [...held, id];
       } else if (r === 14) {
         // A message written by someone else (no origin), not held by turn.
-        history = [...history, own(texts[next(texts.length)]!)];
-        origins = [...origins, null];
+        history = chained(history, [own(texts[next(texts.length)]!)]);
+        origins = chained(origins, [null]);
       } else if (r === 15) {
         thread = `thread-${step}`; // a rotation: a fresh thread holds nothing yet
         held = [];
@@ -81,15 +92,18 @@ describe("heldMessages", () => {
         const kind = next(3);
         if (kind === 0) {
           const from = next(2);
-          history = history.map((m, i) => (i >= from ? own((m as { content: string }).content, m.role) : m));
+          history = chained(undefined, history.map((m, i) => (i >= from ? own((m as { content: string }).content, m.role) : m)));
         } else if (kind === 1) {
           const at = 1 + next(history.length - 1);
-          history = history.map((m, i) => (i === at ? own(`${texts[next(texts.length)]} (rewritten)`, m.role) : m));
+          history = chained(undefined, history.map((m, i) => (i === at ? own(`${texts[next(texts.length)]} (rewritten)`, m.role) : m)));
         } else {
           const moved = 1 + next(origins.length - 1);
           const to = origins[moved] === null ? origins[origins.length - 1]! : null;
-          origins = origins.map((o, i) => (i === moved ? to : o));
+          origins = chained(undefined, origins.map((o, i) => (i === moved ? to : o)));
         }
+        // The rest of the session goes on from the rewritten arrays (both start a chain: the cache rebuilds both).
+        if (kind === 2) history = chained(undefined, history);
+        else origins = chained(undefined, origins);
       }
       expectSame(history, origins, binding(thread, [...new Set(held)]));
     }

@@ -8,7 +8,7 @@ import { SessionFileError } from "../../src/transcript/errors.js";
 import { mirrorKeysForTurn } from "../../src/transcript/mirror.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
 import { setTranscriptFaultHook } from "../../src/transcript/fault.js";
-import { isDeepFrozenByHost } from "../../src/transcript/freeze.js";
+import { inOneAppendChain, isDeepFrozenByHost, startsWithArray } from "../../src/transcript/freeze.js";
 import { cachedHistoryPaths, invalidateHistoryCache } from "../../src/transcript/history-cache.js";
 import { historyFromTranscript, invalidateSessionIndex, readSessionTranscript } from "../../src/transcript/session-file.js";
 import { captureLogger, tempDir } from "../transcript/helpers.js";
@@ -65,6 +65,27 @@ describe("readHistory and appendTurn", () => {
     expect(h.origins).toEqual(t1.map(() => ({ threadId: "thr", turnId: "t1" })));
     expect(h.entryCount).toBe(5);
     expect(h.lastEntryId).toBe(first.lastEntryId);
+  });
+
+  it("chains each history's arrays to the previous history's when turns were appended, and starts a new chain after a compaction", async () => {
+    await store.appendTurn({ threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    const h1 = await store.readHistory();
+    const t2 = await store.appendTurn({ threadId: "thr", turnId: "t2", messages: turnMessages("thr", "t2") });
+    const h2 = await store.readHistory();
+    // The projection asks this every turn ("the kept history, extended?"); the markers answer without a pass.
+    expect(inOneAppendChain(h2.messages, h1.messages)).toBe(true);
+    expect(inOneAppendChain(h2.origins, h1.origins)).toBe(true);
+    expect(h2.messages.slice(0, h1.messages.length)).toEqual(h1.messages);
+    expect(inOneAppendChain(h1.messages, h2.messages)).toBe(false);
+    // A compaction entry rebuilds the context: not the previous history extended, and not taken for it.
+    await store.appendCompaction({ summary: "earlier work", firstKeptEntryId: t2.entryIds[0]!, tokensBefore: 5000 });
+    const h3 = await store.readHistory();
+    expect(inOneAppendChain(h3.messages, h2.messages)).toBe(false);
+    expect(inOneAppendChain(h3.origins, h2.origins)).toBe(false);
+    expect(startsWithArray(h3.messages, h2.messages)).toBe(false);
+    // The next turn appended after it chains to the rebuilt history.
+    await store.appendTurn({ threadId: "thr", turnId: "t3", messages: turnMessages("thr", "t3") });
+    expect(inOneAppendChain((await store.readHistory()).messages, h3.messages)).toBe(true);
   });
 
   it("hands out deeply frozen messages: a mutation throws and the next read is unchanged", async () => {
