@@ -429,7 +429,7 @@ export function absentUnitTokens(units: LedgerUnitsByHash, tally: UnitTally): nu
     units,
     () => {
       let sum = 0;
-      for (const hash of units.byHash.keys()) sum += lackedOf(hash, tally.counts.get(hash) ?? 0);
+      for (const [hash, list] of units.byHash) for (const unit of list) if (!tallyHas(tally, hash, unit.occurrence)) sum += unit.tokens;
       return sum;
     },
     (sum, hash, before, now) => sum - lackedOf(hash, before) + lackedOf(hash, now),
@@ -451,14 +451,16 @@ function keptAnswer(
   if (kept.answers === undefined) return full();
   const { generation, changed, counts, answers } = kept as KeptTally;
   const memo = answers.get(owner);
-  if (memo !== undefined && memo.generation === generation) return memo.value;
-  let value: number;
-  if (memo !== undefined && memo.generation === generation - 1) {
-    value = memo.value;
-    for (const [hash, before] of changed) value = step(value, hash, before, counts.get(hash) ?? 0);
-  } else value = full();
-  answers.set(owner, { generation, value });
-  return value;
+  if (memo === undefined) {
+    const value = full();
+    answers.set(owner, { generation, value });
+    return value;
+  }
+  if (memo.generation === generation - 1) {
+    for (const [hash, before] of changed) memo.value = step(memo.value, hash, before, counts.get(hash) ?? 0);
+  } else if (memo.generation !== generation) memo.value = full();
+  memo.generation = generation;
+  return memo.value;
 }
 
 /**
