@@ -36,6 +36,8 @@ const isFunction = (v: unknown): boolean => typeof v === "function";
 /** Node timers fire at once for delays above 2^31-1 ms, so every timeout is capped there. */
 export const MAX_TIMEOUT_MS = 2_147_483_647;
 const timeoutMs = () => z.number().int().positive().max(MAX_TIMEOUT_MS, `must be at most ${MAX_TIMEOUT_MS} ms (Node's timer limit)`);
+/** A bound the host may switch off with 0. */
+const nonNegativeTimeoutMs = () => z.number().int().nonnegative().max(MAX_TIMEOUT_MS, `must be at most ${MAX_TIMEOUT_MS} ms (Node's timer limit)`);
 
 /** A value whose property reads may throw (a getter): checked without letting the exception escape. */
 function safely(check: () => boolean): boolean {
@@ -89,14 +91,21 @@ export const timeoutsSchema = z
     compactionMs: timeoutMs().default(300_000),
     /** After an abort/yield during a running turn, how long to wait for Codex to end it. */
     interruptGraceMs: timeoutMs().default(10_000),
-    /** A running turn with no notification for this long (not counting tool calls and host decisions) is interrupted and ends as timed out. */
-    turnIdleMs: timeoutMs().optional(),
+    /**
+     * A running turn with no notification for this long (not counting tool calls and host decisions) is interrupted
+     * and ends as timed out (`idleTimeout`): e.g. a model stream that stays open sending only keep-alives. Default: the
+     * app-server's `turnIdleTimeoutMs` (120 s unless spawned otherwise); 0: no bound.
+     */
+    turnIdleMs: nonNegativeTimeoutMs().optional(),
     /** Each dynamic tool handler call; past it Codex gets a "timed out" tool result and the turn goes on. */
     toolCallMs: timeoutMs().optional(),
     /** Each host decision (`onApproval`, `onUserInput`); past it the request is denied / declined. */
     approvalMs: timeoutMs().optional(),
-    /** A turn whose only notifications are Codex's retries for this long is interrupted (`retryWithoutProgress`). */
-    retryWithoutProgressMs: timeoutMs().optional(),
+    /**
+     * A turn whose only notifications are Codex's retries for this long is interrupted (`retryWithoutProgress`): e.g. a
+     * provider answering 429 with a long `Retry-After`, or no credentials. Default 90 s; 0: no bound.
+     */
+    retryWithoutProgressMs: nonNegativeTimeoutMs().optional(),
   })
   .strict();
 

@@ -1,6 +1,9 @@
 /**
- * The environment of the `codex app-server` child. The parent's environment is NOT inherited (it may hold secrets
- * the model must not see through a shell tool); only what Codex needs to run and to reach its provider passes.
+ * The environment of the `codex app-server` child, and of the commands Codex runs for the model. The parent's
+ * environment is NOT inherited; only what Codex needs to run and to reach its provider passes. Codex itself hands its
+ * whole environment to every command it runs (shell, unified exec), so a model that runs `env` would read a provider
+ * key named in `passEnv`: {@link commandEnvironmentPolicy} keeps those out of the commands (Codex's
+ * `shell_environment_policy`), letting through only {@link INHERITED_ENV_VARS} and what the host names in `commandEnv`.
  */
 
 /**
@@ -45,4 +48,50 @@ export function buildChildEnv(options: {
   Object.assign(env, options.extra ?? {});
   env.CODEX_HOME = options.codexHome;
   return env;
+}
+
+/**
+ * The `shell_environment_policy` filters that keep Codex's own environment out of the commands it runs for the model:
+ * every variable of `childEnv` (the child's environment, from {@link buildChildEnv}) is excluded by its exact name,
+ * except {@link INHERITED_ENV_VARS} (PATH, HOME, proxies, certificates: what commands need to work) and the names in
+ * `commandEnv` (the host's explicit opt-in). So `passEnv` names (a provider key), the extra `env` (the offline fake's
+ * key, the hook relay socket) and CODEX_HOME never reach a command. Filters merge with the user's config.toml ones
+ * (Codex merges its `filters` table across config layers by key). Sorted, so the spawn arguments are stable.
+ *
+ * @example
+ * ```ts
+ * commandEnvironmentPolicy({ PATH: "/bin", OPENAI_API_KEY: "sk-1", CODEX_HOME: "/h" }, []);
+ * // => { filters: { CODEX_HOME: "exclude", OPENAI_API_KEY: "exclude" } }
+ * ```
+ */
+export function commandEnvironmentPolicy(childEnv: Record<string, string>, commandEnv: readonly string[] = []): { filters: Record<string, "exclude"> } {
+  const visible = new Set([...INHERITED_ENV_VARS, ...commandEnv].map((n) => n.toUpperCase()));
+  const filters: Record<string, "exclude"> = {};
+  // Codex matches filter patterns case-insensitively.
+  for (const name of Object.keys(childEnv).sort()) if (!visible.has(name.toUpperCase())) filters[name] = "exclude";
+  return { filters };
+}
+
+/**
+ * `config` with {@link commandEnvironmentPolicy}'s filters added to its `shell_environment_policy` (the caller's own
+ * filters and other policy keys are kept; a caller's filter for a name we exclude is overridden: `commandEnv` is the one
+ * way to let a variable of Codex's environment through).
+ *
+ * @example
+ * ```ts
+ * withCommandEnvironmentPolicy({ model: "m" }, { OPENAI_API_KEY: "sk-1" }, []);
+ * // => { model: "m", shell_environment_policy: { filters: { OPENAI_API_KEY: "exclude" } } }
+ * ```
+ */
+export function withCommandEnvironmentPolicy(
+  config: Record<string, unknown>,
+  childEnv: Record<string, string>,
+  commandEnv: readonly string[] = [],
+): Record<string, unknown> {
+  const { filters } = commandEnvironmentPolicy(childEnv, commandEnv);
+  if (Object.keys(filters).length === 0) return config;
+  const own = config.shell_environment_policy;
+  const policy = typeof own === "object" && own !== null && !Array.isArray(own) ? (own as Record<string, unknown>) : {};
+  const ownFilters = typeof policy.filters === "object" && policy.filters !== null ? (policy.filters as Record<string, unknown>) : {};
+  return { ...config, shell_environment_policy: { ...policy, filters: { ...ownFilters, ...filters } } };
 }

@@ -59,8 +59,18 @@ export const spawnOptionsSchema = z
     config: z.record(z.string(), z.unknown()).optional(),
     /** Extra environment (e.g. the provider key variable). The rest of the parent environment is NOT inherited. */
     env: z.record(z.string(), z.string()).optional(),
-    /** Names of parent environment variables to pass through (e.g. a real provider key). */
+    /**
+     * Names of parent environment variables to pass through to Codex (e.g. a real provider key). They reach Codex
+     * only, never the commands it runs for the model (see `commandEnv`).
+     */
     passEnv: z.array(z.string().min(1)).optional(),
+    /**
+     * Names of Codex's environment variables (from `passEnv` or `env`) that the commands Codex runs for the model
+     * (shell, unified exec) may see. By default a command sees only PATH, HOME and the proxy and certificate variables:
+     * whatever else Codex's environment holds (a provider key, the offline fake's key, CODEX_HOME, this library's own
+     * variables) is excluded through Codex's `shell_environment_policy`, because a model that runs `env` would read it.
+     */
+    commandEnv: z.array(z.string().min(1)).optional(),
     /** A model catalog to write into CODEX_HOME and point `model_catalog_json` at. */
     modelCatalog: z
       .custom<ModelCatalog>((v) => typeof v === "object" && v !== null && Array.isArray((v as ModelCatalog).models), "modelCatalog must have a models array")
@@ -73,8 +83,9 @@ export const spawnOptionsSchema = z
     /**
      * A running turn with no notification for this long is interrupted and ends as "timedOut". The clock stops while a
      * tool call runs (dynamic, or a native command or MCP tool call, which Codex bounds) or the host decides a request.
+     * A model stream that stays open sending only keep-alives notifies nothing, so it ends here. Default 120 s; 0: no bound.
      */
-    turnIdleTimeoutMs: timeoutMsSchema.default(120_000),
+    turnIdleTimeoutMs: nonNegativeTimeoutMsSchema.default(120_000),
     /** After an idle timeout's interrupt, how long to wait for Codex to end the turn before giving up. */
     idleInterruptGraceMs: nonNegativeTimeoutMsSchema.default(2_000),
     closeTimeoutMs: timeoutMsSchema.default(3_000),
@@ -317,12 +328,13 @@ export const startTurnSchema = z
      */
     collaborationMode: z.enum(["plan", "default"]).optional(),
     steerQuietWindowMs: nonNegativeTimeoutMsSchema.default(50),
-    idleTimeoutMs: timeoutMsSchema.optional(),
+    /** The spawn's `turnIdleTimeoutMs` for this turn (0: no bound). */
+    idleTimeoutMs: nonNegativeTimeoutMsSchema.optional(),
     /**
      * A turn whose only notifications are Codex's retry errors (`error` with willRetry: reconnecting to the model)
-     * for this long is interrupted and fails with code `retryWithoutProgress`. Default 90 s.
+     * for this long is interrupted and fails with code `retryWithoutProgress`. Default 90 s; 0: no bound.
      */
-    retryWithoutProgressMs: timeoutMsSchema.default(90_000),
+    retryWithoutProgressMs: nonNegativeTimeoutMsSchema.default(90_000),
     /** Bound on one dynamic tool handler call; Codex then gets "tool X timed out after N ms". Default 300 s. */
     toolCallTimeoutMs: timeoutMsSchema.default(300_000),
     /** Bound on each `beforeToolCall` / `afterToolCall` call (then ignored, with a warning). Default 60 s. */

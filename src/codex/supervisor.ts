@@ -5,7 +5,7 @@
  */
 import type { Logger } from "pino";
 import type { CodexCommand } from "./binary.js";
-import { buildChildEnv } from "./child-env.js";
+import { buildChildEnv, withCommandEnvironmentPolicy } from "./child-env.js";
 import { checkCodexVersion } from "./codex-version.js";
 import { codexConfigArgs } from "./config.js";
 import { CodexAppServerError } from "./errors.js";
@@ -163,11 +163,13 @@ export class ProcessSupervisor {
       onServerRequest: (r) => this.events.serverRequest(proc, r),
       onUnknownNotification: (method, params) => this.events.unknownNotification(method, params),
     };
+    // Built once: the command environment policy names what it holds.
+    const env = buildChildEnv({ parent: process.env, passEnv: this.opts.passEnv ?? [], extra: this.opts.env ?? {}, codexHome: this.codexHome });
     const proc: AppServerProcess = new AppServerProcess(
       {
         command: this.command,
-        args: ["app-server", ...codexConfigArgs(this.opts.config ?? {})],
-        env: buildChildEnv({ parent: process.env, passEnv: this.opts.passEnv ?? [], extra: this.opts.env ?? {}, codexHome: this.codexHome }),
+        args: ["app-server", ...codexConfigArgs(withCommandEnvironmentPolicy(this.opts.config ?? {}, env, this.opts.commandEnv ?? []))],
+        env,
         cwd: this.opts.cwd ?? process.cwd(),
         generation,
         maxLineBytes: this.opts.maxLineBytes,

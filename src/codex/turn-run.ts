@@ -169,6 +169,8 @@ export class TurnRun {
   armIdle(onIdle: () => void): void {
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = undefined;
+    // 0: the host asked for no bound.
+    if (this.idleTimeoutMs === 0) return;
     if (this.state !== "running" || this.pendingOverride || this.toolCallsInFlight > 0 || this.hostDecisionsInFlight > 0 || this.nativeToolsRunning.size > 0) return;
     this.idleTimer = setTimeout(onIdle, this.idleTimeoutMs);
   }
@@ -189,7 +191,7 @@ export class TurnRun {
    */
   noteActivity(n: IncomingNotification, onStall: () => void): void {
     if (isRetryNotification(n)) {
-      if (!this.retryTimer && !this.pendingOverride && this.state === "running") {
+      if (!this.retryTimer && !this.pendingOverride && this.state === "running" && this.options.retryWithoutProgressMs > 0) {
         this.retryTimer = setTimeout(onStall, this.options.retryWithoutProgressMs);
       }
       return;

@@ -68,6 +68,11 @@ export interface FakeReply {
   usage?: Partial<FakeUsage> | undefined;
   /** Delay before each SSE event, in ms (makes the stream slow enough to steer or interrupt). */
   delayMs?: number | undefined;
+  /**
+   * Before the first event, send only SSE keep-alive comments (`: keep-alive`, every 500 ms) for this long: a stream
+   * that is open and alive but makes no progress (Codex sees no event, so nothing is notified).
+   */
+  keepAliveMs?: number | undefined;
   /** Keep the stream open this long after `response.completed`. */
   holdOpenMs?: number | undefined;
   /** Non-200 status: answer with `body` (default a JSON error) instead of a stream. */
@@ -378,6 +383,17 @@ async function streamReply(res: ServerResponse, request: RecordedRequest, reply:
     res.write("this is not server-sent events\n\ndata: {not json\n\nevent: response.completed\ndata: [[[\n\n");
     res.end();
     return;
+  }
+  if (reply.keepAliveMs) {
+    const until = Date.now() + reply.keepAliveMs;
+    while (Date.now() < until) {
+      if (closed || res.destroyed) {
+        request.aborted = true;
+        return;
+      }
+      res.write(": keep-alive\n\n");
+      await sleep(Math.min(500, Math.max(1, until - Date.now())));
+    }
   }
   const events = buildEvents(reply, request);
   for (const e of events) {

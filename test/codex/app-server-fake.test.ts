@@ -94,7 +94,10 @@ describe("CodexAppServer against a scripted fake app-server process", () => {
         envKeys: string[];
         rustLog: string;
       };
-      expect(info.argv).toEqual(["app-server", "-c", 'model="m"', "-c", "features.plugins=false"]);
+      // Then the command environment policy: every variable of Codex's own environment but PATH, HOME, proxies and
+      // certificates is kept out of the commands it runs for the model.
+      const excluded = ["CODEX_HOME", "FAKE_APP_SERVER_MODE", "FAKE_RESPONSES_API_KEY", "RUST_LOG"].flatMap((n) => ["-c", `shell_environment_policy.filters.${n}="exclude"`]);
+      expect(info.argv).toEqual(["app-server", "-c", 'model="m"', "-c", "features.plugins=false", ...excluded]);
       expect(info.envKeys).not.toContain("CTM_TEST_SHOULD_NOT_LEAK");
       expect(info.envKeys).toEqual(expect.arrayContaining(["CODEX_HOME", "FAKE_RESPONSES_API_KEY", "FAKE_APP_SERVER_MODE", "RUST_LOG"]));
       const allowed = [...INHERITED_ENV_VARS, "CODEX_HOME", "RUST_LOG", "FAKE_RESPONSES_API_KEY", "FAKE_APP_SERVER_MODE"];
