@@ -36,7 +36,7 @@ export {
 export type * from "../machines/turn.contract.js";
 
 // Sessions: recovery, compaction, reset, reading, storage.
-export { recoverCodexSession, RecoveryMirrorError, type CutTurnRecovery, type RecoverCodexSessionParams, type SessionRecovery } from "./recovery.js";
+export { recoverCodexSession, RecoveryMirrorError, type CutPrompt, type CutTurnRecovery, type RecoverCodexSessionParams, type SessionRecovery } from "./recovery.js";
 export { compactCodexSession, type CompactCodexSessionParams } from "./compaction/session.js";
 export { CompactionError, type CompactionErrorCode } from "./compaction/errors.js";
 export type { CompactionOutput, CompactionTrigger } from "./compaction/compact-session.js";

@@ -37,6 +37,24 @@ export interface SessionRecovery {
   dropped: number;
   /** The turn an attempt left in flight (Codex accepted it, the attempt died before recording it), when there was one. */
   cutTurn?: CutTurnRecovery | undefined;
+  /**
+   * Prompts whose turn the death of an attempt cut short ({@link recoverCodexSession} only; absent when none): Codex
+   * did not finish the turn (`interrupted`: the transcript ends it with an assistant entry marked `stopReason:
+   * "aborted"` that says so), or could not give it back (`lost`: the transcript does not hold it). A host that wants
+   * these answered runs them again.
+   */
+  cutPrompts?: CutPrompt[] | undefined;
+  /** What recovery moved aside or could not use (an unreadable pending record), as for a turn's `warnings`. */
+  warnings?: string[] | undefined;
+}
+
+/** A prompt whose turn was cut short by a dead attempt (see {@link SessionRecovery.cutPrompts}). */
+export interface CutPrompt {
+  turnId: string;
+  /** The prompt as the host gave it. */
+  prompt: string;
+  /** `interrupted`: in the transcript with an incomplete answer; `lost`: not in the transcript at all. */
+  reason: "interrupted" | "lost";
 }
 
 /** A crashed attempt's turn could not be written to the transcript: the record stays, and the session waits for it. */
@@ -52,6 +70,8 @@ export class RecoveryMirrorError extends Error {
 export interface RecoveryInput {
   params: Pick<ParsedTurnParams, "sessionId" | "sessionKey" | "sessionFile" | "contextTokenBudget" | "timeouts">;
   store: SessionStore;
+  /** Hears what recovery moved aside (an unreadable pending record): the turn's `result.warnings`. */
+  warn?: ((message: string) => void) | undefined;
   /** The active engine (undefined: none or legacy). */
   engine: ContextEngine | undefined;
   runtimeContext?: Record<string, unknown> | undefined;
@@ -86,6 +106,9 @@ async function listPendingOrSetAside(input: RecoveryInput, logger: Logger): Prom
     logger.warn(
       { event: "pending record corrupt", sessionId: input.params.sessionId, movedTo: aside ? path.basename(aside) : undefined },
       "unreadable pending-finalize record moved aside; its turns are not finalized again",
+    );
+    input.warn?.(
+      `the pending-finalize record of session ${input.params.sessionId} could not be read (${error.message}); it was moved aside${aside ? ` to ${path.basename(aside)}` : ""} and the turns it held are not finalized again`,
     );
     return [];
   }
@@ -318,25 +341,43 @@ async function requestTurnInterrupt(appServer: RecoveryAppServer, turn: TurnToRe
 export async function recoverCodexSession(params: RecoverCodexSessionParams): Promise<SessionRecovery> {
   const parsed = parseRecoverCodexSessionParams(params);
   const logger = parsed.logger ?? silentLogger;
+  const warnings: string[] = [];
   const store = createJsonlSessionStore({
     sessionFile: parsed.sessionFile,
     sessionId: parsed.sessionId,
     ...(parsed.sessionRoot !== undefined ? { sessionRoot: parsed.sessionRoot } : {}),
     ...(parsed.cwd !== undefined ? { cwd: parsed.cwd } : {}),
     logger,
+    onWarning: (w) => warnings.push(w),
   });
   const lock = await store.acquireLock({ logger });
   try {
     const engine = parsed.contextEngine && !isLegacyEngine(parsed.contextEngine) ? parsed.contextEngine : undefined;
     // The host's runtime context (a plugin host's provider, model, llm) reaches the replayed finalize, as in a turn.
-    const input = { params: parsed, store, engine, ...(parsed.runtimeContext ? { runtimeContext: parsed.runtimeContext } : {}) };
-    const stats = await finalizePendingTurns(input, logger);
+    const input = { params: parsed, store, engine, warn: (w: string) => warnings.push(w), ...(parsed.runtimeContext ? { runtimeContext: parsed.runtimeContext } : {}) };
+    const stats: SessionRecovery = await finalizePendingTurns(input, logger);
+    const withWarnings = (r: SessionRecovery): SessionRecovery => (warnings.length > 0 ? { ...r, warnings } : r);
     // After the pending records (which may hold that very turn): the turn an attempt left in flight.
     const appServer = params.appServer;
+    const inFlight = (await store.readBinding())?.turnInFlight;
     const cutTurn = await recoverCutTurn({ ...input, ...(appServer ? { appServer } : {}) }, logger);
-    if (!cutTurn) return stats;
-    return { ...stats, mirroredMessages: stats.mirroredMessages + (cutTurn.mirroredMessages ?? 0), finalized: stats.finalized + (cutTurn.finalized ?? 0), cutTurn };
+    if (!cutTurn) return withWarnings(stats);
+    const cutPrompts = inFlight && inFlight.turnId === cutTurn.turnId ? cutPromptsOf(cutTurn, inFlight.prompt) : [];
+    return withWarnings({
+      ...stats,
+      mirroredMessages: stats.mirroredMessages + (cutTurn.mirroredMessages ?? 0),
+      finalized: stats.finalized + (cutTurn.finalized ?? 0),
+      cutTurn,
+      ...(cutPrompts.length > 0 ? { cutPrompts } : {}),
+    });
   } finally {
     await lock.release();
   }
+}
+
+/** The prompt a cut turn leaves to run again: one Codex did not finish, or could not give back. */
+function cutPromptsOf(cut: CutTurnRecovery, prompt: string): CutPrompt[] {
+  if (cut.outcome === "recovered" && cut.codexStatus !== "completed" && cut.codexStatus !== "failed") return [{ turnId: cut.turnId, prompt, reason: "interrupted" }];
+  if (cut.outcome === "notInThread" || cut.outcome === "unreadable") return [{ turnId: cut.turnId, prompt, reason: "lost" }];
+  return [];
 }

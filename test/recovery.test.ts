@@ -9,6 +9,7 @@ import path from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { silentLogger } from "../src/log/logger.js";
 import { recoverCutTurn, type RecoveryAppServer } from "../src/recovery.js";
+import { CUT_TURN_NOTICE } from "../src/codex/thread-turn.js";
 import type { CodexTurn } from "../src/codex/app-server.js";
 import type { TurnRecordCore } from "../src/codex/turn-projector.js";
 import { createJsonlSessionStore } from "../src/store/jsonl-store.js";
@@ -61,7 +62,7 @@ describe("recoverCutTurn", () => {
     const s = await session([user("u1", "[projected] the cut prompt", 10), agent("a1", "first part", 20), user("u2", "also check the docs", 30), agent("a2", "docs checked", 40)]);
     const out = await s.recover();
     expect(out).toMatchObject({ turnId: "turn-1", outcome: "recovered", codexStatus: "interrupted", messages: 4, mirroredMessages: 4 });
-    expect(texts((await s.store.readHistory()).messages)).toEqual(["user:the cut prompt", "assistant:first part", "user:also check the docs", "assistant:docs checked"]);
+    expect(texts((await s.store.readHistory()).messages)).toEqual(["user:the cut prompt", "assistant:first part", "user:also check the docs", `assistant:docs checked${CUT_TURN_NOTICE}`]);
     expect((await s.store.readBinding())?.turnInFlight).toBeUndefined();
     await s.lock.release();
   });
@@ -115,7 +116,7 @@ describe("recoverCutTurn", () => {
     const s = await session([], appServer);
     expect(await s.recover()).toMatchObject({ turnId: "turn-1", outcome: "recovered", codexStatus: "interrupted", messages: 2 });
     expect(calls).toEqual(["interrupt grace 5000", "thread/read"]);
-    expect(texts((await s.store.readHistory()).messages)).toEqual(["user:the cut prompt", "assistant:the whole answer"]);
+    expect(texts((await s.store.readHistory()).messages)).toEqual(["user:the cut prompt", `assistant:the whole answer${CUT_TURN_NOTICE}`]);
     expect((await s.store.readBinding())?.turnInFlight).toBeUndefined();
     await s.lock.release();
   });
@@ -141,7 +142,7 @@ describe("recoverCutTurn", () => {
     const s = await session([], appServer);
     expect(await s.recover()).toMatchObject({ turnId: "turn-1", outcome: "recovered", codexStatus: "interrupted", messages: 2 });
     expect(calls).toEqual(["thread/read", "turn/interrupt", "turn/interrupt", "thread/read", "turn/interrupt", "thread/read"]);
-    expect(texts((await s.store.readHistory()).messages)).toEqual(["user:the cut prompt", "assistant:the whole answer"]);
+    expect(texts((await s.store.readHistory()).messages)).toEqual(["user:the cut prompt", `assistant:the whole answer${CUT_TURN_NOTICE}`]);
     await s.lock.release();
   });
 

@@ -3,7 +3,7 @@
  * host's loader (src/openclaw; it loads bare engine modules too), bounded by `--engine-timeout` so a factory that never resolves cannot make the CLI
  * hang or exit silently. Without `--engine`, the built-in window engine.
  */
-import { readFile } from "node:fs/promises";
+import { readRegularTextFile } from "../regular-file.js";
 import JSON5 from "json5";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -190,7 +190,7 @@ export async function loadCliEngine(options: LoadCliEngineOptions): Promise<Load
 export async function readPluginConfig(file: string, flag = "--plugin-config"): Promise<Record<string, unknown>> {
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = await readRegularTextFile(file);
   } catch (err) {
     throw envError(`${flag} ${file}: cannot read: ${(err as Error).message}`, "PLUGIN_CONFIG_INVALID");
   }

@@ -13,15 +13,23 @@ OPENAI_API_KEY (when set) are passed to it.`;
 export const EXIT_CODES_HELP =
   "Exit codes: 0 ok, 1 turn failed (or compaction not ok), 2 usage error, 3 environment/config error, 130 aborted.";
 
-/** Parses a positive integer option value (commander reports a bad one as a usage error, exit 2). */
+/**
+ * The largest number an integer option takes (2^31-1): past it Node's timers fire at once (a 99999999999 ms timeout
+ * became 1 ms), and no token budget or count gets near it.
+ */
+export const MAX_INT_OPTION = 2_147_483_647;
+
+/** Parses a positive integer option value, at most {@link MAX_INT_OPTION} (commander reports a bad one as a usage error, exit 2). */
 export function positiveInt(value: string): number {
   if (!/^[1-9]\d*$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError("must be a positive integer");
+  if (Number(value) > MAX_INT_OPTION) throw new InvalidArgumentError(`must be at most ${MAX_INT_OPTION}`);
   return Number(value);
 }
 
-/** Parses a non-negative integer option value. */
+/** Parses a non-negative integer option value, at most {@link MAX_INT_OPTION}. */
 export function nonNegativeInt(value: string): number {
   if (!/^\d+$/.test(value) || !Number.isSafeInteger(Number(value))) throw new InvalidArgumentError("must be an integer >= 0");
+  if (Number(value) > MAX_INT_OPTION) throw new InvalidArgumentError(`must be at most ${MAX_INT_OPTION}`);
   return Number(value);
 }
 

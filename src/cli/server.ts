@@ -1,7 +1,8 @@
 /**
  * The app-server a command runs against: the offline fake model (`--offline`) or the user's own Codex setup.
  */
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
+import { mkdir, stat, writeFile } from "node:fs/promises";
+import { readRegularTextFile } from "../regular-file.js";
 import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
@@ -97,7 +98,7 @@ const offlineScriptSchema = z.array(
 async function readOfflineScript(file: string): Promise<FakeReply[]> {
   let raw: unknown;
   try {
-    raw = JSON.parse(await readFile(file, "utf8"));
+    raw = JSON.parse(await readRegularTextFile(file));
   } catch (err) {
     throw envError(`--offline-script ${file}: cannot read JSON: ${(err as Error).message}`);
   }

@@ -12,6 +12,7 @@ import { z } from "zod";
 import type { CodexAppServer } from "./app-server.js";
 import { NATIVE_TOOL_KINDS } from "./native-items.js";
 import { validateNotification } from "./rpc.js";
+import type { AssistantMessage } from "../context-engine/types.js";
 import { codexErrorInfoName, TurnProjector, type TurnRecordCore } from "./turn-projector.js";
 
 /** What the host knew of the turn when Codex accepted it (the binding's `turnInFlight`). */
@@ -99,8 +100,54 @@ export async function readThreadTurn(
       ? projector.finish({ codexStatus: "completed" })
       : codexStatus === "failed"
         ? projector.finish({ codexStatus: "failed", error: failedTurnError(recorded.error) })
-        : projector.finish({ codexStatus: "interrupted", error: { message: "the attempt running this turn ended before the turn did", code: "attemptEnded" } });
+        : withCutShortOutcome(projector.finish({ codexStatus: "interrupted", error: { message: "the attempt running this turn ended before the turn did", code: "attemptEnded" } }));
   return { found: true, record, codexStatus, itemsSkipped };
+}
+
+/**
+ * The text of the assistant entry that ends a turn cut short by the death of its attempt (see
+ * {@link withCutShortOutcome}): what the transcript, the engine and the model of later turns read in place of the
+ * answer that never came.
+ */
+export const CUT_TURN_NOTICE =
+  "[Cut short: the process running this turn ended before Codex finished it, so what the turn did may be incomplete.]";
+
+/**
+ * A turn Codex did not finish because its attempt died ends, in the transcript, with an assistant entry marked as
+ * interrupted (`stopReason: "aborted"`) that says so: the answer text Codex kept (its completed agent messages), then
+ * {@link CUT_TURN_NOTICE}. Without it a cut turn whose answer was still streaming reads back as a bare prompt, a
+ * question with no outcome. The entry's timestamp is the turn's last message's, so a replay writes the same bytes.
+ *
+ * @example
+ * ```ts
+ * const record = withCutShortOutcome(projector.finish({ codexStatus: "interrupted" }));
+ * record.messagesSnapshot.at(-1); // { role: "assistant", stopReason: "aborted", content: [..., { type: "text", text: CUT_TURN_NOTICE }] }
+ * ```
+ */
+export function withCutShortOutcome(record: TurnRecordCore): TurnRecordCore {
+  const messages = record.messagesSnapshot.map((m) => m);
+  const last = messages.at(-1);
+  const notice = { type: "text" as const, text: CUT_TURN_NOTICE };
+  const errorMessage = record.error?.message ?? "the turn did not finish";
+  if (last && last.role === "assistant") {
+    const answer = last as AssistantMessage;
+    messages[messages.length - 1] = { ...answer, content: [...answer.content, notice], stopReason: "aborted", errorMessage };
+  } else {
+    const lastAssistant = messages.findLast((m): m is AssistantMessage => m.role === "assistant");
+    const cut: AssistantMessage = {
+      role: "assistant",
+      content: [notice],
+      api: lastAssistant?.api ?? "codex-app-server",
+      provider: lastAssistant?.provider ?? "codex",
+      model: lastAssistant?.model ?? "unknown",
+      usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0 },
+      stopReason: "aborted",
+      errorMessage,
+      timestamp: typeof last?.timestamp === "number" ? last.timestamp : 0,
+    };
+    messages.push(cut);
+  }
+  return { ...record, messagesSnapshot: messages };
 }
 
 /** A failed turn's error as Codex recorded it, with its `codexErrorInfo` (e.g. `contextWindowExceeded`) when it gave one. */

@@ -3,7 +3,8 @@
  * state values, actor ids and counts — and never event payloads or context, because those carry prompts and
  * transcript text. The JSONL form is what `renderStatechartPage({ trace })` replays.
  */
-import { readFile, writeFile } from "node:fs/promises";
+import { writeFile } from "node:fs/promises";
+import { readRegularTextFile } from "../regular-file.js";
 import { pino, type Logger } from "pino";
 import type { InspectionEvent } from "xstate";
 import { z } from "zod";
@@ -345,7 +346,8 @@ export function parseTraceJSONL(text: string, path = "<memory>"): TraceStep[] {
 export async function readTraceFile(path: string): Promise<TraceStep[]> {
   let text: string;
   try {
-    text = await readFile(path, "utf8");
+    // A trace is a regular file (a FIFO would block; /dev/zero would fill memory); 256 MiB is a very long session.
+    text = await readRegularTextFile(path, 256 * 1024 * 1024);
   } catch (cause) {
     throw new TraceFileError("TRACE_IO", path, `cannot read trace file ${path}: ${(cause as Error).message}`, {
       cause,

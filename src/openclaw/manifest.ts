@@ -3,7 +3,8 @@
  * (`extensions`: the runtime entry files). Validated with zod; a bad one is a `MANIFEST_INVALID` {@link PluginLoadError}
  * naming the file and the field.
  */
-import { readFile } from "node:fs/promises";
+import { realpath } from "node:fs/promises";
+import { readRegularTextFile } from "../regular-file.js";
 import path from "node:path";
 import { z } from "zod";
 import { PluginLoadError } from "./errors.js";
@@ -47,7 +48,7 @@ export interface PluginDescriptor {
 async function readJsonFile(file: string, spec: string): Promise<unknown | undefined> {
   let text: string;
   try {
-    text = await readFile(file, "utf8");
+    text = await readRegularTextFile(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
     throw new PluginLoadError("MANIFEST_INVALID", spec, `${path.basename(file)}: cannot read: ${(error as Error).message}`);
@@ -67,6 +68,19 @@ function parseWith<T>(schema: z.ZodType<T>, value: unknown, file: string, spec: 
   throw new PluginLoadError("MANIFEST_INVALID", spec, `${file}: ${field} ${issue?.message ?? "is invalid"}`);
 }
 
+function isInside(root: string, candidate: string): boolean {
+  const rel = path.relative(root, candidate);
+  return rel === "" || (!rel.startsWith(`..${path.sep}`) && rel !== ".." && !path.isAbsolute(rel));
+}
+
+async function realpathOrSelf(p: string): Promise<string> {
+  try {
+    return await realpath(p);
+  } catch {
+    return p;
+  }
+}
+
 /**
  * Read a plugin directory's manifests and pick its entry file.
  *
@@ -84,7 +98,9 @@ export async function readPluginDescriptor(rootDir: string, spec: string): Promi
   const packageJson = rawPackage === undefined ? undefined : parseWith(packageJsonSchema, rawPackage, "package.json", spec);
   const relativeEntry = packageJson?.openclaw?.extensions?.[0] ?? packageJson?.main ?? "index.js";
   const entry = path.resolve(rootDir, relativeEntry);
-  if (path.relative(rootDir, entry).startsWith("..")) {
+  // Real paths: an entry that is a symlink, or under a symlinked directory, must resolve inside the plugin directory
+  // too (a missing entry is judged by its path; loading it fails later, naming it).
+  if (!isInside(rootDir, entry) || !isInside(await realpathOrSelf(rootDir), await realpathOrSelf(entry))) {
     throw new PluginLoadError("MANIFEST_INVALID", spec, `package.json: entry ${relativeEntry} points outside the plugin directory`);
   }
   return {

@@ -48,6 +48,11 @@ export interface JsonlSessionStoreOptions {
   /** Header cwd of a transcript created by this store (default: the process's cwd). */
   cwd?: string | undefined;
   logger?: Logger | undefined;
+  /**
+   * Hears each thing this store moved aside to keep the session going (a corrupt binding, an unreadable
+   * pending-finalize record), as a sentence naming the file: a turn puts these in `result.warnings`.
+   */
+  onWarning?: ((warning: string) => void) | undefined;
 }
 
 const OptionsSchema = z.object({
@@ -56,6 +61,7 @@ const OptionsSchema = z.object({
   sessionRoot: z.string().min(1).optional(),
   cwd: z.string().min(1).optional(),
   logger: z.any().optional(),
+  onWarning: z.custom<(warning: string) => void>((v) => typeof v === "function", "onWarning must be a function").optional(),
 });
 
 const CompactionSchema = z.object({
@@ -101,7 +107,7 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
   let lock: SessionLockHandle | undefined;
   /** Before a durable write: the lock this store took must still be ours. */
   const guard = (): void => lock?.assertHeld();
-  const pending = createPendingSidecar(sessionFile, logger, guard, () => lock !== undefined);
+  const pending = createPendingSidecar(sessionFile, logger, guard, () => lock !== undefined, opts.onWarning);
 
   return {
     sessionFile,
@@ -126,7 +132,7 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
         logger,
       });
     },
-    readBinding: (o) => readThreadBinding(sessionFile, logger, { readOnly: o?.readOnly === true }),
+    readBinding: (o) => readThreadBinding(sessionFile, logger, { readOnly: o?.readOnly === true, ...(opts.onWarning ? { onSetAside: opts.onWarning } : {}) }),
     writeBinding: async (binding: ThreadBinding, o) => {
       guard();
       // The binding is the typed one the turn host read and updated: written without a schema walk of its ledger.
@@ -157,7 +163,7 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
  * what this store last listed or wrote stays true until it releases the lock: that lets `complete` remove the sidecar
  * unread when it holds just that turn, and lets `record` defer its fsync to the next transcript append.
  */
-function createPendingSidecar(sessionFile: string, logger: Logger, guard: () => void, lockHeld: () => boolean) {
+function createPendingSidecar(sessionFile: string, logger: Logger, guard: () => void, lockHeld: () => boolean, onWarning?: (warning: string) => void) {
   /** Turn ids in the sidecar, as this store last listed or wrote it while holding the lock (undefined: not known). */
   let knownPending: string[] | undefined;
   /** A pending record written but not yet fsynced: the next append commits it beside the transcript. */
@@ -187,7 +193,7 @@ function createPendingSidecar(sessionFile: string, logger: Logger, guard: () => 
       return present;
     },
     list: async (o?: { readOnly?: boolean | undefined }) => {
-      const records = await listPending(sessionFile, logger, o?.readOnly === true);
+      const records = await listPending(sessionFile, logger, o?.readOnly === true, onWarning);
       // Only a listing under our lock can be relied on until we release it.
       knownPending = lockHeld() && !o?.readOnly ? records.map((r) => r.turnId) : undefined;
       return records;
@@ -297,7 +303,7 @@ async function appendCompaction(opts: JsonlSessionStoreOptions, logger: Logger, 
   return written!.id;
 }
 
-async function listPending(sessionFile: string, logger: Logger, readOnly: boolean): Promise<PendingFinalizeRecord[]> {
+async function listPending(sessionFile: string, logger: Logger, readOnly: boolean, onWarning?: (warning: string) => void): Promise<PendingFinalizeRecord[]> {
   try {
     return await listPendingFinalize(sessionFile);
   } catch (err) {
@@ -307,6 +313,9 @@ async function listPending(sessionFile: string, logger: Logger, readOnly: boolea
     logger.warn(
       { event: "pending record corrupt", movedTo: aside ? path.basename(aside) : undefined },
       "unreadable pending-finalize record moved aside; its turns are not finalized again",
+    );
+    onWarning?.(
+      `the pending-finalize record of ${path.basename(sessionFile)} could not be read (${err.message}); it was moved aside${aside ? ` to ${path.basename(aside)}` : ""} and the turns it held are not finalized again`,
     );
     return [];
   }

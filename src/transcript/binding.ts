@@ -16,6 +16,7 @@ import path from "node:path";
 import { z } from "zod";
 import type { Logger } from "pino";
 import { sessionSidecarPaths } from "./paths.js";
+import { SessionFileError } from "./errors.js";
 import { silentLogger } from "../log/logger.js";
 import { fsyncDirectory } from "./fsync-dir.js";
 import { createLruMap } from "../lru-map.js";
@@ -123,13 +124,17 @@ export interface ReadThreadBindingOptions {
    * of being moved aside. For inspection (`inspect-session`); {@link inspectThreadBinding} also says why.
    */
   readOnly?: boolean | undefined;
+  /** Hears what a corrupt binding became (moved aside, and where): the turn's `result.warnings`. */
+  onSetAside?: ((warning: string) => void) | undefined;
 }
 
 /** What {@link inspectThreadBinding} found. */
 export type ThreadBindingInspection =
   | { status: "missing" }
   | { status: "ok"; binding: ThreadBinding }
-  | { status: "corrupt"; reason: string };
+  | { status: "corrupt"; reason: string }
+  /** Of a format version this version does not read (a newer version wrote it): never moved aside. */
+  | { status: "unsupported"; version: string };
 
 /** Bindings kept (least recently used dropped first). */
 const MAX_CACHED_BINDINGS = 32;
@@ -211,6 +216,13 @@ export async function readThreadBinding(
   const found = await inspectThreadBinding(sessionFile);
   if (found.status === "missing") return undefined;
   if (found.status === "ok") return found.binding;
+  if (found.status === "unsupported") {
+    throw new SessionFileError(
+      "SESSION_SIDECAR_VERSION_UNSUPPORTED",
+      file,
+      `thread binding ${file} has format version ${found.version}, and this version of codex-turn-machine reads version 1 (written by a newer version?); nothing was moved or changed: run the version that wrote it, or move the file aside yourself (the next turn then starts a fresh Codex thread)`,
+    );
+  }
   if (options.readOnly) {
     logger.warn({ event: "thread binding corrupt", file: path.basename(file), reason: found.reason }, "corrupt thread binding (read-only: left in place)");
     return undefined;
@@ -224,6 +236,7 @@ export async function readThreadBinding(
     throw error;
   }
   logger.warn({ event: "thread binding corrupt", movedTo: path.basename(aside) }, "corrupt thread binding moved aside; starting a fresh thread");
+  options.onSetAside?.(`the thread binding ${path.basename(file)} was corrupt (${found.reason}); it was moved aside to ${path.basename(aside)} and this turn starts a fresh Codex thread from the transcript`);
   return undefined;
 }
 
@@ -256,7 +269,11 @@ export async function inspectThreadBinding(sessionFile: string): Promise<ThreadB
     return { status: "missing" };
   }
   const record = readBindingLog(text);
-  if (!record.ok) return { status: "corrupt", reason: record.reason };
+  if (!record.ok) return record.reason === "unknown patch version" ? { status: "unsupported", version: "a newer patch record" } : { status: "corrupt", reason: record.reason };
+  const version = (record.json as { version?: unknown } | null)?.version;
+  if (typeof record.json === "object" && record.json !== null && version !== undefined && version !== 1) {
+    return { status: "unsupported", version: JSON.stringify(version) };
+  }
   const parsed = threadBindingSchema.safeParse(record.json);
   // The identity is the one stat'ed before the read: a file replaced or appended to in between mismatches on the next
   // read. Only a file read whole up to its last newline-terminated record may be appended to (and only if its size is

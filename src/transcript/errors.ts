@@ -19,6 +19,11 @@ export type SessionFileErrorCode =
   | "SESSION_WRITE_FAILED"
   /** The pending-finalize sidecar exists but is not valid JSON of the expected shape. */
   | "SESSION_PENDING_INVALID"
+  /**
+   * A sidecar (the pending-finalize record, the thread binding) is of a format version this version does not read:
+   * written by a newer version of the library (e.g. before a rollback). Nothing is moved or changed; the turn fails.
+   */
+  | "SESSION_SIDECAR_VERSION_UNSUPPORTED"
   /** The session lock could not be acquired within `timeoutMs`. */
   | "SESSION_LOCK_TIMEOUT"
   /** Waiting for the session lock was aborted through the caller's signal. */

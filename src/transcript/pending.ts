@@ -129,6 +129,14 @@ async function readPendingFile(file: string, sessionFile: string): Promise<Pendi
   } catch (err) {
     throw new SessionFileError("SESSION_PENDING_INVALID", file, `pending-finalize record ${file} is not valid JSON (a turn moves it aside to .corrupt-<n>; a read-only listing leaves it)`, { cause: err });
   }
+  const version = (json as { version?: unknown } | null)?.version;
+  if (typeof json === "object" && json !== null && version !== undefined && version !== 1) {
+    throw new SessionFileError(
+      "SESSION_SIDECAR_VERSION_UNSUPPORTED",
+      file,
+      `pending-finalize record ${file} has format version ${JSON.stringify(version)}, and this version of codex-turn-machine reads version 1 (written by a newer version?); nothing was moved or changed: finish its turns with the version that wrote it, or move the file aside yourself`,
+    );
+  }
   const r = FileSchema.safeParse(json);
   if (!r.success) {
     throw new SessionFileError(

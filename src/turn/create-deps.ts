@@ -31,6 +31,8 @@ export function createTurnDeps(params: ParsedTurnParams, events: TurnEventStream
       ...(params.sessionRoot !== undefined ? { sessionRoot: params.sessionRoot } : {}),
       ...(params.cwd !== undefined ? { cwd: params.cwd } : {}),
       logger,
+      // What the store moves aside to keep the session going (a corrupt binding) is the turn's warning, not only a log line.
+      onWarning: (warning) => hostWarnings.push(warning),
     });
   const projectionPolicy = {
     mode: params.projection?.mode ?? "auto",

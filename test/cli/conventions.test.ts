@@ -3,7 +3,7 @@
  * usage errors (exit 2) for excess arguments, honest exit 3 for missing or unreadable sessions, errors as JSON with
  * --json, a bounded engine load, and SIGINT during `run` (exit 130, no lock left).
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -84,6 +84,33 @@ describe("conventions", { timeout: 180_000 }, () => {
     expect(JSON.parse(r.stdout)).toEqual({
       error: { code: "ENGINE_TIMEOUT", message: `--engine ${hang}: the engine did not load within 1500 ms (--engine-timeout)` },
     });
+  });
+
+  it("config-file options refuse a FIFO, a device and an oversized file with exit 3 (at once, nothing read)", async () => {
+    const fifo = path.join(dir, "config.fifo");
+    execFileSync("mkfifo", [fifo]);
+    const big = path.join(dir, "big.json");
+    await writeFile(big, `{"x":"${"y".repeat(9 * 1024 * 1024)}"}`);
+    const session = path.join(dir, "cfg.jsonl");
+    for (const [flag, file, reason] of [
+      ["--plugin-config", fifo, "not a regular file (a FIFO)"],
+      ["--plugin-config", "/dev/zero", "not a regular file (a character device)"],
+      ["--plugins-config", big, "larger than 8388608 bytes"],
+      ["--offline-script", fifo, "not a regular file (a FIFO)"],
+    ] as const) {
+      const engine = flag === "--offline-script" ? [] : ["--engine", path.join(root, "test/fixtures/openclaw-plugins/summarizer")];
+      const r = await cli(["run", "hi", "--session", session, "--offline", ...engine, flag, file]);
+      expect(r.code, `${flag} ${file}`).toBe(3);
+      expect(r.stderr, `${flag} ${file}`).toContain(reason);
+    }
+    expect(existsSync(session)).toBe(false);
+  });
+
+  it("an integer option above 2^31-1 is a usage error (Node would clamp the timer to 1 ms)", async () => {
+    const r = await cli(["run", "hi", "--session", path.join(dir, "big-timeout.jsonl"), "--offline", "--engine-timeout", "99999999999"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain("--engine-timeout");
+    expect(r.stderr).toContain("must be at most 2147483647");
   });
 
   it("viz without --out writes under the OS temp dir and prints the path", async () => {

@@ -4,7 +4,7 @@
  * checked against a live turn in test/integration/cut-turn-recovery.test.ts.
  */
 import { describe, expect, it } from "vitest";
-import { readThreadTurn } from "../../src/codex/thread-turn.js";
+import { CUT_TURN_NOTICE, readThreadTurn } from "../../src/codex/thread-turn.js";
 
 const userItem = { type: "userMessage", id: "u1", content: [{ type: "text", text: "[projected] hi", text_elements: [] }], startedAtMs: 1000, completedAtMs: 1000 };
 const agentItem = (id: string, text: string, at: number) => ({ type: "agentMessage", id, text, phase: null, startedAtMs: at, completedAtMs: at + 1 });
@@ -36,8 +36,41 @@ describe("readThreadTurn", () => {
     expect(out.record.error).toEqual({ message: "the attempt running this turn ended before the turn did", code: "attemptEnded" });
     const [prompt, answer] = out.record.messagesSnapshot;
     expect(prompt).toEqual({ role: "user", content: [{ type: "text", text: "hi" }, { type: "image", data: "aGk=", mimeType: "image/png" }], timestamp: 1000 });
-    expect(answer).toMatchObject({ role: "assistant", content: [{ type: "text", text: "partial answer" }], model: "m1", provider: "p1", stopReason: "aborted" });
+    // The answer Codex kept, then the notice that the turn was cut short.
+    expect(answer).toMatchObject({
+      role: "assistant",
+      content: [{ type: "text", text: "partial answer" }, { type: "text", text: CUT_TURN_NOTICE }],
+      model: "m1",
+      provider: "p1",
+      stopReason: "aborted",
+      errorMessage: "the attempt running this turn ended before the turn did",
+    });
     expect(out.record.messagesSnapshot).toHaveLength(2);
+    expect(out.record.assistantText).toBe("partial answer");
+  });
+
+  it("ends a cut turn with no answer, or one whose last message is a tool result, with an interrupted assistant entry", async () => {
+    const bare = await readThreadTurn(server(thread([{ id: "turn-1", status: "interrupted", items: [userItem] }])).appServer, { threadId: "t1", turnId: "turn-1", prompt: "hi" });
+    expect(bare.found && bare.record.messagesSnapshot).toEqual([
+      { role: "user", content: "hi", timestamp: 1000 },
+      {
+        role: "assistant",
+        content: [{ type: "text", text: CUT_TURN_NOTICE }],
+        api: "codex-app-server",
+        provider: "codex",
+        model: "unknown",
+        usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0 },
+        stopReason: "aborted",
+        errorMessage: "the attempt running this turn ended before the turn did",
+        timestamp: 1000,
+      },
+    ]);
+    // Still running when read (its app-server outlived the host): recorded as interrupted, the same way.
+    const running = await readThreadTurn(server(thread([{ id: "turn-1", status: "inProgress", items: [userItem] }])).appServer, { threadId: "t1", turnId: "turn-1", prompt: "hi" });
+    expect(running.found && running.record.messagesSnapshot.at(-1)).toMatchObject({ role: "assistant", stopReason: "aborted" });
+    // A completed or failed turn gets no notice.
+    const done = await readThreadTurn(server(thread([{ id: "turn-1", status: "completed", items: [userItem, agentItem("a1", "answer", 2000)] }])).appServer, { threadId: "t1", turnId: "turn-1", prompt: "hi" });
+    expect(JSON.stringify(done.found && done.record.messagesSnapshot)).not.toContain(CUT_TURN_NOTICE);
   });
 
   it("keeps Codex's failed status and error message; a completed turn is completed", async () => {

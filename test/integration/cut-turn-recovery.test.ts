@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { readThreadTurn } from "../../src/codex/thread-turn.js";
+import { CUT_TURN_NOTICE, readThreadTurn } from "../../src/codex/thread-turn.js";
 import { createWindowEngine } from "../../src/context-engine/engines/index.js";
 import type { AgentMessage, ContextEngine } from "../../src/context-engine/types.js";
 import { recoverCodexSession } from "../../src/recovery.js";
@@ -255,8 +255,16 @@ describe("a turn left in flight that still runs", () => {
     expect(out.cutTurn).toMatchObject({ turnId: running.turnId, outcome: "recovered", codexStatus: "interrupted" });
     expect((await running.completion).codexStatus).toBe("interrupted");
     expect(env.codex.runningTurn(binding.threadId, running.turnId)).toBeUndefined();
-    expect(shape((await readSessionHistory(file)).messages).slice(0, 3)).toEqual(["user:first question", "assistant:first answer", "user:the slow prompt"]);
+    // The question gets its outcome: an assistant entry marked as interrupted that says the attempt died (Codex kept
+    // no answer text: its agent message never completed).
+    const history = await readSessionHistory(file);
+    expect(shape(history.messages)).toEqual(["user:first question", "assistant:first answer", "user:the slow prompt", `assistant:${CUT_TURN_NOTICE}`]);
+    expect(history.messages.at(-1)).toMatchObject({ role: "assistant", stopReason: "aborted", errorMessage: "the attempt running this turn ended before the turn did" });
+    expect(history.origins.at(-1)?.turnId).toBe(running.turnId);
+    // The host learns which prompt to run again.
+    expect(out.cutPrompts).toEqual([{ turnId: running.turnId, prompt: "the slow prompt", reason: "interrupted" }]);
     expect(finalized.map((ms) => shape(ms)[0])).toEqual(["user:first question", "user:the slow prompt"]);
+    expect(finalized[1]!.map((m) => m.role)).toEqual(["user", "assistant"]);
     env.fake.reset();
   });
 });
@@ -283,8 +291,21 @@ describe("recoverCodexSession and a turn left in flight", () => {
     expect((await readThreadBinding(file))?.turnInFlight).toBeUndefined();
     expect(finalized).toHaveLength(2);
 
+    // A completed cut turn leaves no prompt to run again.
+    expect(withServer.cutPrompts).toBeUndefined();
     // Once recovered, nothing is left to do.
     const again = await recoverCodexSession({ ...params, appServer: env.codex });
     expect(again).toEqual({ pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 });
+  });
+
+  it("reports a prompt whose turn Codex cannot give back as lost, so the host can run it again", async () => {
+    const file = sessions.file("host-start-lost");
+    env.fake.enqueue({ text: "first answer" });
+    expect((await runCodexTurn(turnParams(env, file, "first question"))).status).toBe("completed");
+    const binding = (await readThreadBinding(file))!;
+    await writeThreadBinding(file, { ...binding, turnInFlight: { turnId: "turn-codex-never-had", prompt: "the lost prompt" } });
+    const out = await recoverCodexSession({ sessionId: path.basename(file, ".jsonl"), sessionFile: file, appServer: env.codex });
+    expect(out.cutTurn).toEqual({ turnId: "turn-codex-never-had", outcome: "notInThread" });
+    expect(out.cutPrompts).toEqual([{ turnId: "turn-codex-never-had", prompt: "the lost prompt", reason: "lost" }]);
   });
 });

@@ -16,6 +16,7 @@ export const RELIABILITY_CASES = {
   "rpc-lines": 2,
   "torn-transcript": 1,
   "corrupt-pending-record": 1,
+  "sidecar-set-aside": 2,
   "crash-finalize": 6,
   concurrency: 4,
   "machine-property": 400,

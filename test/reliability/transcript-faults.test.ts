@@ -70,6 +70,8 @@ describe("an unreadable pending-finalize record", () => {
     const r = await runCodexTurn(turnParams(env, file, "after the damage", { contextEngine: engine, logger: log.logger }));
     expect(r.status).toBe("completed");
     expect(log.events.find((e) => e.event === "pending record corrupt")).toMatchObject({ movedTo: path.basename(`${pendingFile}.corrupt-1`) });
+    // The host hears of it in the result, not only in a log line.
+    expect(r.warnings).toEqual([expect.stringMatching(/pending-finalize record .* could not be read .*moved aside to .*codex-pending\.json\.corrupt-1/)]);
     // Kept byte for byte for inspection, and no longer in the way.
     expect(readFileSync(`${pendingFile}.corrupt-1`, "utf8")).toBe('{"version":1,"records":[{"turnId":');
     expect(existsSync(pendingFile)).toBe(false);

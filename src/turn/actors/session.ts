@@ -30,7 +30,13 @@ export async function acquireSessionLock(deps: TurnDeps, signal: AbortSignal): P
 export async function recoverSession(deps: TurnDeps): Promise<RecoveryOutput> {
   deps.lock.handle?.assertHeld();
   return finalizePendingTurns(
-    { params: deps.params, store: deps.store, engine: deps.engine, ...(deps.params.runtimeContext ? { runtimeContext: deps.params.runtimeContext } : {}) },
+    {
+      params: deps.params,
+      store: deps.store,
+      engine: deps.engine,
+      warn: (w: string) => deps.hostWarnings.push(w),
+      ...(deps.params.runtimeContext ? { runtimeContext: deps.params.runtimeContext } : {}),
+    },
     deps.logger,
   );
 }
