@@ -269,11 +269,9 @@ export async function inspectThreadBinding(sessionFile: string): Promise<ThreadB
     return { status: "missing" };
   }
   const record = readBindingLog(text);
-  if (!record.ok) return record.reason === "unknown patch version" ? { status: "unsupported", version: "a newer patch record" } : { status: "corrupt", reason: record.reason };
-  const version = (record.json as { version?: unknown } | null)?.version;
-  if (typeof record.json === "object" && record.json !== null && version !== undefined && version !== 1) {
-    return { status: "unsupported", version: JSON.stringify(version) };
-  }
+  if (!record.ok) return record.reason.endsWith(": unknown patch version") ? { status: "unsupported", version: "a newer patch record" } : { status: "corrupt", reason: record.reason };
+  const { version } = (typeof record.json === "object" && record.json !== null ? record.json : {}) as { version?: unknown };
+  if (version !== undefined && version !== 1) return { status: "unsupported", version: JSON.stringify(version) };
   const parsed = threadBindingSchema.safeParse(record.json);
   // The identity is the one stat'ed before the read: a file replaced or appended to in between mismatches on the next
   // read. Only a file read whole up to its last newline-terminated record may be appended to (and only if its size is

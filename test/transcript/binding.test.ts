@@ -15,6 +15,7 @@ import {
   writeValidatedThreadBinding,
   type ThreadBinding,
 } from "../../src/transcript/binding.js";
+import { SessionFileError } from "../../src/transcript/errors.js";
 import { sessionSidecarPaths } from "../../src/transcript/paths.js";
 import { setTranscriptFaultHook } from "../../src/transcript/fault.js";
 import { captureLogger } from "./helpers.js";
@@ -79,7 +80,6 @@ describe("thread binding sidecar I/O", () => {
   it.each([
     ["not JSON", "{ not json"],
     ["wrong schema", JSON.stringify({ version: 1, threadId: 42 })],
-    ["future version", JSON.stringify({ ...sample(), version: 2 })],
   ])("moves a corrupt sidecar (%s) aside with a warning and starts fresh", async (_label, content) => {
     const dir = await testTempDir("ctm-binding-");
     const sessionFile = await sessionIn(dir);
@@ -98,6 +98,24 @@ describe("thread binding sidecar I/O", () => {
       "s.jsonl.codex-binding.json.corrupt-1",
       "s.jsonl.codex-binding.json.corrupt-2",
     ]);
+  });
+
+  it.each([
+    ["a newer binding", `${JSON.stringify({ ...sample(), version: 2 })}\n`, "2"],
+    ["a newer patch record", `${JSON.stringify(sample())}\n${JSON.stringify({ patch: 2, set: { x: 1 } })}\n`, "a newer patch record"],
+  ])("refuses a sidecar of a newer format (%s) with SESSION_SIDECAR_VERSION_UNSUPPORTED, moving nothing", async (_label, content, version) => {
+    const dir = await testTempDir("ctm-binding-");
+    const sessionFile = await sessionIn(dir);
+    const file = sessionSidecarPaths(sessionFile).binding;
+    await fsp.writeFile(file, content);
+    for (const options of [{}, { readOnly: true }]) {
+      const error = await readThreadBinding(sessionFile, undefined, options).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(SessionFileError);
+      expect(error).toMatchObject({ code: "SESSION_SIDECAR_VERSION_UNSUPPORTED", path: file });
+      expect((error as Error).message).toContain(`format version ${version}`);
+    }
+    expect(await fsp.readFile(file, "utf8")).toBe(content);
+    expect((await fsp.readdir(dir)).sort()).toEqual(["s.jsonl.codex-binding.json"]);
   });
 
   it.each([
