@@ -63,6 +63,8 @@ export async function startOfflineCodex(options: StartOfflineCodexOptions = {}):
   try {
     const settings = offlineCodexConfig({ ...(options.offline ?? {}), baseUrl: fake.baseUrl });
     const codex = await CodexAppServer.spawn({
+      // The fake model needs no account: never asked (a caller may still turn it on to test it).
+      accountPreflight: false,
       ...(options.codex ?? {}),
       config: mergeCodexConfig(settings.config, options.codex?.config ?? {}),
       env: { ...settings.env, ...(options.codex?.env ?? {}) },
