@@ -12,6 +12,8 @@
  *     cut from ours, see consumer-lockfile.ts: no package in it may need an install script). `codex-turn demo --json`
  *     runs from it with nothing else installed (no tsx, no mermaid); `npx codex --version` is the pinned Codex (for
  *     `npx codex login`);
+ *     `codex-turn run --engine ./my-engine.ts` runs the TypeScript engine where Node strips types (exits 3 naming
+ *     the fixes on Node 20, which does not);
  *     `codex-turn viz` exits 3 naming the missing optional peer `mermaid`; a CommonJS `require()` gets
  *     ERR_PACKAGE_PATH_NOT_EXPORTED and `import()` works.
  *  4. TypeScript and @types/node (installed beside it, offline) type-check the README embedding example, a probe of
@@ -143,6 +145,7 @@ async function checkInstalledCli(app: string, scratch: string, manifest: Manifes
   const codexVersion = mustSucceed("npx codex --version", await exec(NPM, ["exec", "--offline", "--", "codex", "--version"], { cwd: app }));
   const pinned = (manifest.dependencies ?? {})["@openai/codex"];
   check(pinned !== undefined && codexVersion.stdout.includes(pinned), `npx codex --version: ${codexVersion.stdout.trim()} (pinned ${pinned})`);
+  await checkTypeScriptEngine(app, scratch, npx);
   const viz = await npx(["viz", "--out", path.join(scratch, "viz.html")]);
   check(viz.code === 3 && /mermaid/.test(viz.stderr), `viz without mermaid: exit ${viz.code}, ${viz.stderr.trim()}`);
   const cjs = path.join(app, "cjs-probe.cjs");
@@ -157,6 +160,35 @@ async function checkInstalledCli(app: string, scratch: string, manifest: Manifes
   const probe = mustSucceed("CommonJS probe", await exec(process.execPath, [cjs], { cwd: app }));
   const seen = JSON.parse(probe.stdout) as { requireCode: string | null; importRunCodexTurn: string };
   check(seen.requireCode === "ERR_PACKAGE_PATH_NOT_EXPORTED" && seen.importRunCodexTurn === "function", `CommonJS sees ${probe.stdout.trim()}`);
+}
+
+/**
+ * `--engine ./my-engine.ts` from the installed package (compiled CLI, no tsx): where Node strips types (22.18+, 24,
+ * 26) the turn runs with the engine (its system prompt addition reaches the model); on Node 20 it exits 3 naming the
+ * Node version and the fixes (a newer Node, or tsx), never "Unknown file extension".
+ */
+async function checkTypeScriptEngine(app: string, scratch: string, npx: (argv: string[]) => Promise<Run>): Promise<void> {
+  const engine = path.join(app, "my-engine.ts");
+  await writeFile(
+    engine,
+    [
+      'import type { ContextEngine } from "codex-turn-machine";',
+      "export function createContextEngine(): ContextEngine {",
+      '  return { info: { id: "ts-engine", name: "TypeScript engine" }, async ingest() { return { ingested: true }; },',
+      '    async assemble({ messages }: { messages: unknown[] }) { return { messages, estimatedTokens: 0, systemPromptAddition: "TS-ENGINE-MARKER" }; },',
+      "    async compact() { return { ok: true, compacted: false }; } } as unknown as ContextEngine;",
+      "}",
+    ].join("\n"),
+  );
+  const requests = path.join(scratch, "ts-engine-requests.jsonl");
+  const r = await npx(["run", "hi", "--session", path.join(scratch, "ts-engine.jsonl"), "--offline", "--offline-requests", requests, "--engine", "./my-engine.ts", "--json"]);
+  check(!/Unknown file extension/.test(r.stdout + r.stderr), `--engine my-engine.ts: ${r.stdout.trim()} ${r.stderr.trim()}`);
+  if (typeof (process.features as { typescript?: unknown }).typescript === "string") {
+    check(r.code === 0 && (await readFile(requests, "utf8")).includes("TS-ENGINE-MARKER"), `--engine my-engine.ts on ${process.version}: exit ${r.code}, ${r.stdout.trim()} ${r.stderr.trim()}`);
+  } else {
+    check(r.code === 3 && /22\.18/.test(r.stdout) && /tsx/.test(r.stdout), `--engine my-engine.ts on ${process.version} without tsx: exit ${r.code}, ${r.stdout.trim()} ${r.stderr.trim()}`);
+  }
+  process.stdout.write(`consumer: --engine my-engine.ts on ${process.version}: exit ${r.code}\n`);
 }
 
 /** Step 4: type-check the README example, the type probe and the offline turn under nodenext; run the turn. */

@@ -26,6 +26,7 @@
  */
 // Running turns.
 export { runCodexTurn, startCodexTurn, drainBackgroundWork, type CodexTurnHandle } from "./turn/index.js";
+export { createCodexSession, type CodexSession, type CodexSessionOptions, type CodexSessionTurnOptions } from "./turn/session.js";
 export {
   CodexTurnParamsError,
   type CodexTurnParams,
@@ -33,6 +34,7 @@ export {
   type TurnStreamEvent,
   type ProjectionConfig,
 } from "./params.js";
+export type { CodexTurnTimeouts, CodexTurnTool, CompactionCadence } from "./turn-params.js";
 export type * from "../machines/turn.contract.js";
 
 // Sessions: recovery, compaction, reset, reading, storage.
@@ -56,6 +58,7 @@ export {
   type CodexApprovalRequest,
   type CodexAppServerOptions,
   type CodexAppServerStats,
+  type CodexAccountState,
   type CodexTurn,
   type CodexUserInputRequest,
   type CompactThreadResult,

@@ -4,6 +4,7 @@ import type { InspectionEvent } from "xstate";
 import type { ContextEngine } from "./context-engine/types.js";
 import type { CodexTurnHooks } from "./hooks/types.js";
 import type { DynamicToolContext } from "./codex/dynamic-tools.js";
+import type { CodexTurnParams as HandWrittenParams, TurnStreamEvent } from "./turn-params.js";
 import { workingDirectorySchema } from "./codex/options.js";
 import { promptImagesSchema, type PromptImage } from "./codex/prompt-images.js";
 import { accordionConfigSchema } from "./compaction/accordion.js";
@@ -80,7 +81,7 @@ export const projectionConfigSchema = z
     cachedPriceRatio: z.number().positive().max(1).optional(),
   })
   .strict();
-export type ProjectionConfig = z.input<typeof projectionConfigSchema>;
+export type { ProjectionConfig } from "./turn-params.js";
 
 /** Bounds on the waiting the harness does (milliseconds). */
 export const timeoutsSchema = z
@@ -255,31 +256,23 @@ function throwingField(params: object): string | undefined {
   return undefined;
 }
 
-/** Streaming events for live displays (deltas are text; a display may show them, the logger never does). */
-export type TurnStreamEvent =
-  | { type: "state"; state: string }
-  | { type: "agentMessageDelta"; delta: string }
-  | { type: "reasoningDelta"; delta: string }
-  | { type: "toolCall"; tool: string }
-  | { type: "compaction"; phase: "started" | "completed"; itemId: string }
-  | { type: "usage"; totalTokens: number };
+export type { TurnStreamEvent } from "./turn-params.js";
 
-/** Parameters of `runCodexTurn` / `startCodexTurn`. */
-export type CodexTurnParams = Omit<z.input<typeof codexTurnParamsSchema>, "appServer" | "dynamicTools" | "onApproval" | "onUserInput"> & {
-  /** A started `CodexAppServer` (shared across turns and sessions). */
+/**
+ * Parameters of `runCodexTurn` / `startCodexTurn`: the hand-written, documented interface (src/turn-params.ts),
+ * which test/params/turn-params-types.test.ts keeps equal to what {@link codexTurnParamsSchema} accepts.
+ */
+export type CodexTurnParams = HandWrittenParams;
+
+/** What {@link codexTurnParamsSchema} accepts, with the callbacks typed as the interface types them (for that test). */
+export type SchemaTurnParams = Omit<z.input<typeof codexTurnParamsSchema>, "appServer" | "dynamicTools" | "onApproval" | "onUserInput"> & {
   appServer: import("./codex/app-server.js").CodexAppServer;
-  /**
-   * Host decision on Codex approval requests (command, file change, permission), the turn's own and its sub-agents';
-   * no callback: deny. Bounded by `timeouts.approvalMs`.
-   */
   onApproval?: import("./codex/approvals.js").ApprovalCallback | undefined;
-  /** Host answers to Codex `request_user_input` (the turn's or a sub-agent's); no callback: decline. */
   onUserInput?: import("./codex/options.js").UserInputCallback | undefined;
   dynamicTools?: Array<{
     name: string;
     description: string;
     inputSchema: Record<string, unknown>;
-    /** `ctx` says which call this is (thread, turn, call id) and, from `runCodexTurn`, which session made it. */
     handler: (args: unknown, ctx: DynamicToolContext) => Promise<string> | string;
   }> | undefined;
 };

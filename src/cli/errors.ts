@@ -28,7 +28,8 @@ export type CliErrorCode =
   | "ENGINE_LOAD_FAILED"
   | "ENGINE_TIMEOUT"
   | "PLUGIN_CONFIG_INVALID"
-  | "MISSING_PACKAGE";
+  | "MISSING_PACKAGE"
+  | "AUTH_REQUIRED";
 
 /**
  * A CLI failure with the exit code it maps to.

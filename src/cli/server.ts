@@ -7,6 +7,7 @@ import os from "node:os";
 import path from "node:path";
 import { z } from "zod";
 import { CodexAppServer } from "../codex/app-server.js";
+import { CodexAppServerError } from "../codex/errors.js";
 import type { CodexConfigWarning } from "../codex/config-warnings.js";
 import { startOfflineCodex } from "../testing/offline-codex.js";
 import type { FakeReply, FakeResponsesServer } from "../testing/fake-responses-server.js";
@@ -168,13 +169,19 @@ export async function startServer(options: { offline: boolean; offlineScript?: s
   const nativeToolHooks = options.nativeToolHooks === true;
   if (options.offline) return startOffline(options.offlineScript, nativeToolHooks, options.offlineRequests);
   const home = await checkCodexHome();
+  let codex: CodexAppServer | undefined;
   try {
     // The user's own setup: what Codex could not use in it (a rules file, a config value) is theirs to fix, so it is
     // shown. Offline runs use a temporary home this CLI configures, so their warnings are only the machine's.
     const onConfigWarning = (w: CodexConfigWarning) => void process.stderr.write(configWarningText(w));
-    const codex = await CodexAppServer.spawn({ ...liveCodexSpawnOptions(), nativeToolHooks, onConfigWarning });
-    return { codex, fake: undefined, dispose: () => codex.close() };
+    codex = await CodexAppServer.spawn({ ...liveCodexSpawnOptions(), nativeToolHooks, onConfigWarning });
+    // The live preflight, before any engine or turn: no login and no key fails here, in milliseconds (exit 3).
+    await codex.requireAccount();
+    const started = codex;
+    return { codex: started, fake: undefined, dispose: () => started.close() };
   } catch (err) {
+    await codex?.close().catch(() => undefined);
+    if (err instanceof CodexAppServerError && err.code === "AUTH_REQUIRED") throw envError(err.message, "AUTH_REQUIRED");
     throw envError(`cannot start codex app-server (CODEX_HOME ${home}): ${(err as Error).message}`);
   }
 }

@@ -14,6 +14,7 @@ import { mkdir, stat, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { pino, type Logger } from "pino";
 import type { AdditionalContextEntry } from "../../machines/turn.contract.js";
+import { accountMissing, apiKeyInChildEnv, authRequiredError, parseAccountRead, type CodexAccountState } from "./account.js";
 import { resolveCodexCommand, type CodexCommand } from "./binary.js";
 import { attachTempCodexHomeProcess, createTempCodexHome, removeTempCodexHome, resolveCodexHome } from "./codex-home.js";
 import { CompactionRunner, type CompactThreadResult } from "./compaction.js";
@@ -55,6 +56,7 @@ import { releaseGraceMs, type ThreadReleasePolicy } from "./thread-release.js";
 import { TurnRun } from "./turn-run.js";
 import { TurnRunner, type CodexTurn } from "./turn-runner.js";
 
+export type { CodexAccountState } from "./account.js";
 export type { ApprovalCallback, CodexApprovalDecision, CodexApprovalRequest, CodexFileChange, HostDecisionContext } from "./approvals.js";
 export { codexHomeTempBase, resolveCodexHome } from "./codex-home.js";
 export type { CompactThreadResult } from "./compaction.js";
@@ -152,6 +154,8 @@ export class CodexAppServer {
   private hookRelay: HookRelay | undefined;
   /** Releases idle threads (`releaseIdleThreads`) while this client is open; unref'd, so it never keeps a host alive. */
   private readonly releaseTimer: NodeJS.Timeout | undefined;
+  /** The live preflight passed (or is being asked): once per client; a failed one is asked again next time. */
+  private accountChecked: Promise<void> | undefined;
 
   private constructor(opts: ResolvedSpawnOptions, command: CodexCommand, codexHome: string, ownsHome: boolean) {
     this.opts = opts;
@@ -419,6 +423,63 @@ export class CodexAppServer {
     return this.supervisor.rpcRequest(method, params, options.timeoutMs);
   }
 
+  // -- account -----------------------------------------------------------------------------------------------------
+
+  /**
+   * Codex's account state (`account/read`, no token refresh: answered from CODEX_HOME, no network), and whether an
+   * API key is in the app-server's environment. Not cached.
+   *
+   * @example
+   * ```ts
+   * const state = await server.readAccount(); // { accountType: "chatgpt", requiresOpenaiAuth: true, apiKeyInEnv: false }
+   * ```
+   */
+  async readAccount(): Promise<CodexAccountState> {
+    await this.ensureAlive();
+    const raw = await this.supervisor.rpcRequest("account/read", { refreshToken: false }, Math.min(this.opts.requestTimeoutMs, 10_000));
+    return parseAccountRead(raw, apiKeyInChildEnv({ env: this.opts.env, passEnv: this.opts.passEnv, parent: process.env }));
+  }
+
+  /**
+   * The live preflight: throws {@link CodexAppServerError} `AUTH_REQUIRED` (naming `npx codex login` and
+   * `OPENAI_API_KEY`) when the provider needs OpenAI credentials and Codex has no account and no API key. Asked once
+   * per client (a pass is kept); `startThread`, `startTurn` and `compactThread` call it first unless
+   * `accountPreflight` is off (the offline settings turn it off). A Codex that does not know `account/read` passes.
+   *
+   * @example
+   * ```ts
+   * const server = await CodexAppServer.spawn({ passEnv: ["OPENAI_API_KEY"] });
+   * await server.requireAccount(); // fails at once, before any turn, on a machine with no `codex login`
+   * ```
+   */
+  requireAccount(): Promise<void> {
+    this.accountChecked ??= (async () => {
+      let state: CodexAccountState;
+      try {
+        state = await this.readAccount();
+      } catch (err) {
+        // An older Codex without account/read: nothing to tell, so the turn decides.
+        if (err instanceof CodexAppServerError && err.code === "RPC_ERROR") {
+          this.logger.warn({ event: "codex.accountPreflight.skipped", rpcCode: err.rpcCode }, "codex did not answer account/read; preflight skipped");
+          return;
+        }
+        throw err;
+      }
+      this.logger.info({ event: "codex.accountPreflight", accountType: state.accountType, requiresOpenaiAuth: state.requiresOpenaiAuth, apiKeyInEnv: state.apiKeyInEnv }, "codex account read");
+      if (accountMissing(state)) throw authRequiredError(this.codexHome);
+    })();
+    const checked = this.accountChecked;
+    checked.catch(() => {
+      if (this.accountChecked === checked) this.accountChecked = undefined;
+    });
+    return checked;
+  }
+
+  /** The preflight, when this client runs it (live settings, or `accountPreflight: true`). */
+  private async preflight(): Promise<void> {
+    if (this.opts.accountPreflight ?? !looksOffline(this.opts)) await this.requireAccount();
+  }
+
   // -- threads -----------------------------------------------------------------------------------------------------
 
   /**
@@ -431,7 +492,8 @@ export class CodexAppServer {
    * const { threadId } = await server.startThread({ sandbox: "workspace-write", approvalPolicy: "on-request", cwd: workspace });
    * ```
    */
-  startThread(options: StartThreadOptions = {}): Promise<ThreadInfo> {
+  async startThread(options: StartThreadOptions = {}): Promise<ThreadInfo> {
+    await this.preflight();
     return this.threads.start(options);
   }
 
@@ -480,6 +542,7 @@ export class CodexAppServer {
     if (!parsed.success) invalidArgument("startTurn options", parsed.error.issues);
     const o = parsed.data;
     await this.ensureAlive();
+    await this.preflight();
     await this.compactions.idle(o.threadId);
     if (this.turns.active(o.threadId)) {
       throw new CodexAppServerError("TURN_ALREADY_ACTIVE", `thread ${o.threadId} already has a running turn`);
@@ -547,7 +610,8 @@ export class CodexAppServer {
    * if (!r.ok) console.warn(r.reason);
    * ```
    */
-  compactThread(options: { threadId: string; timeoutMs?: number | undefined }): Promise<CompactThreadResult> {
+  async compactThread(options: { threadId: string; timeoutMs?: number | undefined }): Promise<CompactThreadResult> {
+    await this.preflight();
     return this.compactions.compact(options);
   }
 

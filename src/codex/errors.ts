@@ -21,7 +21,12 @@ export type CodexAppServerErrorCode =
   /** A caller passed invalid options (zod validation failed). */
   | "INVALID_ARGUMENT"
   /** A response did not have the shape we rely on. */
-  | "INVALID_RESPONSE";
+  | "INVALID_RESPONSE"
+  /**
+   * The live preflight (`account/read`, before the first thread or turn): the provider needs OpenAI credentials and
+   * Codex has no account and no API key. Log in with `npx codex login`, or set `OPENAI_API_KEY`.
+   */
+  | "AUTH_REQUIRED";
 
 /**
  * The one error type thrown by the Codex app-server client. `code` says what went wrong; `stderrTail` carries the last

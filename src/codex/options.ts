@@ -135,6 +135,13 @@ export const spawnOptionsSchema = z
      * `codex.configWarning`): a config or rules file Codex could not use, a missing sandbox helper, a deprecation.
      */
     onConfigWarning: fn<(warning: CodexConfigWarning) => void>("onConfigWarning").optional(),
+    /**
+     * Before the first thread, turn or native compaction, ask Codex for its account state (`account/read`, once per
+     * client, answered from CODEX_HOME with no network) and fail with `AUTH_REQUIRED` when the provider needs OpenAI
+     * credentials and there is no account and no API key (`OPENAI_API_KEY` / `CODEX_API_KEY` in `env` or `passEnv`).
+     * Default: true, except for the offline settings (`offlineCodexConfig`, `startOfflineCodex`).
+     */
+    accountPreflight: z.boolean().optional(),
   })
   .strict()
   .refine((o) => !(o.codexHome !== undefined && o.temporaryHome === true), {

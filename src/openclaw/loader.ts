@@ -27,6 +27,7 @@ import { engineCandidates, selectEngine, type EngineCandidate, type EngineOffer 
 import { describeUnmet, hostCapabilities, unmetHostRequirements } from "./requirements.js";
 import { setSdkHostLogger } from "./sdk/index.js";
 import { installOpenClawSdkResolver, nativeImport } from "./sdk-resolver.js";
+import { importModuleFile } from "../typescript-import.js";
 import { createSubagentHost, type HostSubagentRuntime, type SubagentTurnWiring } from "./subagent.js";
 import { resolvePluginTools, type PluginDynamicTool } from "./tools.js";
 
@@ -121,7 +122,8 @@ export interface LoadContextEngineOptions {
 
 async function importEntry(located: LocatedPlugin, spec: string): Promise<Record<string, unknown>> {
   try {
-    return (await nativeImport(pathToFileURL(located.entry).href)) as Record<string, unknown>;
+    // An entry in TypeScript: Node's own type stripping, or tsx on a Node without it (src/typescript-import.ts).
+    return (await importModuleFile(located.entry, nativeImport)) as Record<string, unknown>;
   } catch (error) {
     // e.g. lossless-claw on Node 20: `node:sqlite` arrived in Node 22.5; say that it is the Node, not the plugin.
     const hint = (error as { code?: unknown })?.code === "ERR_UNKNOWN_BUILTIN_MODULE" ? ` (Node ${process.version} lacks this built-in module: the plugin needs a newer Node; OpenClaw runs on Node 24)` : "";

@@ -15,7 +15,11 @@ export interface StartOfflineCodexOptions {
 }
 
 export interface OfflineCodex {
+  /** The fake Responses API the app-server talks to (queue replies with `fake.enqueue`). */
   fake: FakeResponsesServer;
+  /** The started app-server: pass it as `appServer` to `runCodexTurn` / `createCodexSession`. */
+  appServer: CodexAppServer;
+  /** The same app-server as {@link OfflineCodex.appServer} (the earlier name). */
   codex: CodexAppServer;
   /** The offline settings used (config record, env, catalog). */
   settings: OfflineCodexSettings;
@@ -50,10 +54,9 @@ export function mergeCodexConfig(base: Record<string, unknown>, override: Record
  *
  * @example
  * ```ts
- * const { fake, codex, dispose } = await startOfflineCodex({ offline: { autoCompactTokenLimit: 5000 } });
+ * const { fake, appServer, dispose } = await startOfflineCodex();
  * fake.enqueue({ text: "hi there" });
- * const { threadId } = await codex.startThread();
- * const record = await (await codex.startTurn({ threadId, text: "hello" })).completion;
+ * const result = await runCodexTurn({ appServer, sessionId: "s1", sessionFile: "/tmp/s1.jsonl", prompt: "hello" });
  * await dispose();
  * ```
  */
@@ -63,6 +66,8 @@ export async function startOfflineCodex(options: StartOfflineCodexOptions = {}):
   try {
     const settings = offlineCodexConfig({ ...(options.offline ?? {}), baseUrl: fake.baseUrl });
     const codex = await CodexAppServer.spawn({
+      // The fake model needs no account: never asked (a caller may still turn it on to test it).
+      accountPreflight: false,
       ...(options.codex ?? {}),
       config: mergeCodexConfig(settings.config, options.codex?.config ?? {}),
       env: { ...settings.env, ...(options.codex?.env ?? {}) },
@@ -71,6 +76,7 @@ export async function startOfflineCodex(options: StartOfflineCodexOptions = {}):
     let disposed: Promise<void> | undefined;
     return {
       fake,
+      appServer: codex,
       codex,
       settings,
       dispose() {

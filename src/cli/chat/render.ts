@@ -1,8 +1,10 @@
 /**
- * Chat display of one turn: reply text as it streams in (TTY: each delta at once; a pipe: whole lines, so a reader
- * of the pipe never sees half a line), and on a TTY a spinner with the current lifecycle state until text arrives.
+ * Terminal display of one turn (`chat`, and `run` on a terminal): reply text as it streams in (TTY: each delta at
+ * once; a pipe: whole lines, so a reader of the pipe never sees half a line), and on a TTY a spinner with the current
+ * lifecycle state until text arrives, cut to the terminal's width so that its redraws leave no stale rows.
  */
 import type { TurnStreamEvent } from "../../params.js";
+import { fitStatusLine, terminalColumns } from "../status-line.js";
 
 /** One turn's display. */
 export interface TurnRenderer {
@@ -19,6 +21,14 @@ export interface TurnRenderer {
 const FRAMES = ["|", "/", "-", "\\"];
 const CLEAR_LINE = "\r\x1b[2K";
 
+/** Where the parts of a turn's display go, when not all on `out`. */
+export interface TurnRendererOptions {
+  /** The stream of the spinner (default: `out` on a TTY, else none); `run` puts it on stderr. */
+  status?: NodeJS.WritableStream | undefined;
+  /** Show the reply text on `out` (default true); false: the spinner only, and `finish` prints nothing. */
+  text?: boolean | undefined;
+}
+
 /**
  * Creates the display of one turn on `out`.
  *
@@ -29,26 +39,28 @@ const CLEAR_LINE = "\r\x1b[2K";
  * view.finish(r.assistantText);
  * ```
  */
-export function createTurnRenderer(out: NodeJS.WritableStream, tty: boolean): TurnRenderer {
+export function createTurnRenderer(out: NodeJS.WritableStream, tty: boolean, options: TurnRendererOptions = {}): TurnRenderer {
+  const statusOut = options.status ?? (tty ? out : undefined);
+  const showText = options.text !== false;
   let state = "starting";
   let frame = 0;
-  let spinning = tty;
+  let spinning = statusOut !== undefined;
   let streamed = false;
   let atLineStart = true;
   let lineBuffer = "";
   const drawSpinner = () => {
-    if (spinning) out.write(`${CLEAR_LINE}${FRAMES[frame++ % FRAMES.length]} ${state}`);
+    if (spinning) statusOut!.write(`${CLEAR_LINE}${fitStatusLine(`${FRAMES[frame++ % FRAMES.length]} `, [state], terminalColumns(statusOut))}`);
   };
-  const timer = tty ? setInterval(drawSpinner, 120) : undefined;
+  const timer = spinning ? setInterval(drawSpinner, 120) : undefined;
   timer?.unref();
   const stopSpinner = () => {
     if (!spinning) return;
     spinning = false;
     clearInterval(timer);
-    out.write(CLEAR_LINE);
+    statusOut!.write(CLEAR_LINE);
   };
   const writeText = (text: string) => {
-    if (text === "") return;
+    if (text === "" || !showText) return;
     streamed = true;
     if (tty) {
       out.write(text);
@@ -68,14 +80,14 @@ export function createTurnRenderer(out: NodeJS.WritableStream, tty: boolean): Tu
       if (event.type === "state") {
         state = event.state;
         drawSpinner();
-      } else if (event.type === "agentMessageDelta") {
+      } else if (event.type === "agentMessageDelta" && showText) {
         stopSpinner();
         writeText(event.delta);
       }
     },
     stopSpinner,
     note(line) {
-      if (spinning) out.write(CLEAR_LINE);
+      if (spinning) statusOut!.write(CLEAR_LINE);
       else if (tty && !atLineStart) out.write("\n");
       out.write(`${line}\n`);
       atLineStart = true;

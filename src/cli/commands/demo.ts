@@ -20,6 +20,7 @@ import { holdInspector, startInspector } from "../inspector.js";
 import { addInspectOptions, addJsonOption } from "../options.js";
 import { createOut, type Out } from "../output.js";
 import { runnableCommand } from "../self.js";
+import { fitStatusLine, terminalColumns } from "../status-line.js";
 
 type DemoOptions = { out?: string | undefined; json?: boolean | undefined; inspect?: boolean | undefined; inspectWait?: number | undefined; inspectUiUrl?: string | undefined };
 
@@ -79,7 +80,8 @@ async function demoTurn(ctx: DemoContext, n: number, step: DemoStep): Promise<Co
     onEvent: (e) => {
       if (e.type === "state") {
         states.push(e.state);
-        if (tty) process.stdout.write(`\r\x1b[2Kturn ${n}: ${states.join(" > ")}`);
+        // Cut to the terminal's width: a wrapped line would leave a stale copy on every redraw.
+        if (tty) process.stdout.write(`\r\x1b[2K${fitStatusLine(`turn ${n}: `, states, terminalColumns(process.stdout))}`);
         else out.text(`turn ${n}: ${e.state}`);
       } else if (e.type === "agentMessageDelta") sawDelta = true;
     },

@@ -5,7 +5,7 @@
 import path from "node:path";
 import { Command } from "commander";
 import { promptImagesSchema, type PromptImage } from "../../codex/prompt-images.js";
-import { runCodexTurn, type CodexTurnResult } from "../../turn.js";
+import { runCodexTurn, type CodexTurnResult, type TurnStreamEvent } from "../../turn.js";
 import { EXIT, statusExit, usageError } from "../errors.js";
 import { holdInspector } from "../inspector.js";
 import {
@@ -17,6 +17,7 @@ import {
   addTrajectoryOptions,
   LIVE_PROVIDER_HELP,
 } from "../options.js";
+import { createTurnRenderer, type TurnRenderer } from "../chat/render.js";
 import { createOut, type Out } from "../output.js";
 import { settleWithin, watchSignals } from "../signals.js";
 import { sessionResetCommand } from "../session-reset.js";
@@ -26,7 +27,7 @@ import { userInputRecords } from "../user-input.js";
 /** How long a signalled turn may take to settle before the CLI closes the app-server anyway (ms). */
 export const SIGNAL_SETTLE_MS = 15_000;
 
-type RunOptions = TurnCommandOptions & { json?: boolean | undefined; image?: string[] | undefined };
+type RunOptions = TurnCommandOptions & { json?: boolean | undefined; events?: boolean | undefined; image?: string[] | undefined };
 
 /**
  * `--image` files as turn images (paths resolved against the current directory), checked before anything starts: a
@@ -129,10 +130,36 @@ export function planBlock(plan: string): string {
   return `plan:\n${plan.replace(/\s+$/, "")}`;
 }
 
-function printResult(out: Out, r: CodexTurnResult): void {
+/**
+ * How `run` shows a turn as it runs. `--events`: every stream event as a JSON line on stdout (then the result line,
+ * `"type": "result"`). Text mode on a terminal: the reply streams to stdout as it arrives and the lifecycle state is
+ * a spinner on stderr (when stderr is a terminal); stdout to a pipe or file gets the reply whole at the end (as
+ * before), with the spinner still on a terminal's stderr. `--json` alone: nothing until the result line.
+ */
+export function runDisplay(
+  opts: { json: boolean; events: boolean },
+  stdout: NodeJS.WritableStream & { isTTY?: boolean | undefined },
+  stderr: NodeJS.WritableStream & { isTTY?: boolean | undefined },
+  out: Out,
+): { onEvent?: ((e: TurnStreamEvent) => void) | undefined; view?: TurnRenderer | undefined; streamsText?: boolean | undefined } {
+  if (opts.events) return { onEvent: (e) => out.record(e) };
+  if (opts.json) return {};
+  const status = stderr.isTTY === true ? stderr : undefined;
+  if (stdout.isTTY !== true && status === undefined) return {};
+  const view = createTurnRenderer(stdout, stdout.isTTY === true, { status, text: stdout.isTTY === true });
+  return { onEvent: (e) => view.onEvent(e), view, streamsText: stdout.isTTY === true };
+}
+
+function printResult(out: Out, r: CodexTurnResult, events: boolean, display: ReturnType<typeof runDisplay>): void {
+  if (events) return out.record({ type: "result", ...runResultJson(r) });
   if (out.json) return out.record(runResultJson(r));
   if (r.cutTurnRecovered) out.text(cutTurnNote(r.cutTurnRecovered));
-  out.text(replyText(r));
+  // Streamed on a terminal (the renderer prints the reply when nothing streamed, e.g. a gate's refusal).
+  if (display.view && display.streamsText) display.view.finish(replyText(r));
+  else {
+    display.view?.finish("");
+    out.text(replyText(r));
+  }
   if (r.proposedPlan !== undefined) out.text(planBlock(r.proposedPlan));
   for (const image of r.generatedImages ?? []) out.text(imageLine(image));
   for (const w of r.warnings) out.text(`warning: ${typeof w === "string" ? w : JSON.stringify(w)}`);
@@ -141,7 +168,8 @@ function printResult(out: Out, r: CodexTurnResult): void {
 }
 
 async function runAction(prompt: string, opts: RunOptions): Promise<number> {
-  const out = createOut(opts.json === true);
+  const events = opts.events === true;
+  const out = createOut(opts.json === true || events);
   const images = readImageOptions(opts.image ?? []);
   const ac = new AbortController();
   const watch = watchSignals(() => ac.abort());
@@ -161,14 +189,22 @@ async function runAction(prompt: string, opts: RunOptions): Promise<number> {
         if (answer === "answered" || answer === "failed") return answer === "failed" ? EXIT.turnFailed : EXIT.ok;
       }
       setup.recordTurnRequest(prompt);
-      const turn = runCodexTurn({ ...setup.baseParams(), prompt, ...(images.length > 0 ? { images } : {}), signal: ac.signal });
+      const display = runDisplay({ json: out.json, events }, process.stdout, process.stderr, out);
+      const turn = runCodexTurn({
+        ...setup.baseParams(),
+        prompt,
+        ...(images.length > 0 ? { images } : {}),
+        signal: ac.signal,
+        ...(display.onEvent ? { onEvent: display.onEvent } : {}),
+      });
       const r = await settleWithin(turn, watch, SIGNAL_SETTLE_MS);
       if (r === undefined) {
+        display.view?.finish("");
         out.note(`codex-turn: the turn did not settle within ${SIGNAL_SETTLE_MS} ms of the signal; closing the app-server`);
         return EXIT.aborted;
       }
       await settleWithin(r.backgroundMaintenance.catch(() => undefined), watch, SIGNAL_SETTLE_MS);
-      printResult(out, r);
+      printResult(out, r, events, display);
       if (watch.received === undefined) await holdInspector(setup.inspector, opts.inspectWait, out);
       return watch.received !== undefined ? EXIT.aborted : statusExit(r.status);
     } finally {
@@ -197,6 +233,7 @@ export function runCommand(done: (code: number) => void): Command {
   addEngineOptions(cmd);
   addServerOptions(cmd);
   addWorkOptions(cmd);
+  cmd.option("--events", "stream the turn's events as JSON lines on stdout ({\"type\":\"state\"|\"agentMessageDelta\"|...}), then the --json result line with \"type\":\"result\"");
   addJsonOption(cmd, "print one JSON line: status, runId, threadId, turnId, assistantText, trace, error, warnings, projection, usage, engine, followUps, blocked, modelRerouted, cutTurnRecovered, generatedImages, proposedPlan, userInput");
   addInspectOptions(cmd);
   addTrajectoryOptions(cmd);
