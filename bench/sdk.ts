@@ -11,7 +11,7 @@
  * which counts and drops it, instead of leaving the machine.
  */
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { fileURLToPath, pathToFileURL } from "node:url";
 import { createServer, type Server, type Socket } from "node:net";
 import path from "node:path";
 import { runCodexTurn } from "../src/turn.js";
@@ -19,6 +19,28 @@ import { offlineCodexConfig } from "../src/codex/config.js";
 import { resolveCodexCommand } from "../src/codex/binary.js";
 import { startFakeResponsesServer, startOfflineCodex } from "../src/testing/index.js";
 import { bounded, carryoverBalancedRounds, median, round, table, tempDir, userPrompt } from "./lib.js";
+
+/** Where the SDK is installed on demand (`npm run bench:sdk-install`): its own package, outside the repository's install. */
+export const CODEX_SDK_DIR = path.join(path.dirname(fileURLToPath(import.meta.url)), "codex-sdk");
+
+/** The part of `@openai/codex-sdk`'s `Codex` class the comparison uses (the package is not installed for type-checking). */
+type CodexSdkClass = new (options: { codexPathOverride?: string; config?: unknown; env?: Record<string, string> }) => {
+  startThread(options: { workingDirectory: string; skipGitRepoCheck: boolean; sandboxMode: string; approvalPolicy: string }): {
+    readonly id: string | null;
+    run(prompt: string): Promise<{ finalResponse: string }>;
+  };
+};
+
+/**
+ * Load `@openai/codex-sdk` from {@link CODEX_SDK_DIR} (its entry read from its package.json `exports`, which has only
+ * an `import` condition); throws when it is not installed there.
+ */
+async function loadCodexSdk(): Promise<{ Codex: CodexSdkClass; version: string }> {
+  const pkgDir = path.join(CODEX_SDK_DIR, "node_modules", "@openai", "codex-sdk");
+  const pkg = JSON.parse(readFileSync(path.join(pkgDir, "package.json"), "utf8")) as { version: string; exports: { ".": { import: string } } };
+  const mod = (await import(pathToFileURL(path.join(pkgDir, pkg.exports["."].import)).href)) as { Codex: CodexSdkClass };
+  return { Codex: mod.Codex, version: pkg.version };
+}
 
 export interface SdkResults {
   turns: number;
@@ -65,15 +87,12 @@ async function startTrap(): Promise<{ port: number; connections(): number; close
  * ```
  */
 export async function runSdkComparison(opts: { turns: number; log: (l: string) => void }): Promise<SdkResults> {
-  let CodexSdk: typeof import("@openai/codex-sdk").Codex;
+  let CodexSdk: CodexSdkClass;
   let sdkVersion: string | undefined;
   try {
-    CodexSdk = (await import("@openai/codex-sdk")).Codex;
-    // The package exports no ./package.json: read it next to the resolved entry (dist/index.js).
-    const entry = fileURLToPath(import.meta.resolve("@openai/codex-sdk"));
-    sdkVersion = (JSON.parse(readFileSync(path.join(path.dirname(entry), "..", "package.json"), "utf8")) as { version: string }).version;
+    ({ Codex: CodexSdk, version: sdkVersion } = await loadCodexSdk());
   } catch (err) {
-    return { turns: opts.turns, available: false, skipReason: `@openai/codex-sdk could not be loaded: ${String(err)}` };
+    return { turns: opts.turns, available: false, skipReason: `@openai/codex-sdk could not be loaded (install it with \`npm run bench:sdk-install\`): ${String(err)}` };
   }
   const fake = await startFakeResponsesServer();
   fake.setDefault(() => ({ text: REPLY }));

@@ -1,17 +1,18 @@
 /**
  * Options shared by several commands, declared once so every command spells and documents them the same way.
  */
+import { environmentLines, exitCodesLine } from "./reference.js";
 import { InvalidArgumentError, Option, type Command } from "commander";
 
 /** Help text: which model and CODEX_HOME a command uses with and without --offline. */
 export const LIVE_PROVIDER_HELP = `--offline uses the fake model (answers "offline reply"). Without it, codex app-server runs
 with CODEX_HOME set to $CODEX_HOME when that is set and non-empty, else ~/.codex (Codex's own default; created if
-missing), so your \`codex login\` credentials and config.toml there are used; of the environment only PATH, HOME and
-OPENAI_API_KEY (when set) are passed to it.`;
+missing), so your \`codex login\` credentials and config.toml there are used; of the environment only PATH, HOME, the
+proxy variables and OPENAI_API_KEY (when set) are passed to it. With no login and no OPENAI_API_KEY, a live command
+exits 3 at once, naming \`npx codex login\`.`;
 
-/** Help text: the exit codes. */
-export const EXIT_CODES_HELP =
-  "Exit codes: 0 ok, 1 turn failed (or compaction not ok), 2 usage error, 3 environment/config error, 130 aborted.";
+/** Help text: the exit codes and the environment (one source with the docs: ./reference.ts). */
+export const EXIT_CODES_HELP = `${exitCodesLine()}\nEnvironment:\n${environmentLines().join("\n")}`;
 
 /**
  * The largest number an integer option takes (2^31-1): past it Node's timers fire at once (a 99999999999 ms timeout

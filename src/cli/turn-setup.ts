@@ -3,7 +3,7 @@
  * process exists), the app-server, the engine (through the plugin host, bounded), the trajectory writer, and the
  * `runCodexTurn` parameters they all feed.
  */
-import { stat } from "node:fs/promises";
+import { mkdir, stat } from "node:fs/promises";
 import path from "node:path";
 import type { InspectionEvent } from "xstate";
 import type { CodexApprovalDecision, CodexApprovalRequest, HostDecisionContext } from "../codex/approvals.js";
@@ -28,7 +28,7 @@ export type TurnCommandOptions = EngineOptionValues &
   ServerOptionValues &
   Partial<WorkOptionValues> &
   InspectOptionValues &
-  TrajectoryOptionValues & { session: string; model?: string | undefined };
+  TrajectoryOptionValues & { session: string; model?: string | undefined; mkdir?: boolean | undefined };
 
 /** Everything a turn command runs with; `dispose()` releases it in reverse order. */
 export interface TurnSetup {
@@ -70,6 +70,7 @@ export interface TurnInteraction {
  */
 export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, interactive: TurnInteraction = {}): Promise<TurnSetup> {
   if (opts.approve === "ask" && !interactive.askApproval) throw usageError("--approve ask needs someone to answer: use it with chat");
+  await sessionDirectory(opts.session, opts.mkdir === true);
   const engineInputs = await engineLoadInputs(opts);
   const cwd = opts.cwd !== undefined ? await workingDirectory(opts.cwd) : undefined;
   const inspector = await startInspector(opts.inspect === true, out, opts.inspectUiUrl);
@@ -156,6 +157,25 @@ function turnParams(
     ...(inspector ? { inspect: (e: InspectionEvent) => inspector.send(e) } : {}),
   };
   return params;
+}
+
+/**
+ * The directory of `--session` must exist (a typo in it would otherwise create a directory tree): exit 3 naming it,
+ * unless `--mkdir`, which creates it.
+ *
+ * @example
+ * ```ts
+ * await sessionDirectory("/data/sessions/s1.jsonl", false); // throws SESSION_NOT_FOUND when /data/sessions is missing
+ * ```
+ */
+export async function sessionDirectory(sessionFile: string, mkdirIfMissing: boolean): Promise<string> {
+  const dir = path.dirname(path.resolve(sessionFile));
+  const st = await stat(dir).catch(() => undefined);
+  if (st?.isDirectory()) return dir;
+  if (st) throw envError(`--session ${sessionFile}: ${dir} is not a directory`, "SESSION_NOT_FOUND");
+  if (!mkdirIfMissing) throw envError(`--session ${sessionFile}: the directory ${dir} does not exist (create it, or pass --mkdir)`, "SESSION_NOT_FOUND");
+  await mkdir(dir, { recursive: true });
+  return dir;
 }
 
 /** `--cwd`, resolved; it must be an existing directory (exit 3 otherwise, before any app-server starts). */

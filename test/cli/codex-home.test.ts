@@ -60,7 +60,8 @@ describe("help text", () => {
       }
       const flat = text.replace(/\s+/g, " ");
       expect(flat, cmd).toContain("CODEX_HOME set to $CODEX_HOME when that is set and non-empty, else ~/.codex");
-      expect(flat, cmd).toContain("only PATH, HOME and OPENAI_API_KEY (when set) are passed");
+      expect(flat, cmd).toContain("only PATH, HOME, the proxy variables and OPENAI_API_KEY (when set) are passed");
+      expect(flat, cmd).toContain("With no login and no OPENAI_API_KEY, a live command exits 3 at once, naming `npx codex login`");
       expect(flat, cmd).not.toMatch(/CODEX_HOME, login or OPENAI_API_KEY/);
     }
   });

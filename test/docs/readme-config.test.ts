@@ -1,5 +1,5 @@
 /**
- * The README's configuration table has exactly one row per `runCodexTurn` parameter (src/params.ts), says which are
+ * docs/parameters.md's configuration table has exactly one row per `runCodexTurn` parameter (src/params.ts), says which are
  * required, lists every sub-option of the nested objects and states the defaults the schemas apply.
  */
 import { readFileSync } from "node:fs";
@@ -20,9 +20,9 @@ interface Row {
 
 /** Rows of the first table after the `## Configuration` heading, keyed by the backticked parameter name. */
 function configRows(): Map<string, Row> {
-  const lines = readFileSync(path.join(REPO_ROOT, "README.md"), "utf8").split("\n");
+  const lines = readFileSync(path.join(REPO_ROOT, "docs", "parameters.md"), "utf8").split("\n");
   const start = lines.findIndex((l) => /^## Configuration\b/.test(l));
-  if (start < 0) throw new Error("README.md has no `## Configuration` section");
+  if (start < 0) throw new Error("docs/parameters.md has no `## Configuration` section");
   const rows = new Map<string, Row>();
   let inTable = false;
   for (const line of lines.slice(start + 1)) {
@@ -48,7 +48,7 @@ function configRows(): Map<string, Row> {
 const plain = (s: string) => s.replace(/`/g, "").replace(/(\d)[,_](?=\d{3}\b)/g, "$1");
 const show = (v: unknown) => (typeof v === "string" ? JSON.stringify(v) : String(v));
 
-describe("README.md configuration table", () => {
+describe("docs/parameters.md configuration table", () => {
   const rows = configRows();
   const shape = codexTurnParamsSchema.shape;
 

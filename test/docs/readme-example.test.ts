@@ -16,9 +16,9 @@ function embeddingExample(): DocExample {
 }
 
 describe("README.md embedding example", () => {
-  it("sits under the `Embed it` heading, imports the package by name, streams a live turn, and stays short", () => {
+  it("sits under the `Going live` heading, imports the package by name, streams a live turn, and stays short", () => {
     const example = embeddingExample();
-    expect(example.heading).toBe("Embed it");
+    expect(example.heading).toBe("Going live");
     expect(example.code).toMatch(/from "codex-turn-machine"/);
     const lines = example.code.trim().split("\n").length;
     expect(lines).toBeGreaterThanOrEqual(10);

@@ -65,6 +65,39 @@ class PromptQueue {
   }
 }
 
+/**
+ * The chat's own `/help` (answered here, never sent to the model): the chat's commands, steering, the keys, and the
+ * loaded plugins' commands.
+ *
+ * @example
+ * ```ts
+ * chatHelpLines([{ name: "lcm", description: "lossless-claw status" }]);
+ * ```
+ */
+export function chatHelpLines(pluginCommands: ReadonlyArray<{ name: string; description?: string | undefined }> = []): string[] {
+  return [
+    "/help            this list (answered here, not sent to the model)",
+    "/new, /reset     start a fresh session on the same file (text after it is the first prompt)",
+    "/image FILE      attach a PNG, JPEG, GIF or WebP image to your next prompt",
+    "a line typed while a turn runs steers it; one Codex did not take runs next",
+    "a line ending in \\ continues on the next; a paste is one prompt",
+    "Ctrl-C aborts the running turn (when idle: exits); Ctrl-D (end of input) exits",
+    ...pluginCommands.map((c) => `/${c.name.padEnd(15)} ${c.description ?? "a plugin command"}`),
+  ];
+}
+
+/**
+ * The one line the chat starts with (text mode): which session, live or offline, and where help is.
+ *
+ * @example
+ * ```ts
+ * chatBanner("/data/s1.jsonl", true); // "codex-turn chat: session /data/s1.jsonl (offline model). /help for commands, Ctrl-D to exit."
+ * ```
+ */
+export function chatBanner(sessionFile: string, offline: boolean): string {
+  return `codex-turn chat: session ${sessionFile} (${offline ? "offline model" : "live Codex"}). /help for commands, Ctrl-D to exit.`;
+}
+
 /** A line starting with this attaches an image file to the next prompt. */
 const IMAGE_COMMAND = "/image ";
 
@@ -135,6 +168,12 @@ function routeLine(state: ChatState, text: string): void {
   const { setup, queue, running } = state;
   // While a question waits (an approval, Codex's question), the line typed is its answer, not a steer or a prompt.
   if (state.questions?.answer(text)) return;
+  if (text.trim() === "/help") {
+    const commands = (setup.loaded.commands ?? []) as Array<{ name: string; description?: string | undefined }>;
+    for (const line of chatHelpLines(commands.filter((c) => typeof c?.name === "string"))) say(state, line);
+    if (!running) state.display.prompt();
+    return;
+  }
   if (text.startsWith(IMAGE_COMMAND)) return attachImage(text.slice(IMAGE_COMMAND.length).trim(), state.attached, (l) => say(state, l));
   // A session reset or a plugin command is never a steer: it runs between turns, in the order typed.
   if (sessionResetCommand(text)) {
@@ -227,6 +266,7 @@ async function chatLoop(state: ChatState, watch: SignalWatch): Promise<number> {
   };
   let exitCode: number = EXIT.ok;
   try {
+    if (!state.out.json) state.out.text(chatBanner(state.setup.sessionFile, state.setup.server.fake !== undefined));
     reader.prompt();
     for (let next = await state.queue.next(); next !== undefined && watch.received === undefined; next = await state.queue.next()) {
       const prompt = await promptOf(state, next);
@@ -307,7 +347,8 @@ async function chatAction(opts: ChatOptions): Promise<number> {
 export function chatCommand(done: (code: number) => void): Command {
   const cmd = new Command("chat")
     .description("interactive multi-turn session: streamed replies, steer while a turn runs")
-    .requiredOption("--session <file>", "pi session JSONL transcript (created on the first turn)")
+    .requiredOption("--session <file>", "pi session JSONL transcript (created on the first turn; its directory must exist)")
+    .option("--mkdir", "create the session file's directory when it does not exist")
     .option("--model <model>", "model for every turn (default: Codex's configured model)");
   addEngineOptions(cmd);
   addServerOptions(cmd);

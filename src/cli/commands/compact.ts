@@ -8,6 +8,8 @@ import { engineLoadInputs, loadCliEngine } from "../engine.js";
 import { EXIT } from "../errors.js";
 import { addEngineOptions, addJsonOption, addServerOptions, LIVE_PROVIDER_HELP, type EngineOptionValues, type ServerOptionValues } from "../options.js";
 import { createOut, type Out } from "../output.js";
+import { estimateTokens } from "../../projection/render.js";
+import { readSessionHistory } from "../../transcript/session-file.js";
 import { startServer } from "../server.js";
 import { requireExistingSession, sessionIdOf } from "../session-file.js";
 import { watchSignals } from "../signals.js";
@@ -26,11 +28,46 @@ export function compactResultJson(r: CompactionOutput): Record<string, unknown> 
   return { ok: r.ok, compacted: r.compacted, primary: r.primary ?? null, reason: r.reason ?? null, result: r.result ?? null, native: r.native, outcomes: r.outcomes };
 }
 
-function printResult(out: Out, r: CompactionOutput): void {
-  if (out.json) return out.record(compactResultJson(r));
-  const res = r.result as { tokensBefore?: number | undefined; tokensAfter?: number | undefined } | undefined;
-  const tokens = res?.tokensBefore !== undefined ? ` tokens=${res.tokensBefore}->${res.tokensAfter ?? "?"}` : "";
-  out.text(`compaction: ok=${r.ok} compacted=${r.compacted} primary=${r.primary ?? "-"} reason=${r.reason ?? "-"}${tokens}`);
+/** The session's context as the next turn reads it from the transcript: messages and estimated tokens. */
+export interface MeasuredContext {
+  messages: number;
+  estimatedTokens: number;
+}
+
+/**
+ * Measure the context a session file holds (its current branch's messages, tokens estimated as the projection does).
+ *
+ * @example
+ * ```ts
+ * await measureSessionContext("/data/s1.jsonl"); // { messages: 42, estimatedTokens: 12_345 }
+ * ```
+ */
+export async function measureSessionContext(sessionFile: string): Promise<MeasuredContext> {
+  const { messages } = await readSessionHistory(sessionFile);
+  return { messages: messages.length, estimatedTokens: estimateTokens(JSON.stringify(messages)) };
+}
+
+/**
+ * The text lines of a compaction: the outcome, the context measured from the transcript before and after (not the
+ * engine's target), the engine's own figures labelled as its, and a failed Codex native compaction.
+ *
+ * @example
+ * ```ts
+ * for (const line of compactTextLines(r, before, after)) out.text(line);
+ * ```
+ */
+export function compactTextLines(r: CompactionOutput, before: MeasuredContext, after: MeasuredContext): string[] {
+  const lines = [`compaction: ok=${r.ok} compacted=${r.compacted} primary=${r.primary ?? "-"} reason=${r.reason ?? "-"}`];
+  lines.push(`context (measured from the transcript): ${before.messages} messages, ~${before.estimatedTokens} tokens -> ${after.messages} messages, ~${after.estimatedTokens} tokens`);
+  const res = r.result;
+  if (res?.tokensBefore !== undefined) lines.push(`engine reported: tokensBefore=${res.tokensBefore}${res.tokensAfter !== undefined ? ` tokensAfter=${res.tokensAfter}` : ""}`);
+  if (!r.native.ok) lines.push(`codex native compaction failed: ${r.native.reason ?? "no reason given"}`);
+  return lines;
+}
+
+function printResult(out: Out, r: CompactionOutput, before: MeasuredContext, after: MeasuredContext): void {
+  if (out.json) return out.record({ ...compactResultJson(r), measured: { before, after } });
+  for (const line of compactTextLines(r, before, after)) out.text(line);
 }
 
 async function compactAction(opts: CompactOptions): Promise<number> {
@@ -53,6 +90,7 @@ async function compactAction(opts: CompactOptions): Promise<number> {
       // The library's host-level compaction, as a host calls it: under the session lock, the engine's summary written
       // as a pi compaction entry, maintenance after it, the plugin's compaction hooks, its runtime context (provider,
       // model, llm) and the transcript rewrite helper.
+      const before = await measureSessionContext(sessionFile);
       const r = await compactCodexSession({
         appServer: server.codex,
         sessionId: sessionIdOf(sessionFile),
@@ -66,7 +104,7 @@ async function compactAction(opts: CompactOptions): Promise<number> {
         ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
         ...(opts.budget !== undefined ? { contextTokenBudget: opts.budget } : {}),
       });
-      printResult(out, r);
+      printResult(out, r, before, await measureSessionContext(sessionFile));
       if (watch.received !== undefined) return EXIT.aborted;
       return r.ok ? EXIT.ok : EXIT.turnFailed;
     } finally {
