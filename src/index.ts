@@ -96,6 +96,7 @@ export {
   type PluginHookPolicy,
   type PluginApprovalDecision,
   type PluginToolApprovalRequest,
+  type PluginWarning,
   type LlmPolicy,
   type PluginLoadErrorCode,
   readOpenClawConfigFile,

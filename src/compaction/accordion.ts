@@ -9,7 +9,7 @@ import { z } from "zod";
 import { accordionReason } from "../../machines/rules.js";
 import type { Logger } from "pino";
 import { CompactResultInvalidError, validateCompactResult } from "../context-engine/contract.js";
-import type { ContextEngineRuntimeSettings, CompactResult, ContextEngine, InterceptCompactionResult } from "../context-engine/types.js";
+import type { ContextEngineRuntimeSettings, ContextEngineSessionTarget, CompactResult, ContextEngine, InterceptCompactionResult } from "../context-engine/types.js";
 import { callEngine } from "../context-engine/lifecycle.js";
 import { silentLogger } from "../log/logger.js";
 
@@ -175,6 +175,8 @@ export interface RunAccordionParams {
   runtimeContext?: Record<string, unknown> | undefined;
   /** OpenClaw's `runtimeSettings`, passed through to `compact()`. */
   runtimeSettings?: ContextEngineRuntimeSettings | undefined;
+  /** OpenClaw's `sessionTarget` (the session whose transcript the engine may read), passed through to `compact()`. */
+  sessionTarget?: ContextEngineSessionTarget | undefined;
   /** Bound on each engine call (`interceptCompaction`, `compact`); default 300 s. A timeout counts as a failure. */
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
@@ -350,6 +352,7 @@ async function compactPhase(run: AccordionRun): Promise<AccordionRunResult> {
         ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
       },
       ...(run.params.runtimeSettings ? { runtimeSettings: run.params.runtimeSettings } : {}),
+      ...(run.params.sessionTarget ? { sessionTarget: run.params.sessionTarget } : {}),
       ...(signal ? { abortSignal: signal } : {}),
     }), { timeoutMs: run.timeoutMs, ...(signal ? { signal } : {}) });
     res = validateCompactResult(raw);

@@ -15,7 +15,7 @@ import type {
   TurnUsage,
 } from "../../../machines/turn.contract.js";
 import { runAccordionCompaction } from "../../compaction/accordion.js";
-import type { AgentMessage, ContextEngine, ContextEngineRuntimeContext } from "../../context-engine/types.js";
+import type { AgentMessage, ContextEngine, ContextEngineRuntimeContext, ContextEngineSessionTarget } from "../../context-engine/types.js";
 import {
   assembleHarnessContextEngine,
   bootstrapHarnessContextEngine,
@@ -24,6 +24,7 @@ import {
   runHarnessContextEngineMaintenance,
 } from "../../context-engine/lifecycle.js";
 import { createTranscriptRewriter } from "../../context-engine/transcript-rewriter.js";
+import { rememberSessionStore } from "../../store/session-directory.js";
 import type { TurnDeps } from "../deps.js";
 import { toHistoryOutput } from "./history.js";
 
@@ -36,6 +37,7 @@ import { toHistoryOutput } from "./history.js";
 export function runtimeContextFor(deps: TurnDeps, usage?: TurnUsage, rewrites?: "held" | "acquire"): ContextEngineRuntimeContext {
   return {
     ...(deps.params.runtimeContext ?? {}),
+    sessionTarget: sessionTargetOf(deps),
     ...(deps.params.model !== undefined ? { model: deps.params.model } : {}),
     ...buildHarnessContextEngineRuntimeContext({ tokenBudget: deps.params.contextTokenBudget, usage }),
     ...(rewrites
@@ -49,9 +51,21 @@ function activeEngine(deps: TurnDeps): ContextEngine {
   return deps.engine;
 }
 
+/**
+ * OpenClaw's `sessionTarget` of the turn's session: its id, its key (the id when the turn has none: OpenClaw's targets
+ * always carry one, and lossless-claw 1.x reads the transcript only for a keyed target) and the store's address. The
+ * store is remembered under it, so `openclaw/plugin-sdk/session-transcript-runtime` can read the session's transcript.
+ */
+export function sessionTargetOf(deps: TurnDeps): ContextEngineSessionTarget {
+  const target = { sessionId: deps.params.sessionId, sessionKey: deps.params.sessionKey ?? deps.params.sessionId, storePath: deps.store.sessionFile };
+  rememberSessionStore(target, deps.store);
+  return target;
+}
+
 const sessionIds = (deps: TurnDeps) => ({
   sessionId: deps.params.sessionId,
   ...(deps.params.sessionKey !== undefined ? { sessionKey: deps.params.sessionKey } : {}),
+  sessionTarget: sessionTargetOf(deps),
   sessionFile: deps.params.sessionFile,
   runtimeSettings: deps.runtimeSettings,
 });
@@ -134,6 +148,7 @@ export async function assembleContext(deps: TurnDeps, input: { history: HistoryO
     availableTools: new Set((deps.params.dynamicTools ?? []).map((t) => t.name)),
     model: deps.params.model,
     prompt: input.prompt,
+    sessionTarget: sessionTargetOf(deps),
     signal,
     timeoutMs: deps.engineCallMs,
     runtimeContext: runtimeContextFor(deps),
