@@ -336,6 +336,11 @@ async function compactPhase(run: AccordionRun): Promise<AccordionRunResult> {
   const { engine, sessionId, sessionKey, sessionFile, tokenBudget, currentTokenCount, signal } = run.params;
   const { logger, ids, tokensBefore, config } = run;
   let res: CompactResult;
+  const runtimeContext = {
+    ...(run.params.runtimeContext ?? {}),
+    ...(tokenBudget !== undefined ? { tokenBudget } : {}),
+    ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
+  };
   try {
     const raw: unknown = await callEngine("compact", () => engine.compact({
       sessionId,
@@ -346,11 +351,10 @@ async function compactPhase(run: AccordionRun): Promise<AccordionRunResult> {
       force: true,
       compactionTarget: "threshold",
       compactionTargetFraction: config.compactionTargetFraction,
-      runtimeContext: {
-        ...(run.params.runtimeContext ?? {}),
-        ...(tokenBudget !== undefined ? { tokenBudget } : {}),
-        ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
-      },
+      runtimeContext,
+      // OpenClaw's embedded-runtime compaction parameters (provider, model, llm): lossless-claw 1.x resolves its
+      // summarizer in compact() from these alone, and falls back to truncating without them.
+      legacyParams: runtimeContext,
       ...(run.params.runtimeSettings ? { runtimeSettings: run.params.runtimeSettings } : {}),
       ...(run.params.sessionTarget ? { sessionTarget: run.params.sessionTarget } : {}),
       ...(signal ? { abortSignal: signal } : {}),

@@ -416,6 +416,8 @@ export interface ContextEngine {
     customInstructions?: string | undefined;
     runtimeSettings?: ContextEngineRuntimeSettings | undefined;
     runtimeContext?: ContextEngineRuntimeContext | undefined;
+    /** OpenClaw's embedded-runtime compaction parameters; this host passes the runtime context (provider, model, llm). */
+    legacyParams?: Record<string, unknown> | undefined;
     abortSignal?: AbortSignal | undefined;
   }): Promise<CompactResult>;
   interceptCompaction?(req: InterceptCompactionRequest): Promise<InterceptCompactionResult>;
