@@ -138,6 +138,8 @@ export const codexTurnParamsSchema = z
       .custom<ContextEngine>(looksLikeEngine, "contextEngine must be a context engine: info.id, ingest(), assemble() and compact()")
       .optional(),
     contextTokenBudget: z.number().int().positive().optional(),
+    /** OpenClaw's memory citation mode, handed to the engine's `assemble` as `citationsMode` (absent: not passed). */
+    citationsMode: z.enum(["auto", "on", "off"]).optional(),
     model: z.string().min(1).optional(),
     cwd: workingDirectorySchema.optional(),
     developerInstructions: z.string().optional(),

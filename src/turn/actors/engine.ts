@@ -146,6 +146,7 @@ export async function assembleContext(deps: TurnDeps, input: { history: HistoryO
     messages: input.history.messages,
     tokenBudget: deps.params.contextTokenBudget,
     availableTools: new Set((deps.params.dynamicTools ?? []).map((t) => t.name)),
+    citationsMode: deps.params.citationsMode,
     model: deps.params.model,
     prompt: input.prompt,
     sessionTarget: sessionTargetOf(deps),
