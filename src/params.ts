@@ -8,6 +8,7 @@ import { workingDirectorySchema } from "./codex/options.js";
 import { promptImagesSchema, type PromptImage } from "./codex/prompt-images.js";
 import { accordionConfigSchema } from "./compaction/accordion.js";
 import type { AgentMessage } from "./context-engine/types.js";
+import type { TrajectoryWriter } from "./trajectory/index.js";
 import type {
   EngineOutcomes,
   TurnBlock,
@@ -178,6 +179,16 @@ export const codexTurnParamsSchema = z
     signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "signal must be an AbortSignal").optional(),
     logger: z.custom<Logger>((v) => typeof v === "object" && v !== null && isFunction((v as Logger).info)).optional(),
     inspect: z.custom<(event: InspectionEvent) => void>(isFunction, "inspect must be a function").optional(),
+    /**
+     * Record the attempt's app-server traffic as JSONL (Codex's notifications and every JSON-RPC message sent, content
+     * redacted unless `full`): `{ file, full? }`, or a writer from `createTrajectoryWriter`. See src/trajectory/.
+     */
+    trajectory: z
+      .union([
+        z.object({ file: z.string().min(1), full: z.boolean().optional() }).strict(),
+        z.custom<TrajectoryWriter>((v) => safely(() => isFunction((v as TrajectoryWriter).record) && isFunction((v as TrajectoryWriter).attach)), "trajectory must be { file, full? } or a trajectory writer"),
+      ])
+      .optional(),
     onEvent: z.custom<(event: TurnStreamEvent) => void>(isFunction, "onEvent must be a function").optional(),
   })
   .strict();

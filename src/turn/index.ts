@@ -15,6 +15,7 @@ import { createTurnDeps } from "./create-deps.js";
 import type { TurnDeps } from "./deps.js";
 import { createTurnEventStream, type TurnEventStream } from "./event-stream.js";
 import { toTurnResult } from "./result.js";
+import { startTurnTrajectory } from "../trajectory/index.js";
 
 export { drainBackgroundWork } from "./background.js";
 export type { CodexTurnParams, CodexTurnResult, TurnStreamEvent };
@@ -74,7 +75,11 @@ export function startCodexTurn(params: CodexTurnParams): CodexTurnHandle {
     actor.send({ type: "ABORT", reason: "lockCompromised" });
   };
   const onAbortSignal = () => actor.send({ type: "ABORT", reason: "signal" });
-  const result = settle(actor, deps, events).finally(() => parsed.signal?.removeEventListener("abort", onAbortSignal));
+  const stopTrajectory = parsed.trajectory ? startTurnTrajectory(parsed.trajectory, deps.appServer, { sessionFile: parsed.sessionFile, prompt: parsed.prompt, engineId: deps.facts.id }) : undefined;
+  const result = settle(actor, deps, events).finally(() => {
+    parsed.signal?.removeEventListener("abort", onAbortSignal);
+    stopTrajectory?.();
+  });
   actor.start();
   if (parsed.signal?.aborted) onAbortSignal();
   else parsed.signal?.addEventListener("abort", onAbortSignal, { once: true });

@@ -148,7 +148,7 @@ export function losslessClawSuite(line: LosslessClawLine): void {
     } finally {
       after.close();
     }
-  }, 240_000);
+  }, 420_000);
 
   it(`lossless-claw ${line.version} through the library: the accordion's compact() result, a cut turn recovered into its database once`, async () => {
     const dir = await testTempDir(`ctm-lcm-lib-${line.dir}-`);
