@@ -36,6 +36,22 @@ export function rememberSessionStore(target: SessionTargetKeys, store: SessionSt
 }
 
 /**
+ * OpenClaw's session target of a session this process serves, its store remembered under it: the session id, its key
+ * (the id when the session has none: OpenClaw's targets always carry one, and lossless-claw 1.x reads the transcript
+ * only for a keyed target) and the store's address.
+ *
+ * @example
+ * ```ts
+ * sessionTargetOf({ sessionId: "s1" }, store); // { sessionId: "s1", sessionKey: "s1", storePath: store.sessionFile }
+ * ```
+ */
+export function sessionTargetOf(ids: { sessionId: string; sessionKey?: string | undefined }, store: SessionStore): { sessionId: string; sessionKey: string; storePath: string } {
+  const target = { sessionId: ids.sessionId, sessionKey: ids.sessionKey ?? ids.sessionId, storePath: store.sessionFile };
+  rememberSessionStore(target, store);
+  return target;
+}
+
+/**
  * The store of the session `target` names: by store address first, then key, then id; undefined when this process
  * serves no such session.
  *

@@ -24,7 +24,7 @@ import {
   runHarnessContextEngineMaintenance,
 } from "../../context-engine/lifecycle.js";
 import { createTranscriptRewriter } from "../../context-engine/transcript-rewriter.js";
-import { rememberSessionStore } from "../../store/session-directory.js";
+import { sessionTargetOf as sessionTargetOfStore } from "../../store/session-directory.js";
 import type { TurnDeps } from "../deps.js";
 import { toHistoryOutput } from "./history.js";
 
@@ -52,14 +52,11 @@ function activeEngine(deps: TurnDeps): ContextEngine {
 }
 
 /**
- * OpenClaw's `sessionTarget` of the turn's session: its id, its key (the id when the turn has none: OpenClaw's targets
- * always carry one, and lossless-claw 1.x reads the transcript only for a keyed target) and the store's address. The
- * store is remembered under it, so `openclaw/plugin-sdk/session-transcript-runtime` can read the session's transcript.
+ * OpenClaw's `sessionTarget` of the turn's session (`sessionTargetOf` in src/store/session-directory.ts): the store is
+ * remembered under it, so `openclaw/plugin-sdk/session-transcript-runtime` can read the session's transcript.
  */
 export function sessionTargetOf(deps: TurnDeps): ContextEngineSessionTarget {
-  const target = { sessionId: deps.params.sessionId, sessionKey: deps.params.sessionKey ?? deps.params.sessionId, storePath: deps.store.sessionFile };
-  rememberSessionStore(target, deps.store);
-  return target;
+  return sessionTargetOfStore(deps.params, deps.store);
 }
 
 const sessionIds = (deps: TurnDeps) => ({

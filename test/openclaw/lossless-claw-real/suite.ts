@@ -94,8 +94,9 @@ export function losslessClawSuite(line: LosslessClawLine): void {
       expect(r.code, r.stderr).toBe(0);
       const result = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { status: string; trace: string[]; warnings: string[] };
       expect(result.status).toBe("completed");
-      // A plugin's warnings are in the result and on stderr.
+      // A plugin's warnings are in the result and on stderr; none says it skipped persisting the turn (1.x fails closed).
       for (const w of result.warnings.filter((x) => x.startsWith("plugin "))) expect(r.stderr).toContain(`warning: ${w}`);
+      expect(result.warnings.filter((w) => w.includes("skipping afterTurn persistence"))).toEqual([]);
       results.push(result);
     }
     const traces = results.map((r) => r.trace as string[]);
@@ -204,6 +205,8 @@ export function losslessClawSuite(line: LosslessClawLine): void {
       const tenth = await runCodexTurn({ ...base, prompt: "question 10" });
       expect(tenth.status).toBe("completed");
       expect(tenth.cutTurnRecovered?.turnId).toBe(cut.turnId);
+      // The recovered turn's finalize had a session target too: 1.x did not skip persisting it.
+      expect(tenth.warnings.filter((w) => w.includes("skipping afterTurn persistence"))).toEqual([]);
       await tenth.backgroundMaintenance;
 
       const messages = await transcriptMessages(sessionFile);
