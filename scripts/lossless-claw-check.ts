@@ -1,11 +1,13 @@
 /**
- * The frame the local checks against the real lossless-claw share (scripts/lossless-claw-*-check.ts): lossless-claw is
- * not on npm and needs Node >= 22.5 for node:sqlite, so they run by hand with `LCM_DIR` naming a built checkout, never
- * in CI. The frame checks `LCM_DIR`, makes a temporary directory and an offline Codex, prints OK or FAILED and cleans up.
+ * The frame the local checks against the real lossless-claw share (scripts/lossless-claw-*-check.ts), run by hand on a
+ * Node with node:sqlite (>= 22.13). `LCM_DIR` names a built lossless-claw; without it the vendored 1.x build
+ * (test/fixtures/lossless-claw/next-1.0/) is used. CI runs the real plugin through test/openclaw/lossless-claw-real/
+ * instead. The frame makes a temporary directory and an offline Codex, prints OK or FAILED and cleans up.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { startOfflineCodex, type OfflineCodex, type StartOfflineCodexOptions } from "../src/testing/index.js";
 
 /** What a check is given: the built plugin, a directory of its own, and an offline Codex. */
@@ -16,7 +18,7 @@ export interface LosslessClawCheckContext {
 }
 
 /**
- * Run one check; the exit code: 0 when it returned true, 1 when false, 2 without `LCM_DIR`.
+ * Run one check; the exit code: 0 when it returned true, 1 when false.
  *
  * @example
  * ```ts
@@ -28,11 +30,7 @@ export async function runLosslessClawCheck(
   offlineOptions: (dir: string) => StartOfflineCodexOptions,
   check: (ctx: LosslessClawCheckContext) => Promise<boolean>,
 ): Promise<number> {
-  const lcmDir = process.env.LCM_DIR;
-  if (!lcmDir) {
-    console.error("set LCM_DIR to a built lossless-claw checkout (npm ci --ignore-scripts && npm run build:plugin)");
-    return 2;
-  }
+  const lcmDir = process.env.LCM_DIR || fileURLToPath(new URL("../test/fixtures/lossless-claw/next-1.0/", import.meta.url));
   const dir = mkdtempSync(path.join(os.tmpdir(), `lcm-${name}-check-`));
   const offline = await startOfflineCodex(offlineOptions(dir));
   try {

@@ -99,6 +99,7 @@ export {
   type PluginHookPolicy,
   type PluginApprovalDecision,
   type PluginToolApprovalRequest,
+  type PluginWarning,
   type LlmPolicy,
   type PluginLoadErrorCode,
   readOpenClawConfigFile,

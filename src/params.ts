@@ -9,6 +9,7 @@ import { workingDirectorySchema } from "./codex/options.js";
 import { promptImagesSchema, type PromptImage } from "./codex/prompt-images.js";
 import { accordionConfigSchema } from "./compaction/accordion.js";
 import type { AgentMessage } from "./context-engine/types.js";
+import type { TrajectoryWriter } from "./trajectory/index.js";
 import type {
   EngineOutcomes,
   TurnBlock,
@@ -148,6 +149,8 @@ export const codexTurnParamsSchema = z
       .custom<ContextEngine>(looksLikeEngine, "contextEngine must be a context engine: info.id, ingest(), assemble() and compact()")
       .optional(),
     contextTokenBudget: z.number().int().positive().optional(),
+    /** OpenClaw's memory citation mode, handed to the engine's `assemble` as `citationsMode` (absent: not passed). */
+    citationsMode: z.enum(["auto", "on", "off"]).optional(),
     model: z.string().min(1).optional(),
     cwd: workingDirectorySchema.optional(),
     developerInstructions: z.string().optional(),
@@ -186,6 +189,16 @@ export const codexTurnParamsSchema = z
     signal: z.custom<AbortSignal>((v) => v instanceof AbortSignal, "signal must be an AbortSignal").optional(),
     logger: z.custom<Logger>((v) => typeof v === "object" && v !== null && isFunction((v as Logger).info)).optional(),
     inspect: z.custom<(event: InspectionEvent) => void>(isFunction, "inspect must be a function").optional(),
+    /**
+     * Record the attempt's app-server traffic as JSONL (Codex's notifications and every JSON-RPC message sent, content
+     * redacted unless `full`): `{ file, full? }`, or a writer from `createTrajectoryWriter`. See src/trajectory/.
+     */
+    trajectory: z
+      .union([
+        z.object({ file: z.string().min(1), full: z.boolean().optional() }).strict(),
+        z.custom<TrajectoryWriter>((v) => safely(() => isFunction((v as TrajectoryWriter).record) && isFunction((v as TrajectoryWriter).attach)), "trajectory must be { file, full? } or a trajectory writer"),
+      ])
+      .optional(),
     onEvent: z.custom<(event: TurnStreamEvent) => void>(isFunction, "onEvent must be a function").optional(),
   })
   .strict();

@@ -7,6 +7,7 @@ import path from "node:path";
 import type { Logger } from "pino";
 import { isLegacyEngine } from "./context-engine/contract.js";
 import { buildHarnessContextEngineRuntimeContext, finalizeHarnessContextEngineTurn } from "./context-engine/lifecycle.js";
+import { sessionTargetOf } from "./store/session-directory.js";
 import type { AgentMessage, ContextEngine, ContextEngineRuntimeContext } from "./context-engine/types.js";
 import { errorLabel } from "./log/error-label.js";
 import { silentLogger } from "./log/logger.js";
@@ -141,11 +142,14 @@ async function finalizeOne(input: RecoveryInput, turn: PendingFinalizeRecord, lo
     return "dropped";
   }
   if (!engine) return "noEngine";
+  // OpenClaw's session target (lossless-claw 1.x persists a recovered turn only for a target it can read).
+  const sessionTarget = sessionTargetOf(params, input.store);
   try {
     const mode = await finalizeHarnessContextEngineTurn({
       engine,
       sessionId: params.sessionId,
       ...(params.sessionKey !== undefined ? { sessionKey: params.sessionKey } : {}),
+      sessionTarget,
       sessionFile: params.sessionFile,
       messages: history.messages as never,
       prePromptMessageCount: Math.min(turn.prePromptMessageCount, history.messages.length),
@@ -153,6 +157,7 @@ async function finalizeOne(input: RecoveryInput, turn: PendingFinalizeRecord, lo
       runtimeContext: {
         ...(input.runtimeContext ?? {}),
         ...buildHarnessContextEngineRuntimeContext({ tokenBudget: params.contextTokenBudget }),
+        sessionTarget,
         // Recovery holds the session lock while it finalizes.
         rewriteTranscriptEntries: createTranscriptRewriter({ store: input.store, logger, ids: { sessionId: params.sessionId }, lock: "held" }),
       } as ContextEngineRuntimeContext,

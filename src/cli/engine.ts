@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import type { CodexAppServer } from "../codex/app-server.js";
 import { assertContextEngine } from "../context-engine/contract.js";
 import { createWindowEngine } from "../context-engine/engines/index.js";
-import { loadOpenClawPlugins, OpenClawConfigError, PluginLoadError, readOpenClawConfigFile, type LoadedOpenClawPlugins, type OpenClawPluginSpec, type PluginApprovalCallback } from "../openclaw/index.js";
+import { loadOpenClawPlugins, OpenClawConfigError, PluginLoadError, readOpenClawConfigFile, type LoadedOpenClawPlugins, type OpenClawPluginSpec, type PluginApprovalCallback, type PluginWarning } from "../openclaw/index.js";
 import type { ContextEngine } from "../context-engine/types.js";
 import type { CodexTurnParams } from "../params.js";
 import { CliError, envError } from "./errors.js";
@@ -53,6 +53,8 @@ export interface LoadCliEngineOptions {
   openClawConfig?: Record<string, unknown> | undefined;
   /** Decides plugins' `requireApproval` (from `--approve`). */
   onPluginApproval?: PluginApprovalCallback | undefined;
+  /** Each warning or error a plugin logs, as it happens (the CLI prints it on stderr). */
+  onPluginWarning?: ((warning: PluginWarning) => void) | undefined;
   /** The default engine's options when no `--engine` is given. */
   defaultEngine: Parameters<typeof createWindowEngine>[0];
   appServer: CodexAppServer;
@@ -118,6 +120,7 @@ async function loadSpecs(options: LoadCliEngineOptions, signal: AbortSignal): Pr
       ...(options.contextEngine !== undefined ? { contextEngine: options.contextEngine } : {}),
       ...(options.openClawConfig ? { openClawConfig: options.openClawConfig } : {}),
       ...(options.onPluginApproval ? { onPluginApproval: options.onPluginApproval } : {}),
+      ...(options.onPluginWarning ? { onPluginWarning: options.onPluginWarning } : {}),
       ...(options.logger ? { logger: options.logger } : {}),
       ...(options.model ? { model: options.model } : {}),
       ...(options.tokenBudget !== undefined ? { tokenBudget: options.tokenBudget } : {}),

@@ -88,12 +88,17 @@ const offlineScriptSchema = z.array(
         .optional(),
       /** The model that answered (the `openai-model` header): another than asked makes Codex report a reroute. */
       answeredBy: z.string().min(1).optional(),
+      /** The token usage the reply reports (e.g. a full context window, to make the accordion compaction due). */
+      usage: z
+        .object({ input_tokens: z.number().int().min(0).optional(), output_tokens: z.number().int().min(0).optional(), total_tokens: z.number().int().min(0).optional() })
+        .strict()
+        .optional(),
     })
     .strict(),
 );
 
 /**
- * Reads `--offline-script FILE`: a JSON array of fake replies (`{ text?, delayMs?, holdOpenMs?, functionCall?, answeredBy? }`) queued
+ * Reads `--offline-script FILE`: a JSON array of fake replies (`{ text?, delayMs?, holdOpenMs?, functionCall?, answeredBy?, usage? }`) queued
  * for the offline model, one per model request, before it falls back to "offline reply". For tests and demos.
  */
 async function readOfflineScript(file: string): Promise<FakeReply[]> {

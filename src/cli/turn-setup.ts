@@ -9,7 +9,7 @@ import type { InspectionEvent } from "xstate";
 import type { CodexApprovalDecision, CodexApprovalRequest, HostDecisionContext } from "../codex/approvals.js";
 import type { UserInputCallback } from "../codex/options.js";
 import type { CodexTurnParams } from "../params.js";
-import type { PluginApprovalCallback } from "../openclaw/index.js";
+import type { PluginApprovalCallback, PluginWarning } from "../openclaw/index.js";
 import { createTrajectoryWriter, type TrajectoryWriter } from "../trajectory/index.js";
 import { engineLoadInputs, loadCliEngine, type LoadedEngine } from "./engine.js";
 import { PERSON_BACKSTOP_MS } from "./chat/questions.js";
@@ -59,6 +59,17 @@ export interface TurnInteraction {
   noAnswerWhy?: string | undefined;
 }
 
+/** Prints each distinct plugin warning once on stderr as it happens (plugins often repeat theirs every turn). */
+function pluginWarningPrinter(): (w: PluginWarning) => void {
+  const shown = new Set<string>();
+  return (w) => {
+    const line = `warning: plugin ${w.pluginId}${w.level === "error" ? " error" : ""}: ${w.message}`;
+    if (shown.has(line)) return;
+    shown.add(line);
+    process.stderr.write(`${line}\n`);
+  };
+}
+
 /**
  * Starts what a turn command needs. On a failure part-way, what was already started is stopped again.
  *
@@ -89,6 +100,7 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
     const loaded = await loadCliEngine({
       ...engineInputs,
       onPluginApproval: pluginApprover(opts.approve, out, interactive.askApproval),
+      onPluginWarning: pluginWarningPrinter(),
       defaultEngine: opts.budget !== undefined ? { tokenBudget: opts.budget } : {},
       appServer: server.codex,
       ...(opts.model ? { model: opts.model } : {}),

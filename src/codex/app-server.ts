@@ -46,7 +46,7 @@ import {
 import type { AppServerProcess } from "./process.js";
 import type { ClientRequest } from "./protocol/ClientRequest.js";
 import type { ReasoningEffort } from "./protocol/ReasoningEffort.js";
-import type { RpcStats } from "./rpc.js";
+import type { OutgoingRpcMessage, RpcStats } from "./rpc.js";
 import type { IncomingNotification } from "./schemas.js";
 import { answerServerRequest, decideRelayedHook } from "./server-requests.js";
 import { ProcessSupervisor, type ProcessEnd } from "./supervisor.js";
@@ -147,6 +147,7 @@ export class CodexAppServer {
   private readonly turns: TurnRunner;
   private readonly compactions: CompactionRunner;
   private readonly listeners = new Set<(n: { method: string; params: unknown; emittedAtMs?: number | undefined }) => void>();
+  private readonly outgoingListeners = new Set<(message: OutgoingRpcMessage) => void>();
   private readonly counters = { toolCalls: 0, approvalsDeclined: 0, unsupportedServerRequests: 0 };
   private readonly setupWarnings = new ConfigWarnings();
   private readonly mcpFailures = new McpStartupFailures();
@@ -166,6 +167,9 @@ export class CodexAppServer {
       notification: (proc, n) => this.route(proc, n),
       serverRequest: (proc, r) => void answerServerRequest(this.serverRequestDeps(), proc.rpc, r),
       unknownNotification: (method, params) => this.emitRaw({ method, params }),
+      outgoing: (message) => {
+        for (const listener of this.outgoingListeners) listener(message);
+      },
       exited: (proc, end) => this.onExit(proc, end),
     });
     const rpcRequest = (method: ClientMethod, params: unknown, timeoutMs?: number) => this.supervisor.rpcRequest(method, params, timeoutMs);
@@ -343,6 +347,20 @@ export class CodexAppServer {
       approvalsDeclined: this.counters.approvalsDeclined,
       unsupportedServerRequests: this.counters.unsupportedServerRequests,
     };
+  }
+
+  /**
+   * Listen to every JSON-RPC message this client writes to Codex (requests, notifications, replies to Codex's requests),
+   * as sent: what a trajectory records beside the notifications. Returns an unsubscribe function.
+   *
+   * @example
+   * ```ts
+   * const off = server.onOutgoing((m) => console.log(m.method ?? `reply ${m.id}`));
+   * ```
+   */
+  onOutgoing(listener: (message: OutgoingRpcMessage) => void): () => void {
+    this.outgoingListeners.add(listener);
+    return () => this.outgoingListeners.delete(listener);
   }
 
   /** Listen to every notification (validated ones and unknown methods). Returns an unsubscribe function. */

@@ -5,7 +5,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
 import type { Logger } from "pino";
 import type { CodexCommand } from "./binary.js";
-import { JsonRpcConnection, type ServerRequestMessage } from "./rpc.js";
+import { JsonRpcConnection, type OutgoingRpcMessage, type ServerRequestMessage } from "./rpc.js";
 import type { IncomingNotification } from "./schemas.js";
 
 /** How the process ended. */
@@ -19,6 +19,7 @@ export interface ProcessHandlers {
   onNotification: (n: IncomingNotification) => void;
   onServerRequest: (r: ServerRequestMessage) => void;
   onUnknownNotification: (method: string, params: unknown) => void;
+  onOutgoing?: ((message: OutgoingRpcMessage) => void) | undefined;
 }
 
 /** Spawn settings of one process. */

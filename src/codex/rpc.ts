@@ -63,6 +63,17 @@ export interface JsonRpcConnectionOptions {
   errorDetails?: (() => { stderrTail?: string | undefined }) | undefined;
   /** Called when an outgoing message had lone surrogates replaced (count only; for a turn warning). */
   onSanitized?: ((info: { method?: string | undefined; id?: string | number | undefined; replaced: number }) => void) | undefined;
+  /** Called with every message this side writes (requests, notifications, replies to server requests), as sent. */
+  onOutgoing?: ((message: OutgoingRpcMessage) => void) | undefined;
+}
+
+/** A JSON-RPC message the client wrote: a request (`id`, `method`), a notification (`method`) or a reply (`id`, `result` or `error`). */
+export interface OutgoingRpcMessage {
+  id?: string | number | undefined;
+  method?: string | undefined;
+  params?: unknown;
+  result?: unknown;
+  error?: { code: number; message: string } | undefined;
 }
 
 interface Pending {
@@ -196,6 +207,13 @@ export class JsonRpcConnection {
         this.opts.onSanitized?.(info);
       }
       this.opts.output.write(line);
+      if (this.opts.onOutgoing) {
+        try {
+          this.opts.onOutgoing(message);
+        } catch {
+          // An observer (a trajectory writer) must never break the connection.
+        }
+      }
     } catch (err) {
       this.opts.logger.debug({ event: "codex.rpc.writeError", errName: err instanceof Error ? err.name : typeof err }, "write to app-server failed");
     }

@@ -13,7 +13,7 @@ import { DEFAULT_OPT_OUT_NOTIFICATIONS } from "./known-methods.js";
 import type { ResolvedSpawnOptions } from "./options.js";
 import { AppServerProcess, type ExitInfo, type ProcessHandlers } from "./process.js";
 import type { InitializeParams } from "./protocol/InitializeParams.js";
-import type { RpcStats, ServerRequestMessage } from "./rpc.js";
+import type { OutgoingRpcMessage, RpcStats, ServerRequestMessage } from "./rpc.js";
 import { initializeResultSchema, type IncomingNotification } from "./schemas.js";
 
 /** How a process ended, as the client reports it: `CLOSED` after close(), else `PROCESS_EXITED`. */
@@ -27,6 +27,8 @@ export interface SupervisorEvents {
   notification(proc: AppServerProcess, n: IncomingNotification): void;
   serverRequest(proc: AppServerProcess, r: ServerRequestMessage): void;
   unknownNotification(method: string, params: unknown): void;
+  /** Every message written to the process (trajectories). */
+  outgoing?(message: OutgoingRpcMessage): void;
   exited(proc: AppServerProcess, end: ProcessEnd): void;
 }
 
@@ -162,6 +164,7 @@ export class ProcessSupervisor {
       onNotification: (n) => this.events.notification(proc, n),
       onServerRequest: (r) => this.events.serverRequest(proc, r),
       onUnknownNotification: (method, params) => this.events.unknownNotification(method, params),
+      onOutgoing: (message) => this.events.outgoing?.(message),
     };
     // Built once: the command environment policy names what it holds.
     const env = buildChildEnv({ parent: process.env, passEnv: this.opts.passEnv ?? [], extra: this.opts.env ?? {}, codexHome: this.codexHome });

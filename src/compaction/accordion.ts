@@ -9,7 +9,7 @@ import { z } from "zod";
 import { accordionReason } from "../../machines/rules.js";
 import type { Logger } from "pino";
 import { CompactResultInvalidError, validateCompactResult } from "../context-engine/contract.js";
-import type { ContextEngineRuntimeSettings, CompactResult, ContextEngine, InterceptCompactionResult } from "../context-engine/types.js";
+import type { ContextEngineRuntimeSettings, ContextEngineSessionTarget, CompactResult, ContextEngine, InterceptCompactionResult } from "../context-engine/types.js";
 import { callEngine } from "../context-engine/lifecycle.js";
 import { silentLogger } from "../log/logger.js";
 
@@ -175,6 +175,8 @@ export interface RunAccordionParams {
   runtimeContext?: Record<string, unknown> | undefined;
   /** OpenClaw's `runtimeSettings`, passed through to `compact()`. */
   runtimeSettings?: ContextEngineRuntimeSettings | undefined;
+  /** OpenClaw's `sessionTarget` (the session whose transcript the engine may read), passed through to `compact()`. */
+  sessionTarget?: ContextEngineSessionTarget | undefined;
   /** Bound on each engine call (`interceptCompaction`, `compact`); default 300 s. A timeout counts as a failure. */
   timeoutMs?: number | undefined;
   signal?: AbortSignal | undefined;
@@ -334,6 +336,11 @@ async function compactPhase(run: AccordionRun): Promise<AccordionRunResult> {
   const { engine, sessionId, sessionKey, sessionFile, tokenBudget, currentTokenCount, signal } = run.params;
   const { logger, ids, tokensBefore, config } = run;
   let res: CompactResult;
+  const runtimeContext = {
+    ...(run.params.runtimeContext ?? {}),
+    ...(tokenBudget !== undefined ? { tokenBudget } : {}),
+    ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
+  };
   try {
     const raw: unknown = await callEngine("compact", () => engine.compact({
       sessionId,
@@ -344,12 +351,12 @@ async function compactPhase(run: AccordionRun): Promise<AccordionRunResult> {
       force: true,
       compactionTarget: "threshold",
       compactionTargetFraction: config.compactionTargetFraction,
-      runtimeContext: {
-        ...(run.params.runtimeContext ?? {}),
-        ...(tokenBudget !== undefined ? { tokenBudget } : {}),
-        ...(currentTokenCount !== undefined ? { currentTokenCount } : {}),
-      },
+      runtimeContext,
+      // OpenClaw's embedded-runtime compaction parameters (provider, model, llm): lossless-claw 1.x resolves its
+      // summarizer in compact() from these alone, and falls back to truncating without them.
+      legacyParams: runtimeContext,
       ...(run.params.runtimeSettings ? { runtimeSettings: run.params.runtimeSettings } : {}),
+      ...(run.params.sessionTarget ? { sessionTarget: run.params.sessionTarget } : {}),
       ...(signal ? { abortSignal: signal } : {}),
     }), { timeoutMs: run.timeoutMs, ...(signal ? { signal } : {}) });
     res = validateCompactResult(raw);

@@ -12,6 +12,7 @@ import type {
   ContextEngine,
   ContextEngineRuntimeContext,
   ContextEngineRuntimeSettings,
+  ContextEngineSessionTarget,
   MemoryCitationsMode,
   PromptCacheInfo,
 } from "./types.js";
@@ -114,9 +115,12 @@ interface EngineIds {
   timeoutMs?: number | undefined;
   /** OpenClaw's typed runtime settings ({@link buildHarnessContextEngineRuntimeSettings}); passed where OpenClaw passes them. */
   runtimeSettings?: ContextEngineRuntimeSettings | undefined;
+  /** OpenClaw's `sessionTarget` (which session's transcript the engine may read); passed where OpenClaw passes it. */
+  sessionTarget?: ContextEngineSessionTarget | undefined;
 }
 
 const withKey = (sessionKey: string | undefined) => (sessionKey !== undefined ? { sessionKey } : {});
+const withTarget = (sessionTarget: ContextEngineSessionTarget | undefined) => (sessionTarget ? { sessionTarget } : {});
 const withSettings = (runtimeSettings: ContextEngineRuntimeSettings | undefined) => (runtimeSettings ? { runtimeSettings } : {});
 
 /**
@@ -234,6 +238,7 @@ export async function bootstrapHarnessContextEngine<H extends { messages: AgentM
       engine.bootstrap!({
         sessionId: p.sessionId,
         ...withKey(p.sessionKey),
+        ...withTarget(p.sessionTarget),
         sessionFile: p.sessionFile,
         ...withSettings(p.runtimeSettings),
         ...(p.runtimeContext ? { runtimeContext: p.runtimeContext } : {}),
@@ -282,6 +287,7 @@ export async function assembleHarnessContextEngine(p: {
   prompt?: string | undefined;
   runtimeContext?: ContextEngineRuntimeContext | undefined;
   runtimeSettings?: ContextEngineRuntimeSettings | undefined;
+  sessionTarget?: ContextEngineSessionTarget | undefined;
   signal?: AbortSignal | undefined;
   timeoutMs?: number | undefined;
 }): Promise<AssembleResult> {
@@ -291,6 +297,7 @@ export async function assembleHarnessContextEngine(p: {
       p.engine.assemble({
         sessionId: p.sessionId,
         ...withKey(p.sessionKey),
+        ...withTarget(p.sessionTarget),
         messages: p.messages,
         ...(p.tokenBudget !== undefined ? { tokenBudget: p.tokenBudget } : {}),
         ...(p.availableTools ? { availableTools: p.availableTools } : {}),
@@ -379,6 +386,7 @@ export async function finalizeHarnessContextEngineTurn(p: FinalizeTurnParams): P
         engine.afterTurn!({
           sessionId: p.sessionId,
           ...withKey(p.sessionKey),
+          ...withTarget(p.sessionTarget),
           sessionFile: p.sessionFile,
           messages: p.messages,
           prePromptMessageCount: p.prePromptMessageCount,
@@ -453,6 +461,7 @@ export async function runHarnessContextEngineMaintenance(
       engine.maintain!({
         sessionId: p.sessionId,
         ...withKey(p.sessionKey),
+        ...withTarget(p.sessionTarget),
         sessionFile: p.sessionFile,
         ...withSettings(p.runtimeSettings),
         runtimeContext,

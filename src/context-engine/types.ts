@@ -202,6 +202,8 @@ export interface ContextEngineRuntimeContext {
   provider?: string | undefined;
   model?: string | undefined;
   llm?: ContextEngineLlm | undefined;
+  /** The session the call is about (OpenClaw's runtime `sessionTarget`); also passed as the call's own `sessionTarget`. */
+  sessionTarget?: ContextEngineSessionTarget | undefined;
   /**
    * Rewrite transcript entries (OpenClaw's runtime helper): give `message` entries on the active branch new messages.
    * The engine decides what is safe to rewrite; the host owns how the session changes on disk (copy-on-write: the
@@ -210,6 +212,26 @@ export interface ContextEngineRuntimeContext {
    */
   rewriteTranscriptEntries?: ((request: TranscriptRewriteRequest) => Promise<TranscriptRewriteResult>) | undefined;
   [key: string]: unknown;
+}
+
+/**
+ * OpenClaw's storage-neutral session target (`ContextEngineSessionTarget`): which session an engine call is about, so an
+ * engine can read that session's visible transcript through `openclaw/plugin-sdk/session-transcript-runtime`. This host
+ * passes `{ sessionId, sessionKey, storePath }` in every engine call and in its runtime context: the turn's session id,
+ * its session key (the session id when the turn has none: OpenClaw's targets always carry a key) and the session file.
+ *
+ * @example
+ * ```ts
+ * const target: ContextEngineSessionTarget = { sessionId: "s1", sessionKey: "agent:main:s1", storePath: "/data/s1.jsonl" };
+ * ```
+ */
+export interface ContextEngineSessionTarget {
+  agentId?: string | undefined;
+  sessionId?: string | undefined;
+  sessionKey?: string | undefined;
+  /** Where the session is stored: here the session file (SessionStore.sessionFile). */
+  storePath?: string | undefined;
+  threadId?: string | number | undefined;
 }
 
 /**
@@ -315,6 +337,7 @@ export interface ContextEngine {
   bootstrap?(p: {
     sessionId: string;
     sessionKey?: string | undefined;
+    sessionTarget?: ContextEngineSessionTarget | undefined;
     sessionFile: string;
     runtimeSettings?: ContextEngineRuntimeSettings | undefined;
     runtimeContext?: ContextEngineRuntimeContext | undefined;
@@ -326,6 +349,7 @@ export interface ContextEngine {
   maintain?(p: {
     sessionId: string;
     sessionKey?: string | undefined;
+    sessionTarget?: ContextEngineSessionTarget | undefined;
     sessionFile: string;
     runtimeSettings?: ContextEngineRuntimeSettings | undefined;
     runtimeContext?: ContextEngineRuntimeContext | undefined;
@@ -355,6 +379,7 @@ export interface ContextEngine {
   afterTurn?(p: {
     sessionId: string;
     sessionKey?: string | undefined;
+    sessionTarget?: ContextEngineSessionTarget | undefined;
     sessionFile: string;
     messages: AgentMessage[];
     prePromptMessageCount: number;
@@ -367,6 +392,7 @@ export interface ContextEngine {
   assemble(p: {
     sessionId: string;
     sessionKey?: string | undefined;
+    sessionTarget?: ContextEngineSessionTarget | undefined;
     messages: AgentMessage[];
     tokenBudget?: number | undefined;
     availableTools?: Set<string> | undefined;
@@ -379,6 +405,7 @@ export interface ContextEngine {
   compact(p: {
     sessionId: string;
     sessionKey?: string | undefined;
+    sessionTarget?: ContextEngineSessionTarget | undefined;
     sessionFile: string;
     tokenBudget?: number | undefined;
     force?: boolean | undefined;
@@ -389,6 +416,8 @@ export interface ContextEngine {
     customInstructions?: string | undefined;
     runtimeSettings?: ContextEngineRuntimeSettings | undefined;
     runtimeContext?: ContextEngineRuntimeContext | undefined;
+    /** OpenClaw's embedded-runtime compaction parameters; this host passes the runtime context (provider, model, llm). */
+    legacyParams?: Record<string, unknown> | undefined;
     abortSignal?: AbortSignal | undefined;
   }): Promise<CompactResult>;
   interceptCompaction?(req: InterceptCompactionRequest): Promise<InterceptCompactionResult>;

@@ -311,6 +311,11 @@ export interface CodexTurnHooks {
   /** Every lifecycle state the machine enters, in order. */
   onState?(state: string): void;
   /**
+   * Warnings the host's plugins reported since the last call (a plugin host's loggers: lossless-claw says only there
+   * that it skipped persisting a turn). Called when the turn settles; each string joins `result.warnings` once.
+   */
+  takeWarnings?(): readonly string[] | void;
+  /**
    * What a `beforeToolCall` that throws, times out or answers something malformed means for the call: `"allow"` (the
    * default: it runs, with a warning) or `"block"` (it is blocked with "Tool call blocked because before_tool_call hook
    * failed": OpenClaw's fail-closed policy, which the OpenClaw plugin host sets).

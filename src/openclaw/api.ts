@@ -11,7 +11,7 @@ import type { Logger } from "pino";
 import type { CodexLlm } from "./llm.js";
 import type { HostSubagentRuntime } from "./subagent.js";
 import { hookPolicyRefusal, type ContextEngineFactory, type PluginHookHandler, type PluginHookPolicy, type PluginRegistry } from "./registry.js";
-import { toSdkLogger, type SdkLogger } from "./sdk/index.js";
+import { toSdkLogger, type SdkLogger, type SdkWarningReport } from "./sdk/index.js";
 
 /** The OpenClaw plugin-API version this host implements (the `openclaw` release its types are checked against). */
 export const OPENCLAW_PLUGIN_API_VERSION = "2026.9.6";
@@ -90,6 +90,8 @@ export interface CreatePluginApiOptions {
   llm: CodexLlm;
   subagent?: HostSubagentRuntime | undefined;
   logger: Logger;
+  /** Where the plugin's logger warnings and errors are reported beside the log (`./plugin-warnings.ts`). */
+  reportWarning?: SdkWarningReport | undefined;
   registry: PluginRegistry;
 }
 
@@ -105,7 +107,7 @@ export interface CreatePluginApiOptions {
  */
 export function createPluginApi(opts: CreatePluginApiOptions): HostPluginApi {
   const { registry, logger } = opts;
-  const sdkLogger = toSdkLogger(logger);
+  const sdkLogger = toSdkLogger(logger, opts.reportWarning);
   let order = 0;
   const record = (method: string) => {
     registry.recordedOnly.set(method, (registry.recordedOnly.get(method) ?? 0) + 1);
@@ -126,7 +128,7 @@ export function createPluginApi(opts: CreatePluginApiOptions): HostPluginApi {
       version: OPENCLAW_PLUGIN_API_VERSION,
       config: { current: () => opts.config, loadConfig: () => opts.config },
       logging: {
-        getChildLogger: (bindings) => toSdkLogger(logger.child(bindings ?? {})),
+        getChildLogger: (bindings) => toSdkLogger(logger.child(bindings ?? {}), opts.reportWarning),
         shouldLogVerbose: () => logger.isLevelEnabled("debug"),
       },
       llm: opts.llm,

@@ -30,4 +30,5 @@ export {
 export { installOpenClawSdkResolver } from "./sdk-resolver.js";
 export { hostCapabilities, unmetHostRequirements, KNOWN_HOST_CAPABILITIES } from "./requirements.js";
 export type { PluginDynamicTool } from "./tools.js";
+export type { PluginWarning } from "./plugin-warnings.js";
 export { SubagentRequestError, DEFAULT_SUBAGENT_WAIT_MS, type HostSubagentRuntime, type SubagentRunParams, type SubagentWaitResult } from "./subagent.js";

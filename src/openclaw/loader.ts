@@ -29,6 +29,7 @@ import { setSdkHostLogger } from "./sdk/index.js";
 import { installOpenClawSdkResolver, nativeImport } from "./sdk-resolver.js";
 import { importModuleFile } from "../typescript-import.js";
 import { createSubagentHost, type HostSubagentRuntime, type SubagentTurnWiring } from "./subagent.js";
+import { createPluginWarningLog, type PluginWarning, type PluginWarningLog } from "./plugin-warnings.js";
 import { resolvePluginTools, type PluginDynamicTool } from "./tools.js";
 
 /** What the turn host needs from a loaded plugin. */
@@ -118,6 +119,12 @@ export interface LoadContextEngineOptions {
   onPluginApproval?: PluginApprovalCallback | undefined;
   /** The longest a plugin approval may wait, ms (default 120,000, OpenClaw's default). */
   pluginApprovalTimeoutMs?: number | undefined;
+  /**
+   * Called with each warning or error a plugin logs (its `api.logger`, `runtime.logging` child loggers, the SDK's
+   * `logging-core`), as it happens; the CLI prints them on stderr. Whatever this does, the warnings also reach the next
+   * turn's `result.warnings` (deduplicated) through the loaded `hooks`.
+   */
+  onPluginWarning?: ((warning: PluginWarning) => void) | undefined;
 }
 
 async function importEntry(located: LocatedPlugin, spec: string): Promise<Record<string, unknown>> {
@@ -298,6 +305,7 @@ async function registerPlugin(
   llm: CodexLlm,
   subagent: HostSubagentRuntime | undefined,
   logger: Logger,
+  warnings: PluginWarningLog,
 ): Promise<PluginRegistry> {
   const registry = createPluginRegistry();
   const { located, shape, pluginId } = p;
@@ -316,6 +324,7 @@ async function registerPlugin(
     llm,
     ...(subagent ? { subagent } : {}),
     logger: logger.child({ pluginId }),
+    reportWarning: (level, message) => warnings.report(pluginId, level, message),
     registry,
   });
   try {
@@ -357,6 +366,17 @@ function resolveAllTools(
     }
   }
   return tools;
+}
+
+/**
+ * The load's plugin warning log, and the SDK's loggers (`logging-core`) pointed at the host logger and the log. Those
+ * loggers are bound to no plugin: their warnings are named after the loaded plugins, once known (`nameSdkLogs`).
+ */
+function startWarningLog(opts: LoadOpenClawPluginsOptions, logger: Logger): { warnings: PluginWarningLog; nameSdkLogs: (ids: string[]) => void } {
+  const warnings = createPluginWarningLog(opts.onPluginWarning);
+  let sdkLogId = "plugins";
+  setSdkHostLogger(logger, (level, message) => warnings.report(sdkLogId, level, message));
+  return { warnings, nameSdkLogs: (ids) => void (sdkLogId = ids.join("+") || "(engine module)") };
 }
 
 /**
@@ -410,7 +430,7 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
   const logger = opts.logger ?? silentLogger;
   const policy = resolveLlmPolicy(plugins[0]!.spec, opts.llmPolicy);
   installOpenClawSdkResolver();
-  setSdkHostLogger(logger);
+  const { warnings, nameSdkLogs } = startWarningLog(opts, logger);
   opts.signal?.throwIfAborted();
   const fromConfig = openClawPlugins(opts.openClawConfig, specs);
   // The config file's slot yields to an explicit choice: the option, or a spec asking for the engine.
@@ -419,6 +439,7 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
   const imported: ImportedPlugin[] = [];
   for (const input of plugins) imported.push(await importPlugin(input, opts, fromConfig.entries));
   const asPlugins = imported.filter((p): p is ImportedPlugin & { shape: PluginEntryShape; pluginId: string } => p.shape.kind === "plugin");
+  nameSdkLogs(asPlugins.map((p) => p.pluginId));
   const seen = new Set<string>();
   for (const p of asPlugins) {
     if (seen.has(p.pluginId)) throw new PluginLoadError("CONFIG_INVALID", p.input.spec, `plugin ${p.pluginId} is given twice`);
@@ -449,7 +470,7 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
     : undefined;
   const registries = new Map<string, PluginRegistry>();
   for (const p of asPlugins) {
-    registries.set(p.pluginId, await registerPlugin(p, hostConfig, llmFor(p.pluginId), subagents?.runtime, logger));
+    registries.set(p.pluginId, await registerPlugin(p, hostConfig, llmFor(p.pluginId), subagents?.runtime, logger, warnings));
     opts.signal?.throwIfAborted();
   }
   const offers: EngineOffer[] = imported.map((p) => ({
@@ -471,7 +492,7 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
       ...(opts.tokenBudget !== undefined ? { tokenBudget: opts.tokenBudget } : {}),
     };
     const parts = asPlugins.map((p) => ({ spec: p.input.spec, pluginId: p.pluginId, registry: registries.get(p.pluginId)! }));
-    const loaded = await assemblePlugins({ opts, logger, parts, hostConfig, engine, engineSpec: chosen, runtimeContext });
+    const loaded = await assemblePlugins({ opts, logger, parts, hostConfig, engine, engineSpec: chosen, runtimeContext, warnings });
     wiring = { ...(engine ? { engine } : {}), dynamicTools: loaded.dynamicTools, hooks: loaded.hooks, runtimeContext };
     if (!subagents) return loaded;
     let closed: Promise<void> | undefined;
@@ -484,6 +505,13 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
   }
 }
 
+function approvalOptions(opts: LoadOpenClawPluginsOptions): { onPluginApproval?: PluginApprovalCallback | undefined; pluginApprovalTimeoutMs?: number | undefined } {
+  return {
+    ...(opts.onPluginApproval ? { onPluginApproval: opts.onPluginApproval } : {}),
+    ...(opts.pluginApprovalTimeoutMs !== undefined ? { pluginApprovalTimeoutMs: opts.pluginApprovalTimeoutMs } : {}),
+  };
+}
+
 async function assemblePlugins(p: {
   opts: LoadOpenClawPluginsOptions;
   logger: Logger;
@@ -492,6 +520,7 @@ async function assemblePlugins(p: {
   engine: ContextEngine | undefined;
   engineSpec: EngineCandidate | undefined;
   runtimeContext: Record<string, unknown>;
+  warnings: PluginWarningLog;
 }): Promise<LoadedOpenClawPlugins> {
   const { opts, parts, engine, logger } = p;
   const conflicts: LoadedOpenClawPlugins["conflicts"] = [];
@@ -541,10 +570,7 @@ async function assemblePlugins(p: {
   return {
     engine,
     dynamicTools,
-    hooks: createPluginTurnHooks(registry, label, hookBase, {
-      ...(opts.onPluginApproval ? { onPluginApproval: opts.onPluginApproval } : {}),
-      ...(opts.pluginApprovalTimeoutMs !== undefined ? { pluginApprovalTimeoutMs: opts.pluginApprovalTimeoutMs } : {}),
-    }),
+    hooks: { ...createPluginTurnHooks(registry, label, hookBase, approvalOptions(opts)), takeWarnings: () => p.warnings.take() },
     runtimeContext: p.runtimeContext,
     commands: registry.commands.map(({ name, description }) => ({ name, ...(description !== undefined ? { description } : {}) })),
     findCommand: (line) => matchPluginCommand(registry.commands, line),

@@ -25,6 +25,7 @@ import {
 } from "../transcript/pending.js";
 import { resolveSessionPath } from "../transcript/resolve.js";
 import { rewriteTranscriptEntriesInFile } from "../transcript/rewrite.js";
+import { readVisibleEntries } from "../transcript/visible.js";
 import { openSessionFile } from "../transcript/writer.js";
 import type {
   AcquireLockOptions,
@@ -112,6 +113,7 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
   return {
     sessionFile,
     readHistory: async () => readCachedHistory(await resolveSessionPath(sessionFile, sessionRoot), sessionFile, { sessionId, logger }),
+    readVisibleEntries: async () => readVisibleEntries(sessionFile, { sessionId, ...(sessionRoot !== undefined ? { sessionRoot } : {}), logger }),
     appendTurn: async (turn) => {
       guard();
       return appendTurn(opts, logger, turn, pending.takeCommit());

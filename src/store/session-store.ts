@@ -42,6 +42,28 @@ export interface SessionHistory {
   readonly warnings: readonly string[];
 }
 
+/**
+ * One message of the session's visible transcript, as OpenClaw's `readVisibleSessionTranscriptMessageEntries` returns
+ * it: the entry's id and parent (pi's `parentId`), its position among the file's entries (`seq`), the message and its
+ * role, the entry's timestamp and idempotency key. "Visible" is the active branch as the next turn sees it (the
+ * messages `readHistory` rebuilds, without the synthetic summary a compaction contributes).
+ *
+ * @example
+ * ```ts
+ * const [first] = await store.readVisibleEntries();
+ * first?.entryId; first?.parentId; first?.message.role === first?.role; // true
+ * ```
+ */
+export interface VisibleTranscriptEntry {
+  entryId: string;
+  parentId: string | null;
+  seq: number;
+  message: AgentMessage;
+  role: string;
+  createdAt?: string | undefined;
+  idempotencyKey?: string | undefined;
+}
+
 /** One turn to mirror: its snapshot, original prompt first. */
 export interface AppendTurnInput {
   threadId: string;
@@ -121,6 +143,11 @@ export interface SessionStore {
   readonly sessionFile: string;
   /** The history the next turn sees. Throws `SESSION_VERSION_UNSUPPORTED` / `SESSION_ID_MISMATCH` before any model call. */
   readHistory(): Promise<SessionHistory>;
+  /**
+   * The visible transcript with entry ids, parents and timestamps (OpenClaw's session-transcript runtime, for engines
+   * that reconcile against it, e.g. lossless-claw 1.x). Reads without the lock; the messages are copies.
+   */
+  readVisibleEntries(): Promise<VisibleTranscriptEntry[]>;
   /** The mirror: append the turn's messages not yet present (idempotent by mirror keys). */
   appendTurn(turn: AppendTurnInput): Promise<AppendTurnResult>;
   /** Append one message that belongs to no Codex turn; returns its entry id (the existing one when the key is present). */

@@ -1,6 +1,8 @@
 /**
- * Trajectory files: JSONL of app-server notifications (plus our own turn-level request summaries) for debugging.
- * Content and secrets are redacted by default; full capture is opt-in.
+ * Trajectory files: JSONL of the app-server traffic for debugging: Codex's notifications, every JSON-RPC message this
+ * client sends (requests, notifications, replies to Codex's requests), and our own turn-level request summaries.
+ * Content and secrets are redacted by default; full capture is opt-in. From the CLI (`--trajectory FILE`) or the
+ * library (`runCodexTurn({ ..., trajectory: { file } })`, or a writer of one's own attached to the app-server).
  */
 import { appendFileSync } from "node:fs";
 import { z } from "zod";
@@ -57,19 +59,31 @@ export function redactTrajectoryValue(value: unknown, underRedactedKey = false):
 
 const optionsSchema = z.object({ file: z.string().min(1), full: z.boolean().default(false) }).strict();
 
-/** One trajectory line. */
+/**
+ * One trajectory line. `dir`: `"notification"` (from Codex), `"sent"` (a JSON-RPC message this client wrote: `method`
+ * is the request's or notification's, `"reply"` for a reply to Codex's request `id`, whose `params` are `{ result }` or
+ * `{ error }`), `"request"` (our own summary of a turn request).
+ */
 export interface TrajectoryRecord {
   seq: number;
-  dir: "notification" | "request";
+  dir: "notification" | "sent" | "request";
   method: string;
+  /** The JSON-RPC id of a sent request or reply. */
+  id?: string | number | undefined;
   params: unknown;
+}
+
+/** What {@link TrajectoryWriter.attach} subscribes to (a `CodexAppServer`). */
+export interface TrajectorySource {
+  onNotification(l: (n: { method: string; params: unknown }) => void): () => void;
+  onOutgoing?(l: (m: { id?: string | number | undefined; method?: string | undefined; params?: unknown; result?: unknown; error?: unknown }) => void): () => void;
 }
 
 /** Writes trajectory records to a JSONL file (synchronously, so a crash keeps what was seen). */
 export interface TrajectoryWriter {
-  record(dir: TrajectoryRecord["dir"], method: string, params: unknown): void;
-  /** Subscribe to an app-server's notifications; returns the unsubscribe function. */
-  attach(server: { onNotification(l: (n: { method: string; params: unknown }) => void): () => void }): () => void;
+  record(dir: TrajectoryRecord["dir"], method: string, params: unknown, id?: string | number | undefined): void;
+  /** Subscribe to an app-server's notifications and the messages it sends; returns the unsubscribe function. */
+  attach(server: TrajectorySource): () => void;
 }
 
 /**
@@ -87,13 +101,41 @@ export function createTrajectoryWriter(options: z.input<typeof optionsSchema>): 
   const { file, full } = parsed.data;
   let seq = 0;
   const writer: TrajectoryWriter = {
-    record(dir, method, params) {
-      const rec: TrajectoryRecord = { seq: seq++, dir, method, params: full ? params : redactTrajectoryValue(params) };
+    record(dir, method, params, id) {
+      const rec: TrajectoryRecord = { seq: seq++, dir, method, ...(id !== undefined ? { id } : {}), params: full ? params : redactTrajectoryValue(params) };
       appendFileSync(file, `${JSON.stringify(rec)}\n`);
     },
     attach(server) {
-      return server.onNotification((n) => writer.record("notification", n.method, n.params));
+      const offNotifications = server.onNotification((n) => writer.record("notification", n.method, n.params));
+      const offSent = server.onOutgoing?.((m) => {
+        if (m.method !== undefined) writer.record("sent", m.method, m.params, m.id);
+        else writer.record("sent", "reply", m.error !== undefined ? { error: m.error } : { result: m.result }, m.id);
+      });
+      return () => {
+        offNotifications();
+        offSent?.();
+      };
     },
   };
   return writer;
+}
+
+/** A turn's `trajectory` parameter: where to write (`{ file, full? }`) or a writer of the host's own. */
+export type TurnTrajectoryOption = z.input<typeof optionsSchema> | TrajectoryWriter;
+
+/**
+ * Record one turn attempt's traffic: `record("request", "codexTurn/run", ...)` (session file, prompt, engine id;
+ * redacted as the rest), then every notification and sent message until the returned function is called. The
+ * app-server is shared: another session's traffic in the same moments is recorded too.
+ *
+ * @example
+ * ```ts
+ * const stop = startTurnTrajectory({ file: "/tmp/t.jsonl" }, appServer, { sessionFile, prompt, engineId: "lcm" });
+ * try { await work(); } finally { stop(); }
+ * ```
+ */
+export function startTurnTrajectory(option: TurnTrajectoryOption, server: TrajectorySource, turn: { sessionFile: string; prompt: string; engineId?: string | undefined }): () => void {
+  const writer = "record" in option ? option : createTrajectoryWriter(option);
+  writer.record("request", "codexTurn/run", { sessionFile: turn.sessionFile, prompt: turn.prompt, ...(turn.engineId !== undefined ? { engineId: turn.engineId } : {}) });
+  return writer.attach(server);
 }

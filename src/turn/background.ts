@@ -3,7 +3,7 @@ import type { TurnRecord } from "../../machines/turn.contract.js";
 import { runHarnessContextEngineMaintenance } from "../context-engine/lifecycle.js";
 import { errorLabel } from "../log/error-label.js";
 import { drainDiscards } from "../transcript/discard.js";
-import { runtimeContextFor } from "./actors/engine.js";
+import { runtimeContextFor, sessionTargetOf } from "./actors/engine.js";
 import type { TurnDeps } from "./deps.js";
 
 /** Background maintenance still running, so a host can wait for it before exiting (see {@link drainBackgroundWork}). */
@@ -20,6 +20,7 @@ export function scheduleBackgroundMaintenance(deps: TurnDeps, record: TurnRecord
     engine,
     sessionId: deps.params.sessionId,
     ...(deps.params.sessionKey !== undefined ? { sessionKey: deps.params.sessionKey } : {}),
+    sessionTarget: sessionTargetOf(deps),
     sessionFile: deps.params.sessionFile,
     reason: "turn",
     background: true,

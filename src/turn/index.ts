@@ -15,6 +15,7 @@ import { createTurnDeps } from "./create-deps.js";
 import type { TurnDeps } from "./deps.js";
 import { createTurnEventStream, type TurnEventStream } from "./event-stream.js";
 import { toTurnResult } from "./result.js";
+import { startTurnTrajectory } from "../trajectory/index.js";
 
 export { drainBackgroundWork } from "./background.js";
 export type { CodexTurnParams, CodexTurnResult, TurnStreamEvent };
@@ -74,7 +75,11 @@ export function startCodexTurn(params: CodexTurnParams): CodexTurnHandle {
     actor.send({ type: "ABORT", reason: "lockCompromised" });
   };
   const onAbortSignal = () => actor.send({ type: "ABORT", reason: "signal" });
-  const result = settle(actor, deps, events).finally(() => parsed.signal?.removeEventListener("abort", onAbortSignal));
+  const stopTrajectory = parsed.trajectory ? startTurnTrajectory(parsed.trajectory, deps.appServer, { sessionFile: parsed.sessionFile, prompt: parsed.prompt, engineId: deps.facts.id }) : undefined;
+  const result = settle(actor, deps, events).finally(() => {
+    parsed.signal?.removeEventListener("abort", onAbortSignal);
+    stopTrajectory?.();
+  });
   actor.start();
   if (parsed.signal?.aborted) onAbortSignal();
   else parsed.signal?.addEventListener("abort", onAbortSignal, { once: true });
@@ -155,6 +160,18 @@ function followTrace(actor: AnyActorRef, deps: TurnDeps): void {
   });
 }
 
+/** What the hooks' `takeWarnings` reports (a plugin host's logged warnings); a failing one is a warning itself. */
+function takeHookWarnings(deps: TurnDeps): string[] {
+  const hooks = deps.params.hooks;
+  if (typeof hooks?.takeWarnings !== "function") return [];
+  try {
+    const taken = hooks.takeWarnings();
+    return Array.isArray(taken) ? taken.filter((w): w is string => typeof w === "string") : [];
+  } catch (error) {
+    return [`takeWarnings hook failed (${error instanceof Error ? error.message : String(error)}); ignored`];
+  }
+}
+
 /** Wait for the final state, then make the binding durable, release the lock, fire `agentEnd`, end the stream. */
 async function settle(actor: AnyActorRef, deps: TurnDeps, events: TurnEventStream): Promise<CodexTurnResult> {
   try {
@@ -176,6 +193,7 @@ async function settle(actor: AnyActorRef, deps: TurnDeps, events: TurnEventStrea
       durationMs: Math.round(performance.now() - deps.startedAtMs),
     });
     res.warnings = [...res.warnings, ...deps.hostWarnings.slice(res.hostWarningCount)];
+    for (const w of takeHookWarnings(deps)) if (!res.warnings.includes(w)) res.warnings.push(w);
     deps.logger.info(
       { ...deps.ids, event: "turn settled", status: res.status, threadId: res.threadId, turnId: res.turnId, warnings: res.warnings.length, followUps: res.followUps.length },
       "codex turn settled",

@@ -198,6 +198,18 @@ describe("runAccordionCompaction", () => {
     expect(out).toEqual({ compacted: true, tokensBefore: 180_000, tokensAfter: 70_000, via: "compact" });
   });
 
+  it("lossless-claw's { ok: false, compacted: true } ('compacted, still over target') counts as compacted, with its reason kept", async () => {
+    const { engine, compact } = engineWith({
+      compact: async () => ({ ok: false, compacted: true, reason: "compacted but still over target", result: { tokensBefore: 4_645, tokensAfter: 4_552 } }),
+    });
+    const runtimeContext = { provider: "codex", model: "gpt-test" };
+    const sessionTarget = { sessionId: "s1", sessionKey: "agent:main", storePath: FAKE_SESSION_FILE };
+    const out = await runAccordionCompaction({ ...runBase, engine, runtimeContext, sessionTarget });
+    expect(out).toEqual({ compacted: true, stillOverTarget: true, reason: "compacted but still over target", tokensBefore: 4_645, tokensAfter: 4_552, via: "compact" });
+    // What lossless-claw 1.x needs to summarize in compact(): the session target and the runtime's parameters.
+    expect(compact.mock.calls[0]![0]).toMatchObject({ sessionTarget, legacyParams: { provider: "codex", model: "gpt-test", tokenBudget: 200_000, currentTokenCount: 180_000 } });
+  });
+
   it("calls compact() directly when the engine has no interceptCompaction", async () => {
     const { engine, compact } = engineWith({});
     const out = await runAccordionCompaction({ ...runBase, engine });

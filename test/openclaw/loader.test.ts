@@ -29,7 +29,7 @@ describe("loadContextEngine: OpenClaw plugins", () => {
     expect(loaded.commands).toEqual([{ name: "summary", description: "Show the summarizer's state" }]);
     expect(loaded.recordedRegistrations.get("registerService")).toBe(1);
     expect(Object.keys(loaded.hooks).sort()).toEqual(
-      ["afterCompaction", "afterToolCall", "agentEnd", "beforeAgentFinalize", "beforeCompaction", "beforePromptBuild", "beforeToolCall", "beforeToolCallFailure", "llmInput", "llmOutput"].sort(),
+      ["afterCompaction", "afterToolCall", "agentEnd", "beforeAgentFinalize", "beforeCompaction", "beforePromptBuild", "beforeToolCall", "beforeToolCallFailure", "llmInput", "llmOutput", "takeWarnings"].sort(),
     );
     // OpenClaw's before_tool_call is fail-closed.
     expect(loaded.hooks.beforeToolCallFailure).toBe("block");
@@ -97,7 +97,8 @@ describe("loadContextEngine: OpenClaw plugins", () => {
     expect(loaded.engine.info).toMatchObject({ id: "register-only", turnMaintenanceMode: "background" });
     expect(loaded.pluginId).toBe("register-only");
     expect(loaded.dynamicTools).toEqual([]);
-    expect(loaded.hooks).toEqual({});
+    // No turn hooks: only the plugin warning channel every load has.
+    expect(Object.keys(loaded.hooks)).toEqual(["takeWarnings"]);
   });
 
   it("loads installed packages by name, with and without #engine-id", async () => {

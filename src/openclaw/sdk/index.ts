@@ -4,6 +4,7 @@
  */
 import * as core from "./core.js";
 import * as loggingCore from "./logging-core.js";
+import * as sessionTranscript from "./session-transcript-runtime.js";
 
 type SdkModule = Record<string, unknown>;
 
@@ -25,7 +26,7 @@ const loggingExports: SdkModule = {
  *
  * @example
  * ```ts
- * Object.keys(SDK_MODULES); // ["", "core", "plugin-entry", "context-engine", "logging-core"]
+ * Object.keys(SDK_MODULES); // ["", "core", "plugin-entry", "context-engine", "logging-core", "session-transcript-runtime"]
  * ```
  */
 export const SDK_MODULES: Readonly<Record<string, SdkModule>> = {
@@ -37,7 +38,8 @@ export const SDK_MODULES: Readonly<Record<string, SdkModule>> = {
     delegateCompactionToRuntime: core.delegateCompactionToRuntime,
   },
   "logging-core": loggingExports,
+  "session-transcript-runtime": { readVisibleSessionTranscriptMessageEntries: sessionTranscript.readVisibleSessionTranscriptMessageEntries },
 };
 
-export { setSdkHostLogger, toSdkLogger, type SdkLogger } from "./logging-core.js";
+export { setSdkHostLogger, toSdkLogger, type SdkLogger, type SdkWarningReport } from "./logging-core.js";
 export { RUNTIME_COMPACTION_NOT_DELEGATED } from "./core.js";

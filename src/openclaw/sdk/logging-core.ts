@@ -6,10 +6,15 @@ import type { Logger } from "pino";
 import { silentLogger } from "../../log/logger.js";
 
 let hostLogger: Logger = silentLogger;
+let hostReport: SdkWarningReport | undefined;
 
-/** The logger plugin subsystem loggers write to (the plugin host sets it at load). */
-export function setSdkHostLogger(logger: Logger): void {
+/** Where a plugin logger's warnings and errors are reported beside the log (see `../plugin-warnings.ts`). */
+export type SdkWarningReport = (level: "warn" | "error", message: string) => void;
+
+/** The logger plugin subsystem loggers write to, and where their warnings are reported (the plugin host sets both at load). */
+export function setSdkHostLogger(logger: Logger, report?: SdkWarningReport | undefined): void {
   hostLogger = logger;
+  hostReport = report;
 }
 
 /** OpenClaw's `RuntimeLogger` shape. */
@@ -27,19 +32,23 @@ export interface SdkLogger {
  * @example
  * ```ts
  * toSdkLogger(pino()).info("ready", { count: 3 });
+ * toSdkLogger(pino(), (level, message) => warnings.push(message)).warn("skipped"); // logged and reported
  * ```
  */
-export function toSdkLogger(logger: Logger): SdkLogger {
+export function toSdkLogger(logger: Logger, report?: SdkWarningReport | undefined): SdkLogger {
   const at =
     (level: "debug" | "info" | "warn" | "error") =>
-    (message: string, meta?: Record<string, unknown>) =>
-      meta ? logger[level](meta, message) : logger[level](message);
+    (message: string, meta?: Record<string, unknown>) => {
+      if (meta) logger[level](meta, message);
+      else logger[level](message);
+      if (report && (level === "warn" || level === "error")) report(level, message);
+    };
   return {
     debug: at("debug"),
     info: at("info"),
     warn: at("warn"),
     error: at("error"),
-    child: (bindings) => toSdkLogger(logger.child(bindings)),
+    child: (bindings) => toSdkLogger(logger.child(bindings), report),
   };
 }
 
@@ -52,7 +61,7 @@ export function toSdkLogger(logger: Logger): SdkLogger {
  * ```
  */
 export function createSubsystemLogger(subsystem: string): SdkLogger {
-  return toSdkLogger(hostLogger.child({ subsystem }));
+  return toSdkLogger(hostLogger.child({ subsystem }), hostReport);
 }
 
 /**
@@ -64,5 +73,5 @@ export function createSubsystemLogger(subsystem: string): SdkLogger {
  * ```
  */
 export function getChildLogger(bindings?: Record<string, unknown>): SdkLogger {
-  return toSdkLogger(hostLogger.child(bindings ?? {}));
+  return toSdkLogger(hostLogger.child(bindings ?? {}), hostReport);
 }

@@ -15,7 +15,7 @@ import type {
   TurnUsage,
 } from "../../../machines/turn.contract.js";
 import { runAccordionCompaction } from "../../compaction/accordion.js";
-import type { AgentMessage, ContextEngine, ContextEngineRuntimeContext } from "../../context-engine/types.js";
+import type { AgentMessage, ContextEngine, ContextEngineRuntimeContext, ContextEngineSessionTarget } from "../../context-engine/types.js";
 import {
   assembleHarnessContextEngine,
   bootstrapHarnessContextEngine,
@@ -24,6 +24,7 @@ import {
   runHarnessContextEngineMaintenance,
 } from "../../context-engine/lifecycle.js";
 import { createTranscriptRewriter } from "../../context-engine/transcript-rewriter.js";
+import { sessionTargetOf as sessionTargetOfStore } from "../../store/session-directory.js";
 import type { TurnDeps } from "../deps.js";
 import { toHistoryOutput } from "./history.js";
 
@@ -36,6 +37,7 @@ import { toHistoryOutput } from "./history.js";
 export function runtimeContextFor(deps: TurnDeps, usage?: TurnUsage, rewrites?: "held" | "acquire"): ContextEngineRuntimeContext {
   return {
     ...(deps.params.runtimeContext ?? {}),
+    sessionTarget: sessionTargetOf(deps),
     ...(deps.params.model !== undefined ? { model: deps.params.model } : {}),
     ...buildHarnessContextEngineRuntimeContext({ tokenBudget: deps.params.contextTokenBudget, usage }),
     ...(rewrites
@@ -49,9 +51,18 @@ function activeEngine(deps: TurnDeps): ContextEngine {
   return deps.engine;
 }
 
+/**
+ * OpenClaw's `sessionTarget` of the turn's session (`sessionTargetOf` in src/store/session-directory.ts): the store is
+ * remembered under it, so `openclaw/plugin-sdk/session-transcript-runtime` can read the session's transcript.
+ */
+export function sessionTargetOf(deps: TurnDeps): ContextEngineSessionTarget {
+  return sessionTargetOfStore(deps.params, deps.store);
+}
+
 const sessionIds = (deps: TurnDeps) => ({
   sessionId: deps.params.sessionId,
   ...(deps.params.sessionKey !== undefined ? { sessionKey: deps.params.sessionKey } : {}),
+  sessionTarget: sessionTargetOf(deps),
   sessionFile: deps.params.sessionFile,
   runtimeSettings: deps.runtimeSettings,
 });
@@ -132,8 +143,10 @@ export async function assembleContext(deps: TurnDeps, input: { history: HistoryO
     messages: input.history.messages,
     tokenBudget: deps.params.contextTokenBudget,
     availableTools: new Set((deps.params.dynamicTools ?? []).map((t) => t.name)),
+    citationsMode: deps.params.citationsMode,
     model: deps.params.model,
     prompt: input.prompt,
+    sessionTarget: sessionTargetOf(deps),
     signal,
     timeoutMs: deps.engineCallMs,
     runtimeContext: runtimeContextFor(deps),
