@@ -12,6 +12,7 @@ import type { UserInputCallback } from "./codex/options.js";
 import type { PromptImageInput } from "./codex/prompt-images.js";
 import type { ContextEngine } from "./context-engine/types.js";
 import type { CodexTurnHooks } from "./hooks/types.js";
+import type { TrajectoryWriter } from "./trajectory/index.js";
 
 /** Streaming events for live displays (deltas are text; a display may show them, the logger never does). */
 export type TurnStreamEvent =
@@ -149,6 +150,8 @@ export interface CodexTurnParams {
   hooks?: CodexTurnHooks | undefined;
   /** Extra fields for every engine call's runtime context (e.g. `provider`, `model`, `llm` from `loadContextEngine`). */
   runtimeContext?: Record<string, unknown> | undefined;
+  /** OpenClaw's memory citation mode, handed to the engine's `assemble` as `citationsMode`; absent: not passed. */
+  citationsMode?: "auto" | "on" | "off" | undefined;
   /** Codex's sandbox for the thread, re-sent on every resume; default `"read-only"` (docs/codex-work.md). */
   sandbox?: "read-only" | "workspace-write" | "danger-full-access" | undefined;
   /** Extra writable roots (absolute paths) for `"workspace-write"`. */
@@ -181,6 +184,11 @@ export interface CodexTurnParams {
   signal?: AbortSignal | undefined;
   /** A pino logger: structured logs without content (`createLogger()` adds redaction); default silent. */
   logger?: Logger | undefined;
+  /**
+   * Record the attempt's app-server traffic as JSONL: Codex's notifications and every JSON-RPC message sent, content
+   * redacted unless `full`. `{ file, full? }`, or a writer from `createTrajectoryWriter`.
+   */
+  trajectory?: { file: string; full?: boolean | undefined } | TrajectoryWriter | undefined;
   /** An XState inspection observer of the turn actor; one that throws is ignored with a warning. */
   inspect?: ((event: InspectionEvent) => void) | undefined;
   /** The display stream (the same events `handle.events` yields); a throwing callback is ignored. */
