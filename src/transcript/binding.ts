@@ -23,11 +23,32 @@ import { deepFreeze } from "./freeze.js";
 import { faultPoint, faultsEnabled } from "./fault.js";
 import { readSmallFile, replaceSmallFile } from "./small-file.js";
 import { applyBindingPatches, bindingPatch, readBindingLog, type BindingPatchRecord } from "./binding-log.js";
+import { recordAcceptedTurn, type NativeThreadRecord } from "../projection/native.js";
 
 /** Turn ids kept in `heldTurnIds`; older turns fall out (their messages are then treated as not held). */
 export const MAX_HELD_TURNS = 2_000;
 /** Ledger entries kept; the oldest fall out (worst case: a value is injected again). */
 export const MAX_LEDGER_ENTRIES = 10_000;
+
+const nativeUnitSchema = z.string().regex(/^[met][0-9a-f]+:\d+$/, "a native unit is <kind><hash>:<bytes>");
+
+/**
+ * What a thread synced in native projection mode holds (`NativeThreadRecord`, `src/projection/native.ts`): Codex never
+ * shows injected items, so the binding records them per turn boundary, with the intent of a sync step in progress.
+ */
+export const nativeThreadRecordSchema = z.object({
+  preamble: z.array(nativeUnitSchema),
+  turns: z.array(z.object({ id: z.string().min(1), units: z.array(nativeUnitSchema), dev: z.string().optional() })),
+  startDev: z.string().optional(),
+  unknownFrom: z.string().min(1).nullable().optional(),
+  intent: z
+    .discriminatedUnion("step", [
+      z.object({ step: z.literal("revert"), beforeTurnId: z.string().min(1) }),
+      z.object({ step: z.literal("inject"), afterTurnId: z.string().min(1).nullable(), units: z.array(nativeUnitSchema) }),
+    ])
+    .optional(),
+  rentBytes: z.number().nonnegative().optional(),
+});
 
 export const threadBindingSchema = z.object({
   version: z.literal(1),
@@ -75,6 +96,8 @@ export const threadBindingSchema = z.object({
    * Not carried past the next accepted turn (`applyBindingUpdate` builds the binding afresh).
    */
   contextOverflow: z.object({ turnId: z.string().min(1) }).optional(),
+  /** Native projection mode: what the thread holds, per turn boundary (see `nativeThreadRecordSchema`). */
+  native: nativeThreadRecordSchema.optional(),
   /** Who wrote the binding last (e.g. "turn", "compaction", "cli"); for inspection only. */
   updatedBy: z.string().optional(),
   /**
@@ -111,6 +134,13 @@ export interface BindingUpdate {
   staleCostTokens?: number | undefined;
   /** Total stale tokens of this turn's request (context + superseded developer copies). */
   staleTokens?: number | undefined;
+  /**
+   * Native mode: what the thread holds once this turn's sync is done (before the turn itself; `applyBindingUpdate`
+   * adds it). Its turns replace `heldTurnIds`.
+   */
+  native?: NativeThreadRecord | undefined;
+  /** Native mode, after a revert: the developer copies the kept thread carries (replaces `developerDeliveries`). */
+  developerDeliveriesHeld?: string[] | undefined;
 }
 
 /** Developer deliveries kept per thread; the oldest fall out (their stale tokens are then no longer counted). */
@@ -448,7 +478,9 @@ export function applyBindingUpdate(
 ): ThreadBinding {
   const update = isBindingUpdate(p.update) ? p.update : undefined;
   const sameThread = binding !== undefined && binding.threadId === p.threadId && !update?.reset;
-  const held = sameThread ? binding.heldTurnIds : [];
+  const native = update?.native ? recordAcceptedTurn(update.native, p.turnId, update.reset ? undefined : update.developerDelivery) : undefined;
+  if (native && update?.reset && update.developerDelivery !== undefined) native.startDev = update.developerDelivery;
+  const held = native ? native.turns.map((t) => t.id).filter((t) => t !== p.turnId) : sameThread ? binding.heldTurnIds : [];
   const ledger = sameThread ? binding.ledger : [];
   const epoch = update?.projectionEpoch ?? (sameThread ? binding.projectionEpoch : undefined);
   const next: ThreadBinding = {
@@ -464,7 +496,7 @@ export function applyBindingUpdate(
   if (epoch !== undefined) next.projectionEpoch = epoch;
   const devHash = update?.developerInstructionsHash ?? (sameThread ? binding.developerInstructionsHash : undefined);
   if (devHash !== undefined) next.developerInstructionsHash = devHash;
-  const deliveries = [...(sameThread ? (binding.developerDeliveries ?? []) : [])];
+  const deliveries = [...(update?.developerDeliveriesHeld ?? (sameThread ? (binding.developerDeliveries ?? []) : []))];
   if (update?.developerDelivery !== undefined) deliveries.push(update.developerDelivery);
   if (deliveries.length > 0) next.developerDeliveries = deliveries.slice(-MAX_DEVELOPER_DELIVERIES);
   const staleCost = update?.staleCostTokens ?? (sameThread ? binding.staleCostTokens : undefined);
@@ -473,6 +505,7 @@ export function applyBindingUpdate(
   const usage = p.usage ?? (sameThread ? binding.lastUsage : undefined);
   if (usage) next.lastUsage = usage;
   if (sameThread && binding.nativeCompactions !== undefined) next.nativeCompactions = binding.nativeCompactions;
+  if (native) next.native = native;
   if (p.updatedBy !== undefined) next.updatedBy = p.updatedBy;
   return next;
 }

@@ -23,6 +23,7 @@ import {
   withLastUsage,
   type ThreadBinding,
 } from "../transcript/binding.js";
+import type { NativeThreadRecord } from "../projection/native.js";
 
 /** See the module comment. */
 export interface BindingKeeper {
@@ -54,11 +55,17 @@ export interface BindingKeeper {
    * completed before this turn's user message started is Codex's pre-turn compaction: what this turn brings is held.
    */
   nativeCompaction(compaction: NativeCompactionRecord, preTurn: boolean): void;
+  /**
+   * Native mode: what the bound thread holds now, or the intent of the sync step about to run (revert, inject). Written
+   * at once and awaited: the Codex call that follows must never run before its intent is on disk.
+   */
+  nativeRecord(threadId: string, record: NativeThreadRecord): Promise<void>;
   /** Wait for queued writes (before the result is reported). */
   settle(): Promise<void>;
 }
 
 /** Build the keeper for one attempt. */
+// Long (about 90 lines) on purpose: one closure over the attempt's binding and its write queue; each method is a few lines.
 export function createBindingKeeper(deps: {
   store: SessionStore;
   logger: Logger;
@@ -126,11 +133,19 @@ export function createBindingKeeper(deps: {
       // Only a completed compaction dropped anything (the started notification comes first).
       if (!compaction.completed || !binding || binding.threadId !== compaction.threadId) return;
       binding = markNativeCompaction(binding, compaction.threadId);
-      if (preTurn) {
+      // Native mode: Codex's compaction dropped the injected non-user items; what the thread holds from this turn on is
+      // unknown, and the next sync cuts before it (Codex then restores the history before the compaction).
+      if (binding.native) binding = { ...binding, native: { ...binding.native, unknownFrom: compaction.turnId } };
+      if (preTurn && !binding.native) {
         const update = lastProjection?.bindingUpdate as { ledgerAdd?: string[] | undefined } | undefined;
         binding = { ...binding, heldTurnIds: [compaction.turnId], ledger: [...(update?.ledgerAdd ?? [])] };
       }
       void persist();
+    },
+    async nativeRecord(threadId, record) {
+      if (!binding || binding.threadId !== threadId) return;
+      binding = { ...binding, native: record, heldTurnIds: record.turns.map((t) => t.id) };
+      await persist();
     },
     async settle() {
       if (dirty) void persist();
