@@ -60,6 +60,8 @@ export interface BindingKeeper {
    * at once and awaited: the Codex call that follows must never run before its intent is on disk.
    */
   nativeRecord(threadId: string, record: NativeThreadRecord): Promise<void>;
+  /** Native mode: the intent of the step about to run, on the record the binding holds now (written and awaited). */
+  nativeIntent(threadId: string, intent: NonNullable<NativeThreadRecord["intent"]>): Promise<void>;
   /** Wait for queued writes (before the result is reported). */
   settle(): Promise<void>;
 }
@@ -145,6 +147,13 @@ export function createBindingKeeper(deps: {
     async nativeRecord(threadId, record) {
       if (!binding || binding.threadId !== threadId) return;
       binding = { ...binding, native: record, heldTurnIds: record.turns.map((t) => t.id) };
+      await persist();
+    },
+    async nativeIntent(threadId, intent) {
+      if (!binding || binding.threadId !== threadId) return;
+      // A thread adopted from a binding without a record (its turns ran before native mode) holds its turns only.
+      const record: NativeThreadRecord = binding.native ?? { preamble: [], turns: binding.heldTurnIds.map((id) => ({ id, units: [] })) };
+      binding = { ...binding, native: { ...record, intent } };
       await persist();
     },
     async settle() {

@@ -11,6 +11,7 @@ import { startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../.
 import { setTranscriptFaultHook, type FaultPointName } from "../../src/transcript/fault.js";
 import { readThreadBinding } from "../../src/transcript/binding.js";
 import { NATIVE_REFERENCE_LABEL } from "../../src/projection/native.js";
+import { renderMessageBlock } from "../../src/projection/render.js";
 import { disposeChecked, requestThreadId, tempSessions, turnParams } from "../helpers/turn-env.js";
 
 let env: OfflineCodex;
@@ -40,18 +41,34 @@ function isFraming(item: Record<string, unknown>): boolean {
   return item.role === "user" && (text.startsWith("<environment_context>") || text.startsWith("<skills_instructions>"));
 }
 
-/** The conversation the model received: `role: text` per item after Codex's framing. */
-function conversation(req: RecordedRequest): string[] {
-  const input = (req.body?.input ?? []) as Array<Record<string, unknown>>;
-  return input.filter((i) => !isFraming(i)).map((i) => `${String(i.role ?? i.type)}: ${textOfContent(i.content)}`);
+/** One request item as a line: `role: text`, `ref: <block>` for labelled reference data, `call:`/`output:` for tools. */
+function itemLine(i: Record<string, unknown>): string {
+  if (i.type === "function_call") return `call: ${String(i.name)}`;
+  if (i.type === "function_call_output") return `output: ${typeof i.output === "string" ? i.output : textOfContent(i.output)}`;
+  const text = textOfContent(i.content);
+  if (i.role === "user" && text.startsWith(`${NATIVE_REFERENCE_LABEL}\n\n`)) return `ref: ${text.slice(NATIVE_REFERENCE_LABEL.length + 2)}`;
+  return `${String(i.role ?? i.type)}: ${text}`;
 }
 
-/** What the view says the model should see (user and assistant text; engine text as labelled reference data). */
+/** The conversation the model received, one line per item after Codex's framing. */
+function conversation(req: RecordedRequest): string[] {
+  const input = (req.body?.input ?? []) as Array<Record<string, unknown>>;
+  return input.filter((i) => !isFraming(i)).map(itemLine);
+}
+
+/** What the view says the model should see, in the same lines, then the prompt. */
 function expected(view: readonly AgentMessage[], prompt: string): string[] {
-  const out = view.map((m) => {
-    if (m.role === "user" || m.role === "assistant") return `${m.role}: ${textOfContent((m as { content: unknown }).content)}`;
-    return `user: ${NATIVE_REFERENCE_LABEL}`;
-  });
+  const out: string[] = [];
+  for (const m of view) {
+    if (m.role === "user") out.push(`user: ${textOfContent((m as { content: unknown }).content)}`);
+    else if (m.role === "assistant") {
+      for (const part of (m as { content: Array<{ type: string; text?: string; name?: string }> }).content) {
+        if (part.type === "text" && part.text) out.push(`assistant: ${part.text}`);
+        else if (part.type === "toolCall") out.push(`call: ${part.name}`);
+      }
+    } else if (m.role === "toolResult") out.push(`output: ${textOfContent((m as { content: unknown }).content)}`);
+    else out.push(`ref: ${renderMessageBlock(m)}`);
+  }
   return [...out, `user: ${prompt}`];
 }
 
@@ -74,13 +91,24 @@ function viewEngine(id: string, pick: (messages: AgentMessage[]) => AgentMessage
   return engine as ContextEngine & { last: AgentMessage[] };
 }
 
+/** The whole history until it has 8 messages, then everything after turns 1-2 folded into a summary. */
+const foldAfterTwo = (messages: AgentMessage[]): AgentMessage[] =>
+  messages.length < 8 ? messages : [...messages.slice(0, 4), { role: "compactionSummary", summary: `Summary of ${messages.length - 4} messages.`, tokensBefore: 40 }];
+
 const firstAndLastTwo = (messages: AgentMessage[]) => (messages.length <= 3 ? messages : [messages[0]!, ...messages.slice(-2)]);
 
-async function turn(file: string, prompt: string, engine: ContextEngine, extra: Record<string, unknown> = {}): Promise<{ result: CodexTurnResult; request: RecordedRequest }> {
+async function turn(
+  file: string,
+  prompt: string,
+  engine: ContextEngine,
+  extra: Record<string, unknown> = {},
+  status: CodexTurnResult["status"] = "completed",
+): Promise<{ result: CodexTurnResult; request: RecordedRequest }> {
   const before = env.fake.requests.length;
-  env.fake.enqueue({ text: `answer to ${prompt}` });
+  if (status === "completed") env.fake.enqueue({ text: `answer to ${prompt}` });
   const result = await runCodexTurn(turnParams(env, file, prompt, { contextEngine: engine, projection: { mode: "native" }, ...extra }));
-  expect(result.status, JSON.stringify(result.error)).toBe("completed");
+  expect(result.status, JSON.stringify(result.error)).toBe(status);
+  if (status !== "completed") return { result, request: undefined as never };
   const request = env.fake.requests.slice(before).find((r) => r.requestKind === "turn");
   expect(request).toBeDefined();
   return { result, request: request! };
@@ -106,5 +134,94 @@ describe("native projection: the view becomes the thread", () => {
     // the view's front changes every turn, so each turn needs a fresh thread.
     expect(decisions.slice(0, 3)).toEqual(["", "match", "revert"]);
     expect(threads.size).toBe(4);
+  }, 120_000);
+
+  it("an engine compaction the thread takes in place keeps the prompt_cache_key; tools, preamble and kept prefix are byte-identical", async () => {
+    const file = sessions.file("in-place");
+    // The whole history until the history has 8 messages, then turns 3-4 folded into a summary after turns 1-2.
+    const engine = viewEngine("fold-after-two", foldAfterTwo);
+    const requests: RecordedRequest[] = [];
+    for (let i = 1; i <= 5; i++) requests.push((await turn(file, `fold-question-${i}`, engine)).request);
+    const [before, after] = [requests[3]!, requests[4]!];
+    const last = await readThreadBinding(file);
+    expect(last?.native?.turns.length).toBe(3);
+    expect(conversation(after)).toEqual(expected(engine.last, "fold-question-5"));
+    expect(after.body?.prompt_cache_key).toBe(before.body?.prompt_cache_key);
+    expect(requestThreadId(after)).toBe(requestThreadId(before));
+    expect(JSON.stringify(after.body?.tools)).toBe(JSON.stringify(before.body?.tools));
+    const input = (r: RecordedRequest) => (r.body?.input ?? []) as unknown[];
+    // Codex's preamble and turns 1-2 (4 items) came first in both requests, byte for byte.
+    const framing = input(before).findIndex((i) => !isFraming(i as Record<string, unknown>));
+    const kept = framing + 4;
+    expect(JSON.stringify(input(after).slice(0, kept))).toBe(JSON.stringify(input(before).slice(0, kept)));
+    expect(JSON.stringify(input(after)[kept])).not.toBe(JSON.stringify(input(before)[kept]));
+  }, 120_000);
+
+  for (const point of ["native:before-revert", "native:after-revert", "native:before-inject", "native:after-inject"] as FaultPointName[]) {
+    it(`a sync cut short at ${point}: the next attempt's model input is the view, each item once`, async () => {
+      const file = sessions.file(`crash-${point.replace(/:/g, "-")}`);
+      const engine = viewEngine("fold-after-two", foldAfterTwo);
+      for (let i = 1; i <= 4; i++) await turn(file, `crash-q${i}-${point}`, engine);
+      // Turn 5 must revert (turns 3-4 leave the view for a summary) and inject: the attempt dies at the fault point.
+      setTranscriptFaultHook((p) => {
+        if (p === point) throw new Error(`simulated crash at ${p}`);
+      });
+      try {
+        await turn(file, `crash-q5-${point}`, engine, {}, "failed");
+      } finally {
+        setTranscriptFaultHook(undefined);
+      }
+      const binding = await readThreadBinding(file);
+      expect(binding?.native?.intent, "the binding records the step in progress").toBeDefined();
+      const { result, request } = await turn(file, `crash-q5-${point}`, engine);
+      const lines = conversation(request);
+      expect(lines).toEqual(expected(engine.last, `crash-q5-${point}`));
+      expect(new Set(lines).size).toBe(lines.length);
+      expect(result.projection?.native?.decision).toBe("resync");
+    }, 120_000);
+  }
+});
+
+describe("native projection after a Codex native compaction", () => {
+  const LIMIT = 5_000;
+  let small: OfflineCodex;
+  beforeAll(async () => {
+    small = await startOfflineCodex({ offline: { lean: true, autoCompactTokenLimit: LIMIT } });
+  }, 60_000);
+  afterAll(async () => {
+    await disposeChecked(small);
+  });
+
+  it("a compaction inside a turn is detected; the next turn's model input again equals the view", async () => {
+    const file = sessions.file("native-compaction");
+    // Engine-made text first (injected as a user-role reference item), then the whole history.
+    const engine = viewEngine("noted-history", (messages) => [{ role: "custom", customType: "note", content: "Project note: keep answers short." }, ...messages]);
+    const usage = { input_tokens: 500, output_tokens: 10, total_tokens: 510 };
+    const params = (prompt: string) => ({
+      ...turnParams(small, file, prompt, { contextEngine: engine, projection: { mode: "native" as const } }),
+      dynamicTools: [{ name: "probe", description: "probe", inputSchema: { type: "object", properties: {} }, handler: () => "PROBE-RESULT" }],
+    });
+    const run = async (prompt: string, reply: Parameters<OfflineCodex["fake"]["enqueue"]>[0]) => {
+      const from = small.fake.requests.length;
+      small.fake.enqueue(reply);
+      const result = await runCodexTurn(params(prompt));
+      expect(result.status, JSON.stringify(result.error)).toBe("completed");
+      return { result, requests: small.fake.requests.slice(from) };
+    };
+    await run("nc-first", { text: "nc-first-answer", usage });
+    const two = await run("nc-second", { text: "nc-second-answer", usage });
+    expect(conversation(two.requests.find((r) => r.requestKind === "turn")!)).toEqual(expected(engine.last, "nc-second"));
+    // Turn 3: the tool call's usage crosses the limit, so Codex compacts before the follow-up request.
+    const three = await run("nc-third", [
+      { functionCall: { name: "probe", arguments: {} }, usage: { input_tokens: 600, output_tokens: 10, total_tokens: LIMIT + 2_000 } },
+      { text: "nc-third-answer", usage },
+    ]);
+    expect(three.requests.map((r) => r.requestKind)).toEqual(["turn", "compaction", "turn"]);
+    expect((await readThreadBinding(file))?.native?.unknownFrom).toBe(three.result.turnId);
+    const four = await run("nc-fourth", { text: "nc-fourth-answer", usage });
+    expect(four.result.projection?.native?.decision).toBe("resync");
+    expect(four.result.threadId).toBe(three.result.threadId);
+    const request = four.requests.find((r) => r.requestKind === "turn")!;
+    expect(conversation(request)).toEqual(expected(engine.last, "nc-fourth"));
   }, 120_000);
 });

@@ -28,7 +28,8 @@ function injectAfter(record: NativeThreadRecord): string | null {
 export async function revertThread(deps: TurnDeps, input: { threadId: string; sync: NativeSyncOutput }): Promise<NativeSyncResult> {
   const before = input.sync.revertBeforeTurnId!;
   const kept = input.sync.record as NativeThreadRecord;
-  await deps.binding.nativeRecord(input.threadId, { ...kept, intent: { step: "revert", beforeTurnId: before } });
+  // On the record as it stands (every turn still listed): a crash from here on cuts before `before` again.
+  await deps.binding.nativeIntent(input.threadId, { step: "revert", beforeTurnId: before });
   faultPoint("native:before-revert");
   const started = performance.now();
   try {
