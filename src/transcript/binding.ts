@@ -478,7 +478,9 @@ export function applyBindingUpdate(
 ): ThreadBinding {
   const update = isBindingUpdate(p.update) ? p.update : undefined;
   const sameThread = binding !== undefined && binding.threadId === p.threadId && !update?.reset;
-  const native = update?.native ? recordAcceptedTurn(update.native, p.turnId, update.reset ? undefined : update.developerDelivery) : undefined;
+  // A native thread keeps its record through a turn projected otherwise (an assemble that failed: mode none).
+  const nativeBase = update?.native ?? (sameThread ? (binding.native as NativeThreadRecord | undefined) : undefined);
+  const native = nativeBase ? recordAcceptedTurn(nativeBase, p.turnId, update?.reset ? undefined : update?.developerDelivery) : undefined;
   if (native && update?.reset && update.developerDelivery !== undefined) native.startDev = update.developerDelivery;
   const held = native ? native.turns.map((t) => t.id).filter((t) => t !== p.turnId) : sameThread ? binding.heldTurnIds : [];
   const ledger = sameThread ? binding.ledger : [];
@@ -537,6 +539,9 @@ export type BindingUsage = NonNullable<ThreadBinding["lastUsage"]>;
 export function markNativeCompaction(binding: ThreadBinding, threadId: string, updatedBy?: string): ThreadBinding {
   if (binding.threadId !== threadId) return binding;
   const next: ThreadBinding = { ...binding, ledger: [], heldTurnIds: [], nativeCompactions: (binding.nativeCompactions ?? 0) + 1 };
+  // Native mode: what the thread holds is unknown from its last recorded turn on (a compaction outside a turn comes
+  // after it); the next sync cuts before it, which restores the history before the compaction (null: rotate).
+  if (binding.native) next.native = { ...binding.native, unknownFrom: binding.native.turns.at(-1)?.id ?? null };
   // The compaction dropped injected developer updates and earlier items: nothing stale is left to pay for.
   delete next.developerDeliveries;
   // Nor is the thread still over its window: the next turn need not compact for an earlier overflow.

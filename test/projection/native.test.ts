@@ -16,7 +16,7 @@ import {
   type NativeSyncInput,
   type NativeThreadRecord,
 } from "../../src/projection/native.js";
-import { applyBindingUpdate, readThreadBinding, threadBindingSchema, writeThreadBinding } from "../../src/transcript/binding.js";
+import { applyBindingUpdate, markNativeCompaction, readThreadBinding, threadBindingSchema, writeThreadBinding } from "../../src/transcript/binding.js";
 import { tempSessions } from "../helpers/turn-env.js";
 
 const user = (text: string): AgentMessage => ({ role: "user", content: text, timestamp: 1 });
@@ -197,5 +197,18 @@ describe("the native record in the binding", () => {
     expect((await readThreadBinding(file))?.native?.intent).toEqual({ step: "revert", beforeTurnId: "turn-2" });
     expect(threadBindingSchema.safeParse({ ...second, native: { preamble: ["not a unit"], turns: [] } }).success).toBe(false);
     sessions.cleanup();
+  });
+
+  it("a turn projected otherwise on a native thread keeps its record; a compaction outside a turn marks it unknown", () => {
+    const fp = { dynamicToolsFingerprint: "d", engineId: "e", policyFingerprint: "p", projectionMode: "native" };
+    const native: NativeThreadRecord = { preamble: ["mabc:10"], turns: [{ id: "turn-1", units: ["e0123:20"] }] };
+    const bound = { ...applyBindingUpdate(undefined, { threadId: "t", turnId: "turn-1", update: { reset: true, ledgerAdd: [] }, ...fp }), native };
+    // An assemble that failed: mode none, no native update. The injected units are still on the thread.
+    const next = applyBindingUpdate(bound, { threadId: "t", turnId: "turn-2", update: { reset: false, ledgerAdd: [] }, ...fp });
+    expect(next.native).toEqual({ preamble: ["mabc:10"], turns: [{ id: "turn-1", units: ["e0123:20"] }, { id: "turn-2", units: [] }] });
+    expect(markNativeCompaction(next, "t").native?.unknownFrom).toBe("turn-2");
+    expect(markNativeCompaction({ ...next, native: { preamble: [], turns: [] } }, "t").native?.unknownFrom).toBeNull();
+    // A fresh thread forgets the old one's record.
+    expect(applyBindingUpdate(next, { threadId: "t2", turnId: "turn-9", update: { reset: true, ledgerAdd: [] }, ...fp }).native).toBeUndefined();
   });
 });
