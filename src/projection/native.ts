@@ -76,9 +76,40 @@ const textOf = (c: string | MessagePart[] | undefined): string => {
     .join("\n");
 };
 
-/** The content hash of a message (16 hex of its content key). */
+/**
+ * Hashes of messages seen before, by object: the history cache hands out the same frozen message objects from turn to
+ * turn, so a long session's turns are hashed once per process, not on every turn's sync plan.
+ */
+const hashMemo = new WeakMap<object, string>();
+
+/**
+ * The content hash of a message (16 hex of its content key): what names a view message in the native record, and
+ * what matches it with the same message a thread's turn holds (metadata such as timestamps and usage is ignored).
+ *
+ * @example
+ * ```ts
+ * nativeMessageHash({ role: "user", content: "hi", timestamp: 1 }) === nativeMessageHash({ role: "user", content: "hi", timestamp: 2 }); // true
+ * ```
+ */
 export function nativeMessageHash(message: AgentMessage): string {
-  return sha256Hex(messageContentKey(message), 16);
+  const frozen = Object.isFrozen(message);
+  const known = frozen ? hashMemo.get(message) : undefined;
+  if (known !== undefined) return known;
+  const hash = sha256Hex(messageContentKey(message), 16);
+  if (frozen) hashMemo.set(message, hash);
+  return hash;
+}
+
+/** JSON bytes of frozen history messages, by object (see {@link nativeMessageHash}). */
+const bytesMemo = new WeakMap<object, number>();
+
+function messageBytes(message: AgentMessage): number {
+  const frozen = Object.isFrozen(message);
+  const known = frozen ? bytesMemo.get(message) : undefined;
+  if (known !== undefined) return known;
+  const bytes = Buffer.byteLength(JSON.stringify(message), "utf8");
+  if (frozen) bytesMemo.set(message, bytes);
+  return bytes;
 }
 
 function referenceItem(message: AgentMessage): ResponsesItem | undefined {
@@ -150,7 +181,14 @@ export function nativeItemsOf(message: AgentMessage, pairedCallIds: ReadonlySet<
   return { kind: "e", items: item ? [item] : [] };
 }
 
-/** Tool call ids whose call (an assistant part) and result (a `toolResult`) are both in `view`, in that order. */
+/**
+ * Tool call ids whose call (an assistant part) and result (a `toolResult`) are both in `view`, in that order.
+ *
+ * @example
+ * ```ts
+ * pairedToolCallIds([assistantWithCall("call_1"), toolResultFor("call_1")]); // Set { "call_1" }
+ * ```
+ */
 export function pairedToolCallIds(view: readonly AgentMessage[]): Set<string> {
   const calls = new Set<string>();
   const paired = new Set<string>();
@@ -184,7 +222,14 @@ export function nativeViewUnits(view: readonly AgentMessage[]): NativeViewUnit[]
   return out;
 }
 
-/** The hash and bytes of a recorded unit. */
+/**
+ * The kind, hash and bytes of a recorded unit.
+ *
+ * @example
+ * ```ts
+ * splitNativeUnit("m3f2c0a9d1e4b5c6a:118"); // { kind: "m", hash: "3f2c0a9d1e4b5c6a", bytes: 118 }
+ * ```
+ */
 export function splitNativeUnit(unit: NativeUnit): { kind: string; hash: string; bytes: number } {
   const colon = unit.lastIndexOf(":");
   const bytes = Number(unit.slice(colon + 1));
@@ -261,11 +306,25 @@ export interface NativeSyncPlan {
   heldDeveloperDeliveries: string[];
 }
 
+/**
+ * Whether a message becomes at least one item (the view's units leave out those that do not: an assistant message
+ * with only thinking, an empty user message, a block with an empty body), so a turn's messages are compared alike.
+ */
+function hasNativeContent(message: AgentMessage): boolean {
+  const m = message as { role?: unknown; content?: unknown };
+  if (m.role === "user") return typeof m.content === "string" ? m.content.length > 0 : Array.isArray(m.content) && m.content.length > 0;
+  if (m.role === "assistant" && Array.isArray(m.content)) {
+    return (m.content as MessagePart[]).some((p) => p.type === "toolCall" || (p.type === "text" && typeof (p as { text?: unknown }).text === "string" && (p as { text: string }).text.length > 0));
+  }
+  if (m.role === "toolResult") return true;
+  return renderMessageBlock(message) !== undefined;
+}
+
 function segmentsOf(input: NativeSyncInput, record: NativeThreadRecord, threadId: string): Segment[] {
   const byTurn = new Map<string, string[]>();
   for (let i = 0; i < input.history.length; i++) {
     const origin = input.origins[i];
-    if (!origin || origin.threadId !== threadId) continue;
+    if (!origin || origin.threadId !== threadId || !hasNativeContent(input.history[i]!)) continue;
     let list = byTurn.get(origin.turnId);
     if (!list) byTurn.set(origin.turnId, (list = []));
     list.push(nativeMessageHash(input.history[i]!));
@@ -275,7 +334,7 @@ function segmentsOf(input: NativeSyncInput, record: NativeThreadRecord, threadId
   const sizes = new Map<string, number>();
   for (let i = 0; i < input.history.length; i++) {
     const origin = input.origins[i];
-    if (origin?.threadId === threadId) sizes.set(origin.turnId, (sizes.get(origin.turnId) ?? 0) + Buffer.byteLength(JSON.stringify(input.history[i]), "utf8"));
+    if (origin?.threadId === threadId) sizes.set(origin.turnId, (sizes.get(origin.turnId) ?? 0) + messageBytes(input.history[i]!));
   }
   for (const turn of record.turns) {
     const own = byTurn.get(turn.id) ?? [];

@@ -111,6 +111,15 @@ describe("planNativeSync", () => {
     expect(texts(p2.items)[0]).toBe("user:q2");
   });
 
+  it("a turn message that becomes no item (thinking only) is left out of the comparison, as from the view", () => {
+    const s = session(2);
+    const thinking: AgentMessage = { role: "assistant", content: [{ type: "thinking", thinking: "hmm" }], timestamp: 3 };
+    const history = [...s.history.slice(0, 3), thinking, s.history[3]!];
+    const origins = [...s.origins.slice(0, 3), { threadId: "t", turnId: "turn-2" }, s.origins[3]!];
+    const p = plan({ view: history, history, origins, thread: { threadId: "t", record: s.record } });
+    expect(p).toMatchObject({ reason: "match", counts: { injectedItems: 0, viewUnits: 4 } });
+  });
+
   it("what was injected before the first turn cannot be reverted: a view that drops it rotates", () => {
     const s = session(2);
     const pre = nativeViewUnits([summary("old")]).map((u) => u.unit);
