@@ -57,7 +57,8 @@ export interface BindingKeeper {
   nativeCompaction(compaction: NativeCompactionRecord, preTurn: boolean): void;
   /**
    * Native mode: what the bound thread holds now, or the intent of the sync step about to run (revert, inject). Written
-   * at once and awaited: the Codex call that follows must never run before its intent is on disk.
+   * at once, durably, and awaited; a failed write rejects: the Codex call that follows must never run before its intent
+   * is on disk.
    */
   nativeRecord(threadId: string, record: NativeThreadRecord): Promise<void>;
   /** Native mode: the intent of the step about to run, on the record the binding holds now (written and awaited). */
@@ -93,6 +94,19 @@ export function createBindingKeeper(deps: {
       }
     });
     return writes;
+  };
+  /**
+   * A native sync step's record: durable (fsynced, so an OS crash cannot lose an intent whose Codex call went through)
+   * and never swallowed: a failed write fails the step before Codex is asked to do anything. Only turns that revert or
+   * inject pay for it.
+   */
+  const persistNative = (): Promise<void> => {
+    dirty = false;
+    const next = writes.then(async () => {
+      if (binding) await deps.store.writeBinding(binding, { durable: true });
+    });
+    writes = next.catch(() => undefined);
+    return next;
   };
   // Written once the mirror has started its fsync (the next macrotask), so the write overlaps the wait for the disk
   // instead of delaying the mirror; settle() waits for it.
@@ -147,14 +161,14 @@ export function createBindingKeeper(deps: {
     async nativeRecord(threadId, record) {
       if (!binding || binding.threadId !== threadId) return;
       binding = { ...binding, native: record, heldTurnIds: record.turns.map((t) => t.id) };
-      await persist();
+      await persistNative();
     },
     async nativeIntent(threadId, intent) {
       if (!binding || binding.threadId !== threadId) return;
       // A thread adopted from a binding without a record (its turns ran before native mode) holds its turns only.
       const record: NativeThreadRecord = binding.native ?? { preamble: [], turns: binding.heldTurnIds.map((id) => ({ id, units: [] })) };
       binding = { ...binding, native: { ...record, intent } };
-      await persist();
+      await persistNative();
     },
     async settle() {
       if (dirty) void persist();
