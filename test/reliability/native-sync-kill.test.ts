@@ -5,7 +5,7 @@
  * binding's intent. The model input of that attempt is exactly the engine's view plus the prompt, each item once.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -34,7 +34,7 @@ function runWorker(job: NativeSyncJob): Promise<{ code: number | null; signal: N
     const child = spawn(process.execPath, ["--import", "tsx", worker, JSON.stringify(job)], { cwd: root, stdio: ["ignore", "ignore", "pipe"] });
     let stderr = "";
     child.stderr.on("data", (d: Buffer) => (stderr += d.toString()));
-    const timer = setTimeout(() => child.kill("SIGKILL"), 60_000);
+    const timer = setTimeout(() => child.kill("SIGKILL"), 150_000);
     child.on("error", reject);
     child.on("close", (code, signal) => {
       clearTimeout(timer);
@@ -52,13 +52,16 @@ describe("native sync killed with SIGKILL", () => {
         file: path.join(dir, "session.jsonl"),
         codexHome: path.join(dir, "codex-home"),
         pidFile: path.join(dir, "codex.pid"),
+        reachedFile: path.join(dir, "reached"),
         prompts: ["k1", "k2", "k3", "k4", "k5"],
         kill: { point, prompt: "k5" },
       };
       const exit = await runWorker(job);
-      const codexPid = Number(readFileSync(job.pidFile, "utf8"));
+      const codexPid = existsSync(job.pidFile) ? Number(readFileSync(job.pidFile, "utf8")) : 0;
       if (codexPid > 0) strays.push(codexPid);
       expect(exit.signal, exit.stderr).toBe("SIGKILL");
+      // It died at the fault point, not by the parent's timer.
+      expect(existsSync(job.reachedFile) ? readFileSync(job.reachedFile, "utf8") : "(never reached)").toBe(point);
       const left = await readThreadBinding(job.file);
       expect(left?.native?.intent, "the binding still says which step was running").toBeDefined();
 
@@ -78,6 +81,6 @@ describe("native sync killed with SIGKILL", () => {
       } finally {
         await disposeChecked(env);
       }
-    }, 120_000);
+    }, 240_000);
   }
 });
