@@ -411,7 +411,7 @@ export function planNativeSync(input: NativeSyncInput): NativeSyncPlan {
   const view = nativeViewUnits(input.view);
   const thread = input.thread;
   if (!thread) return freshPlan(view, "noRecord");
-  const record = thread.record;
+  const record = withUnrecordedTurns(thread.record, input, thread.threadId);
   const repair = repairLimit(record);
   if (repair === "rotate") return freshPlan(view, "rotate");
   const resync = repair !== undefined;
@@ -446,6 +446,23 @@ export function planNativeSync(input: NativeSyncInput): NativeSyncPlan {
   }
   if (choice.option === "rotate") return freshPlan(view, "rotate", staleBytes);
   return resumePlan(view, record, resync ? "resync" : "revert", kept, rest, 0);
+}
+
+/**
+ * The record with the thread's turns the transcript has and the record lacks appended (a binding one write behind its
+ * thread, after an OS crash: the turn ran, its binding update was lost). Nothing was injected after such a turn (the
+ * sync's records are durable), so it is a turn like any other.
+ */
+function withUnrecordedTurns(record: NativeThreadRecord, input: NativeSyncInput, threadId: string): NativeThreadRecord {
+  const known = new Set(record.turns.map((t) => t.id));
+  const extra: string[] = [];
+  for (const origin of input.origins) {
+    if (origin?.threadId !== threadId || known.has(origin.turnId)) continue;
+    known.add(origin.turnId);
+    extra.push(origin.turnId);
+  }
+  if (extra.length === 0) return record;
+  return { ...record, turns: [...record.turns, ...extra.map((id) => ({ id, units: [] }))] };
 }
 
 /**

@@ -120,6 +120,15 @@ describe("planNativeSync", () => {
     expect(p).toMatchObject({ reason: "match", counts: { injectedItems: 0, viewUnits: 4 } });
   });
 
+  it("a turn the transcript has and the record lacks (a binding one write behind) is taken as held, not sent again", () => {
+    const s = session(3);
+    const lagging = { ...s.record, turns: s.record.turns.slice(0, 2) };
+    const p = plan({ view: s.history, history: s.history, origins: s.origins, thread: { threadId: "t", record: lagging } });
+    expect(p).toMatchObject({ reason: "match", counts: { keptTurns: 3, injectedItems: 0 } });
+    const cut = plan({ view: s.history.slice(0, 4), history: s.history, origins: s.origins, thread: { threadId: "t", record: lagging } });
+    expect(cut).toMatchObject({ reason: "revert", revertBeforeTurnId: "turn-3" });
+  });
+
   it("what was injected before the first turn cannot be reverted: a view that drops it rotates", () => {
     const s = session(2);
     const pre = nativeViewUnits([summary("old")]).map((u) => u.unit);
