@@ -41,6 +41,11 @@ export interface NativeThreadRecord {
   intent?: { step: "revert"; beforeTurnId: string } | { step: "inject"; afterTurnId: string | null; units: NativeUnit[] } | undefined;
   /** Stale bytes' rent accrued on this thread (cost rule: carry). */
   rentBytes?: number | undefined;
+  /**
+   * Turns reverted off this thread (newest last, at most {@link MAX_NATIVE_TURNS}): the transcript keeps their
+   * messages under this thread's id, and they must never be taken for turns the record lacks.
+   */
+  cut?: string[] | undefined;
 }
 
 /** Turns a native record keeps (the oldest fall out; a view that reaches past them rotates). */
@@ -213,13 +218,42 @@ export function nativeViewUnits(view: readonly AgentMessage[]): NativeViewUnit[]
   const paired = pairedToolCallIds(view);
   const out: NativeViewUnit[] = [];
   for (const message of view) {
-    const { kind, items } = nativeItemsOf(message, paired);
-    if (items.length === 0) continue;
-    const hash = nativeMessageHash(message);
-    const bytes = Buffer.byteLength(JSON.stringify(items), "utf8");
-    out.push({ unit: `${kind}${hash}:${bytes}`, hash, bytes, kind, items });
+    const unit = viewUnitOf(message, paired);
+    if (unit) out.push(unit);
   }
   return out;
+}
+
+/**
+ * Units of frozen messages (the history cache's), by object and by which of its tool calls are paired in the view:
+ * a long session's view is converted and measured once per process, not on every turn.
+ */
+const unitMemo = new WeakMap<object, { pairing: string; unit: NativeViewUnit | undefined }>();
+
+/** Which of a message's tool call ids the view pairs (the only input besides the message that changes its items). */
+function pairingOf(message: AgentMessage, paired: ReadonlySet<string>): string {
+  const m = message as { role?: unknown; content?: unknown; toolCallId?: unknown };
+  if (m.role === "toolResult") return typeof m.toolCallId === "string" && paired.has(m.toolCallId) ? "p" : "";
+  if (m.role !== "assistant" || !Array.isArray(m.content)) return "";
+  let out = "";
+  for (const part of m.content as MessagePart[]) if (part.type === "toolCall") out += paired.has((part as { id: string }).id) ? "p" : "u";
+  return out;
+}
+
+function viewUnitOf(message: AgentMessage, paired: ReadonlySet<string>): NativeViewUnit | undefined {
+  const frozen = Object.isFrozen(message);
+  const pairing = pairingOf(message, paired);
+  const known = frozen ? unitMemo.get(message) : undefined;
+  if (known !== undefined && known.pairing === pairing) return known.unit;
+  const { kind, items } = nativeItemsOf(message, paired);
+  let unit: NativeViewUnit | undefined;
+  if (items.length > 0) {
+    const hash = nativeMessageHash(message);
+    const bytes = Buffer.byteLength(JSON.stringify(items), "utf8");
+    unit = { unit: `${kind}${hash}:${bytes}`, hash, bytes, kind, items };
+  }
+  if (frozen) unitMemo.set(message, { pairing, unit });
+  return unit;
 }
 
 /**
@@ -320,30 +354,45 @@ function hasNativeContent(message: AgentMessage): boolean {
   return renderMessageBlock(message) !== undefined;
 }
 
+/** What the comparison needs of a history message: its hash, JSON bytes and whether it becomes any item. */
+interface HistoryFacts {
+  hash: string;
+  bytes: number;
+  content: boolean;
+}
+
+/** {@link HistoryFacts} of frozen history messages, by object (one lookup per message and turn). */
+const factsMemo = new WeakMap<object, HistoryFacts>();
+
+function historyFacts(message: AgentMessage): HistoryFacts {
+  const frozen = Object.isFrozen(message);
+  const known = frozen ? factsMemo.get(message) : undefined;
+  if (known !== undefined) return known;
+  const facts = { hash: nativeMessageHash(message), bytes: messageBytes(message), content: hasNativeContent(message) };
+  if (frozen) factsMemo.set(message, facts);
+  return facts;
+}
+
 function segmentsOf(input: NativeSyncInput, record: NativeThreadRecord, threadId: string): Segment[] {
-  const byTurn = new Map<string, string[]>();
+  const byTurn = new Map<string, { hashes: string[]; bytes: number }>();
+  let last: { id: string; entry: { hashes: string[]; bytes: number } } | undefined;
   for (let i = 0; i < input.history.length; i++) {
     const origin = input.origins[i];
-    if (!origin || origin.threadId !== threadId || !hasNativeContent(input.history[i]!)) continue;
-    let list = byTurn.get(origin.turnId);
-    if (!list) byTurn.set(origin.turnId, (list = []));
-    list.push(nativeMessageHash(input.history[i]!));
+    if (!origin || origin.threadId !== threadId) continue;
+    // A turn's messages are consecutive: the map is asked once per turn, not once per message.
+    let entry = last?.id === origin.turnId ? last.entry : byTurn.get(origin.turnId);
+    if (!entry) byTurn.set(origin.turnId, (entry = { hashes: [], bytes: 0 }));
+    last = { id: origin.turnId, entry };
+    const facts = historyFacts(input.history[i]!);
+    entry.bytes += facts.bytes;
+    if (facts.content) entry.hashes.push(facts.hash);
   }
-  const bytesOf = (units: readonly string[]) => units.reduce((s, u) => s + splitNativeUnit(u).bytes, 0);
+  const bytesOf = (units: readonly string[]) => units.reduce((sum, u) => sum + splitNativeUnit(u).bytes, 0);
   const segments: Segment[] = [{ hashes: record.preamble.map((u) => splitNativeUnit(u).hash), bytes: bytesOf(record.preamble) }];
-  const sizes = new Map<string, number>();
-  for (let i = 0; i < input.history.length; i++) {
-    const origin = input.origins[i];
-    if (origin?.threadId === threadId) sizes.set(origin.turnId, (sizes.get(origin.turnId) ?? 0) + messageBytes(input.history[i]!));
-  }
   for (const turn of record.turns) {
-    const own = byTurn.get(turn.id) ?? [];
-    segments.push({
-      turnId: turn.id,
-      hashes: [...own, ...turn.units.map((u) => splitNativeUnit(u).hash)],
-      bytes: (sizes.get(turn.id) ?? 0) + bytesOf(turn.units),
-      dev: turn.dev,
-    });
+    const own = byTurn.get(turn.id);
+    const hashes = turn.units.length === 0 ? (own?.hashes ?? []) : [...(own?.hashes ?? []), ...turn.units.map((u) => splitNativeUnit(u).hash)];
+    segments.push({ turnId: turn.id, hashes, bytes: (own?.bytes ?? 0) + bytesOf(turn.units), dev: turn.dev });
   }
   return segments;
 }
@@ -454,15 +503,24 @@ export function planNativeSync(input: NativeSyncInput): NativeSyncPlan {
  * sync's records are durable), so it is a turn like any other.
  */
 function withUnrecordedTurns(record: NativeThreadRecord, input: NativeSyncInput, threadId: string): NativeThreadRecord {
-  const known = new Set(record.turns.map((t) => t.id));
+  // Such turns come after the last recorded one: walk the thread's origins back from the end until a recorded turn.
+  const lastRecorded = record.turns[record.turns.length - 1]?.id;
+  const known = new Set<string>(record.cut ?? []);
   const extra: string[] = [];
-  for (const origin of input.origins) {
-    if (origin?.threadId !== threadId || known.has(origin.turnId)) continue;
+  for (let i = input.origins.length - 1; i >= 0; i--) {
+    const origin = input.origins[i];
+    if (origin?.threadId !== threadId) continue;
+    if (origin.turnId === lastRecorded) break;
+    if (known.has(origin.turnId)) continue;
     known.add(origin.turnId);
-    extra.push(origin.turnId);
+    extra.unshift(origin.turnId);
   }
   if (extra.length === 0) return record;
-  return { ...record, turns: [...record.turns, ...extra.map((id) => ({ id, units: [] }))] };
+  // A turn id the record already lists further back is not new (its messages were rewritten in the transcript).
+  const recorded = new Set([...record.turns.map((t) => t.id), ...(record.cut ?? [])]);
+  const fresh = extra.filter((id) => !recorded.has(id));
+  if (fresh.length === 0) return record;
+  return { ...record, turns: [...record.turns, ...fresh.map((id) => ({ id, units: [] }))] };
 }
 
 /**
@@ -527,7 +585,10 @@ function resumePlan(
   staleBytes: number,
   rentBytes?: number,
 ): NativeSyncPlan {
-  const next: NativeThreadRecord = { preamble: [...record.preamble], turns: record.turns.slice(0, keptTurns).map((t) => ({ ...t, units: [...t.units] })) };
+  // Turn entries are never changed in place (recordInjected and recordAcceptedTurn copy what they change).
+  const next: NativeThreadRecord = { preamble: record.preamble, turns: record.turns.slice(0, keptTurns) };
+  const cut = [...(record.cut ?? []), ...record.turns.slice(keptTurns).map((t) => t.id)].slice(-MAX_NATIVE_TURNS);
+  if (cut.length > 0) next.cut = cut;
   if (record.startDev !== undefined) next.startDev = record.startDev;
   if (rentBytes !== undefined && rentBytes > 0) next.rentBytes = rentBytes;
   const deliveries = record.startDev !== undefined ? [record.startDev] : [];

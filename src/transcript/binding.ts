@@ -48,6 +48,7 @@ export const nativeThreadRecordSchema = z.object({
     ])
     .optional(),
   rentBytes: z.number().nonnegative().optional(),
+  cut: z.array(z.string().min(1)).optional(),
 });
 
 export const threadBindingSchema = z.object({

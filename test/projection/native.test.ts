@@ -129,6 +129,18 @@ describe("planNativeSync", () => {
     expect(cut).toMatchObject({ reason: "revert", revertBeforeTurnId: "turn-3" });
   });
 
+  it("turns reverted off the thread stay out of it, although the transcript keeps their messages", () => {
+    const s = session(4);
+    const cutPlan = plan({ view: [...s.history.slice(0, 4), summary("3-4")], history: s.history, origins: s.origins, thread: { threadId: "t", record: s.record } });
+    expect(cutPlan.record.cut).toEqual(["turn-3", "turn-4"]);
+    // The turn after the sync never started: the next plan must not take turns 3-4 for held turns.
+    const next = recordInjected(cutPlan.record, cutPlan.units);
+    const again = plan({ view: s.history, history: s.history, origins: s.origins, thread: { threadId: "t", record: next } });
+    // Turn 2 now carries the summary after it, which the view dropped: cut before it; turns 3-4 are sent, not held.
+    expect(again).toMatchObject({ reason: "revert", revertBeforeTurnId: "turn-2", counts: { keptTurns: 1, injectedItems: 6 } });
+    expect(again.record.cut).toEqual(["turn-3", "turn-4", "turn-2"]);
+  });
+
   it("what was injected before the first turn cannot be reverted: a view that drops it rotates", () => {
     const s = session(2);
     const pre = nativeViewUnits([summary("old")]).map((u) => u.unit);
