@@ -481,7 +481,12 @@ export function applyBindingUpdate(
   const sameThread = binding !== undefined && binding.threadId === p.threadId && !update?.reset;
   // A native thread keeps its record through a turn projected otherwise (an assemble that failed: mode none).
   const nativeBase = update?.native ?? (sameThread ? (binding.native as NativeThreadRecord | undefined) : undefined);
-  const native = nativeBase ? recordAcceptedTurn(nativeBase, p.turnId, update?.reset ? undefined : update?.developerDelivery) : undefined;
+  let native = nativeBase ? recordAcceptedTurn(nativeBase, p.turnId, update?.reset ? undefined : update?.developerDelivery) : undefined;
+  // Without a sync of its own the turn repaired nothing: an unfinished step or an unknown stretch is still there.
+  if (native && !update?.native && nativeBase) {
+    if (nativeBase.intent !== undefined) native = { ...native, intent: nativeBase.intent };
+    if (nativeBase.unknownFrom !== undefined) native = { ...native, unknownFrom: nativeBase.unknownFrom };
+  }
   if (native && update?.reset && update.developerDelivery !== undefined) native.startDev = update.developerDelivery;
   const held = native ? native.turns.map((t) => t.id).filter((t) => t !== p.turnId) : sameThread ? binding.heldTurnIds : [];
   const ledger = sameThread ? binding.ledger : [];

@@ -237,6 +237,11 @@ describe("the native record in the binding", () => {
     const next = applyBindingUpdate(bound, { threadId: "t", turnId: "turn-2", update: { reset: false, ledgerAdd: [] }, ...fp });
     expect(next.native).toEqual({ preamble: ["mabc:10"], turns: [{ id: "turn-1", units: ["e0123:20"] }, { id: "turn-2", units: [] }] });
     expect(markNativeCompaction(next, "t").native?.unknownFrom).toBe("turn-2");
+    // Such a turn repairs nothing: an unfinished step's intent and an unknown stretch stay for the next sync.
+    const pending = { ...next, native: { ...next.native!, intent: { step: "inject" as const, afterTurnId: "turn-1", units: [] }, unknownFrom: "turn-2" } };
+    const after = applyBindingUpdate(pending, { threadId: "t", turnId: "turn-3", update: { reset: false, ledgerAdd: [] }, ...fp });
+    expect(after.native).toMatchObject({ intent: { step: "inject", afterTurnId: "turn-1" }, unknownFrom: "turn-2" });
+    expect(after.native?.turns.map((t) => t.id)).toEqual(["turn-1", "turn-2", "turn-3"]);
     expect(markNativeCompaction({ ...next, native: { preamble: [], turns: [] } }, "t").native?.unknownFrom).toBeNull();
     // A fresh thread forgets the old one's record.
     expect(applyBindingUpdate(next, { threadId: "t2", turnId: "turn-9", update: { reset: true, ledgerAdd: [] }, ...fp }).native).toBeUndefined();
