@@ -17,18 +17,20 @@ import { DEFAULT_CACHED_PRICE_RATIO } from "../src/projection/rotation.js";
 import { bounded, effectiveInputCost, inputBytesOf, median, modelReply, prefixReuse, ratio, requestsCarryingTwice, round, table, tempDir, userPrompt } from "./lib.js";
 import { createRebuildingEngine, createRecallEngine, createSummarizingEngine, recalledNote } from "./engines/index.js";
 
-export type GrowthMode = "floor" | "anchor" | "delta" | "threadBootstrap";
+export type GrowthMode = "floor" | "anchor" | "delta" | "threadBootstrap" | "native";
 
 /** Realistic engine shapes (bench/engines/) run next to the window engine. */
-export type EngineShape = "rebuilding" | "summarizing" | "recall";
+export type EngineShape = "rebuilding" | "summarizing" | "recall" | "window";
 
 export const SHAPE_LABELS: Record<EngineShape, string> = {
   rebuilding: "rebuilding engine (lossless-claw-like: rebuilt messages, no timestamps)",
   summarizing: "summarizing engine (keep 6, fold the rest every 8 turns)",
   recall: "recall engine (per-turn recalled note in systemPromptAddition)",
+  window: "window engine (newest messages within the outgrow budget)",
 };
 
-function createShape(shape: EngineShape): ContextEngine {
+function createShape(shape: EngineShape, budget: number): ContextEngine {
+  if (shape === "window") return createWindowEngine({ tokenBudget: budget });
   if (shape === "rebuilding") return createRebuildingEngine();
   if (shape === "summarizing") return createSummarizingEngine();
   return createRecallEngine();
@@ -39,6 +41,7 @@ export const MODE_LABELS: Record<GrowthMode, string> = {
   anchor: "anchor: prompt projection, one thread",
   delta: "delta + window engine",
   threadBootstrap: "threadBootstrap + window engine",
+  native: "native + window engine",
 };
 
 export interface GrowthRun {
@@ -87,6 +90,8 @@ export interface GrowthRun {
   noteBytes: number;
   /** Per turn: the bytes of that turn's recalled note (recall engine; empty otherwise). */
   noteBytesPerTurn: number[];
+  /** Turn requests with a developer-role item holding earlier transcript text (a prompt or a reply). */
+  developerTranscriptRequests: number;
   /** Per turn request: bytes shared as a prefix with the previous request (what `effectiveCost` prices as cached). */
   cachedBytes: number[];
   wallMs: number;
@@ -252,7 +257,7 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
     let engine: ContextEngine | undefined;
     let projection: ProjectionConfig | undefined;
     if (shape && mode !== "floor") {
-      engine = createShape(shape);
+      engine = createShape(shape, budget!);
       projection = { mode: mode === "anchor" ? "prompt" : mode };
     } else if (mode === "anchor") {
       engine = createWindowEngine({ tokenBudget: budget! });
@@ -333,6 +338,10 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
       staleTokens,
       staleMax: Math.max(0, ...staleTokens),
       lastRequestStaleNotes: Math.max(0, notesInLast - 1),
+      developerTranscriptRequests: turnReqs.filter((r, k) => {
+        const earlier = [...Array.from({ length: k }, (_, i) => userPrompt(i)), ...Array.from({ length: k }, (_, n) => modelReply(n))];
+        return ((r.body?.input ?? []) as unknown[]).some((item) => (item as { role?: unknown }).role === "developer" && earlier.some((t) => itemText(item).includes(t)));
+      }).length,
       noteBytes,
       noteBytesPerTurn,
       cachedBytes: inputs.map((cur, k) => (k === 0 ? 0 : Math.round(prefixReuse(inputs[k - 1]!, cur) * cur.length))),
@@ -397,7 +406,7 @@ export interface GrowthResults {
 }
 
 /** Projection modes each engine shape runs in (`delta` is what `auto` picks for them). */
-export const SHAPE_MODES = ["delta", "threadBootstrap"] as const;
+export const SHAPE_MODES = ["delta", "threadBootstrap", "native"] as const;
 
 /**
  * The least effective input cost ANY rotation schedule can reach for a per-turn note on Codex threads, which keep
@@ -497,12 +506,64 @@ export function shapeChecks(runs: readonly GrowthRun[], floor: GrowthRun): Growt
         `this run's policy pays ${fmt(recall.effectiveCost - floor.effectiveCost)} B over the floor against the optimum's ${fmt(bound.cost - floor.effectiveCost)} B (${ratio(recall.effectiveCost - floor.effectiveCost, bound.cost - floor.effectiveCost)}x)`,
     });
   }
+  checks.push(...nativeShapeChecks(runs, floor));
   for (const run of runs.filter((x) => x.mode !== "delta")) {
     checks.push({
       name: `(info) ${run.shape} engine (${run.mode})`,
       pass: true,
       info: true,
       detail: `cumulative ${ratio(run.cumulativeTotal, floor.cumulativeTotal)}x floor, effective ${ratio(run.effectiveCost, floor.effectiveCost)}x floor, ${run.rotations} rotations, max stale ${fmt(run.staleMax)} tokens, ${run.requestsCarryingTwice} requests carrying a message twice`,
+    });
+  }
+  return checks;
+}
+
+/**
+ * The issue 64 targets on native mode (the view becomes the thread), in the given runs (floor from the same run).
+ *
+ * @example
+ * ```ts
+ * const checks = nativeShapeChecks(runs, floor);
+ * ```
+ */
+export function nativeShapeChecks(runs: readonly GrowthRun[], floor: GrowthRun): GrowthCheck[] {
+  const checks: GrowthCheck[] = [];
+  const find = (shape: EngineShape) => runs.find((r) => r.shape === shape && r.mode === "native");
+  const rebuilding = find("rebuilding");
+  if (rebuilding) {
+    const r = ratio(rebuilding.cumulativeTotal, floor.cumulativeTotal);
+    checks.push({
+      name: "rebuilding engine (native): cumulative input <= 1.01x the floor, 0 requests carrying a held message twice",
+      pass: r <= 1.01 && rebuilding.requestsCarryingTwice === 0,
+      detail: `${fmt(rebuilding.cumulativeTotal)} B = ${r}x floor; ${rebuilding.requestsCarryingTwice} requests carry a message twice; ${rebuilding.threads} threads`,
+    });
+  }
+  const summarizing = find("summarizing");
+  if (summarizing) {
+    const r = ratio(summarizing.effectiveCost, floor.effectiveCost);
+    checks.push({
+      name: "summarizing engine (native): effective input cost <= 0.8x the floor's",
+      pass: r <= 0.8,
+      detail: `${fmt(summarizing.effectiveCost)} B = ${r}x floor; ${summarizing.threads} threads; reasons ${JSON.stringify(summarizing.projectionReasons)}`,
+    });
+  }
+  const recall = find("recall");
+  if (recall) {
+    const ideal = floor.effectiveCost + recall.noteBytes;
+    const r = ratio(recall.effectiveCost, ideal);
+    checks.push({
+      name: "recall engine (native): effective input cost <= 1.05x its ideal",
+      pass: r <= 1.05,
+      detail: `${fmt(recall.effectiveCost)} B = ${r}x ideal (${fmt(ideal)} B); ${recall.threads} threads; last request carries ${recall.lastRequestStaleNotes} stale note copies`,
+    });
+  }
+  const natives = runs.filter((r) => r.mode === "native");
+  const devTranscript = natives.reduce((sum, r) => sum + r.developerTranscriptRequests, 0);
+  if (natives.length > 0) {
+    checks.push({
+      name: "native: 0 requests with transcript text in a developer-role item",
+      pass: devTranscript === 0,
+      detail: `${devTranscript} of ${natives.reduce((sum, r) => sum + r.turns, 0)} requests over ${natives.length} engines`,
     });
   }
   return checks;
@@ -569,10 +630,11 @@ export async function runGrowth(opts: GrowthOptions): Promise<GrowthResults> {
       scenarios.push({ name, budgetTokens: budget, runs, oneTurnBytes, oneTurnContentBytes, framingBytes, limits, checks });
     }
     const shapeRuns: GrowthRun[] = [];
-    for (const shape of ["rebuilding", "summarizing", "recall"] as const) {
+    for (const shape of ["window", "rebuilding", "summarizing", "recall"] as const) {
       for (const mode of SHAPE_MODES) {
-        opts.log(`growth: ${shape} engine, ${mode}, budget ${opts.fitBudget} tokens, ${opts.turns} turns`);
-        shapeRuns.push(await runOne(mode, opts.fitBudget, opts, cwd.dir, shape));
+        const budget = shape === "window" ? opts.outgrowBudget : opts.fitBudget;
+        opts.log(`growth: ${shape} engine, ${mode}, budget ${budget} tokens, ${opts.turns} turns`);
+        shapeRuns.push(await runOne(mode, budget, opts, cwd.dir, shape));
       }
     }
     const shapes: ShapeScenario = {
@@ -612,6 +674,9 @@ export async function runGrowth(opts: GrowthOptions): Promise<GrowthResults> {
         "rotations = turn requests on another thread than the previous one; stale tokens = the binding's staleTokens after each accepted turn",
         "carrying a message twice = some earlier prompt or reply text occurs in two items of one request",
         "recall ideal = the floor's effective cost + each turn's note bytes, uncached",
+        "cached prefix (engine shapes) = all turn requests' bytes shared as a prefix with the previous request / all their bytes",
+        "dev transcript = turn requests with an earlier prompt or reply inside a developer-role item",
+        "engine shapes: the window engine runs on the outgrow budget, the others on the fit budget; delta is what today's auto picks for all of them",
       ],
       scenarios,
     };
@@ -674,21 +739,25 @@ export function formatGrowth(g: GrowthResults): string {
   if (g.shapes) {
     const sh = g.shapes;
     lines.push(`\n## 1b. Realistic engine shapes, ${g.turns} turns, budget ${sh.budgetTokens.toLocaleString("en-US")} tokens (floor: ${fmt(sh.floor.cumulativeTotal)} B cumulative, ${fmt(sh.floor.effectiveCost)} B effective)`);
-    const rows: Array<Array<string | number>> = [["engine", "mode", "cumulative B", "x floor", "largest B", "effective B", "eff x floor", "rotations", "reuse", "max stale tok", "last stale tok", "carry twice"]];
+    const rows: Array<Array<string | number>> = [
+      ["engine", "mode", "cumulative B", "x floor", "largest B", "effective B", "eff x floor", "threads", "rotations", "cached prefix", "max stale tok", "last stale tok", "carry twice", "dev transcript"],
+    ];
     for (const r of sh.runs) {
       rows.push([
-        r.shape ?? "window",
-        r.mode,
+        r.shape === "rebuilding" ? "rebuilding (lossless-claw-like)" : (r.shape ?? "window"),
+        r.mode === "delta" ? "delta (today's auto)" : r.mode,
         r.cumulativeTotal,
         ratio(r.cumulativeTotal, sh.floor.cumulativeTotal),
         r.largestRequest,
         r.effectiveCost,
         ratio(r.effectiveCost, sh.floor.effectiveCost),
+        r.threads,
         r.rotations,
-        r.reuseMedian,
+        round(r.cachedBytes.reduce((a, b) => a + b, 0) / Math.max(1, r.cumulativeTotal), 4),
         r.staleMax,
         r.staleTokens[r.staleTokens.length - 1] ?? 0,
         r.requestsCarryingTwice,
+        r.developerTranscriptRequests,
       ]);
     }
     lines.push(table(rows));

@@ -2,7 +2,19 @@
  * The lifecycle decision rules of a turn, as plain functions. The turn machine's guards call them; tests call them
  * directly. They encode the spec's "Error handling" section and the OpenClaw first-port semantics.
  */
-import type { AccordionFacts, AssembleOutput, EngineFacts, HistoryOutput, LastUsageFacts, LockOutput, TurnRecord, TurnStatus } from "./turn.contract.js";
+import type {
+  AccordionFacts,
+  AssembleOutput,
+  EngineFacts,
+  HistoryOutput,
+  LastUsageFacts,
+  LockOutput,
+  NativeProjectionSummary,
+  NativeSyncResult,
+  ProjectionOutput,
+  TurnRecord,
+  TurnStatus,
+} from "./turn.contract.js";
 
 /**
  * Recover before the turn only when a crashed attempt left a pending-finalize record: the lock makes the answer
@@ -269,4 +281,54 @@ export function isAdmissionDue(hasGate: boolean, admitted: boolean): boolean {
 /** The admission gate refused the turn (its output says so). */
 export function isTurnRefused(output: { admitted: boolean }): boolean {
   return !output.admitted;
+}
+
+/**
+ * Native mode: the projection asks for a `thread/revert` before the turn (`threadStart.reverting`).
+ *
+ * @example
+ * ```ts
+ * nativeRevertDue(projection); // true when projection.nativeSync.revertBeforeTurnId is set on a resumed thread
+ * ```
+ */
+export function nativeRevertDue(projection: Pick<ProjectionOutput, "nativeSync" | "thread"> | undefined): boolean {
+  return projection?.thread.action === "resume" && projection.nativeSync?.revertBeforeTurnId !== undefined;
+}
+
+/**
+ * Native mode: the projection has items to inject before the turn (`threadStart.injecting`).
+ *
+ * @example
+ * ```ts
+ * nativeInjectDue({ nativeSync: { items: [] } as never }); // false
+ * ```
+ */
+export function nativeInjectDue(projection: Pick<ProjectionOutput, "nativeSync"> | undefined): boolean {
+  return (projection?.nativeSync?.items.length ?? 0) > 0;
+}
+
+/**
+ * Native mode in `result.projection`: the sync's decision and counts, from the projection and what the sync did.
+ *
+ * @example
+ * ```ts
+ * nativeProjectionSummary(projection, { reverted: true, injectedItems: 3, injectedBytes: 900 });
+ * ```
+ */
+export function nativeProjectionSummary(
+  projection: Pick<ProjectionOutput, "nativeSync" | "thread">,
+  done: NativeSyncResult | undefined,
+): NativeProjectionSummary | undefined {
+  const sync = projection.nativeSync;
+  if (!sync) return undefined;
+  return {
+    decision: sync.reason,
+    reverted: done?.reverted ?? false,
+    keptTurns: sync.counts.keptTurns,
+    revertedTurns: done?.reverted ? sync.counts.revertedTurns : 0,
+    injectedItems: done?.injectedItems ?? 0,
+    injectedBytes: done?.injectedBytes ?? 0,
+    staleBytes: sync.counts.staleBytes,
+    rotated: projection.thread.action === "start",
+  };
 }

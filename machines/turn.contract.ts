@@ -219,9 +219,44 @@ export interface ThreadPlan {
   reason: string;
 }
 
+/**
+ * Native mode's sync of the thread with the view (see `src/projection/native.ts`): revert before a turn, then inject
+ * items, before the turn starts. Counts only in logs and results; `items` is content (never logged).
+ */
+export interface NativeSyncOutput {
+  /** `match` | `revert` | `carry` | `rotate` | `resync` | `noRecord`. */
+  reason: string;
+  revertBeforeTurnId?: string | undefined;
+  items: Array<Record<string, unknown>>;
+  units: string[];
+  /** The thread record after the cut, before the injection (opaque to the machine). */
+  record: unknown;
+  counts: { viewUnits: number; keptTurns: number; revertedTurns: number; injectedItems: number; injectedBytes: number; staleBytes: number };
+}
+
+/** Native mode in `result.projection`: the sync's decision and counts (never content). */
+export interface NativeProjectionSummary {
+  decision: string;
+  reverted: boolean;
+  keptTurns: number;
+  revertedTurns: number;
+  injectedItems: number;
+  injectedBytes: number;
+  staleBytes: number;
+  /** A fresh thread was started for it. */
+  rotated: boolean;
+}
+
+/** What `syncNativeThread` did (counts only). */
+export interface NativeSyncResult {
+  reverted: boolean;
+  injectedItems: number;
+  injectedBytes: number;
+}
+
 /** The projection decision: exactly what Codex will receive. */
 export interface ProjectionOutput {
-  mode: "none" | "prompt" | "delta" | "threadBootstrap";
+  mode: "none" | "prompt" | "delta" | "threadBootstrap" | "native";
   reason: string;
   /** Text for `turn/start` input. */
   promptText: string;
@@ -245,6 +280,8 @@ export interface ProjectionOutput {
   staleTokens?: number | undefined;
   /** Opaque host data carried to threadStart/mirror (e.g. ledger updates to persist once the turn is accepted). */
   bindingUpdate?: unknown;
+  /** Native mode: the revert and the items to inject before the turn starts (`threadStart.reverting`/`injecting`). */
+  nativeSync?: NativeSyncOutput | undefined;
 }
 
 /**
@@ -475,7 +512,7 @@ export interface TurnMachineOutput {
   followUps: string[];
   /** The images of each follow-up (`followUpImages[i]` belongs to `followUps[i]`; empty when it had none). */
   followUpImages: SteerImage[][];
-  projection?: Pick<ProjectionOutput, "mode" | "reason" | "entriesSent" | "bytes" | "staleTokens"> | undefined;
+  projection?: (Pick<ProjectionOutput, "mode" | "reason" | "entriesSent" | "bytes" | "staleTokens"> & { native?: NativeProjectionSummary | undefined }) | undefined;
   /** Background maintenance was scheduled (tracked by the host) rather than run in the machine. */
   backgroundMaintenance: boolean;
   error?: TurnError | undefined;

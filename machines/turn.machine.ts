@@ -34,6 +34,9 @@ import {
   shouldWarnAssembleEmpty,
   shouldStartFreshAfterResumeFailure,
   turnOverflowedContext,
+  nativeInjectDue,
+  nativeProjectionSummary,
+  nativeRevertDue,
   type SettleFacts,
 } from "./rules.js";
 import type {
@@ -57,6 +60,8 @@ import type {
   MaintainOutput,
   MirrorOutput,
   NativeCompactionRecord,
+  NativeSyncOutput,
+  NativeSyncResult,
   PreparedMessagesOutput,
   ProjectInput,
   ProjectionOutput,
@@ -117,6 +122,8 @@ export interface TurnAdmission {
 /** The Codex thread of this attempt, and why it must be a fresh one whatever the binding says. */
 export interface TurnThread {
   id?: string | undefined;
+  /** Native mode: what the sync before the turn did (revert, inject). */
+  nativeSync?: NativeSyncResult | undefined;
   /** The accordion compacted the engine's view: the next thread starts fresh. */
   rotate: boolean;
   /** The bound thread could not be resumed: this attempt re-projected for a fresh thread (once). */
@@ -257,6 +264,8 @@ function buildOutput(context: TurnContext): TurnMachineOutput {
   if (context.request.projection) {
     const { mode, reason, entriesSent, bytes, staleTokens } = context.request.projection;
     output.projection = { mode, reason, entriesSent, bytes, ...(staleTokens !== undefined ? { staleTokens } : {}) };
+    const native = nativeProjectionSummary(context.request.projection, context.thread.nativeSync);
+    if (native) output.projection.native = native;
   }
   return output;
 }
@@ -305,6 +314,8 @@ export const turnMachine = setup({
     recordBlockedTurn: fromPromise<BlockedTurnRecordOutput, TurnBlock>(notProvided("recordBlockedTurn")),
     resumeThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string | undefined }>(notProvided("resumeThread")),
     startThread: fromPromise<ThreadStartOutput, { plan: ThreadPlan; developerInstructions?: string | undefined }>(notProvided("startThread")),
+    revertThread: fromPromise<NativeSyncResult, { threadId: string; sync: NativeSyncOutput }>(notProvided("revertThread")),
+    injectItems: fromPromise<NativeSyncResult, { threadId: string; sync: NativeSyncOutput; fresh: boolean; reverted: boolean }>(notProvided("injectItems")),
     runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(notProvided("runTurn")),
     prepareTranscriptMessages: fromPromise<PreparedMessagesOutput, { record: TurnRecord }>(notProvided("prepareTranscriptMessages")),
     recordPendingFinalize: fromPromise<void, { record: TurnRecord; prePromptMessageCount: number }>(notProvided("recordPendingFinalize")),
@@ -341,6 +352,8 @@ export const turnMachine = setup({
     assembledEmpty: (_, params: { output: AssembleOutput }) => isAssembleEmpty(params.output),
     assembledEmptyDespiteHistory: ({ context }, params: { output: AssembleOutput }) =>
       shouldWarnAssembleEmpty(params.output, context.history.messages.length),
+    nativeRevertDue: ({ context }) => nativeRevertDue(context.request.projection),
+    nativeInjectDue: ({ context }) => nativeInjectDue(context.request.projection),
     planResumes: ({ context }) => context.request.projection?.thread.action === "resume" && Boolean(context.request.projection.thread.threadId),
     resumeFailedFallBackToFresh: ({ context }, params: { error: unknown }) =>
       shouldStartFreshAfterResumeFailure(errorCode(params.error), context.thread.resumeFellBack),
@@ -531,6 +544,7 @@ export const turnMachine = setup({
       warnings: [...context.warnings, `the blocked turn could not be recorded in the transcript (${params.message})`],
     })),
     storeThread: assign(({ context }, params: { output: ThreadStartOutput }) => ({ thread: { ...context.thread, id: params.output.threadId } })),
+    storeNativeSync: assign(({ context }, params: { output: NativeSyncResult }) => ({ thread: { ...context.thread, nativeSync: params.output } })),
     // Codex no longer knows the bound thread: forget the binding and project again, for a fresh thread.
     markResumeFellBack: assign(({ context }) => ({
       thread: { ...context.thread, resumeFellBack: true },
@@ -1112,7 +1126,7 @@ export const turnMachine = setup({
               developerInstructions: context.request.developerInstructions,
             }),
             onDone: {
-              target: "#turn.turnRunning",
+              target: "syncing",
               actions: { type: "storeThread", params: ({ event }) => ({ output: event.output }) },
             },
             onError: [
@@ -1140,7 +1154,7 @@ export const turnMachine = setup({
               developerInstructions: context.request.developerInstructions,
             }),
             onDone: {
-              target: "#turn.turnRunning",
+              target: "syncing",
               actions: { type: "storeThread", params: ({ event }) => ({ output: event.output }) },
             },
             onError: {
@@ -1149,6 +1163,66 @@ export const turnMachine = setup({
                 type: "recordFailureBeforeTurn",
                 params: ({ event }) => ({ error: toTurnError("threadStart", event.error) }),
               },
+            },
+          },
+        },
+        // Native mode: the thread is made to hold the engine's view before the turn starts (docs/projection.md).
+        // Idle-only: nothing runs on the thread until turnRunning. Each step records its intent in the binding first.
+        syncing: {
+          always: [
+            { guard: "nativeRevertDue", target: "reverting" },
+            { guard: "nativeInjectDue", target: "injecting" },
+            { target: "#turn.turnRunning" },
+          ],
+        },
+        reverting: {
+          invoke: {
+            id: "revertThread",
+            src: "revertThread",
+            input: ({ context }) => ({ threadId: context.thread.id ?? "", sync: context.request.projection!.nativeSync! }),
+            onDone: [
+              {
+                guard: "nativeInjectDue",
+                target: "injecting",
+                actions: [
+                  { type: "storeNativeSync", params: ({ event }) => ({ output: event.output }) },
+                  { type: "logLifecycle", params: ({ context }) => ({ event: "native thread reverted", revertedTurns: context.request.projection?.nativeSync?.counts.revertedTurns }) },
+                ],
+              },
+              {
+                target: "#turn.turnRunning",
+                actions: [
+                  { type: "storeNativeSync", params: ({ event }) => ({ output: event.output }) },
+                  { type: "logLifecycle", params: ({ context }) => ({ event: "native thread reverted", revertedTurns: context.request.projection?.nativeSync?.counts.revertedTurns }) },
+                ],
+              },
+            ],
+            onError: {
+              target: "#turn.failed",
+              actions: { type: "recordFailureBeforeTurn", params: ({ event }) => ({ error: toTurnError("threadStart", event.error) }) },
+            },
+          },
+        },
+        injecting: {
+          invoke: {
+            id: "injectItems",
+            src: "injectItems",
+            input: ({ context }) => ({
+              threadId: context.thread.id ?? "",
+              sync: context.request.projection!.nativeSync!,
+              fresh: context.request.projection!.thread.action === "start",
+              reverted: context.thread.nativeSync?.reverted === true,
+            }),
+            onDone: {
+              target: "#turn.turnRunning",
+              actions: [
+                { type: "storeNativeSync", params: ({ event }) => ({ output: event.output }) },
+                { type: "logLifecycle", params: ({ event }) => ({ event: "native items injected", items: event.output.injectedItems, bytes: event.output.injectedBytes }) },
+              ],
+            },
+            onError: {
+              target: "#turn.failed",
+              actions: { type: "recordFailureBeforeTurn", params: ({ event }) => ({ error: toTurnError("threadStart", event.error) }) },
             },
           },
         },

@@ -76,7 +76,11 @@ record and finalize's snapshot choice are visible here and in the inspector, not
 8. **threadStart** resumes the bound thread when the plan says so (\`planResumes\`), else starts a fresh one. When Codex
    refuses the resume (\`resumeFailedFallBackToFresh\`, once per attempt) the machine goes back to **project** without
    the binding, so the fresh thread gets the whole view. Any other failure ends in \`failed\` with nothing mirrored or
-   finalized.
+   finalized. In native projection mode (docs/projection.md, "Native mode") **threadStart.syncing** then makes the
+   thread hold the engine's view while it is idle: **threadStart.reverting** (\`nativeRevertDue\`) cuts it before the
+   first turn the view no longer matches, **threadStart.injecting** (\`nativeInjectDue\`) appends the rest of the view as
+   Responses items; each records its intent in the binding first, and a failure ends in \`failed\` (the next attempt
+   repairs the thread from that record).
 9. **turnRunning** sends \`turn/start\`. If Codex rejects it, the attempt ends in \`failed\` with nothing mirrored or
    finalized. Once Codex accepted the turn, the binding records what the thread now holds, and every outcome
    (completed, failed, interrupted, aborted, yield-aborted, timed out) goes through **mirror** then **finalize**.

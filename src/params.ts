@@ -19,6 +19,7 @@ import type {
   ModelReroute,
   NativeCompactionRecord,
   GeneratedImage,
+  NativeProjectionSummary,
 } from "../machines/turn.contract.js";
 
 /** Raised when `runCodexTurn`/`startCodexTurn` parameters are invalid; `field` names the offending parameter. */
@@ -73,7 +74,7 @@ function looksLikeAppServer(v: unknown): boolean {
 /** Projection settings (see docs/projection.md). */
 export const projectionConfigSchema = z
   .object({
-    mode: z.enum(["auto", "prompt", "delta", "threadBootstrap"]).default("auto"),
+    mode: z.enum(["auto", "prompt", "delta", "threadBootstrap", "native"]).default("auto"),
     /** Rotate to a fresh thread when the engine dropped more than this many tokens the thread still holds. */
     divergenceTokens: z.number().int().positive().optional(),
     partCapChars: z.number().int().positive().optional(),
@@ -333,8 +334,13 @@ export interface CodexTurnResult {
    */
   followUpImages: PromptImage[][];
   warnings: string[];
-  /** What projection sent (counts, never content); `staleTokens`: what the thread holds that the engine dropped. */
-  projection?: { mode: string; reason: string; entriesSent: number; bytes: number; staleTokens?: number | undefined } | undefined;
+  /**
+   * What projection sent (counts, never content); `staleTokens`: what the thread holds that the engine dropped;
+   * `native`: native mode's sync (decision, turns kept and reverted, items and bytes injected, whether it rotated).
+   */
+  projection?:
+    | { mode: string; reason: string; entriesSent: number; bytes: number; staleTokens?: number | undefined; native?: NativeProjectionSummary | undefined }
+    | undefined;
   error?: TurnError | undefined;
   /**
    * Status `blocked`: the `beforeAgentRun` gate refused the turn before any Codex work. `blockedBy` names who refused

@@ -41,6 +41,8 @@ import {
 import { decideRotation } from "./rotation.js";
 import { heldMessages } from "./held.js";
 import { selectContextImages } from "./context-images.js";
+import { planNativeSync, recordInjected, type NativeThreadRecord } from "./native.js";
+import { developerInstructionsHash } from "./developer.js";
 
 export * from "./render.js";
 export * from "./identity.js";
@@ -48,8 +50,9 @@ export * from "./entries.js";
 export * from "./developer.js";
 export * from "./rotation.js";
 export * from "./context-images.js";
+export * from "./native.js";
 
-export type ProjectionMode = "auto" | "prompt" | "delta" | "threadBootstrap";
+export type ProjectionMode = "auto" | "prompt" | "delta" | "threadBootstrap" | "native";
 
 export interface ProjectionFingerprints {
   dynamicTools: string;
@@ -334,8 +337,79 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
  * ```
  */
 export function projectAssembledContext(p: ProjectAssembledContextParams): ProjectionOutput {
+  if (p.mode === "native" && p.assembled !== undefined) return projectNative(p);
   const out = projectContext(p);
   return withContextImages(withDeveloperInstructions(out, p.binding, out.developerInstructions), p);
+}
+
+/** The native record of a compatible binding; a binding without one is adopted when nothing was injected into it. */
+function nativeRecordOf(binding: ThreadBinding): NativeThreadRecord | undefined {
+  if (binding.native) return binding.native as NativeThreadRecord;
+  if (binding.ledger.length > 0 || binding.projectionEpoch !== undefined) return undefined;
+  return { preamble: [], turns: binding.heldTurnIds.map((id) => ({ id, units: [] })) };
+}
+
+/**
+ * `native`: the view becomes the thread's history (`native.ts`): resume the bound thread, cut it back to the last turn
+ * boundary the view matches and inject the rest as Responses items, or start a fresh thread with the whole view
+ * injected before its first turn. The prompt goes as the turn input; no additionalContext carries the view. Developer
+ * instructions are delivered as in the other modes, against the copies the kept thread still carries.
+ */
+function projectNative(p: ProjectAssembledContextParams): ProjectionOutput {
+  const developerInstructions = p.finalDeveloperInstructions ?? composeDeveloperInstructions(p.baseDeveloperInstructions, p.assembled?.systemPromptAddition);
+  const view = dropTrailingPrompt(p.assembled?.messages ?? [], p.prompt);
+  const compatible = isBindingCompatible(p.binding, p.fingerprints);
+  const record = compatible ? nativeRecordOf(p.binding!) : undefined;
+  const devHash = developerInstructionsHash(developerInstructions);
+  const plan = planNativeSync({
+    view,
+    history: p.history,
+    origins: p.origins,
+    thread: compatible && record ? { threadId: p.binding!.threadId, record } : undefined,
+    developerHash: devHash,
+    toleranceBytes: (p.divergenceTokens ?? 0) * 4,
+    cachedPriceRatio: p.cachedPriceRatio ?? 0.1,
+  });
+  const reason = plan.reason === "noRecord" ? (p.binding ? (compatible ? "noRecord" : "incompatibleBinding") : "noBinding") : plan.reason;
+  const thread: ThreadPlan = plan.action === "resume" ? { action: "resume", threadId: p.binding!.threadId, reason } : { action: "start", reason };
+  const staleContextTokens = Math.ceil(plan.counts.staleBytes / 4);
+  const out: ProjectionOutput = {
+    mode: "native",
+    reason,
+    promptText: p.prompt,
+    thread,
+    entriesSent: 0,
+    bytes: Buffer.byteLength(p.prompt, "utf8") + plan.counts.injectedBytes,
+    staleTokens: staleContextTokens,
+    nativeSync: {
+      reason: plan.reason,
+      items: plan.items,
+      units: plan.units,
+      record: plan.record,
+      ...(plan.revertBeforeTurnId !== undefined ? { revertBeforeTurnId: plan.revertBeforeTurnId } : {}),
+      counts: plan.counts,
+    },
+  };
+  if (developerInstructions !== undefined) out.developerInstructions = developerInstructions;
+  const update: BindingUpdate = {
+    reset: plan.action === "start",
+    ledgerAdd: [],
+    native: recordInjected(plan.record, plan.units),
+    staleContextTokens,
+    staleTokens: staleContextTokens,
+  };
+  if (plan.action === "resume") update.developerDeliveriesHeld = plan.heldDeveloperDeliveries;
+  out.bindingUpdate = update;
+  // Delivered against what the kept thread holds: a revert past a turn that carried a copy takes that copy away.
+  const held = p.binding && plan.action === "resume" ? heldDeveloperBinding(p.binding, plan.heldDeveloperHash, plan.heldDeveloperDeliveries) : p.binding;
+  return withDeveloperInstructions(out, held, developerInstructions);
+}
+
+function heldDeveloperBinding(binding: ThreadBinding, hash: string | undefined, deliveries: string[]): ThreadBinding {
+  const next: ThreadBinding = { ...binding, developerDeliveries: deliveries };
+  if (hash !== undefined) next.developerInstructionsHash = hash;
+  else delete next.developerInstructionsHash;
+  return next;
 }
 
 /**

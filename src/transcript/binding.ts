@@ -24,11 +24,33 @@ import { deepFreeze } from "./freeze.js";
 import { faultPoint, faultsEnabled } from "./fault.js";
 import { readSmallFile, replaceSmallFile } from "./small-file.js";
 import { applyBindingPatches, bindingPatch, readBindingLog, type BindingPatchRecord } from "./binding-log.js";
+import { recordAcceptedTurn, type NativeThreadRecord } from "../projection/native.js";
 
 /** Turn ids kept in `heldTurnIds`; older turns fall out (their messages are then treated as not held). */
 export const MAX_HELD_TURNS = 2_000;
 /** Ledger entries kept; the oldest fall out (worst case: a value is injected again). */
 export const MAX_LEDGER_ENTRIES = 10_000;
+
+const nativeUnitSchema = z.string().regex(/^[met][0-9a-f]+:\d+$/, "a native unit is <kind><hash>:<bytes>");
+
+/**
+ * What a thread synced in native projection mode holds (`NativeThreadRecord`, `src/projection/native.ts`): Codex never
+ * shows injected items, so the binding records them per turn boundary, with the intent of a sync step in progress.
+ */
+export const nativeThreadRecordSchema = z.object({
+  preamble: z.array(nativeUnitSchema),
+  turns: z.array(z.object({ id: z.string().min(1), units: z.array(nativeUnitSchema), dev: z.string().optional() })),
+  startDev: z.string().optional(),
+  unknownFrom: z.string().min(1).nullable().optional(),
+  intent: z
+    .discriminatedUnion("step", [
+      z.object({ step: z.literal("revert"), beforeTurnId: z.string().min(1) }),
+      z.object({ step: z.literal("inject"), afterTurnId: z.string().min(1).nullable(), units: z.array(nativeUnitSchema) }),
+    ])
+    .optional(),
+  rentBytes: z.number().nonnegative().optional(),
+  cut: z.array(z.string().min(1)).optional(),
+});
 
 export const threadBindingSchema = z.object({
   version: z.literal(1),
@@ -76,6 +98,8 @@ export const threadBindingSchema = z.object({
    * Not carried past the next accepted turn (`applyBindingUpdate` builds the binding afresh).
    */
   contextOverflow: z.object({ turnId: z.string().min(1) }).optional(),
+  /** Native projection mode: what the thread holds, per turn boundary (see `nativeThreadRecordSchema`). */
+  native: nativeThreadRecordSchema.optional(),
   /** Who wrote the binding last (e.g. "turn", "compaction", "cli"); for inspection only. */
   updatedBy: z.string().optional(),
   /**
@@ -112,6 +136,13 @@ export interface BindingUpdate {
   staleCostTokens?: number | undefined;
   /** Total stale tokens of this turn's request (context + superseded developer copies). */
   staleTokens?: number | undefined;
+  /**
+   * Native mode: what the thread holds once this turn's sync is done (before the turn itself; `applyBindingUpdate`
+   * adds it). Its turns replace `heldTurnIds`.
+   */
+  native?: NativeThreadRecord | undefined;
+  /** Native mode, after a revert: the developer copies the kept thread carries (replaces `developerDeliveries`). */
+  developerDeliveriesHeld?: string[] | undefined;
 }
 
 /** Developer deliveries kept per thread; the oldest fall out (their stale tokens are then no longer counted). */
@@ -463,7 +494,16 @@ export function applyBindingUpdate(
 ): ThreadBinding {
   const update = isBindingUpdate(p.update) ? p.update : undefined;
   const sameThread = binding !== undefined && binding.threadId === p.threadId && !update?.reset;
-  const held = sameThread ? binding.heldTurnIds : [];
+  // A native thread keeps its record through a turn projected otherwise (an assemble that failed: mode none).
+  const nativeBase = update?.native ?? (sameThread ? (binding.native as NativeThreadRecord | undefined) : undefined);
+  let native = nativeBase ? recordAcceptedTurn(nativeBase, p.turnId, update?.reset ? undefined : update?.developerDelivery) : undefined;
+  // Without a sync of its own the turn repaired nothing: an unfinished step or an unknown stretch is still there.
+  if (native && !update?.native && nativeBase) {
+    if (nativeBase.intent !== undefined) native = { ...native, intent: nativeBase.intent };
+    if (nativeBase.unknownFrom !== undefined) native = { ...native, unknownFrom: nativeBase.unknownFrom };
+  }
+  if (native && update?.reset && update.developerDelivery !== undefined) native.startDev = update.developerDelivery;
+  const held = native ? native.turns.map((t) => t.id).filter((t) => t !== p.turnId) : sameThread ? binding.heldTurnIds : [];
   const ledger = sameThread ? binding.ledger : [];
   const epoch = update?.projectionEpoch ?? (sameThread ? binding.projectionEpoch : undefined);
   const next: ThreadBinding = {
@@ -479,7 +519,7 @@ export function applyBindingUpdate(
   if (epoch !== undefined) next.projectionEpoch = epoch;
   const devHash = update?.developerInstructionsHash ?? (sameThread ? binding.developerInstructionsHash : undefined);
   if (devHash !== undefined) next.developerInstructionsHash = devHash;
-  const deliveries = [...(sameThread ? (binding.developerDeliveries ?? []) : [])];
+  const deliveries = [...(update?.developerDeliveriesHeld ?? (sameThread ? (binding.developerDeliveries ?? []) : []))];
   if (update?.developerDelivery !== undefined) deliveries.push(update.developerDelivery);
   if (deliveries.length > 0) next.developerDeliveries = deliveries.slice(-MAX_DEVELOPER_DELIVERIES);
   const staleCost = update?.staleCostTokens ?? (sameThread ? binding.staleCostTokens : undefined);
@@ -488,6 +528,7 @@ export function applyBindingUpdate(
   const usage = p.usage ?? (sameThread ? binding.lastUsage : undefined);
   if (usage) next.lastUsage = usage;
   if (sameThread && binding.nativeCompactions !== undefined) next.nativeCompactions = binding.nativeCompactions;
+  if (native) next.native = native;
   if (p.updatedBy !== undefined) next.updatedBy = p.updatedBy;
   return next;
 }
@@ -519,6 +560,9 @@ export type BindingUsage = NonNullable<ThreadBinding["lastUsage"]>;
 export function markNativeCompaction(binding: ThreadBinding, threadId: string, updatedBy?: string): ThreadBinding {
   if (binding.threadId !== threadId) return binding;
   const next: ThreadBinding = { ...binding, ledger: [], heldTurnIds: [], nativeCompactions: (binding.nativeCompactions ?? 0) + 1 };
+  // Native mode: what the thread holds is unknown from its last recorded turn on (a compaction outside a turn comes
+  // after it); the next sync cuts before it, which restores the history before the compaction (null: rotate).
+  if (binding.native) next.native = { ...binding.native, unknownFrom: binding.native.turns.at(-1)?.id ?? null };
   // The compaction dropped injected developer updates and earlier items: nothing stale is left to pay for.
   delete next.developerDeliveries;
   // Nor is the thread still over its window: the next turn need not compact for an earlier overflow.

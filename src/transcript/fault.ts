@@ -17,7 +17,15 @@ export type FaultPointName =
   /** A transcript rewrite's temp file is complete and fsynced; the rename over the transcript has not happened. */
   | "rewrite:before-rename"
   /** Half of a thread binding record has been appended to the binding log. */
-  | "binding:mid-append";
+  | "binding:mid-append"
+  /** Native sync: the revert's intent is in the binding, `thread/revert` not sent yet. */
+  | "native:before-revert"
+  /** Native sync: Codex reverted the thread, the binding still says "revert in progress". */
+  | "native:after-revert"
+  /** Native sync: the injection's intent is in the binding, `thread/inject_items` not sent yet. */
+  | "native:before-inject"
+  /** Native sync: Codex took the items, the binding does not record them yet. */
+  | "native:after-inject";
 
 type FaultHook = (point: FaultPointName) => void;
 

@@ -20,6 +20,7 @@ import { projectContext } from "./actors/project.js";
 import { runPromptHooks } from "./actors/prompt-hooks.js";
 import { admitTurn, recordBlockedTurn } from "./actors/admission.js";
 import { resumeThread, startThread } from "./actors/thread.js";
+import { injectItems, revertThread } from "./actors/native-sync.js";
 import { runTurn } from "./actors/run-turn.js";
 import { mirrorTranscript, prepareTranscriptMessages, recordPendingFinalize } from "./actors/persist.js";
 import { scheduleBackgroundMaintenance } from "./background.js";
@@ -68,6 +69,8 @@ export const boundTurnMachine = turnMachine.provide({
     recordBlockedTurn: fromPromise(({ input, system }) => recordBlockedTurn(depsOf(system), input)),
     resumeThread: fromPromise(({ input, system }) => resumeThread(depsOf(system), input)),
     startThread: fromPromise(({ input, system }) => startThread(depsOf(system), input)),
+    revertThread: fromPromise(({ input, system }) => revertThread(depsOf(system), input)),
+    injectItems: fromPromise(({ input, system }) => injectItems(depsOf(system), input)),
     runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(({ input, system, sendBack, receive }) =>
       runTurn(depsOf(system), input, sendBack, receive),
     ),

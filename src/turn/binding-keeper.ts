@@ -23,6 +23,7 @@ import {
   withLastUsage,
   type ThreadBinding,
 } from "../transcript/binding.js";
+import type { NativeThreadRecord } from "../projection/native.js";
 
 /** See the module comment. */
 export interface BindingKeeper {
@@ -54,11 +55,20 @@ export interface BindingKeeper {
    * completed before this turn's user message started is Codex's pre-turn compaction: what this turn brings is held.
    */
   nativeCompaction(compaction: NativeCompactionRecord, preTurn: boolean): void;
+  /**
+   * Native mode: what the bound thread holds now, or the intent of the sync step about to run (revert, inject). Written
+   * at once, durably, and awaited; a failed write rejects: the Codex call that follows must never run before its intent
+   * is on disk.
+   */
+  nativeRecord(threadId: string, record: NativeThreadRecord): Promise<void>;
+  /** Native mode: the intent of the step about to run, on the record the binding holds now (written and awaited). */
+  nativeIntent(threadId: string, intent: NonNullable<NativeThreadRecord["intent"]>): Promise<void>;
   /** Wait for queued writes (before the result is reported). */
   settle(): Promise<void>;
 }
 
 /** Build the keeper for one attempt. */
+// Long (about 90 lines) on purpose: one closure over the attempt's binding and its write queue; each method is a few lines.
 export function createBindingKeeper(deps: {
   store: SessionStore;
   logger: Logger;
@@ -84,6 +94,19 @@ export function createBindingKeeper(deps: {
       }
     });
     return writes;
+  };
+  /**
+   * A native sync step's record: durable (fsynced, so an OS crash cannot lose an intent whose Codex call went through)
+   * and never swallowed: a failed write fails the step before Codex is asked to do anything. Only turns that revert or
+   * inject pay for it.
+   */
+  const persistNative = (): Promise<void> => {
+    dirty = false;
+    const next = writes.then(async () => {
+      if (binding) await deps.store.writeBinding(binding, { durable: true });
+    });
+    writes = next.catch(() => undefined);
+    return next;
   };
   // Written once the mirror has started its fsync (the next macrotask), so the write overlaps the wait for the disk
   // instead of delaying the mirror; settle() waits for it.
@@ -126,11 +149,26 @@ export function createBindingKeeper(deps: {
       // Only a completed compaction dropped anything (the started notification comes first).
       if (!compaction.completed || !binding || binding.threadId !== compaction.threadId) return;
       binding = markNativeCompaction(binding, compaction.threadId);
-      if (preTurn) {
+      // Native mode: Codex's compaction dropped the injected non-user items; what the thread holds from this turn on is
+      // unknown, and the next sync cuts before it (Codex then restores the history before the compaction).
+      if (binding.native) binding = { ...binding, native: { ...binding.native, unknownFrom: compaction.turnId } };
+      if (preTurn && !binding.native) {
         const update = lastProjection?.bindingUpdate as { ledgerAdd?: string[] | undefined } | undefined;
         binding = { ...binding, heldTurnIds: [compaction.turnId], ledger: [...(update?.ledgerAdd ?? [])] };
       }
       void persist();
+    },
+    async nativeRecord(threadId, record) {
+      if (!binding || binding.threadId !== threadId) return;
+      binding = { ...binding, native: record, heldTurnIds: record.turns.map((t) => t.id) };
+      await persistNative();
+    },
+    async nativeIntent(threadId, intent) {
+      if (!binding || binding.threadId !== threadId) return;
+      // A thread adopted from a binding without a record (its turns ran before native mode) holds its turns only.
+      const record: NativeThreadRecord = binding.native ?? { preamble: [], turns: binding.heldTurnIds.map((id) => ({ id, units: [] })) };
+      binding = { ...binding, native: { ...record, intent } };
+      await persistNative();
     },
     async settle() {
       if (dirty) void persist();

@@ -153,6 +153,24 @@ describe("engine-shape measures (issue 15)", () => {
   });
 });
 
+describe("native-mode targets (issue 64)", () => {
+  it("pass and fail on the figures, and count developer-role transcript text over all native runs", async () => {
+    const { nativeShapeChecks } = await import("../../bench/growth.js");
+    const run = (over: Record<string, unknown>) =>
+      ({ mode: "native", turns: 40, threads: 1, cumulativeTotal: 1_000, effectiveCost: 100, requestsCarryingTwice: 0, noteBytes: 0, lastRequestStaleNotes: 0, developerTranscriptRequests: 0, projectionReasons: {}, ...over }) as never;
+    const floor = run({ mode: "floor" });
+    const pass = nativeShapeChecks([run({ shape: "rebuilding", cumulativeTotal: 1_010 }), run({ shape: "summarizing", effectiveCost: 80 }), run({ shape: "recall", effectiveCost: 105, noteBytes: 0 })], floor);
+    expect(pass.map((c) => c.pass)).toEqual([true, true, true, true]);
+    const fail = nativeShapeChecks(
+      [run({ shape: "rebuilding", requestsCarryingTwice: 1 }), run({ shape: "summarizing", effectiveCost: 81 }), run({ shape: "recall", effectiveCost: 106, developerTranscriptRequests: 1 })],
+      floor,
+    );
+    expect(fail.map((c) => c.pass)).toEqual([false, false, false, false]);
+    // Runs in other modes are not native mode's targets.
+    expect(nativeShapeChecks([run({ shape: "summarizing", mode: "delta", effectiveCost: 200 })], floor)).toEqual([]);
+  });
+});
+
 describe("recallLowerBound (the least any rotation schedule can pay for a per-turn note)", () => {
   it("without notes it is the floor, and with one note per turn and no rotation it carries every older note cached", () => {
     expect(recallLowerBound({ floorEffectiveCost: 500, cachedBytes: [0, 100, 200], noteBytes: [0, 0, 0], ratio: 0.1 })).toEqual({ cost: 500, ideal: 500, rotations: [] });

@@ -29,6 +29,8 @@ export type PromiseActor =
   | "recordBlockedTurn"
   | "resumeThread"
   | "startThread"
+  | "revertThread"
+  | "injectItems"
   | "prepareTranscriptMessages"
   | "recordPendingFinalize"
   | "mirrorTranscript"
@@ -53,6 +55,8 @@ export const ACTOR_STATE: Record<PromiseActor, string[]> = {
   recordBlockedTurn: ["recordingBlock"],
   resumeThread: ["threadStart"],
   startThread: ["threadStart"],
+  revertThread: ["threadStart"],
+  injectItems: ["threadStart"],
   prepareTranscriptMessages: ["mirror"],
   recordPendingFinalize: ["mirror"],
   mirrorTranscript: ["mirror"],
@@ -157,6 +161,10 @@ export function okOutput(actor: PromiseActor): unknown {
       return { entryId: "e1", userMessage: { role: "user", content: [{ type: "text", text: "Your message could not be sent: blocked by gate" }], timestamp: 1 } };
     case "startThread":
       return { threadId: "thread-1", resumed: false };
+    case "revertThread":
+      return { reverted: true, injectedItems: 0, injectedBytes: 0 };
+    case "injectItems":
+      return { reverted: false, injectedItems: 1, injectedBytes: 80 };
     case "mirrorTranscript":
       return { appended: 2 };
     case "finalizeEngine":

@@ -175,6 +175,8 @@ export class TurnHarness {
     if (value["session"] === "recovering") return "recover";
     if (value["session"] === "recoveringCutTurn") return "recoverCutTurn";
     if (value["threadStart"] === "resuming") return "threadResume";
+    if (value["threadStart"] === "reverting") return "nativeReverting";
+    if (value["threadStart"] === "injecting") return "nativeInjecting";
     if (value["hooks"] === "reprojecting") return "reproject";
     if (value["hooks"] === "running") return "hooks";
     if (value["hooks"] === "admitting") return "admitting";

@@ -19,6 +19,7 @@ type ModelEvent =
   | { type: "PROJECT_OK" | "PROJECT_FAIL" | "HOOKS_OK" | "HOOKS_CHANGED" | "HOOKS_FAIL" | "REPROJECT_OK" | "REPROJECT_FAIL" | "THREAD_OK" | "THREAD_FAIL" }
   | { type: "ADMIT_PASS" | "ADMIT_BLOCK" | "ADMIT_FAIL" | "RECORD_BLOCK_OK" | "RECORD_BLOCK_FAIL" }
   | { type: "RESUME_OK" | "RESUME_REFUSED" | "RESUME_FAIL" }
+  | { type: "REVERT_OK" | "REVERT_FAIL" | "INJECT_OK" | "INJECT_FAIL" }
   | { type: "TURN_ACCEPTED" | "TURN_START_FAIL" | "TURN_COMPLETED" | "TURN_FAILED" | "TURN_OVERFLOWED" | "INTERRUPT_TIMEOUT" }
   | { type: "MIRROR_OK" | "MIRROR_FAIL" | "FINALIZE_OK" | "FINALIZE_FAIL" | "MAINTAIN_OK" | "MAINTAIN_FAIL" }
   | { type: "ABORT" | "YIELD" | "STEER" };
@@ -51,7 +52,12 @@ const accordionDue = (c: ModelContext) => c.cfg.engine.active && c.cfg.accordion
 // threshold): with the cadence on, the engine compacts first all the same.
 const overflowDue = (c: ModelContext) => c.cfg.engine.active && c.cfg.accordion?.enabled === true && c.cfg.sessionKey === "overflow";
 // A configuration whose session has a compatible bound thread (marked by its session key) plans a resume.
-const resumePlanned = (c: ModelContext) => c.cfg.sessionKey === "resume" && !c.fellBack && !c.projectFailed;
+const resumePlanned = (c: ModelContext) => ["resume", "native", "nativeRevert"].includes(c.cfg.sessionKey ?? "") && !c.fellBack && !c.projectFailed;
+// Native projection mode (docs/projection.md): the session key says what the sync before the turn does. "native":
+// the bound thread is reverted, then the rest of the view injected; "nativeRevert": reverted only (the kept prefix is
+// the whole view); "nativeFresh": a fresh thread gets the view injected before its first turn.
+const nativeRevert = (c: ModelContext) => resumePlanned(c) && (c.cfg.sessionKey === "native" || c.cfg.sessionKey === "nativeRevert");
+const nativeInject = (c: ModelContext) => (resumePlanned(c) && c.cfg.sessionKey === "native") || (c.cfg.sessionKey === "nativeFresh" && !c.projectFailed);
 const maintenanceAllowed = (c: ModelContext) =>
   c.cfg.engine.active && c.cfg.engine.hasMaintain && !c.aborted && !c.yielded && !c.promptError && c.finalizeOk;
 
@@ -62,6 +68,8 @@ export const lifecycleModel = setup({
     accordionDue: ({ context }) => accordionDue(context),
     overflowDue: ({ context }) => overflowDue(context),
     resumePlanned: ({ context }) => resumePlanned(context),
+    nativeRevert: ({ context }) => nativeRevert(context),
+    nativeInject: ({ context }) => nativeInject(context),
     mayFallBack: ({ context }) => !context.fellBack,
     engineActive: ({ context }) => context.cfg.engine.active,
     hooks: ({ context }) => context.cfg.hasPromptHooks,
@@ -204,7 +212,7 @@ export const lifecycleModel = setup({
     // The projection planned a resume of the bound thread, or a fresh thread.
     threadResume: {
       on: {
-        RESUME_OK: "turnStarting",
+        RESUME_OK: [{ guard: "nativeRevert", target: "nativeReverting" }, { guard: "nativeInject", target: "nativeInjecting" }, { target: "turnStarting" }],
         // Codex refuses the bound thread: project again, for a fresh thread (once).
         RESUME_REFUSED: [{ guard: "mayFallBack", target: "project", actions: "fallBack" }, { target: "failed" }],
         RESUME_FAIL: "failed",
@@ -212,7 +220,14 @@ export const lifecycleModel = setup({
         YIELD: "yieldAborted",
       },
     },
-    threadStart: { on: { THREAD_OK: "turnStarting", THREAD_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted" } },
+    threadStart: {
+      on: { THREAD_OK: [{ guard: "nativeInject", target: "nativeInjecting" }, { target: "turnStarting" }], THREAD_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted" },
+    },
+    // Native mode: the thread is cut back (its intent recorded first) and the view's rest injected, while it is idle.
+    nativeReverting: {
+      on: { REVERT_OK: [{ guard: "nativeInject", target: "nativeInjecting" }, { target: "turnStarting" }], REVERT_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted" },
+    },
+    nativeInjecting: { on: { INJECT_OK: "turnStarting", INJECT_FAIL: "failed", ABORT: "aborted", YIELD: "yieldAborted" } },
     turnStarting: {
       on: {
         TURN_ACCEPTED: { target: "turnStreaming", actions: "accept" },
@@ -300,6 +315,21 @@ const projection = {
 
 const USAGE_OVER_THRESHOLD = { totalTokens: 95, modelContextWindow: 100 };
 const USAGE_UNDER_THRESHOLD = { totalTokens: 50, modelContextWindow: 100 };
+/** The projection the real machine gets for a configuration (native sessions carry their sync). */
+function projectionFor(c: TurnContext, extra: Record<string, unknown> = {}): unknown {
+  const key = c.input.sessionKey ?? "";
+  const resume = ["resume", "native", "nativeRevert"].includes(key) && !c.thread.resumeFellBack;
+  const thread = resume ? { action: "resume", threadId: "thread-0", reason: "compatibleBinding" } : projection.thread;
+  const item = { type: "message", role: "user", content: [{ type: "input_text", text: "earlier" }] };
+  const counts = { viewUnits: 1, keptTurns: 0, revertedTurns: 1, injectedItems: 1, injectedBytes: 80, staleBytes: 0 };
+  const sync = (revert: boolean, items: unknown[]) => ({ reason: revert ? "revert" : "noRecord", ...(revert ? { revertBeforeTurnId: "turn-0" } : {}), items, units: [], record: {}, counts });
+  let nativeSync: unknown;
+  if (resume && key === "native") nativeSync = sync(true, [item]);
+  else if (resume && key === "nativeRevert") nativeSync = sync(true, []);
+  else if (key === "nativeFresh") nativeSync = sync(false, [item]);
+  return { ...projection, thread, ...extra, ...(nativeSync ? { mode: "native", nativeSync } : {}) };
+}
+
 const refused = (h: TurnHarness) => h.reject("resumeThread", "no rollout found", "THREAD_RESUME_FAILED");
 const ctxOf = (h: TurnHarness) => (h.actor.getSnapshot() as { context: TurnContext }).context;
 
@@ -334,20 +364,11 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   ASSEMBLE_OK: ok("assembleContext", { messages: [{ role: "user", content: "earlier", timestamp: 1 }], estimatedTokens: 2 }),
   ASSEMBLE_EMPTY: ok("assembleContext", { messages: [], estimatedTokens: 0 }),
   ASSEMBLE_FAIL: fail("assembleContext"),
-  PROJECT_OK: (h) => {
-    const c = ctxOf(h);
-    const resume = c.input.sessionKey === "resume" && !c.thread.resumeFellBack;
-    h.resolve("projectContext", resume ? { ...projection, thread: { action: "resume", threadId: "thread-0", reason: "compatibleBinding" } } : projection);
-  },
+  PROJECT_OK: (h) => h.resolve("projectContext", projectionFor(ctxOf(h))),
   PROJECT_FAIL: fail("projectContext"),
   HOOKS_OK: ok("runPromptHooks", { promptText: "prompt" }),
   HOOKS_CHANGED: ok("runPromptHooks", { promptText: "prompt", developerInstructions: "hooked" }),
-  REPROJECT_OK: (h) => {
-    const c = ctxOf(h);
-    const resume = c.input.sessionKey === "resume" && !c.thread.resumeFellBack;
-    const thread = resume ? { action: "resume", threadId: "thread-0", reason: "compatibleBinding" } : projection.thread;
-    h.resolve("projectContext", { ...projection, thread, developerInstructions: "hooked" });
-  },
+  REPROJECT_OK: (h) => h.resolve("projectContext", projectionFor(ctxOf(h), { developerInstructions: "hooked" })),
   REPROJECT_FAIL: fail("projectContext"),
   HOOKS_FAIL: fail("runPromptHooks"),
   ADMIT_PASS: ok("admitTurn", { admitted: true }),
@@ -356,6 +377,10 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   RECORD_BLOCK_OK: ok("recordBlockedTurn", { entryId: "e1", userMessage: { role: "user", content: [{ type: "text", text: "refused" }], timestamp: 1 } }),
   RECORD_BLOCK_FAIL: fail("recordBlockedTurn"),
   THREAD_OK: ok("startThread", { threadId: "thread-1", resumed: false }),
+  REVERT_OK: ok("revertThread", { reverted: true, injectedItems: 0, injectedBytes: 0 }),
+  REVERT_FAIL: fail("revertThread"),
+  INJECT_OK: ok("injectItems", { reverted: true, injectedItems: 1, injectedBytes: 80 }),
+  INJECT_FAIL: fail("injectItems"),
   THREAD_FAIL: fail("startThread"),
   TURN_ACCEPTED: (h) => h.emit({ type: "TURN.ACCEPTED", turnId: "turn-1" }),
   TURN_START_FAIL: (h) => h.emit({ type: "TURN.START_FAILED", error: { phase: "turnRunning", message: "rejected" } }),
@@ -389,6 +414,9 @@ const configs: Array<{ name: string; input: TurnMachineInput }> = [
     name: "accordion on, usage under its threshold, the last turn overflowed the context window",
     input: { ...cfg({ ...ENGINE_FULL, ownsCompaction: true }, true, false), accordion: { enabled: true, contextThreshold: 0.9 }, sessionKey: "overflow" },
   },
+  { name: "native projection: revert the bound thread, then inject the view's rest", input: { ...cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false), sessionKey: "native" } },
+  { name: "native projection: revert only", input: { ...cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false), sessionKey: "nativeRevert" } },
+  { name: "native projection: a fresh thread gets the view injected", input: { ...cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false), sessionKey: "nativeFresh" } },
 ];
 
 function cfg(engine: EngineFacts, hadSessionFile: boolean, hasPromptHooks: boolean, hasAdmissionGate = false): TurnMachineInput {
@@ -445,7 +473,7 @@ async function replay(
     const background = maintenanceAllowed(ctx) && input.engine.turnMaintenanceMode === "background";
     if (background !== harness.backgroundScheduled > 0) return `background maintenance: model ${background}, machine ${harness.backgroundScheduled}`;
     // Engine calls happen in lifecycle order.
-    const order = ["acquireSessionLock", "recoverSession", "recoverCutTurn", "readHistory", "bootstrapEngine", "compactEngine", "rereadHistory", "assembleContext", "projectContext", "runPromptHooks", "admitTurn", "recordBlockedTurn", "resumeThread", "startThread", "runTurn", "prepareTranscriptMessages", "recordPendingFinalize", "mirrorTranscript", "rereadHistoryForFinalize", "finalizeEngine", "maintainEngine"];
+    const order = ["acquireSessionLock", "recoverSession", "recoverCutTurn", "readHistory", "bootstrapEngine", "compactEngine", "rereadHistory", "assembleContext", "projectContext", "runPromptHooks", "admitTurn", "recordBlockedTurn", "resumeThread", "startThread", "revertThread", "injectItems", "runTurn", "prepareTranscriptMessages", "recordPendingFinalize", "mirrorTranscript", "rereadHistoryForFinalize", "finalizeEngine", "maintainEngine"];
     // A refused resume goes back to project once: order is checked from the last projection on.
     const calls = harness.calls.slice(Math.max(0, harness.calls.lastIndexOf("projectContext")));
     const head = harness.calls.slice(0, Math.max(0, harness.calls.lastIndexOf("projectContext")));
@@ -753,6 +781,10 @@ describe("guard mutants are caught by the model", () => {
     { guard: "overflowCompactionDue", impl: () => false, config: 6 },
     { guard: "turnOverflowedContext", impl: () => false, config: 6 },
     { guard: "turnOverflowedContext", impl: () => true, config: 6 },
+    { guard: "nativeRevertDue", impl: () => false, config: 7 },
+    { guard: "nativeRevertDue", impl: () => true, config: 9 },
+    { guard: "nativeInjectDue", impl: () => false, config: 9 },
+    { guard: "nativeInjectDue", impl: () => true, config: 8 },
   ];
   const results: string[] = [];
   for (const mutant of mutants) {

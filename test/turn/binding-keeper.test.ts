@@ -112,3 +112,40 @@ describe("binding keeper: the turn in flight", () => {
     expect(writes[1]!.turnInFlight).toBeUndefined();
   });
 });
+
+describe("binding keeper: native sync steps", () => {
+  it("an intent is written durably on the record as it stands (a thread without one: its turns), before the step returns", async () => {
+    const writes: Array<{ binding: ThreadBinding; durable: boolean | undefined }> = [];
+    const store = { writeBinding: async (b: ThreadBinding, o?: { durable?: boolean }) => void writes.push({ binding: structuredClone(b), durable: o?.durable }) } as unknown as SessionStore;
+    const keeper = createBindingKeeper({ store, logger: silentLogger, ids: {}, fingerprints: { dynamicTools: "t", engineId: "legacy", policy: "p" } });
+    keeper.load({ ...bound, heldTurnIds: ["turn-1", "turn-2"] });
+    await keeper.nativeIntent("thread-1", { step: "revert", beforeTurnId: "turn-2" });
+    expect(writes).toHaveLength(1);
+    expect(writes[0]).toEqual({
+      binding: { ...bound, heldTurnIds: ["turn-1", "turn-2"], native: { preamble: [], turns: [{ id: "turn-1", units: [] }, { id: "turn-2", units: [] }], intent: { step: "revert", beforeTurnId: "turn-2" } } },
+      durable: true,
+    });
+    await keeper.nativeRecord("thread-1", { preamble: [], turns: [{ id: "turn-1", units: ["mabc:10"] }] });
+    expect(writes[1]!.binding.heldTurnIds).toEqual(["turn-1"]);
+    // Another thread's step changes nothing.
+    await keeper.nativeIntent("thread-9", { step: "revert", beforeTurnId: "turn-1" });
+    expect(writes).toHaveLength(2);
+  });
+
+  it("a failed intent write rejects (the Codex call must not run), and later writes still go out", async () => {
+    let fail = true;
+    const writes: ThreadBinding[] = [];
+    const store = {
+      writeBinding: async (b: ThreadBinding) => {
+        if (fail) throw new Error("ENOSPC");
+        writes.push(b);
+      },
+    } as unknown as SessionStore;
+    const keeper = createBindingKeeper({ store, logger: silentLogger, ids: {}, fingerprints: { dynamicTools: "t", engineId: "legacy", policy: "p" } });
+    keeper.load(bound);
+    await expect(keeper.nativeIntent("thread-1", { step: "inject", afterTurnId: null, units: [] })).rejects.toThrow("ENOSPC");
+    fail = false;
+    await keeper.nativeRecord("thread-1", { preamble: [], turns: [] });
+    expect(writes).toHaveLength(1);
+  });
+});

@@ -39,6 +39,17 @@ export async function projectContext(deps: TurnDeps, input: ProjectInput): Promi
       bytes: result.bytes,
       contextImages: result.contextImages?.length ?? 0,
       staleTokens: (result as { staleTokens?: number | undefined }).staleTokens,
+      ...(result.nativeSync
+        ? {
+            nativeDecision: result.nativeSync.reason,
+            viewUnits: result.nativeSync.counts.viewUnits,
+            keptTurns: result.nativeSync.counts.keptTurns,
+            revertTurns: result.nativeSync.revertBeforeTurnId !== undefined ? result.nativeSync.counts.revertedTurns : 0,
+            injectItems: result.nativeSync.counts.injectedItems,
+            injectBytes: result.nativeSync.counts.injectedBytes,
+            staleBytes: result.nativeSync.counts.staleBytes,
+          }
+        : {}),
       afterHooks: input.finalDeveloperInstructions !== undefined,
     },
     "codex context projection decision",
