@@ -33,8 +33,11 @@ export type TurnStreamEvent =
  * ```
  */
 export interface ProjectionConfig {
-  /** `"auto"` (default), `"prompt"`, `"delta"` or `"threadBootstrap"`. */
-  mode?: "auto" | "prompt" | "delta" | "threadBootstrap" | undefined;
+  /**
+   * `"auto"` (default), `"prompt"`, `"delta"`, `"threadBootstrap"` or `"native"` (the engine's view becomes the Codex
+   * thread through `thread/revert` + `thread/inject_items`; docs/projection.md, "Native mode").
+   */
+  mode?: "auto" | "prompt" | "delta" | "threadBootstrap" | "native" | undefined;
   /** Stale tokens tolerated whatever the cost before a fresh thread; default 25% of `contextTokenBudget`, else 8000. */
   divergenceTokens?: number | undefined;
   /** Cap on one rendered part, characters; default 6000. */
