@@ -3,12 +3,16 @@
  * plugins' `before_reset` hears of it with the transcript's messages (lossless-claw prunes or archives its conversation
  * there), the session's transcript is archived and its Codex thread binding cleared (`resetCodexSession`), then
  * `session_end` (with the reason, the archived file and the session that follows) and `session_start` for the fresh
- * session on the same file. Text after the command is the fresh session's first prompt.
+ * session on the same file. The fresh session gets a new id (`<file's base name>-<uuid>`, written into the new
+ * transcript's header, which later runs read), as OpenClaw gives one. Text after the command is the fresh session's
+ * first prompt.
  */
+import { randomUUID } from "node:crypto";
 import { resetCodexSession } from "../transcript/reset.js";
 import { readSessionTranscript } from "../transcript/session-file.js";
 import type { LoadedEngine } from "./engine.js";
 import type { Out } from "./output.js";
+import { sessionIdOf } from "./session-file.js";
 
 /** OpenClaw's reset triggers. */
 export type SessionResetAction = "new" | "reset";
@@ -51,16 +55,22 @@ async function bounded(what: string, run: () => Promise<void>, warn: (line: stri
  * ```
  */
 export async function resetCliSession(
-  p: { loaded: LoadedEngine; sessionFile: string; sessionId: string; sessionKey?: string | undefined; action: SessionResetAction },
+  p: { loaded: LoadedEngine; sessionFile: string; sessionId: string; sessionKey?: string | undefined; action: SessionResetAction; cwd?: string | undefined },
   out: Out,
   say: (line: string) => void,
-): Promise<{ archivedTo?: string | undefined }> {
+): Promise<{ archivedTo?: string | undefined; sessionId: string }> {
   const keys = { sessionId: p.sessionId, ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}) };
+  // A new session id, as OpenClaw gives a reset session: an engine keyed by session (lossless-claw 1.x) must not take
+  // the fresh transcript for the old session's, starting over.
+  const nextSessionId = `${sessionIdOf(p.sessionFile)}-${randomUUID()}`;
   const transcript = await readSessionTranscript(p.sessionFile);
   const messages = transcript.entries.filter((e) => e.type === "message").map((e) => e["message"]);
   if (p.loaded.beforeReset) await bounded("before_reset", () => p.loaded.beforeReset!({ ...keys, sessionFile: p.sessionFile, messages, reason: p.action }), say);
-  const reset = await resetCodexSession({ sessionFile: p.sessionFile, archiveTranscript: true });
+  const reset = await resetCodexSession({ sessionFile: p.sessionFile, archiveTranscript: true, nextSessionId, ...(p.cwd !== undefined ? { cwd: p.cwd } : {}) });
   const archived = reset.archivedTo !== undefined;
+  // No transcript to archive: nothing was written, and the session keeps its id.
+  const sessionId = reset.sessionId ?? p.sessionId;
+  const nextKeys = { ...keys, sessionId };
   if (p.loaded.sessionEnd) {
     await bounded(
       "session_end",
@@ -71,15 +81,15 @@ export async function resetCliSession(
           reason: p.action,
           sessionFile: reset.archivedTo ?? p.sessionFile,
           transcriptArchived: archived,
-          nextSessionId: p.sessionId,
+          nextSessionId: sessionId,
           ...(p.sessionKey !== undefined ? { nextSessionKey: p.sessionKey } : {}),
         }),
       say,
     );
   }
-  if (p.loaded.sessionStart) await bounded("session_start", () => p.loaded.sessionStart!(keys), say);
+  if (p.loaded.sessionStart) await bounded("session_start", () => p.loaded.sessionStart!(nextKeys), say);
   if (reset.pendingFinalize > 0) say(`warning: ${reset.pendingFinalize} crashed turn(s) of the previous session are still to be finalized; the next turn completes them first`);
   if (out.json) out.record({ command: `/${p.action}`, sessionReset: { reason: p.action, ...(archived ? { archivedTo: reset.archivedTo } : {}) } });
   else say(archived ? `(new session; the previous transcript is at ${reset.archivedTo})` : "(new session)");
-  return archived ? { archivedTo: reset.archivedTo! } : {};
+  return archived ? { archivedTo: reset.archivedTo!, sessionId } : { sessionId };
 }

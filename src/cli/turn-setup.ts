@@ -19,7 +19,7 @@ import { answerPluginCommand, type PluginCommandAnswer } from "./plugin-command.
 import type { ApproveAnswer, EngineOptionValues, InspectOptionValues, ServerOptionValues, TrajectoryOptionValues, WorkOptionValues } from "./options.js";
 import type { Out } from "./output.js";
 import { startServer, type CliServer } from "./server.js";
-import { sessionIdOf } from "./session-file.js";
+import { cliSessionId } from "./session-file.js";
 import { resetCliSession, type SessionResetAction } from "./session-reset.js";
 import { declineUserInput } from "./user-input.js";
 
@@ -84,6 +84,8 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
   await sessionDirectory(opts.session, opts.mkdir === true);
   const engineInputs = await engineLoadInputs(opts);
   const cwd = opts.cwd !== undefined ? await workingDirectory(opts.cwd) : undefined;
+  // The session's id: its transcript header's (a /new or /reset changes it), else the file's base name.
+  const session = { id: await cliSessionId(path.resolve(opts.session)) };
   const inspector = await startInspector(opts.inspect === true, out, opts.inspectUiUrl);
   const cleanups: Array<() => Promise<void> | void> = [async () => inspector?.close()];
   const disposeAll = async () => {
@@ -104,11 +106,11 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
       defaultEngine: opts.budget !== undefined ? { tokenBudget: opts.budget } : {},
       appServer: server.codex,
       ...(opts.model ? { model: opts.model } : {}),
-      sessionId: sessionIdOf(path.resolve(opts.session)),
+      sessionId: session.id,
       ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
     });
     cleanups.push(() => loaded.close());
-    await announceNewSession(loaded, path.resolve(opts.session), opts.sessionKey, out);
+    await announceNewSession(loaded, path.resolve(opts.session), session.id, opts.sessionKey, out);
     const trajectory =
       opts.trajectory !== undefined ? createTrajectoryWriter({ file: path.resolve(opts.trajectory), full: opts.trajectoryFull === true }) : undefined;
     const detach = trajectory?.attach(server.codex);
@@ -120,11 +122,14 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
       inspector,
       trajectory,
       sessionFile,
-      baseParams: () => ({ ...turnParams(opts, server, loaded, inspector, sessionFile), ...workParams(opts, cwd, out, interactive) }),
+      baseParams: () => ({ ...turnParams(opts, server, loaded, inspector, sessionFile, session.id), ...workParams(opts, cwd, out, interactive) }),
       answerCommand: (line, cmdOut, say) =>
-        answerPluginCommand(loaded, line, { sessionId: sessionIdOf(sessionFile), sessionFile, ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}) }, cmdOut, say),
-      resetSession: async (action, cmdOut, say) =>
-        void (await resetCliSession({ loaded, sessionFile, sessionId: sessionIdOf(sessionFile), ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}), action }, cmdOut, say)),
+        answerPluginCommand(loaded, line, { sessionId: session.id, sessionFile, ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}) }, cmdOut, say),
+      resetSession: async (action, cmdOut, say) => {
+        // The session goes on under the fresh id the reset wrote into the new transcript's header.
+        const reset = await resetCliSession({ loaded, sessionFile, sessionId: session.id, ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}), action, cwd }, cmdOut, say);
+        session.id = reset.sessionId;
+      },
       recordTurnRequest: (prompt) => trajectory?.record("request", "codexTurn/run", { sessionFile, prompt, engineId: loaded.engine.info.id }),
       dispose: disposeAll,
     };
@@ -138,10 +143,10 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
  * A session file that does not exist yet is a new session: the plugins' `session_start` handlers hear of it before its
  * first turn (as OpenClaw fires them when it creates a session). A failing handler is a note, not a failed command.
  */
-async function announceNewSession(loaded: LoadedEngine, sessionFile: string, sessionKey: string | undefined, out: Out): Promise<void> {
+async function announceNewSession(loaded: LoadedEngine, sessionFile: string, sessionId: string, sessionKey: string | undefined, out: Out): Promise<void> {
   if (!loaded.sessionStart || (await stat(sessionFile).catch(() => undefined))) return;
   try {
-    await loaded.sessionStart({ sessionId: sessionIdOf(sessionFile), ...(sessionKey !== undefined ? { sessionKey } : {}) });
+    await loaded.sessionStart({ sessionId, ...(sessionKey !== undefined ? { sessionKey } : {}) });
   } catch (error) {
     out.note(`warning: ${(error as Error).message}`);
   }
@@ -153,10 +158,11 @@ function turnParams(
   loaded: LoadedEngine,
   inspector: CliInspector | undefined,
   sessionFile: string,
+  sessionId: string,
 ): Omit<CodexTurnParams, "prompt"> {
   const params: Omit<CodexTurnParams, "prompt"> & { runtimeContext?: Record<string, unknown> | undefined } = {
     appServer: server.codex,
-    sessionId: sessionIdOf(sessionFile),
+    sessionId,
     sessionFile,
     contextEngine: loaded.engine,
     ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),

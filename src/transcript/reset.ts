@@ -15,12 +15,23 @@ import { listPendingFinalize } from "./pending.js";
 import { errCode, resolveSessionPath } from "./resolve.js";
 import { invalidateSessionIndex } from "./session-file.js";
 import { fsyncDirectory } from "./fsync-dir.js";
+import { SESSION_FORMAT_VERSION } from "./entries.js";
+import { createSmallFile } from "./small-file.js";
 
 /** Parameters of {@link resetCodexSession}. */
 export interface ResetCodexSessionParams {
   sessionFile: string;
   /** Rename the transcript to `<file>.archived-<n>.jsonl` (next free n). Default false. */
   archiveTranscript?: boolean | undefined;
+  /**
+   * The session id the session goes on with (OpenClaw gives a reset session a new one): with `archiveTranscript`, a
+   * fresh transcript holding only a header that names it is created in the old one's place, so whoever runs the next
+   * turn reads the new id from it. Engines that key their memory by session (lossless-claw 1.x) then see a new session
+   * instead of the old one's transcript starting over.
+   */
+  nextSessionId?: string | undefined;
+  /** Header cwd of that fresh transcript (default: the process's cwd). */
+  cwd?: string | undefined;
   sessionRoot?: string | undefined;
   logger?: Logger | undefined;
   /** true: the caller holds the session lock. false: always take it. Omitted: take it unless this call chain holds it. */
@@ -36,6 +47,8 @@ export interface ResetCodexSessionResult {
   archivedTo?: string | undefined;
   /** Pending-finalize records left in place (finalize them before the next turn). */
   pendingFinalize: number;
+  /** The id the fresh transcript's header names, when `nextSessionId` was given and the transcript archived. */
+  sessionId?: string | undefined;
 }
 
 const ParamsSchema = z.object({
@@ -45,6 +58,8 @@ const ParamsSchema = z.object({
   logger: z.any().optional(),
   locked: z.boolean().optional(),
   lock: z.any().optional(),
+  nextSessionId: z.string().min(1).optional(),
+  cwd: z.string().min(1).optional(),
 });
 
 /** Move `from` to the first free `<from>.archived-<n>.jsonl` without ever overwriting (link + unlink; rename where links are unsupported). */
@@ -125,16 +140,21 @@ export async function resetCodexSession(params: ResetCodexSessionParams): Promis
       }
     }
     let archivedTo: string | undefined;
+    let sessionId: string | undefined;
     if (params.archiveTranscript) {
       archivedTo = await archive(real, sessionFile);
+      if (archivedTo !== undefined && params.nextSessionId !== undefined) {
+        const header = { type: "session", version: SESSION_FORMAT_VERSION, id: params.nextSessionId, timestamp: new Date().toISOString(), cwd: params.cwd ?? process.cwd() };
+        if (await createSmallFile(real, `${JSON.stringify(header)}\n`, { durable: true })) sessionId = params.nextSessionId;
+      }
       invalidateSessionIndex(real);
     }
     const pendingFinalize = (await listPendingFinalize(sessionFile)).length;
     logger.info(
-      { event: "transcript.reset", sessionFile: path.basename(real), bindingCleared, archived: archivedTo !== undefined, pendingFinalize },
+      { event: "transcript.reset", sessionFile: path.basename(real), bindingCleared, archived: archivedTo !== undefined, newSessionId: sessionId !== undefined, pendingFinalize },
       "codex session reset",
     );
-    return { bindingCleared, ...(archivedTo !== undefined ? { archivedTo } : {}), pendingFinalize };
+    return { bindingCleared, ...(archivedTo !== undefined ? { archivedTo } : {}), pendingFinalize, ...(sessionId !== undefined ? { sessionId } : {}) };
   };
 
   const lockOpts: SessionLockOptions = { ...(params.lock ?? {}), logger };

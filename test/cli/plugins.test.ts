@@ -147,17 +147,30 @@ describe("codex-turn with OpenClaw plugins", () => {
     expect(fresh).toContain("Say hi again.");
     expect(fresh).not.toContain("Say hello.");
     const events = (await readFile(log, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => ["before_reset", "session_end", "session_start"].includes(String(e.hook)));
+    // The fresh session has a new id, as OpenClaw gives one; the fresh transcript's header names it.
+    const nextId = (JSON.parse(fresh.split("\n")[0]!) as { id: string }).id;
+    expect(nextId).toMatch(/^s-[0-9a-f-]{36}$/);
     expect(events).toEqual([
       { hook: "session_start", sessionId: "s", sessionKey: "agent:main:s" },
       { hook: "before_reset", reason: "reset", messages: 2, sessionFile: session, sessionId: "s", sessionKey: "agent:main:s" },
-      { hook: "session_end", reason: "reset", sessionId: "s", messageCount: 2, sessionFile: `${session}.archived-1.jsonl`, transcriptArchived: true, nextSessionId: "s" },
-      { hook: "session_start", sessionId: "s", sessionKey: "agent:main:s" },
+      { hook: "session_end", reason: "reset", sessionId: "s", messageCount: 2, sessionFile: `${session}.archived-1.jsonl`, transcriptArchived: true, nextSessionId: nextId },
+      { hook: "session_start", sessionId: nextId, sessionKey: "agent:main:s" },
     ]);
-    // run "/new": the reset alone, no turn (exit 0); the session file is archived again.
+    // run "/new": the reset alone, no turn (exit 0); the session file is archived again, and a fresh transcript holds
+    // only the header with the next id, which the next run picks up.
     const run = await cli(["run", "/new", ...base], ws);
     expect(run.code, run.stderr).toBe(0);
     expect(run.stdout.trim()).toBe(`(new session; the previous transcript is at ${session}.archived-2.jsonl)`);
-    expect(existsSync(session)).toBe(false);
+    const header = (await readFile(session, "utf8")).trim().split("\n");
+    expect(header).toHaveLength(1);
+    const third = (JSON.parse(header[0]!) as { type: string; id: string });
+    expect(third.type).toBe("session");
+    expect(third.id).toMatch(/^s-[0-9a-f-]{36}$/);
+    expect(third.id).not.toBe(nextId);
+    const after = await cli(["run", "Hello again.", ...base], ws);
+    expect(after.code, after.stderr).toBe(0);
+    const lastStart = (await readFile(log, "utf8")).trim().split("\n").map((l) => JSON.parse(l) as Record<string, unknown>).filter((e) => e.hook === "session_start").at(-1);
+    expect(lastStart).toMatchObject({ sessionId: third.id });
   }, 240_000);
 
   it("--openclaw-config configures the loaded plugins from an OpenClaw config: entries' config and hook policy", async () => {

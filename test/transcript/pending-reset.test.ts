@@ -74,6 +74,24 @@ describe("pending finalize", () => {
 });
 
 describe("resetCodexSession", () => {
+  it("with nextSessionId, leaves a fresh transcript whose header names it; the next turn under that id appends to it", async () => {
+    await mirrorTurnToTranscript({ sessionFile: file, sessionId: "s", threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });
+    const r = await resetCodexSession({ sessionFile: file, archiveTranscript: true, nextSessionId: "s-next", cwd: dir });
+    expect(r).toMatchObject({ archivedTo: `${file}.archived-1.jsonl`, sessionId: "s-next" });
+    const fresh = await readSessionTranscript(file);
+    expect(fresh.header).toMatchObject({ type: "session", id: "s-next", cwd: dir });
+    expect(fresh.entries).toEqual([]);
+    // The old id is refused on the fresh transcript; the new one appends.
+    await expect(mirrorTurnToTranscript({ sessionFile: file, sessionId: "s", threadId: "thr2", turnId: "t2", messages: turnMessages("thr2", "t2"), onSessionIdMismatch: "throw" } as never)).rejects.toMatchObject({ code: "SESSION_ID_MISMATCH" });
+    await mirrorTurnToTranscript({ sessionFile: file, sessionId: "s-next", threadId: "thr2", turnId: "t2", messages: turnMessages("thr2", "t2") });
+    expect((await readSessionHistory(file)).messages.length).toBeGreaterThan(0);
+    // Without a transcript to archive, nothing is written and no id is reported.
+    const dir2 = await tempDir();
+    const none = await resetCodexSession({ sessionFile: path.join(dir2, "x.jsonl"), archiveTranscript: true, nextSessionId: "x-next" });
+    expect(none.sessionId).toBeUndefined();
+    await fsp.rm(dir2, { recursive: true, force: true });
+  });
+
   it("clears the binding, archives the transcript to the next free name, and keeps pending records", async () => {
     const paths = sessionSidecarPaths(file);
     await mirrorTurnToTranscript({ sessionFile: file, sessionId: "s", threadId: "thr", turnId: "t1", messages: turnMessages("thr", "t1") });

@@ -11,7 +11,7 @@ import { createOut, type Out } from "../output.js";
 import { estimateTokens } from "../../projection/render.js";
 import { readSessionHistory } from "../../transcript/session-file.js";
 import { startServer } from "../server.js";
-import { requireExistingSession, sessionIdOf } from "../session-file.js";
+import { cliSessionId, requireExistingSession } from "../session-file.js";
 import { watchSignals } from "../signals.js";
 
 type CompactOptions = EngineOptionValues & ServerOptionValues & { session: string; json?: boolean | undefined; model?: string | undefined };
@@ -83,7 +83,7 @@ async function compactAction(opts: CompactOptions): Promise<number> {
       defaultEngine: { ownsCompaction: true, ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}) },
       appServer: server.codex,
       ...(opts.model ? { model: opts.model } : {}),
-      sessionId: sessionIdOf(sessionFile),
+      sessionId: await cliSessionId(sessionFile),
       ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
     });
     try {
@@ -93,7 +93,7 @@ async function compactAction(opts: CompactOptions): Promise<number> {
       const before = await measureSessionContext(sessionFile);
       const r = await compactCodexSession({
         appServer: server.codex,
-        sessionId: sessionIdOf(sessionFile),
+        sessionId: await cliSessionId(sessionFile),
         sessionFile,
         contextEngine: loaded.engine,
         ...(loaded.runtimeContext ? { runtimeContext: loaded.runtimeContext } : {}),

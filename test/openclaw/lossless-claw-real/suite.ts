@@ -133,19 +133,33 @@ export function losslessClawSuite(line: LosslessClawLine): void {
     expect(status.text).toContain(line.version);
     expect(status.text).toMatch(/messages: 24\b/);
 
-    // /new: the plugin archives the session's conversation (nothing of it lost); /reset then starts another one.
+    // /new, then /reset: each starts a fresh session with a new id (the fresh transcript's header names it).
     const fresh = await run("/new");
     expect(fresh.code, fresh.stderr).toBe(0);
     expect(JSON.parse(fresh.stdout.trim())).toMatchObject({ command: "/new", sessionReset: { reason: "new" } });
     const reset = await run("/reset");
     expect(reset.code, reset.stderr).toBe(0);
     expect(JSON.parse(reset.stdout.trim())).toMatchObject({ command: "/reset", sessionReset: { reason: "reset" } });
+    // The fresh session is remembered too: with the old id, lossless-claw 1.x took the fresh transcript for the old
+    // session's starting over and skipped persisting its turns.
+    const next = await run("after the reset");
+    expect(next.code, next.stderr).toBe(0);
+    const nextResult = JSON.parse(next.stdout.trim().split("\n").at(-1)!) as { status: string; warnings: string[] };
+    expect(nextResult.status).toBe("completed");
+    expect(nextResult.warnings.filter((w) => w.includes("skipping afterTurn persistence"))).toEqual([]);
+    const freshMessages = await transcriptMessages(session);
+    expect(freshMessages.map((m) => m.role)).toEqual(["user", "assistant"]);
     const after = await openDb(db);
     try {
-      const conversations = after.all("SELECT conversation_id, active, archive_cause FROM conversations ORDER BY conversation_id");
-      expect(conversations[0]).toMatchObject({ active: 0 });
-      expect(conversations.filter((c) => c.active === 1)).toHaveLength(1);
-      expectIngestedOnce(messageRows(after, conversations[0]!.conversation_id), messages);
+      // Each session id has its conversation: the old one keeps every message (nothing lost), and the fresh session's
+      // turn is in the conversation of the id its transcript's header names, once.
+      const freshId = (JSON.parse((await readFile(session, "utf8")).split("\n")[0]!) as { id: string }).id;
+      expect(freshId).toMatch(/^s-[0-9a-f-]{36}$/);
+      const bySession = (id: string) => after.all("SELECT conversation_id FROM conversations WHERE session_id = ?", id);
+      expect(bySession("s")).toHaveLength(1);
+      expectIngestedOnce(messageRows(after, bySession("s")[0]!.conversation_id), messages);
+      expect(bySession(freshId)).toHaveLength(1);
+      expectIngestedOnce(messageRows(after, bySession(freshId)[0]!.conversation_id), freshMessages);
     } finally {
       after.close();
     }
