@@ -68,7 +68,8 @@ export interface BindingKeeper {
 }
 
 /** Build the keeper for one attempt. */
-// Long (about 90 lines) on purpose: one closure over the attempt's binding and its write queue; each method is a few lines.
+// Long (about 110 lines) on purpose: one closure over the attempt's binding and its write queue (the native sync's durable
+// steps included); each method is a few lines.
 export function createBindingKeeper(deps: {
   store: SessionStore;
   logger: Logger;
