@@ -17,6 +17,7 @@ import { silentLogger } from "../../src/log/logger.js";
 import { captureLogger } from "../transcript/helpers.js";
 import { fixture } from "./helpers.js";
 import { testTempDir } from "../helpers/temp-dir.js";
+import { createMemoryStores } from "../helpers/memory-store.js";
 
 const MARKER = "DELEGATED-SUBAGENT-7Q";
 const RECORD = Symbol.for("ctm.fixture.delegator");
@@ -147,6 +148,39 @@ describe("runtime.subagent called directly", () => {
     expect(captured.events()).toEqual(expect.arrayContaining(["openclaw.subagent.run", "openclaw.subagent.ended", "openclaw.subagent.sessionDeleted"]));
     const logged = JSON.stringify(captured.records);
     for (const secret of ["Name a prime", MARKER, "child answer to", params.sessionKey]) expect(logged).not.toContain(secret);
+  }, 60_000);
+
+  it("with subagentStore a child session lives in that store: its run, messages and deletion go through it, no file", async () => {
+    const childDir = await testTempDir("ctm-subagent-store-");
+    const memory = createMemoryStores();
+    const addressOf = (sessionId: string) => path.join(childDir, `${sessionId}.jsonl`);
+    const asked = new Set<string>();
+    const loaded = await loadContextEngine(fixture("delegator"), {
+      cwd: process.cwd(),
+      appServer: offline.codex,
+      subagentSessionDir: childDir,
+      subagentStore: (child) => {
+        asked.add(`${child.sessionKey} ${child.sessionId}`);
+        return memory.store(child.sessionId, { address: addressOf(child.sessionId) });
+      },
+    });
+    toClose.push(loaded);
+    const sub = record().api.runtime.subagent!;
+    const { runId } = await sub.run({ sessionKey: "agent:main:subagent:mem", message: "Name a colour.", extraSystemPrompt: MARKER });
+    expect(await sub.waitForRun({ runId })).toEqual({ status: "ok" });
+    const { messages } = await sub.getSessionMessages({ sessionKey: "agent:main:subagent:mem" });
+    expect(JSON.stringify(messages)).toContain("child answer to: Name a colour.");
+    expect(asked.size).toBe(1);
+    const [, childId] = [...asked][0]!.split(" ");
+    expect([...asked][0]).toMatch(/^agent:main:subagent:mem subagent-[0-9a-f]{12}$/);
+    const session = memory.session(addressOf(childId!))!;
+    expect(session.entries).toHaveLength(2);
+    expect(session.calls.get("appendTurn")).toBe(1);
+    await sub.deleteSession({ sessionKey: "agent:main:subagent:mem" });
+    expect(session.entries).toEqual([]);
+    expect(session.calls.get("deleteSession")).toBe(1);
+    expect(await sub.getSessionMessages({ sessionKey: "agent:main:subagent:mem" })).toEqual({ messages: [] });
+    expect(await readdir(childDir)).toEqual([]);
   }, 60_000);
 
   it("waitForRun times out on a slow child; deleteSession aborts it and its run ends in an error", async () => {
