@@ -13,7 +13,10 @@ import { startCodexTurn, type CodexTurnHandle } from "./index.js";
  * `runId`); `sessionId` defaults to the session file's base name without extension (as the CLI names sessions).
  */
 export type CodexSessionOptions = Omit<CodexTurnParams, "prompt" | "sessionId" | "images" | "signal" | "runId"> & {
-  /** The session's id; default: the session file's base name without its extension (`/data/s1.jsonl` -> `s1`). */
+  /**
+   * The session's id; default: `store.sessionId` with a `store`, else the session file's base name without its
+   * extension (`/data/s1.jsonl` -> `s1`).
+   */
   sessionId?: string | undefined;
 };
 
@@ -59,6 +62,7 @@ export interface CodexSession {
  * });
  * const first = await session.run("Hello");
  * const second = await session.run("And now?", { model: "gpt-5.5" });
+ * const elsewhere = createCodexSession({ appServer, store }); // a session in any SessionStore (its id: store.sessionId)
  * ```
  */
 export function createCodexSession(options: CodexSessionOptions): CodexSession {
