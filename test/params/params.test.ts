@@ -10,6 +10,7 @@ import { CodexTurnParamsError, parseCodexTurnParams, parseRecoverCodexSessionPar
 import { startCodexTurn } from "../../src/turn.js";
 import { recoverCodexSession } from "../../src/recovery.js";
 import type { CodexAppServer } from "../../src/codex/app-server.js";
+import { createJsonlSessionStore } from "../../src/store/session-store.js";
 
 const dir = mkdtempSync(path.join(os.tmpdir(), "ctm-params-"));
 writeFileSync(path.join(dir, "a-file"), "not a directory");
@@ -113,5 +114,31 @@ describe("recoverCodexSession params", () => {
     const sessionFile = path.join(dir, "clean.jsonl");
     expect(await recoverCodexSession({ sessionId: "s", sessionFile })).toEqual({ pending: 0, mirroredMessages: 0, finalized: 0, dropped: 0 });
     expect(existsSync(sessionFile)).toBe(false);
+  });
+});
+
+describe("the store option", () => {
+  const store = createJsonlSessionStore({ sessionFile: path.join(dir, "stored.jsonl"), sessionId: "s1" });
+  const { sessionFile: _omitted, ...withoutFile } = base();
+
+  it("takes sessionFile from the store when only the store is given, and accepts both when they agree", () => {
+    expect(parseCodexTurnParams({ ...withoutFile, store }).sessionFile).toBe(store.sessionFile);
+    expect(parseCodexTurnParams({ ...withoutFile, store, sessionFile: store.sessionFile }).store).toBe(store);
+    expect(parseRecoverCodexSessionParams({ sessionId: "s1", store }).sessionFile).toBe(store.sessionFile);
+  });
+
+  it("refuses neither, a store naming another session, and something that is not a store, naming the field", () => {
+    const field = (p: unknown) => {
+      try {
+        parseCodexTurnParams(p);
+      } catch (e) {
+        expect(e).toBeInstanceOf(CodexTurnParamsError);
+        return (e as CodexTurnParamsError).field;
+      }
+      return "(accepted)";
+    };
+    expect(field(withoutFile)).toBe("sessionFile");
+    expect(field({ ...base(), store })).toBe("sessionFile");
+    expect(field({ ...withoutFile, store: { sessionFile: "/x", readHistory: noop } })).toBe("store");
   });
 });
