@@ -76,8 +76,8 @@ function parseCompactSessionParams(params: unknown): ParsedCompactSessionParams 
 
 /**
  * Compact a Codex-backed session explicitly, holding the session lock for the whole run so no turn (in this or
- * another process) interleaves with it. The thread binding next to `sessionFile` supplies the Codex thread and its
- * last usage; after a successful native round its injection ledger and `heldTurnIds` are cleared, so the next turn
+ * another process) interleaves with it. The session's store (`store`, default the JSONL store of `sessionFile`) holds
+ * the lock, the compaction entry and the thread binding, which supplies the Codex thread and its last usage; after a successful native round its injection ledger and `heldTurnIds` are cleared, so the next turn
  * re-sends the context Codex dropped (P3). Engine maintenance afterwards runs with `reason: "compaction"`, bounded
  * by `maintenanceTimeoutMs`.
  *
