@@ -51,6 +51,20 @@ export interface MemoryStores {
   stealLock(address: string): void;
 }
 
+/**
+ * A request a turn ran as (issue 65's durable turns, `SessionStore.findRequest` on the durable-turns branch): kept
+ * structurally equal to its `RecordedRequest`, so this store compiles with and without that member in the interface.
+ */
+interface MemoryRecordedRequest {
+  id: string;
+  status: "completed" | "failed" | "aborted" | "yieldAborted";
+  cut?: boolean | undefined;
+  threadId: string;
+  turnId: string;
+  entryId: string;
+  messages: AgentMessage[];
+}
+
 const held = new AsyncLocalStorage<ReadonlySet<string>>();
 let tokens = 0;
 
@@ -147,7 +161,7 @@ function memoryStore(s: MemorySession, address: string, sessionId: string): Sess
     s.pending = list.length === 0 ? undefined : JSON.stringify(list);
   };
 
-  const store: SessionStore = {
+  const store: SessionStore & { findRequest(requestId: string): Promise<MemoryRecordedRequest | undefined> } = {
     address,
     sessionFile: address,
     sessionId,
@@ -176,12 +190,14 @@ function memoryStore(s: MemorySession, address: string, sessionId: string): Sess
       guard("appendTurn");
       ensureHeader(turn.cwd);
       const keys = mirrorKeysForTurn(turn.threadId, turn.turnId, turn.messages);
+      // The durable-turns branch's request mark, on the prompt's entry when it is first written.
+      const request = (turn as { request?: { id: string; status: string; cut?: boolean | undefined } }).request;
       let appended = 0;
       const entryIds = turn.messages.map((m, i) => {
         const existing = byKey(keys[i]!);
         if (existing) return existing.id;
         appended++;
-        return push({ ...mirrorEntryFor(m, keys[i]!) }, keys[i]).id;
+        return push({ ...mirrorEntryFor(m, keys[i]!), ...(i === 0 && request ? { request: structuredClone(request) } : {}) }, keys[i]).id;
       });
       return { appended, skipped: turn.messages.length - appended, entryIds, lastEntryId: s.entries.at(-1)?.id, entryCount: s.entries.length };
     },
@@ -246,6 +262,20 @@ function memoryStore(s: MemorySession, address: string, sessionId: string): Sess
       const before = records(false);
       writePending(before.filter((r) => r.turnId !== turnId));
       return before.some((r) => r.turnId === turnId);
+    },
+    findRequest: async (requestId) => {
+      count("findRequest");
+      checkId();
+      const index = s.entries.findLastIndex((e) => (e["request"] as { id?: unknown } | undefined)?.id === requestId);
+      const prompt = s.entries[index];
+      const origin = prompt ? entryOrigin(prompt) : null;
+      if (!prompt || !origin) return undefined;
+      const mark = prompt["request"] as { id: string; status: MemoryRecordedRequest["status"]; cut?: boolean };
+      const messages = s.entries
+        .slice(index)
+        .filter((e) => entryOrigin(e)?.threadId === origin.threadId && entryOrigin(e)?.turnId === origin.turnId)
+        .flatMap((e) => (e.type === "message" ? [structuredClone(e["message"] as AgentMessage)] : []));
+      return { id: mark.id, status: mark.status, ...(mark.cut === true ? { cut: true } : {}), ...origin, entryId: prompt.id, messages };
     },
     listPending: async (o) => (count("listPending"), structuredClone(records(o?.readOnly === true))),
     hasPending: async () => (count("hasPending"), s.pending !== undefined),
