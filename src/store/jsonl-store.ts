@@ -8,7 +8,7 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import type { AgentMessage } from "../context-engine/types.js";
 import { silentLogger } from "../log/logger.js";
-import { readThreadBinding, writeValidatedThreadBinding, type ThreadBinding } from "../transcript/binding.js";
+import { moveThreadBindingAside, readThreadBinding, writeValidatedThreadBinding, type ThreadBinding } from "../transcript/binding.js";
 import { SessionFileError } from "../transcript/errors.js";
 import { readCachedHistory } from "../transcript/history-cache.js";
 import { acquireSessionLock, type SessionLockHandle } from "../transcript/lock.js";
@@ -23,6 +23,7 @@ import {
   recordValidatedPendingFinalize,
   type PendingFinalizeRecord,
 } from "../transcript/pending.js";
+import { deleteSessionFiles, resetSessionFiles } from "../transcript/reset.js";
 import { resolveSessionPath } from "../transcript/resolve.js";
 import { rewriteTranscriptEntriesInFile } from "../transcript/rewrite.js";
 import { readVisibleEntries } from "../transcript/visible.js";
@@ -36,6 +37,7 @@ import type {
   PendingFinalizeInput,
   SessionHistory,
   SessionStore,
+  StoreResetOptions,
 } from "./session-store.js";
 
 /** Options of {@link createJsonlSessionStore}. */
@@ -54,6 +56,11 @@ export interface JsonlSessionStoreOptions {
    * pending-finalize record), as a sentence naming the file: a turn puts these in `result.warnings`.
    */
   onWarning?: ((warning: string) => void) | undefined;
+  /**
+   * The lock's stale time (`staleMs` of `acquireSessionLock`: a holder beats every quarter of it, and a loss is noticed
+   * at the next beat). Default 10 s; at least 2 s.
+   */
+  lockStaleMs?: number | undefined;
 }
 
 const OptionsSchema = z.object({
@@ -63,7 +70,12 @@ const OptionsSchema = z.object({
   cwd: z.string().min(1).optional(),
   logger: z.any().optional(),
   onWarning: z.custom<(warning: string) => void>((v) => typeof v === "function", "onWarning must be a function").optional(),
+  lockStaleMs: z.number().int().min(2000).optional(),
 });
+
+const ResetSchema = z
+  .object({ archiveTranscript: z.boolean().optional(), nextSessionId: z.string().min(1).optional(), cwd: z.string().min(1).optional() })
+  .strict();
 
 const CompactionSchema = z.object({
   summary: z.string(),
@@ -111,7 +123,9 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
   const pending = createPendingSidecar(sessionFile, logger, guard, () => lock !== undefined, opts.onWarning);
 
   return {
+    address: sessionFile,
     sessionFile,
+    sessionId,
     readHistory: async () => readCachedHistory(await resolveSessionPath(sessionFile, sessionRoot), sessionFile, { sessionId, logger }),
     readVisibleEntries: async () => readVisibleEntries(sessionFile, { sessionId, ...(sessionRoot !== undefined ? { sessionRoot } : {}), logger }),
     appendTurn: async (turn) => {
@@ -140,11 +154,32 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
       // The binding is the typed one the turn host read and updated: written without a schema walk of its ledger.
       await writeValidatedThreadBinding(sessionFile, binding, { durable: o.durable });
     },
+    setAsideBinding: async () => {
+      guard();
+      const aside = await moveThreadBindingAside(sessionFile);
+      if (aside !== undefined) logger.warn({ event: "thread binding set aside", movedTo: path.basename(aside) }, "thread binding moved aside");
+      return aside;
+    },
     recordPending: pending.record,
     markPendingIngested: pending.markIngested,
     completePending: pending.complete,
     hasPending: pending.has,
     listPending: pending.list,
+    setAsidePending: pending.setAside,
+    reset: async (o: StoreResetOptions = {}) => {
+      const parsedReset = ResetSchema.safeParse(o);
+      if (!parsedReset.success) throw invalid(sessionFile, "reset options", parsedReset.error);
+      guard();
+      const real = await resolveSessionPath(sessionFile, sessionRoot);
+      const out = await resetSessionFiles(sessionFile, real, { ...parsedReset.data, cwd: parsedReset.data.cwd ?? opts.cwd, logger });
+      pending.forget();
+      return out;
+    },
+    deleteSession: async () => {
+      guard();
+      await deleteSessionFiles(sessionFile);
+      pending.forget();
+    },
     acquireLock: async (o: AcquireLockOptions = {}) => {
       if (sessionRoot !== undefined) await resolveSessionPath(sessionFile, sessionRoot); // before the lock creates the directory
       // What this store knew of the pending sidecar held only while it held its previous lock: another process may
@@ -153,6 +188,7 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
       lock = await acquireSessionLock(sessionFile, {
         ...(o.signal ? { signal: o.signal } : {}),
         ...(o.timeoutMs !== undefined ? { timeoutMs: o.timeoutMs } : {}),
+        ...(opts.lockStaleMs !== undefined ? { staleMs: opts.lockStaleMs } : {}),
         logger: o.logger ?? logger,
       });
       return lock;
@@ -199,6 +235,14 @@ function createPendingSidecar(sessionFile: string, logger: Logger, guard: () => 
       // Only a listing under our lock can be relied on until we release it.
       knownPending = lockHeld() && !o?.readOnly ? records.map((r) => r.turnId) : undefined;
       return records;
+    },
+    setAside: async (): Promise<string | undefined> => {
+      guard();
+      const aside = await movePendingFinalizeAside(sessionFile);
+      knownPending = lockHeld() ? [] : undefined;
+      pendingUncommitted = false;
+      if (aside !== undefined) logger.warn({ event: "pending record set aside", movedTo: path.basename(aside) }, "pending-finalize record moved aside");
+      return aside;
     },
     /** The deferred fsync of a record written since the last append, to run beside the next one. */
     takeCommit: (): (() => Promise<void>) | undefined => {

@@ -8,7 +8,6 @@ import type { Logger } from "pino";
 import type { AgentMessage } from "../context-engine/types.js";
 import type { ThreadBinding } from "../transcript/binding.js";
 import type { TranscriptOrigin } from "../transcript/entries.js";
-import type { SessionLockHandle } from "../transcript/lock.js";
 import type { PendingFinalizeRecord } from "../transcript/pending.js";
 import type { TranscriptRewriteRequest, TranscriptRewriteResult } from "../transcript/rewrite.js";
 
@@ -40,6 +39,11 @@ export interface SessionHistory {
   /** Malformed entries skipped and counted (warnings, never content). */
   readonly skippedEntries: number;
   readonly warnings: readonly string[];
+  /**
+   * Whether the session's transcript exists (a header, even with no entries yet): a turn on a session that does not
+   * exist yet runs the engine's `bootstrap`.
+   */
+  readonly exists: boolean;
 }
 
 /**
@@ -108,6 +112,57 @@ export interface CompactionEntryInput {
 /** What `recordPending` takes: a turn waiting for its engine finalize (see `src/transcript/pending.ts`). */
 export type PendingFinalizeInput = Omit<PendingFinalizeRecord, "recordedAt">;
 
+/**
+ * A held session lock, as {@link SessionStore.acquireLock} returns it. The JSONL store's handle is the file lock's
+ * `SessionLockHandle` (which also names its lock directory); other stores return a lease.
+ *
+ * @example
+ * ```ts
+ * const lock = await store.acquireLock({ timeoutMs: 30_000 });
+ * try {
+ *   lock.signal.addEventListener("abort", () => stopWriting());
+ *   await lock.runHeld(() => store.appendTurn(turn));
+ * } finally {
+ *   await lock.release();
+ * }
+ * ```
+ */
+export interface SessionStoreLock {
+  /** Aborts (reason: a `SessionFileError` with code `SESSION_LOCK_COMPROMISED`) when the lock is lost. */
+  readonly signal: AbortSignal;
+  /** Throws `SESSION_LOCK_COMPROMISED` if the lock was lost or already released. */
+  assertHeld(): void;
+  /** Run `fn` in an async context that counts as holding this lock (a nested `acquireLock` there throws `SESSION_LOCK_REENTRANT`). */
+  runHeld<T>(fn: () => Promise<T>): Promise<T>;
+  /** Idempotent; never rejects. The store's writes are refused (`SESSION_LOCK_COMPROMISED`) after it, until the next `acquireLock`. */
+  release(): Promise<void>;
+}
+
+/** What {@link SessionStore.reset} does: the binding is always cleared; the transcript archived only when asked. */
+export interface StoreResetOptions {
+  /** Put the current transcript aside as an archive (kept, never deleted) so the session starts with an empty one. */
+  archiveTranscript?: boolean | undefined;
+  /**
+   * With `archiveTranscript`: the fresh transcript is created at once, holding only a header that names this id
+   * (OpenClaw gives a reset session a new id). Readers built for the old id then get `SESSION_ID_MISMATCH`.
+   */
+  nextSessionId?: string | undefined;
+  /** Header cwd of that fresh transcript (default: the process's cwd). */
+  cwd?: string | undefined;
+}
+
+/** What {@link SessionStore.reset} did. */
+export interface StoreResetResult {
+  /** A binding existed and was removed. */
+  bindingCleared: boolean;
+  /** A readable label of where the archived transcript went (the JSONL store: its new path), when one was archived. */
+  archivedTo?: string | undefined;
+  /** Pending-finalize records left in place (they are finalized, exactly once, before the next turn). */
+  pendingFinalize: number;
+  /** The id the fresh transcript's header names, when `nextSessionId` was given and a transcript was archived. */
+  sessionId?: string | undefined;
+}
+
 /** Options of {@link SessionStore.acquireLock}. */
 export interface AcquireLockOptions {
   signal?: AbortSignal | undefined;
@@ -117,11 +172,17 @@ export interface AcquireLockOptions {
 }
 
 /**
- * One session's durable state. Writes (`appendTurn`, `appendCompaction`, `rewriteEntries`, `writeBinding`,
- * `recordPending`, `markPendingIngested`, `completePending`) must run while the caller holds the lock from {@link acquireLock}, and an
- * implementation refuses one (`SESSION_LOCK_COMPROMISED`) once that lock is lost: the turn host relies on the store for
- * this check and does not repeat it. Reads may run without the lock. Every method throws `SessionFileError` (typed
- * `code`) on failure and leaves what was already written intact.
+ * One session's durable state. Writes (`appendTurn`, `appendMessage`, `appendCompaction`, `rewriteEntries`,
+ * `writeBinding`, `recordPending`, `markPendingIngested`, `completePending`, `setAsidePending`, `setAsideBinding`,
+ * `reset`, and the set-aside `readBinding()` / `listPending()` may do) must run while the caller holds the lock from
+ * {@link acquireLock} on this same store object, and an implementation refuses one (`SESSION_LOCK_COMPROMISED`,
+ * nothing written) once that lock is lost or released: the turn host relies on the store for this check (fencing) and
+ * does not repeat it. Reads may run without the lock. Every method throws `SessionFileError` (typed `code`; its
+ * `path` is the store's {@link address}) on failure and leaves what was already written intact.
+ *
+ * Identity: a store names one session. {@link address} is how errors, logs and engines name it: the transcript path
+ * for the JSONL store, a readable key such as `postgres://host/db#session/s1` for a database store (never a
+ * credential). Nothing in the contract is a file path except that address of the JSONL store.
  *
  * @example
  * ```ts
@@ -139,8 +200,12 @@ export interface AcquireLockOptions {
  * ```
  */
 export interface SessionStore {
-  /** The transcript path (the JSONL store) or the session's address (other stores). */
+  /** The session's readable identity: the transcript path (the JSONL store) or a key naming the session (other stores). */
+  readonly address: string;
+  /** The same as {@link address} (kept: the JSONL store's transcript path; engines and hooks get it as OpenClaw's `sessionFile`). */
   readonly sessionFile: string;
+  /** The session id the store checks transcripts against (`SESSION_ID_MISMATCH`). */
+  readonly sessionId: string;
   /** The history the next turn sees. Throws `SESSION_VERSION_UNSUPPORTED` / `SESSION_ID_MISMATCH` before any model call. */
   readHistory(): Promise<SessionHistory>;
   /**
@@ -161,13 +226,22 @@ export interface SessionStore {
    * nothing matching is `{ changed: false, reason }`, not an error.
    */
   rewriteEntries(request: TranscriptRewriteRequest): Promise<TranscriptRewriteResult>;
-  /** The Codex thread binding; `readOnly` reports a corrupt one (warning, undefined) without moving it aside. */
+  /**
+   * The Codex thread binding. A corrupt one reads as `undefined` and is set aside as {@link setAsideBinding} does
+   * (the store's warning names where it went); with `readOnly` it is reported (warning, undefined) and left in place.
+   */
   readBinding(opts?: { readOnly?: boolean | undefined }): Promise<ThreadBinding | undefined>;
   /**
    * Write the binding whole: readers see the old one or the new one, never a mix. `durable: false` need not survive an
    * OS crash (the JSONL store appends it as one line of its binding log, docs/storage.md); `durable: true` must.
    */
   writeBinding(binding: ThreadBinding, opts: { durable: boolean }): Promise<void>;
+  /**
+   * Move the binding aside (kept for inspection, never read as the binding again): the next {@link readBinding} is
+   * `undefined` and the next turn starts a fresh Codex thread. Returns a readable label of where it went (the JSONL
+   * store: the `.corrupt-<n>` path), undefined when there was no binding. Atomic.
+   */
+  setAsideBinding(): Promise<string | undefined>;
   /** Durably record a turn awaiting its finalize (replaces a record with the same turnId). */
   recordPending(record: PendingFinalizeInput): Promise<void>;
   /** Record which of the turn's messages the engine has ingested (by mirror key), so recovery resumes after them. */
@@ -175,8 +249,9 @@ export interface SessionStore {
   /** Clear the turn's record after its finalize returned; whether one was removed. */
   completePending(turnId: string): Promise<boolean>;
   /**
-   * Turns awaiting finalize, oldest first. A corrupt record set: moved aside with a warning and `[]` (default, so the
-   * session is not wedged), or with `readOnly` a `SESSION_PENDING_INVALID` error and nothing moved.
+   * Turns awaiting finalize, oldest first. A corrupt record set: set aside as {@link setAsidePending} does, with a
+   * warning, and `[]` (default, so the session is not wedged), or with `readOnly` a `SESSION_PENDING_INVALID` error and
+   * nothing moved.
    */
   listPending(opts?: { readOnly?: boolean | undefined }): Promise<PendingFinalizeRecord[]>;
   /**
@@ -184,8 +259,27 @@ export interface SessionStore {
    * this to decide whether recovery runs at all. A shared store answers with an existence query on its pending rows.
    */
   hasPending(): Promise<boolean>;
+  /**
+   * Move every pending-finalize record of the session aside (kept for inspection; their turns are not finalized
+   * again), readable or not: afterwards {@link hasPending} is false and {@link listPending} is `[]`. Returns a readable
+   * label of where they went (the JSONL store: the `.corrupt-<n>` path), undefined when there were none. Atomic.
+   */
+  setAsidePending(): Promise<string | undefined>;
+  /**
+   * Reset the session's Codex state: clear the binding (the next turn starts a fresh thread) and, with
+   * `archiveTranscript`, archive the transcript (kept, never deleted; the session then has an empty one, or one holding
+   * only a header naming `nextSessionId`). Pending-finalize records stay. Nothing is half done: a failure leaves the
+   * binding or the archive step as it was (a database store: one transaction).
+   */
+  reset(opts?: StoreResetOptions): Promise<StoreResetResult>;
+  /**
+   * Remove the session's transcript, binding and pending records (archives stay): a deleted sub-agent session. The
+   * caller makes sure nothing runs on the session (the lock is not required; with it held by this store, the write is
+   * fenced like any other). Removing a session that does not exist is not an error.
+   */
+  deleteSession(): Promise<void>;
   /** Take the session's lock (serializes turns across processes); release it when the attempt settles. */
-  acquireLock(opts?: AcquireLockOptions): Promise<SessionLockHandle>;
+  acquireLock(opts?: AcquireLockOptions): Promise<SessionStoreLock>;
 }
 
 export { createJsonlSessionStore, type JsonlSessionStoreOptions } from "./jsonl-store.js";

@@ -258,17 +258,35 @@ export async function readThreadBinding(
     logger.warn({ event: "thread binding corrupt", file: path.basename(file), reason: found.reason }, "corrupt thread binding (read-only: left in place)");
     return undefined;
   }
+  const aside = await moveThreadBindingAside(sessionFile);
+  // Another reader moved it first: the outcome (no binding, fresh thread) is the same.
+  if (aside === undefined) return undefined;
+  logger.warn({ event: "thread binding corrupt", movedTo: path.basename(aside) }, "corrupt thread binding moved aside; starting a fresh thread");
+  options.onSetAside?.(`the thread binding ${path.basename(file)} was corrupt (${found.reason}); it was moved aside to ${path.basename(aside)} and this turn starts a fresh Codex thread from the transcript`);
+  return undefined;
+}
+
+/**
+ * Move the binding sidecar aside to `<binding>.corrupt-<n>` (the first free n), kept for inspection: the next read
+ * finds no binding and the next turn starts a fresh Codex thread. Returns the new path, or undefined when there was
+ * no binding. The session store's `setAsideBinding()`.
+ *
+ * @example
+ * ```ts
+ * await moveThreadBindingAside("/data/s1.jsonl"); // "/data/s1.jsonl.codex-binding.json.corrupt-1"
+ * ```
+ */
+export async function moveThreadBindingAside(sessionFile: string): Promise<string | undefined> {
+  const file = sessionSidecarPaths(sessionFile).binding;
   const aside = await nextFreePath(`${file}.corrupt`);
   try {
     await fs.rename(file, aside);
   } catch (error) {
-    // Another reader moved it first: the outcome (no binding, fresh thread) is the same.
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-    throw error;
+    throw new SessionFileError("SESSION_WRITE_FAILED", file, `cannot move the thread binding ${file} aside (${(error as NodeJS.ErrnoException).code ?? String(error)})`, { cause: error });
   }
-  logger.warn({ event: "thread binding corrupt", movedTo: path.basename(aside) }, "corrupt thread binding moved aside; starting a fresh thread");
-  options.onSetAside?.(`the thread binding ${path.basename(file)} was corrupt (${found.reason}); it was moved aside to ${path.basename(aside)} and this turn starts a fresh Codex thread from the transcript`);
-  return undefined;
+  bindingCache.delete(file);
+  return aside;
 }
 
 /**

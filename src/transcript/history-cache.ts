@@ -93,6 +93,7 @@ const EMPTY_HISTORY: SessionHistory = deepFreeze({
   lastEntryId: undefined,
   skippedEntries: 0,
   warnings: [],
+  exists: false,
 });
 
 /**
@@ -482,6 +483,7 @@ function buildHistory(
     lastEntryId: last?.id,
     skippedEntries: state.skippedLines.length,
     warnings: Object.freeze(historyWarnings(state, tornBytes)),
+    exists: true,
   });
 }
 

@@ -17,6 +17,7 @@ import { invalidateSessionIndex } from "./session-file.js";
 import { fsyncDirectory } from "./fsync-dir.js";
 import { SESSION_FORMAT_VERSION } from "./entries.js";
 import { createSmallFile } from "./small-file.js";
+import { discardedName } from "./discard.js";
 
 /** Parameters of {@link resetCodexSession}. */
 export interface ResetCodexSessionParams {
@@ -125,40 +126,84 @@ export async function resetCodexSession(params: ResetCodexSessionParams): Promis
   const { sessionFile } = params;
   const real = await resolveSessionPath(sessionFile, params.sessionRoot);
 
-  const run = async (): Promise<ResetCodexSessionResult> => {
-    // The binding path comes from paths.ts with the caller's spelling, as the binding writer computes it.
-    const binding = sessionSidecarPaths(path.resolve(sessionFile)).binding;
-    let bindingCleared = false;
-    try {
-      await fsp.unlink(binding);
-      bindingCleared = true;
-    } catch (err) {
-      if (errCode(err) !== "ENOENT") {
-        throw new SessionFileError("SESSION_WRITE_FAILED", binding, `cannot remove thread binding ${binding} of session ${sessionFile} (${errCode(err) ?? String(err)})`, {
-          cause: err,
-        });
-      }
-    }
-    let archivedTo: string | undefined;
-    let sessionId: string | undefined;
-    if (params.archiveTranscript) {
-      archivedTo = await archive(real, sessionFile);
-      if (archivedTo !== undefined && params.nextSessionId !== undefined) {
-        const header = { type: "session", version: SESSION_FORMAT_VERSION, id: params.nextSessionId, timestamp: new Date().toISOString(), cwd: params.cwd ?? process.cwd() };
-        if (await createSmallFile(real, `${JSON.stringify(header)}\n`, { durable: true })) sessionId = params.nextSessionId;
-      }
-      invalidateSessionIndex(real);
-    }
-    const pendingFinalize = (await listPendingFinalize(sessionFile)).length;
-    logger.info(
-      { event: "transcript.reset", sessionFile: path.basename(real), bindingCleared, archived: archivedTo !== undefined, newSessionId: sessionId !== undefined, pendingFinalize },
-      "codex session reset",
-    );
-    return { bindingCleared, ...(archivedTo !== undefined ? { archivedTo } : {}), pendingFinalize, ...(sessionId !== undefined ? { sessionId } : {}) };
-  };
+  const run = () =>
+    resetSessionFiles(sessionFile, real, {
+      ...(params.archiveTranscript !== undefined ? { archiveTranscript: params.archiveTranscript } : {}),
+      ...(params.nextSessionId !== undefined ? { nextSessionId: params.nextSessionId } : {}),
+      ...(params.cwd !== undefined ? { cwd: params.cwd } : {}),
+      logger,
+    });
 
   const lockOpts: SessionLockOptions = { ...(params.lock ?? {}), logger };
   if (params.locked === true) return run();
   if (params.locked === false) return withSessionLock(sessionFile, run, lockOpts);
   return withSessionLockUnlessHeld(sessionFile, run, lockOpts);
+}
+
+/**
+ * The reset itself, for a caller holding the session lock (`resetCodexSession` and the JSONL store's `reset()`):
+ * remove the binding, then (with `archiveTranscript`) archive the transcript (`real`, its canonical path) and create a
+ * fresh one naming `nextSessionId`. The pending record stays.
+ *
+ * @example
+ * ```ts
+ * await resetSessionFiles(file, await resolveSessionPath(file), { archiveTranscript: true, logger });
+ * ```
+ */
+export async function resetSessionFiles(
+  sessionFile: string,
+  real: string,
+  opts: { archiveTranscript?: boolean | undefined; nextSessionId?: string | undefined; cwd?: string | undefined; logger: Logger },
+): Promise<ResetCodexSessionResult> {
+  // The binding path comes from paths.ts with the caller's spelling, as the binding writer computes it.
+  const binding = sessionSidecarPaths(path.resolve(sessionFile)).binding;
+  let bindingCleared = false;
+  try {
+    await fsp.unlink(binding);
+    bindingCleared = true;
+  } catch (err) {
+    if (errCode(err) !== "ENOENT") {
+      throw new SessionFileError("SESSION_WRITE_FAILED", binding, `cannot remove thread binding ${binding} of session ${sessionFile} (${errCode(err) ?? String(err)})`, {
+        cause: err,
+      });
+    }
+  }
+  let archivedTo: string | undefined;
+  let sessionId: string | undefined;
+  if (opts.archiveTranscript) {
+    archivedTo = await archive(real, sessionFile);
+    if (archivedTo !== undefined && opts.nextSessionId !== undefined) {
+      const header = { type: "session", version: SESSION_FORMAT_VERSION, id: opts.nextSessionId, timestamp: new Date().toISOString(), cwd: opts.cwd ?? process.cwd() };
+      if (await createSmallFile(real, `${JSON.stringify(header)}\n`, { durable: true })) sessionId = opts.nextSessionId;
+    }
+    invalidateSessionIndex(real);
+  }
+  const pendingFinalize = (await listPendingFinalize(sessionFile)).length;
+  opts.logger.info(
+    { event: "transcript.reset", sessionFile: path.basename(real), bindingCleared, archived: archivedTo !== undefined, newSessionId: sessionId !== undefined, pendingFinalize },
+    "codex session reset",
+  );
+  return { bindingCleared, ...(archivedTo !== undefined ? { archivedTo } : {}), pendingFinalize, ...(sessionId !== undefined ? { sessionId } : {}) };
+}
+
+/**
+ * Remove a session's transcript, binding and pending record, and what a last turn discarded on its way out (the JSONL
+ * store's `deleteSession()`, e.g. a deleted sub-agent session). Archives stay; a missing file is not an error.
+ *
+ * @example
+ * ```ts
+ * await deleteSessionFiles("/tmp/subagents/child.jsonl");
+ * ```
+ */
+export async function deleteSessionFiles(sessionFile: string): Promise<void> {
+  const sidecars = sessionSidecarPaths(sessionFile);
+  const real = await fsp.realpath(sessionFile).catch(() => path.resolve(sessionFile));
+  try {
+    await Promise.all([sidecars.transcript, sidecars.binding, sidecars.pendingFinalize].map((f) => fsp.rm(f, { force: true })));
+    // What the last turn discarded may still be on its way out (src/transcript/discard.ts): nothing is left.
+    await Promise.all([discardedName(sidecars.pendingFinalize), discardedName(sidecars.lock)].map((f) => fsp.rm(f, { force: true, recursive: true })));
+  } catch (err) {
+    throw new SessionFileError("SESSION_WRITE_FAILED", sessionFile, `cannot delete session ${sessionFile} (${errCode(err) ?? String(err)})`, { cause: err });
+  }
+  invalidateSessionIndex(real);
 }

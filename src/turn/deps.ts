@@ -7,9 +7,8 @@ import type { Logger } from "pino";
 import type { CodexAppServer } from "../codex/app-server.js";
 import type { ContextEngine, ContextEngineRuntimeSettings } from "../context-engine/types.js";
 import type { EngineFacts } from "../../machines/turn.contract.js";
-import type { SessionStore } from "../store/session-store.js";
+import type { SessionStore, SessionStoreLock } from "../store/session-store.js";
 import type { TurnHookIds } from "../hooks/types.js";
-import type { SessionLockHandle } from "../transcript/lock.js";
 import type { ParsedTurnParams, TurnStreamEvent } from "../params.js";
 import type { BindingKeeper } from "./binding-keeper.js";
 import type { HookRunner } from "./hook-runner.js";
@@ -36,7 +35,7 @@ export interface TurnDeps {
   hooks: HookRunner;
   binding: BindingKeeper;
   /** The session lock once the `session.acquiringLock` state took it; released by the host when the machine is done. */
-  lock: { handle?: SessionLockHandle | undefined; onLost?: (() => void) | undefined };
+  lock: { handle?: SessionStoreLock | undefined; onLost?: (() => void) | undefined };
   /** Fingerprints of what decides thread compatibility (computed once per attempt). */
   fingerprints: ProjectionFingerprints;
   /** Host warnings that happen outside a machine transition (observer failures); appended to the result. */
