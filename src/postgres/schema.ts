@@ -23,7 +23,11 @@ export function checkSchemaName(schema: string): string {
   return schema;
 }
 
-/** Migration n brings the schema from version n-1 to n; never edit one that shipped, add the next. */
+/**
+ * Migration n brings the schema from version n-1 to n; never edit one that shipped, add the next.
+ * Entries, headers and pending records are `json` (the text as written: key order kept, so what is read back and
+ * exported is byte-identical to what the file store writes); the binding is `jsonb` (never sent to the model).
+ */
 function migrations(s: string): string[] {
   return [
     `
@@ -58,9 +62,16 @@ function migrations(s: string): string[] {
       primary key (session_id, turn_id)
     );
     create table ${s}.pending_aside (
+      id bigserial primary key,
       session_id text not null,
       turn_id text not null,
       record text not null,
+      moved_at timestamptz not null default now()
+    );
+    create table ${s}.binding_aside (
+      id bigserial primary key,
+      session_id text not null,
+      binding jsonb,
       moved_at timestamptz not null default now()
     );
     create table ${s}.leases (

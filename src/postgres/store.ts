@@ -32,6 +32,9 @@ import type {
   PendingFinalizeInput,
   SessionHistory,
   SessionStore,
+  SessionStoreLock,
+  StoreResetOptions,
+  StoreResetResult,
   VisibleTranscriptEntry,
 } from "../store/session-store.js";
 import { threadBindingSchema, type ThreadBinding } from "../transcript/binding.js";
@@ -65,6 +68,8 @@ export type PostgresSessionStoresOptions = PostgresStoreConnection & {
 
 /** Per-session options of {@link PostgresSessionStores.session}. */
 export interface PostgresSessionOptions {
+  /** The id the session's header must name (`SESSION_ID_MISMATCH` otherwise); default: the session key. */
+  sessionId?: string | undefined;
   /** Header cwd of a session created by this store (default: the process's cwd). */
   cwd?: string | undefined;
   logger?: Logger | undefined;
@@ -74,16 +79,12 @@ export interface PostgresSessionOptions {
 
 /** A {@link SessionStore} on PostgreSQL, plus what only a database store can do. */
 export interface PostgresSessionStore extends SessionStore {
-  readonly sessionId: string;
+  /** The session's row key (the address names it); the header's id may differ after a reset with `nextSessionId`. */
+  readonly sessionKey: string;
   /** The session as a pi session JSONL file (header line, then one line per entry of the current generation). */
   exportJsonl(): Promise<string>;
-  /** The current generation (bumped by {@link PostgresSessionStore.archiveGeneration}). */
+  /** The current generation (bumped by `reset({ archiveTranscript: true })`: the old entries stay as the archive). */
   generation(): Promise<number>;
-  /**
-   * Start the session over (OpenClaw's `/new`, `/reset`): the current generation's entries stay in the table as an
-   * archive, the session continues with generation + 1, no entries, no binding and no pending records. Needs the lock.
-   */
-  archiveGeneration(): Promise<{ archivedGeneration: number; generation: number }>;
 }
 
 /** Many sessions sharing one pool, one LISTEN connection and one migrated schema. */
@@ -92,8 +93,8 @@ export interface PostgresSessionStores {
   readonly schema: string;
   /** Apply the schema migration (idempotent; every store call waits for it anyway). */
   migrate(): Promise<void>;
-  /** The store of one session (cheap; stores of the same id share nothing but the pool). */
-  session(sessionId: string, opts?: PostgresSessionOptions): PostgresSessionStore;
+  /** The store of one session, by its key (cheap; stores of the same key share nothing but the pool). */
+  session(sessionKey: string, opts?: PostgresSessionOptions): PostgresSessionStore;
   /** Session ids that have rows, sorted. */
   listSessions(): Promise<string[]>;
   /** Stop listening and end the pool when the factory created it. */
@@ -145,6 +146,7 @@ export function createPostgresSessionStores(opts: PostgresSessionStoresOptions):
   const pool: Pool = opts.pool ?? createPool(opts.connectionString!, opts.maxConnections ?? 10, logger);
   const notifier = new LeaseNotifier(pool, `${schema}_lease`, logger);
   const owner = `${os.hostname()}:${process.pid}:${randomUUID().slice(0, 8)}`;
+  const baseAddress = `${describeServer(opts)}#${schema}`;
   let migrated: Promise<void> | undefined;
   const migrate = (): Promise<void> => {
     migrated ??= migratePostgresSchema(pool, schema).then(
@@ -160,7 +162,8 @@ export function createPostgresSessionStores(opts: PostgresSessionStoresOptions):
     pool,
     schema,
     migrate,
-    session: (sessionId, sopts = {}) => createSession({ pool, schema, sessionId, owner, timing, notifier, migrate, logger: sopts.logger ?? logger, sopts }),
+    session: (sessionKey, sopts = {}) =>
+      createSession({ pool, schema, sessionKey, sessionId: sopts.sessionId ?? sessionKey, base: baseAddress, owner, timing, notifier, migrate, logger: sopts.logger ?? logger, sopts }),
     listSessions: async () => {
       await migrate();
       const { rows } = await pool.query<{ session_id: string }>(`select session_id from ${schema}.sessions order by session_id`);
@@ -186,11 +189,11 @@ export function createPostgresSessionStores(opts: PostgresSessionStoresOptions):
  * ```
  */
 export function createPostgresSessionStore(
-  opts: PostgresSessionStoresOptions & PostgresSessionOptions & { sessionId: string },
+  opts: PostgresSessionStoresOptions & Omit<PostgresSessionOptions, "sessionId"> & { sessionId: string; sessionKey?: string | undefined },
 ): PostgresSessionStore & { close(): Promise<void> } {
-  const { sessionId, cwd, onWarning, ...factory } = opts;
+  const { sessionId, sessionKey, cwd, onWarning, ...factory } = opts;
   const stores = createPostgresSessionStores(factory);
-  const store = stores.session(sessionId, { cwd, onWarning, logger: opts.logger });
+  const store = stores.session(sessionKey ?? sessionId, { sessionId, cwd, onWarning, logger: opts.logger });
   return Object.assign(store, { close: () => stores.close() });
 }
 
@@ -201,10 +204,29 @@ function createPool(connectionString: string, max: number, logger: Logger): Pool
   return pool;
 }
 
+/** `postgres://host:port/db` of the server (never a user or password). */
+function describeServer(opts: PostgresStoreConnection): string {
+  const o = (opts.pool as unknown as { options?: { host?: string; port?: number; database?: string; connectionString?: string } } | undefined)?.options;
+  const cs = opts.connectionString ?? o?.connectionString;
+  if (cs) {
+    try {
+      const u = new URL(cs);
+      return `postgres://${u.hostname}${u.port ? `:${u.port}` : ""}${u.pathname || "/"}`;
+    } catch {
+      return "postgres://(connection string)";
+    }
+  }
+  return `postgres://${o?.host ?? "localhost"}:${o?.port ?? 5432}/${o?.database ?? ""}`;
+}
+
 interface SessionDeps {
   pool: Pool;
   schema: string;
+  /** The row key. */
+  sessionKey: string;
+  /** The id the header must name. */
   sessionId: string;
+  base: string;
   owner: string;
   timing: LeaseTiming;
   notifier: LeaseNotifier;
@@ -244,6 +266,12 @@ const PendingInputSchema = z.looseObject({
 });
 const PendingRecordSchema = PendingInputSchema.extend({ recordedAt: z.string() });
 
+const ResetSchema = z.strictObject({
+  archiveTranscript: z.boolean().optional(),
+  nextSessionId: z.string().min(1).optional(),
+  cwd: z.string().min(1).optional(),
+});
+
 const CompactionSchema = z.object({
   summary: z.string(),
   firstKeptEntryId: z.string().min(1),
@@ -264,16 +292,26 @@ function entryTimestamp(draft: NewSessionEntry): string {
   return new Date().toISOString();
 }
 
-/** The fence every write statement starts with: the lease row, only while the token is ours and unexpired. */
-function fenceCte(s: string): string {
-  return `fence as (select 1 from ${s}.leases where session_id = $1 and token = $2 and expires_at > clock_timestamp() for share)`;
+/**
+ * The fence every write statement starts with: the lease row, only while the token is ours and unexpired (locked `for
+ * share` until the write commits, so a takeover waits for it). A store object that never took the lock writes
+ * unfenced, as the file store does (`$2` is then null).
+ */
+function fenceCte(s: string, fenced: boolean): string {
+  return fenced
+    ? `fence as (select 1 from ${s}.leases where session_id = $1 and token = $2::bigint and expires_at > clock_timestamp() for share)`
+    : `fence as (select 1 where $2::bigint is null)`;
 }
 
+const FENCE = "%FENCE%";
+
 function createSession(d: SessionDeps): PostgresSessionStore {
-  const sid = SessionIdSchema.safeParse(d.sessionId);
-  if (!sid.success) throw invalid(`postgres:${d.schema}`, "session id", sid.error);
-  const { pool, schema: s, sessionId, logger } = d;
-  const address = `postgres:${s}/${sessionId}`;
+  for (const [what, v] of [["session key", d.sessionKey], ["session id", d.sessionId]] as const) {
+    const ok = SessionIdSchema.safeParse(v);
+    if (!ok.success) throw invalid(d.base, what, ok.error);
+  }
+  const { pool, schema: s, sessionKey: key, sessionId, logger } = d;
+  const address = `${d.base}/${key}`;
   let snap = emptySnapshot();
   let lock: PostgresLockHandle | undefined;
   /** The lease under which `snap` was refreshed: while it is held nobody else writes, so reads use `snap` as is. */
@@ -281,24 +319,26 @@ function createSession(d: SessionDeps): PostgresSessionStore {
 
   const held = (): PostgresLockHandle | undefined => (lock && snapUnder === lock && !lock.signal.aborted ? lock : undefined);
 
-  /** The held lock and its token, for a write (throws when none or lost). */
-  const writeToken = (): PostgresLockHandle => {
-    if (!lock) throw new SessionFileError("SESSION_LOCK_COMPROMISED", address, `write to session ${address} without its lock (acquireLock first)`);
-    lock.assertHeld();
+  /** The lock this store object took, checked (throws when lost or released); undefined when it never took one. */
+  const writeToken = (): PostgresLockHandle | undefined => {
+    lock?.assertHeld();
     return lock;
   };
 
+  /** Run a write whose SQL starts its CTEs with `%FENCE%` (see {@link fenceCte}); `$1` key, `$2` token, then params. */
   const fencedQuery = async <R extends Record<string, unknown>>(what: string, sql: string, params: unknown[]): Promise<R> => {
     const l = writeToken();
     await d.migrate();
+    const text = sql.replace(FENCE, fenceCte(s, l !== undefined));
     let res;
     try {
-      res = await withRetry(() => pool.query<R & { fenced: number }>(sql, [sessionId, l.token, ...params]), logger, what, l);
+      res = await withRetry(() => pool.query<R & { fenced: number }>(text, [key, l?.token ?? null, ...params]), logger, what, l);
     } catch (err) {
       throw wrapError(err, address, what);
     }
     const row = res.rows[0];
     if (!row || Number(row.fenced) === 0) {
+      if (!l) throw new SessionFileError("SESSION_WRITE_FAILED", address, `${what} for session ${address} wrote nothing`);
       l.lose(`a ${what} found the lease gone (fencing token ${l.token})`);
       throw new SessionFileError("SESSION_LOCK_COMPROMISED", address, `${what} refused for session ${address}: the lease with fencing token ${l.token} is not held any more (0 rows written)`);
     }
@@ -318,7 +358,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       from ${s}.sessions s where s.session_id = $1`;
     let res;
     try {
-      res = await withRetry(() => pool.query(sql, [sessionId, cur.generation, cur.epoch, cur.bindingVersion, cur.entries.length]), logger, "read");
+      res = await withRetry(() => pool.query(sql, [key, cur.generation, cur.epoch, cur.bindingVersion, cur.entries.length]), logger, "read");
     } catch (err) {
       throw wrapError(err, address, "read");
     }
@@ -360,8 +400,18 @@ function createSession(d: SessionDeps): PostgresSessionStore {
     return snap;
   };
 
-  /** The snapshot to read: the one taken under the held lease, else a fresh one. */
-  const current = async (): Promise<Snapshot> => (held() ? snap : refresh());
+  /** The snapshot to read: the one taken under the held lease, else a fresh one; its header must name our id. */
+  const current = async (): Promise<Snapshot> => {
+    const sn = held() ? snap : await refresh();
+    if (sn.header && sn.header.id !== sessionId) {
+      throw new SessionFileError(
+        "SESSION_ID_MISMATCH",
+        address,
+        `session ${address} belongs to session ${JSON.stringify(sn.header.id)}, not ${JSON.stringify(sessionId)}; nothing was read or written`,
+      );
+    }
+    return sn;
+  };
 
   const history = (sn: Snapshot): SessionHistory => {
     if (sn.history) return sn.history;
@@ -373,6 +423,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       lastEntryId: sn.entries.at(-1)?.id,
       skippedEntries: 0,
       warnings: [],
+      exists: sn.header !== null,
     };
     sn.history = h;
     return h;
@@ -414,7 +465,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
         timestamp: new Date().toISOString(),
         cwd: cwd ?? d.sopts.cwd ?? process.cwd(),
       };
-      const sql = `with ${fenceCte(s)},
+      const sql = `with ${FENCE},
         sess as (
           insert into ${s}.sessions as t (session_id, generation, header, entry_seq, updated_at)
           select $1, $3, $4::json, $6, now() from fence
@@ -453,8 +504,10 @@ function createSession(d: SessionDeps): PostgresSessionStore {
   };
 
   const store: PostgresSessionStore = {
+    address,
     sessionFile: address,
     sessionId,
+    sessionKey: key,
     readHistory: async () => history(await current()),
     readVisibleEntries: async () => visibleEntries(await current(), history),
     appendTurn: async (turn: AppendTurnInput): Promise<AppendTurnResult> => {
@@ -533,22 +586,22 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       const client = await pool.connect();
       try {
         await client.query("begin");
-        const f = await client.query(`with ${fenceCte(s)} select count(*)::int as fenced from fence`, [sessionId, l.token]);
-        if (Number(f.rows[0]?.fenced) === 0) {
+        const f = await client.query(`with ${fenceCte(s, l !== undefined)} select count(*)::int as fenced from fence`, [key, l?.token ?? null]);
+        if (l && Number(f.rows[0]?.fenced) === 0) {
           await client.query("rollback");
           l.lose("a rewrite found the lease gone");
           throw new SessionFileError("SESSION_LOCK_COMPROMISED", address, `rewrite refused for session ${address}: the lease with fencing token ${l.token} is not held any more`);
         }
         const u = await client.query(
           `update ${s}.sessions set epoch = epoch + 1, entry_seq = $4, updated_at = now() where session_id = $1 and generation = $2 and epoch = $3 returning epoch`,
-          [sessionId, sn.generation, sn.epoch, entries.length],
+          [key, sn.generation, sn.epoch, entries.length],
         );
         if (u.rowCount !== 1) throw new SessionFileError("SESSION_WRITE_FAILED", address, `rewrite of session ${address}: the session changed under the lock`);
-        await client.query(`delete from ${s}.entries where session_id = $1 and generation = $2`, [sessionId, sn.generation]);
+        await client.query(`delete from ${s}.entries where session_id = $1 and generation = $2`, [key, sn.generation]);
         await client.query(
           `insert into ${s}.entries (session_id, generation, seq, entry_id, idem_key, entry)
            select $1, $2, x.seq, x.id, x.key, x.entry::json from unnest($3::int[], $4::text[], $5::text[], $6::text[]) as x(seq, id, key, entry)`,
-          [sessionId, sn.generation, entries.map((_, i) => i + 1), entries.map((e) => e.id), entries.map((e) => entryIdempotencyKey(e) ?? null), texts],
+          [key, sn.generation, entries.map((_, i) => i + 1), entries.map((e) => e.id), entries.map((e) => entryIdempotencyKey(e) ?? null), texts],
         );
         await client.query("commit");
         const next: Snapshot = { ...emptySnapshot(), exists: true, generation: sn.generation, epoch: Number(u.rows[0]!.epoch), header: sn.header, bindingVersion: sn.bindingVersion, binding: sn.binding, hasPending: sn.hasPending };
@@ -571,16 +624,19 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       if (sn.binding === null || sn.binding === undefined) return undefined;
       const parsed = threadBindingSchema.safeParse(sn.binding);
       if (!parsed.success) {
-        const warning = `the thread binding of session ${address} could not be read (${parsed.error.issues[0]?.message ?? "invalid"}); the session starts a fresh thread`;
         logger.warn({ event: "postgres.binding_invalid", sessionId, readOnly: o?.readOnly === true }, "stored binding is invalid; ignored");
-        if (!o?.readOnly) d.sopts.onWarning?.(warning);
+        if (o?.readOnly) return undefined;
+        const aside = await store.setAsideBinding();
+        d.sopts.onWarning?.(
+          `the thread binding of session ${address} could not be read (${parsed.error.issues[0]?.message ?? "invalid"}); it was moved aside${aside ? ` to ${aside}` : ""} and the session starts a fresh thread`,
+        );
         return undefined;
       }
       // The stored object whole (fields a newer writer added pass through), as the schema accepted it.
       return structuredClone(sn.binding) as ThreadBinding;
     },
     writeBinding: async (binding: ThreadBinding) => {
-      const sql = `with ${fenceCte(s)},
+      const sql = `with ${FENCE},
         up as (
           insert into ${s}.sessions as t (session_id, binding, binding_version, updated_at) select $1, $3::jsonb, 1, now() from fence
           on conflict (session_id) do update set binding = excluded.binding, binding_version = t.binding_version + 1, updated_at = now()
@@ -596,7 +652,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       const parsed = PendingInputSchema.safeParse(record);
       if (!parsed.success) throw invalid(address, "pending-finalize record", parsed.error);
       const full = { ...record, recordedAt: new Date().toISOString() };
-      const sql = `with ${fenceCte(s)},
+      const sql = `with ${FENCE},
         up as (
           insert into ${s}.pending (session_id, turn_id, record, ingested) select $1, $3, $4::json, $5::jsonb from fence
           on conflict (session_id, turn_id) do update set record = excluded.record, ingested = excluded.ingested
@@ -611,7 +667,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       if (typeof turnId !== "string" || turnId.length === 0 || !keys.success) {
         throw new SessionFileError("SESSION_INVALID_ARGUMENT", address, `markPendingIngested for session ${address} needs a non-empty turnId and non-empty string keys`);
       }
-      const sql = `with ${fenceCte(s)},
+      const sql = `with ${FENCE},
         up as (
           update ${s}.pending p set ingested = p.ingested || coalesce((
               select jsonb_agg(k order by n) from jsonb_array_elements_text($4::jsonb) with ordinality as a(k, n)
@@ -626,7 +682,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       if (typeof turnId !== "string" || turnId.length === 0) {
         throw new SessionFileError("SESSION_INVALID_ARGUMENT", address, `completePending for session ${address} needs a non-empty turnId`);
       }
-      const sql = `with ${fenceCte(s)},
+      const sql = `with ${FENCE},
         del as (delete from ${s}.pending where session_id = $1 and turn_id = $3 and exists (select 1 from fence) returning 1)
         select (select count(*) from fence)::int as fenced, (select count(*) from del)::int as removed,
           exists (select 1 from ${s}.pending where session_id = $1 and turn_id <> $3) as others`;
@@ -637,7 +693,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
     hasPending: async () => {
       if (held()) return snap.hasPending;
       await d.migrate();
-      const { rows } = await withRetry(() => pool.query<{ e: boolean }>(`select exists (select 1 from ${s}.pending where session_id = $1) as e`, [sessionId]), logger, "read").catch(
+      const { rows } = await withRetry(() => pool.query<{ e: boolean }>(`select exists (select 1 from ${s}.pending where session_id = $1) as e`, [key]), logger, "read").catch(
         (err: unknown) => {
           throw wrapError(err, address, "read");
         },
@@ -647,7 +703,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
     listPending: async (o) => {
       await d.migrate();
       const { rows } = await withRetry(
-        () => pool.query<{ turn_id: string; record: string; ingested: string[] }>(`select turn_id, record::text as record, ingested from ${s}.pending where session_id = $1 order by ord`, [sessionId]),
+        () => pool.query<{ turn_id: string; record: string; ingested: string[] }>(`select turn_id, record::text as record, ingested from ${s}.pending where session_id = $1 order by ord`, [key]),
         logger,
         "read",
       ).catch((err: unknown) => {
@@ -675,20 +731,19 @@ function createSession(d: SessionDeps): PostgresSessionStore {
         if (o?.readOnly) {
           throw new SessionFileError("SESSION_PENDING_INVALID", address, `the pending-finalize records of session ${address} for turns ${bad.join(", ")} are not valid`);
         }
-        await pool.query(
-          `with m as (delete from ${s}.pending where session_id = $1 and turn_id = any($2::text[]) returning session_id, turn_id, record)
-           insert into ${s}.pending_aside (session_id, turn_id, record) select session_id, turn_id, record::text from m`,
-          [sessionId, bad],
-        );
+        const aside = await store.setAsidePending();
         logger.warn({ event: "pending record corrupt", sessionId, records: bad.length }, "unreadable pending-finalize records moved aside; their turns are not finalized again");
-        d.sopts.onWarning?.(`${bad.length} pending-finalize record(s) of session ${address} could not be read; they were moved to ${s}.pending_aside and are not finalized again`);
+        d.sopts.onWarning?.(
+          `the pending-finalize records of session ${address} could not be read; they were moved aside${aside ? ` to ${aside}` : ""} and the turns they held are not finalized again`,
+        );
+        return [];
       }
       return out;
     },
     acquireLock: async (o: AcquireLockOptions = {}) => {
       await d.migrate();
       const handle = await acquireLease(
-        { pool, schema: s, sessionId, address, owner: d.owner, timing: d.timing, notifier: d.notifier, logger },
+        { pool, schema: s, sessionId: key, address, owner: d.owner, timing: d.timing, notifier: d.notifier, logger },
         { signal: o.signal, timeoutMs: o.timeoutMs, logger: o.logger },
       );
       lock = handle;
@@ -708,22 +763,80 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       return [sn.header, ...sn.entries].map((e) => `${JSON.stringify(e)}\n`).join("");
     },
     generation: async () => (await refresh()).generation,
-    archiveGeneration: async () => {
-      const sql = `with ${fenceCte(s)},
-        bump as (
-          insert into ${s}.sessions as t (session_id, generation, updated_at) select $1, 1, now() from fence
-          on conflict (session_id) do update set generation = t.generation + 1, header = null, entry_seq = 0, epoch = 0, binding = null,
-            binding_version = t.binding_version + 1, updated_at = now()
-          returning generation),
-        clear as (delete from ${s}.pending where session_id = $1 and exists (select 1 from fence) returning 1)
-        select (select count(*) from fence)::int as fenced, (select generation from bump) as generation, (select count(*) from clear)::int as cleared`;
-      const row = await fencedQuery<{ generation: number }>("archive", sql, []);
-      const generation = Number(row.generation);
+    setAsideBinding: async () => {
+      const sql = `with ${FENCE},
+        old as (select binding from ${s}.sessions where session_id = $1 and binding is not null and exists (select 1 from fence)),
+        moved as (insert into ${s}.binding_aside (session_id, binding) select $1, binding from old returning id),
+        cleared as (update ${s}.sessions set binding = null, binding_version = binding_version + 1, updated_at = now()
+          where session_id = $1 and binding is not null and exists (select 1 from fence) returning binding_version)
+        select (select count(*) from fence)::int as fenced, (select id::text from moved) as id, (select binding_version::text from cleared) as binding_version`;
+      const row = await fencedQuery<{ id: string | null; binding_version: string | null }>("binding set-aside", sql, []);
+      if (held() && row.binding_version !== null) snap = { ...snap, binding: null, bindingVersion: Number(row.binding_version) };
+      if (row.id === null) return undefined;
+      logger.warn({ event: "thread binding set aside", sessionId, asideId: row.id }, "thread binding moved aside");
+      return `${address}#binding_aside/${row.id}`;
+    },
+    setAsidePending: async () => {
+      const sql = `with ${FENCE},
+        moved as (delete from ${s}.pending where session_id = $1 and exists (select 1 from fence) returning turn_id, record, ingested),
+        ins as (insert into ${s}.pending_aside (session_id, turn_id, record)
+          select $1, turn_id, json_build_object('record', record, 'ingested', ingested)::text from moved returning id)
+        select (select count(*) from fence)::int as fenced, (select min(id)::text from ins) as first_id, (select count(*) from ins)::int as moved`;
+      const row = await fencedQuery<{ first_id: string | null; moved: number }>("pending set-aside", sql, []);
+      if (held()) snap = { ...snap, hasPending: false };
+      return Number(row.moved) > 0 ? `${address}#pending_aside/${row.first_id}` : undefined;
+    },
+    reset: async (o: StoreResetOptions = {}) => {
+      const parsed = ResetSchema.safeParse(o);
+      if (!parsed.success) throw invalid(address, "reset options", parsed.error);
+      const { archiveTranscript = false, nextSessionId, cwd } = parsed.data;
+      const sn = await refresh();
+      const archive = archiveTranscript && sn.header !== null;
+      const header: SessionHeader | null =
+        archive && nextSessionId !== undefined
+          ? { type: "session", version: SESSION_FORMAT_VERSION, id: nextSessionId, timestamp: new Date().toISOString(), cwd: cwd ?? d.sopts.cwd ?? process.cwd() }
+          : null;
+      // One statement: the binding cleared and (when archiving) the generation bumped, both or neither.
+      const sql = `with ${FENCE},
+        old as (select generation, binding is not null as had_binding from ${s}.sessions where session_id = $1),
+        up as (update ${s}.sessions t set
+            binding = null, binding_version = t.binding_version + 1, updated_at = now(),
+            generation = case when $3 then t.generation + 1 else t.generation end,
+            header = case when $3 then $4::json else t.header end,
+            entry_seq = case when $3 then 0 else t.entry_seq end,
+            epoch = case when $3 then 0 else t.epoch end
+          where t.session_id = $1 and exists (select 1 from fence) returning t.generation)
+        select (select count(*) from fence)::int as fenced, (select had_binding from old) as had_binding, (select generation from old) as old_generation,
+          (select count(*) from ${s}.pending where session_id = $1)::int as pending`;
+      const row = await fencedQuery<{ had_binding: boolean | null; old_generation: number | null; pending: number }>("reset", sql, [
+        archive,
+        header === null ? null : JSON.stringify(header),
+      ]);
       snap = emptySnapshot();
       await refresh();
       if (lock) snapUnder = lock;
-      logger.info({ event: "postgres.generation_archived", sessionId, archivedGeneration: generation - 1, generation }, "session generation archived");
-      return { archivedGeneration: generation - 1, generation };
+      const out: StoreResetResult = { bindingCleared: row.had_binding === true, pendingFinalize: Number(row.pending) };
+      if (archive) {
+        out.archivedTo = `${address}@generation/${row.old_generation}`;
+        if (header) out.sessionId = header.id;
+      }
+      logger.info({ event: "postgres.session_reset", sessionId, archived: archive, generation: snap.generation, bindingCleared: out.bindingCleared }, "session reset");
+      return out;
+    },
+    deleteSession: async () => {
+      // The row stays (its generation counter keeps archives apart); the current generation's entries go.
+      const sql = `with ${FENCE},
+        cur as (select generation from ${s}.sessions where session_id = $1),
+        del as (delete from ${s}.entries e using cur where e.session_id = $1 and e.generation = cur.generation and exists (select 1 from fence) returning 1),
+        pend as (delete from ${s}.pending where session_id = $1 and exists (select 1 from fence) returning 1),
+        up as (update ${s}.sessions t set header = null, entry_seq = 0, epoch = t.epoch + 1, binding = null, binding_version = t.binding_version + 1, updated_at = now()
+          where t.session_id = $1 and exists (select 1 from fence) returning 1)
+        select (select count(*) from fence)::int as fenced, (select count(*) from del)::int as entries`;
+      const row = await fencedQuery<{ entries: number }>("session delete", sql, []);
+      snap = emptySnapshot();
+      await refresh();
+      if (lock) snapUnder = lock;
+      logger.info({ event: "postgres.session_deleted", sessionId, entries: Number(row.entries) }, "session deleted");
     },
   };
   return store;
