@@ -620,7 +620,26 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       return plan.result;
     },
     readBinding: async (o) => {
-      const sn = await current();
+      // Always asked of the database (one small statement; the jsonb only when its version changed): a binding is
+      // what decides which Codex thread the turn resumes, so it is never served from an older snapshot.
+      await d.migrate();
+      const cur = snap;
+      const { rows } = await withRetry(
+        () =>
+          pool.query<{ binding_version: string; binding: unknown }>(
+            `select binding_version::text as binding_version, case when binding_version = $2 then null else binding end as binding from ${s}.sessions where session_id = $1`,
+            [key, cur.bindingVersion],
+          ),
+        logger,
+        "read",
+      ).catch((err: unknown) => {
+        throw wrapError(err, address, "read", "SESSION_UNREADABLE");
+      });
+      const bv = rows[0] ? Number(rows[0].binding_version) : 0;
+      if (bv !== cur.bindingVersion) {
+        if (snap === cur) snap = { ...cur, bindingVersion: bv, binding: rows[0]?.binding ?? null };
+      }
+      const sn = bv !== cur.bindingVersion ? { binding: rows[0]?.binding ?? null } : cur;
       if (sn.binding === null || sn.binding === undefined) return undefined;
       const parsed = threadBindingSchema.safeParse(sn.binding);
       if (!parsed.success) {
@@ -890,7 +909,7 @@ async function withRetry<T>(fn: () => Promise<T>, logger: Logger, what: string, 
   }
 }
 
-function wrapError(err: unknown, address: string, what: string): SessionFileError {
+function wrapError(err: unknown, address: string, what: string, code: "SESSION_WRITE_FAILED" | "SESSION_UNREADABLE" = what === "read" ? "SESSION_UNREADABLE" : "SESSION_WRITE_FAILED"): SessionFileError {
   if (err instanceof SessionFileError) return err;
-  return new SessionFileError("SESSION_WRITE_FAILED", address, `PostgreSQL ${what} for session ${address} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
+  return new SessionFileError(code, address, `PostgreSQL ${what} for session ${address} failed: ${(err as Error)?.message ?? String(err)}`, { cause: err });
 }
