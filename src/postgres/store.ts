@@ -206,7 +206,8 @@ function createPool(connectionString: string, max: number, logger: Logger): Pool
 
 /** `postgres://host:port/db` of the server (never a user or password). */
 function describeServer(opts: PostgresStoreConnection): string {
-  const o = (opts.pool as unknown as { options?: { host?: string; port?: number; database?: string; connectionString?: string } } | undefined)?.options;
+  type PoolOptions = { host?: string | undefined; port?: number | undefined; database?: string | undefined; connectionString?: string | undefined };
+  const o = (opts.pool as unknown as { options?: PoolOptions | undefined } | undefined)?.options;
   const cs = opts.connectionString ?? o?.connectionString;
   if (cs) {
     try {
@@ -305,6 +306,8 @@ function fenceCte(s: string, fenced: boolean): string {
 
 const FENCE = "%FENCE%";
 
+// Long (about 560 lines) on purpose: one closure per session, whose methods (each short) share the session's snapshot,
+// its lease and the fenced-statement helper; splitting it would pass that state around as a mutable bag.
 function createSession(d: SessionDeps): PostgresSessionStore {
   for (const [what, v] of [["session key", d.sessionKey], ["session id", d.sessionId]] as const) {
     const ok = SessionIdSchema.safeParse(v);
