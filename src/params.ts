@@ -10,6 +10,7 @@ import { promptImagesSchema, type PromptImage } from "./codex/prompt-images.js";
 import { accordionConfigSchema } from "./compaction/accordion.js";
 import type { AgentMessage } from "./context-engine/types.js";
 import type { TrajectoryWriter } from "./trajectory/index.js";
+import type { SessionStore } from "./store/session-store.js";
 import type {
   EngineOutcomes,
   TurnBlock,
@@ -135,7 +136,10 @@ export const codexTurnParamsSchema = z
      * same id to each attempt; the default is a fresh UUID per attempt. Never sent to the model.
      */
     runId: z.string().min(1).max(200).optional(),
-    sessionFile: z.string().min(1),
+    /** The transcript; optional with `store` (then `store.sessionFile`, which it must equal when given). */
+    sessionFile: z.string().min(1).optional(),
+    /** Where the session is stored (default: the JSONL store of `sessionFile`). */
+    store: z.custom<SessionStore>(looksLikeStore, "store must be a SessionStore (address, readHistory(), appendTurn(), acquireLock(), ...)").optional(),
     /** Session files must live under this directory when given. */
     sessionRoot: z.string().min(1).optional(),
     prompt: z.string().min(1, "prompt must not be empty"),
@@ -210,6 +214,7 @@ export const recoverCodexSessionParamsSchema = codexTurnParamsSchema
     sessionId: true,
     sessionKey: true,
     sessionFile: true,
+    store: true,
     sessionRoot: true,
     contextEngine: true,
     contextTokenBudget: true,
@@ -236,8 +241,8 @@ export type RecoverCodexSessionParams = Omit<z.input<typeof recoverCodexSessionP
 /**
  * Parse recovery parameters; throws {@link CodexTurnParamsError} naming the first bad field.
  */
-export function parseRecoverCodexSessionParams(params: unknown): z.output<typeof recoverCodexSessionParamsSchema> {
-  return parseOrThrow(recoverCodexSessionParamsSchema, params);
+export function parseRecoverCodexSessionParams(params: unknown): WithSessionFile<z.output<typeof recoverCodexSessionParamsSchema>> {
+  return withSessionFile(parseOrThrow(recoverCodexSessionParamsSchema, params));
 }
 
 /** Parse with `schema`; the first issue becomes a {@link CodexTurnParamsError} naming its field. */
@@ -362,7 +367,34 @@ export interface CodexTurnResult {
  * Parse turn parameters; throws {@link CodexTurnParamsError} naming the first bad field.
  */
 export function parseCodexTurnParams(params: unknown): ParsedTurnParams {
-  return parseOrThrow(codexTurnParamsSchema, params);
+  return withSessionFile(parseOrThrow(codexTurnParamsSchema, params));
+}
+
+/** Parsed parameters whose `sessionFile` is known: the one given, or the store's address. */
+export type WithSessionFile<T extends { sessionFile?: string | undefined }> = Omit<T, "sessionFile"> & { sessionFile: string };
+
+/**
+ * `sessionFile` from `store` when only the store is given; both given must name the same session; neither is an
+ * error naming `sessionFile`.
+ */
+function withSessionFile<T extends { sessionFile?: string | undefined; store?: SessionStore | undefined }>(parsed: T): WithSessionFile<T> {
+  const { store, sessionFile } = parsed;
+  if (store === undefined) {
+    if (sessionFile === undefined) throw new CodexTurnParamsError("sessionFile", "sessionFile is required (or a store)");
+    return parsed as WithSessionFile<T>;
+  }
+  if (sessionFile !== undefined && sessionFile !== store.sessionFile) {
+    throw new CodexTurnParamsError("sessionFile", `sessionFile ${JSON.stringify(sessionFile)} names another session than the store (${JSON.stringify(store.sessionFile)}); give one of them, or the store's own`);
+  }
+  return { ...parsed, sessionFile: store.sessionFile };
+}
+
+/** A session store as the turn uses it (the methods the seam declares; checked at the boundary). */
+function looksLikeStore(v: unknown): boolean {
+  if (typeof v !== "object" || v === null) return false;
+  const s = v as Record<string, unknown>;
+  const methods = ["readHistory", "readVisibleEntries", "appendTurn", "appendMessage", "appendCompaction", "rewriteEntries", "readBinding", "writeBinding", "setAsideBinding", "recordPending", "markPendingIngested", "completePending", "listPending", "hasPending", "setAsidePending", "reset", "deleteSession", "acquireLock"];
+  return typeof s.address === "string" && s.address.length > 0 && s.sessionFile === s.address && typeof s.sessionId === "string" && methods.every((m) => isFunction(s[m]));
 }
 
 const steerOptionsSchema = z.object({ images: promptImagesSchema.optional() }).strict();
@@ -381,4 +413,4 @@ export function parseSteerOptions(options: unknown): { images?: PromptImage[] | 
 }
 
 /** Turn parameters after validation (defaults applied). */
-export type ParsedTurnParams = z.output<typeof codexTurnParamsSchema>;
+export type ParsedTurnParams = WithSessionFile<z.output<typeof codexTurnParamsSchema>>;

@@ -16,7 +16,7 @@ import { createTranscriptRewriter } from "./context-engine/transcript-rewriter.j
 import { createJsonlSessionStore } from "./store/jsonl-store.js";
 import type { SessionStore } from "./store/session-store.js";
 import { SessionFileError } from "./transcript/errors.js";
-import { movePendingFinalizeAside, type PendingFinalizeRecord } from "./transcript/pending.js";
+import type { PendingFinalizeRecord } from "./transcript/pending.js";
 import { markNativeCompaction, withContextOverflow, type ThreadBinding } from "./transcript/binding.js";
 import type { CodexAppServer } from "./codex/app-server.js";
 import { readThreadTurn, type TurnToRebuild } from "./codex/thread-turn.js";
@@ -103,16 +103,21 @@ async function listPendingOrSetAside(input: RecoveryInput, logger: Logger): Prom
   } catch (error) {
     if (!(error instanceof SessionFileError && error.code === "SESSION_PENDING_INVALID")) throw error;
     // Unreadable record: keep it for inspection, but never let it wedge every later attempt on the session.
-    const aside = await movePendingFinalizeAside(input.params.sessionFile);
+    const aside = await input.store.setAsidePending();
     logger.warn(
-      { event: "pending record corrupt", sessionId: input.params.sessionId, movedTo: aside ? path.basename(aside) : undefined },
+      { event: "pending record corrupt", sessionId: input.params.sessionId, movedTo: aside ? asideName(aside) : undefined },
       "unreadable pending-finalize record moved aside; its turns are not finalized again",
     );
     input.warn?.(
-      `the pending-finalize record of session ${input.params.sessionId} could not be read (${error.message}); it was moved aside${aside ? ` to ${path.basename(aside)}` : ""} and the turns it held are not finalized again`,
+      `the pending-finalize record of session ${input.params.sessionId} could not be read (${error.message}); it was moved aside${aside ? ` to ${asideName(aside)}` : ""} and the turns it held are not finalized again`,
     );
     return [];
   }
+}
+
+/** Where a store put something aside, for logs and warnings: a file's base name, another store's label as it is. */
+function asideName(label: string): string {
+  return path.isAbsolute(label) ? path.basename(label) : label;
 }
 
 /** Complete a mirror the crash cut short (or never started): idempotent keys append only what is missing. */
@@ -335,26 +340,31 @@ async function requestTurnInterrupt(appServer: RecoveryAppServer, turn: TurnToRe
  * engine exactly once; with `appServer`, also rebuild a turn the attempt left in flight from Codex's thread: see
  * {@link recoverCutTurn}) without running a turn. Every attempt does this first anyway; call it on host start-up to
  * decide from the transcript which prompts still need to run. Without `appServer`, a turn cut short stays out of the
- * transcript until the next turn recovers it (`cutTurn.outcome: "noAppServer"`): do not run its prompt again.
+ * transcript until the next turn recovers it (`cutTurn.outcome: "noAppServer"`): do not run its prompt again. With
+ * `store`, everything (the lock, the records, the mirror, their set-aside) goes through that store, and `sessionFile`
+ * may be omitted.
  *
  * @example
  * ```ts
  * const r = await recoverCodexSession({ sessionId: "s1", sessionFile: "/data/s1.jsonl", contextEngine: engine, appServer });
  * console.log(r.pending, r.mirroredMessages, r.finalized, r.cutTurn?.outcome);
+ * await recoverCodexSession({ sessionId: "s1", store, contextEngine: engine, appServer }); // a session in another store
  * ```
  */
 export async function recoverCodexSession(params: RecoverCodexSessionParams): Promise<SessionRecovery> {
   const parsed = parseRecoverCodexSessionParams(params);
   const logger = parsed.logger ?? silentLogger;
   const warnings: string[] = [];
-  const store = createJsonlSessionStore({
-    sessionFile: parsed.sessionFile,
-    sessionId: parsed.sessionId,
-    ...(parsed.sessionRoot !== undefined ? { sessionRoot: parsed.sessionRoot } : {}),
-    ...(parsed.cwd !== undefined ? { cwd: parsed.cwd } : {}),
-    logger,
-    onWarning: (w) => warnings.push(w),
-  });
+  const store =
+    parsed.store ??
+    createJsonlSessionStore({
+      sessionFile: parsed.sessionFile,
+      sessionId: parsed.sessionId,
+      ...(parsed.sessionRoot !== undefined ? { sessionRoot: parsed.sessionRoot } : {}),
+      ...(parsed.cwd !== undefined ? { cwd: parsed.cwd } : {}),
+      logger,
+      onWarning: (w) => warnings.push(w),
+    });
   const lock = await store.acquireLock({ logger });
   try {
     const engine = parsed.contextEngine && !isLegacyEngine(parsed.contextEngine) ? parsed.contextEngine : undefined;

@@ -13,6 +13,7 @@ import type { PromptImageInput } from "./codex/prompt-images.js";
 import type { ContextEngine } from "./context-engine/types.js";
 import type { CodexTurnHooks } from "./hooks/types.js";
 import type { TrajectoryWriter } from "./trajectory/index.js";
+import type { SessionStore } from "./store/session-store.js";
 
 /** Streaming events for live displays (deltas are text; a display may show them, the logger never does). */
 export type TurnStreamEvent =
@@ -125,9 +126,16 @@ export interface CodexTurnParams {
   runId?: string | undefined;
   /**
    * The pi session JSONL (v3) transcript, created on the first turn. Sidecars beside it: `<file>.codex-binding.json`,
-   * `<file>.codex-pending.json`, `<file>.lock` (docs/storage.md).
+   * `<file>.codex-pending.json`, `<file>.lock` (docs/storage.md). Optional with `store` (it is then the store's
+   * `sessionFile`, which it must equal when given); required without.
    */
-  sessionFile: string;
+  sessionFile?: string | undefined;
+  /**
+   * Where the session is stored: any `SessionStore` (docs/storage.md). Everything the turn persists (history, mirror,
+   * binding, pending record, lock, recovery) goes through it, and engines and hooks get its `sessionFile` (its
+   * address). Default: the JSONL store of `sessionFile` (`createJsonlSessionStore`).
+   */
+  store?: SessionStore | undefined;
   /** When given, the transcript must resolve (symlinks and `..` included) under this directory (`SESSION_OUTSIDE_ROOT`). */
   sessionRoot?: string | undefined;
   /** The user's request, mirrored as typed (never the projected text). */

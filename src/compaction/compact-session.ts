@@ -23,7 +23,7 @@ import type {
   NativeCompactOutput,
 } from "../../machines/compaction.rules.js";
 import { validateCompactResult } from "../context-engine/contract.js";
-import type { ContextEngine, ContextEngineRuntimeContext } from "../context-engine/types.js";
+import type { AgentMessage, ContextEngine, ContextEngineRuntimeContext } from "../context-engine/types.js";
 import { markNativeCompaction, type ThreadBinding } from "../transcript/binding.js";
 import { silentLogger } from "../log/logger.js";
 import { readSessionHistory } from "../transcript/reader.js";
@@ -108,6 +108,13 @@ export const runCodexCompactionParamsSchema = z
      */
     appendCompactionEntry: z
       .custom<(entry: { summary: string; firstKeptEntryId: string; tokensBefore: number }) => Promise<unknown>>(isFunction, "appendCompactionEntry must be a function")
+      .optional(),
+    /**
+     * Reads the session's messages for the compaction hooks' `messages` / `messageCount` (default: the pi JSONL
+     * transcript at `sessionFile`). `compactCodexSession` passes its store's `readHistory`.
+     */
+    readHistory: z
+      .custom<() => Promise<{ messages: readonly AgentMessage[] }>>(isFunction, "readHistory must be a function")
       .optional(),
     /** Runs the whole compaction under the session lock when given (e.g. `fn => withSessionLock(file, fn)`). */
     withLock: z
@@ -333,7 +340,8 @@ async function runCompaction(p: z.output<typeof runCodexCompactionParamsSchema>)
 /** The compaction hooks' event; the session is read for its messages only when a hook listens. */
 async function compactionHookEvent(p: z.output<typeof runCodexCompactionParamsSchema>, facts: ReturnType<typeof compactionEngineFacts>) {
   const hooked = typeof p.hooks?.beforeCompaction === "function" || typeof p.hooks?.afterCompaction === "function";
-  const session = hooked ? await readSessionHistory(p.sessionFile, { sessionId: p.sessionId }).catch(() => undefined) : undefined;
+  const read = p.readHistory ?? (() => readSessionHistory(p.sessionFile, { sessionId: p.sessionId }));
+  const session = hooked ? await read().catch(() => undefined) : undefined;
   const hookEvent = {
     sessionId: p.sessionId,
     ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}),

@@ -1,15 +1,16 @@
 /**
- * Host-bound explicit compaction: {@link runCodexCompaction} wired to the real thread-binding sidecar, the real
- * engine-maintenance lifecycle helper and the session lock, for users and the CLI (`/compact`).
+ * Host-bound explicit compaction: {@link runCodexCompaction} wired to the session store (its binding, its compaction
+ * entries, its lock: the JSONL store of `sessionFile` unless a `store` is given) and the real engine-maintenance
+ * lifecycle helper, for users and the CLI (`/compact`).
  */
 import { z } from "zod";
 import type { Logger } from "pino";
 import { runHarnessContextEngineMaintenance } from "../context-engine/lifecycle.js";
 import { silentLogger } from "../log/logger.js";
-import { readThreadBinding, writeThreadBinding, type ThreadBinding } from "../transcript/binding.js";
-import { withSessionLock } from "../transcript/lock.js";
+import type { ThreadBinding } from "../transcript/binding.js";
 import { createTranscriptRewriter } from "../context-engine/transcript-rewriter.js";
 import { createJsonlSessionStore } from "../store/jsonl-store.js";
+import type { SessionStore, SessionStoreLock } from "../store/session-store.js";
 import { settleCompaction } from "../../machines/compaction.rules.js";
 import {
   runCodexCompactionParamsSchema,
@@ -29,8 +30,17 @@ export const DEFAULT_COMPACTION_MAINTENANCE_TIMEOUT_MS = 60_000;
  * (`bindingStore`, `runMaintenance`, `withLock`), plus optional bounds on the lock wait and on maintenance.
  */
 export const compactCodexSessionParamsSchema = runCodexCompactionParamsSchema
-  .omit({ bindingStore: true, runMaintenance: true, withLock: true, appendCompactionEntry: true })
+  .omit({ bindingStore: true, runMaintenance: true, withLock: true, appendCompactionEntry: true, readHistory: true })
   .extend({
+    /** The transcript; optional with `store` (then `store.sessionFile`, which it must equal when given). */
+    sessionFile: z.string().min(1).optional(),
+    /** Where the session is stored (default: the JSONL store of `sessionFile`): binding, compaction entry and lock go through it. */
+    store: z
+      .custom<SessionStore>(
+        (v) => typeof v === "object" && v !== null && typeof (v as SessionStore).address === "string" && typeof (v as SessionStore).acquireLock === "function" && typeof (v as SessionStore).readBinding === "function",
+        "store must be a SessionStore",
+      )
+      .optional(),
     /** Give up waiting for the session lock after this long (default: the lock's own default, 10 minutes). */
     lockTimeoutMs: z.number().int().positive().optional(),
     /** Bound on the post-compaction engine `maintain()` call. */
@@ -41,9 +51,20 @@ export const compactCodexSessionParamsSchema = runCodexCompactionParamsSchema
 /** Parameters of {@link compactCodexSession}. */
 export type CompactCodexSessionParams = z.input<typeof compactCodexSessionParamsSchema>;
 
-function parseCompactSessionParams(params: unknown): z.output<typeof compactCodexSessionParamsSchema> {
+type ParsedCompactSessionParams = Omit<z.output<typeof compactCodexSessionParamsSchema>, "sessionFile"> & { sessionFile: string };
+
+function parseCompactSessionParams(params: unknown): ParsedCompactSessionParams {
   const parsed = compactCodexSessionParamsSchema.safeParse(params);
-  if (parsed.success) return parsed.data;
+  if (parsed.success) {
+    const { store, sessionFile } = parsed.data;
+    if (store === undefined && sessionFile === undefined) {
+      throw new CompactionError("INVALID_COMPACTION_PARAMS", "sessionFile", "invalid compaction parameter `sessionFile`: required (or a store)");
+    }
+    if (store !== undefined && sessionFile !== undefined && sessionFile !== store.sessionFile) {
+      throw new CompactionError("INVALID_COMPACTION_PARAMS", "sessionFile", `invalid compaction parameter \`sessionFile\`: names another session than the store (${store.sessionFile})`);
+    }
+    return { ...parsed.data, sessionFile: sessionFile ?? store!.sessionFile };
+  }
   const issue = parsed.error.issues[0];
   if (issue?.code === "unrecognized_keys") {
     const key = issue.keys[0] ?? "(unknown)";
@@ -83,8 +104,21 @@ function parseCompactSessionParams(params: unknown): z.output<typeof compactCode
 export async function compactCodexSession(params: CompactCodexSessionParams): Promise<CompactionOutput> {
   const p = parseCompactSessionParams(params);
   const logger: Logger = p.logger ?? silentLogger;
-  const bindingStore = createBindingStore<ThreadBinding>({ read: readThreadBinding, write: writeThreadBinding, logger });
-  const store = createJsonlSessionStore({ sessionFile: p.sessionFile, sessionId: p.sessionId, logger });
+  const store = p.store ?? createJsonlSessionStore({ sessionFile: p.sessionFile, sessionId: p.sessionId, logger });
+  // Compaction writes the binding it marks durably: it is the only record that Codex dropped the thread's context.
+  const bindingStore = createBindingStore<ThreadBinding>({ read: () => store.readBinding(), write: (_file, binding) => store.writeBinding(binding, { durable: true }), logger });
+  /** The lock while the compaction holds it (its engine's transcript rewrites use it). */
+  let held: SessionStoreLock | undefined;
+  const withLock = async <T>(fn: () => Promise<T>): Promise<T> => {
+    const lock = await store.acquireLock(lockOptions);
+    held = lock;
+    try {
+      return await lock.runHeld(fn);
+    } finally {
+      held = undefined;
+      await lock.release();
+    }
+  };
   const runMaintenance: CompactionMaintenanceRunner = (m) =>
     runHarnessContextEngineMaintenance({
       engine: m.engine,
@@ -114,10 +148,10 @@ export async function compactCodexSession(params: CompactCodexSessionParams): Pr
       ...(p.contextTokenBudget !== undefined ? { contextTokenBudget: p.contextTokenBudget } : {}),
       trigger: p.trigger,
       ...(p.customInstructions !== undefined ? { customInstructions: p.customInstructions } : {}),
-      // compact() and maintain() run inside withSessionLock below: their transcript rewrites use that lock.
+      // compact() and maintain() run inside withLock below: their transcript rewrites use that lock.
       runtimeContext: {
         ...(p.runtimeContext ?? {}),
-        rewriteTranscriptEntries: createTranscriptRewriter({ store, logger, ids: { sessionId: p.sessionId }, lock: "ambient", lockTimeoutMs: p.lockTimeoutMs }),
+        rewriteTranscriptEntries: createTranscriptRewriter({ store, logger, ids: { sessionId: p.sessionId }, lock: "ambient", lockTimeoutMs: p.lockTimeoutMs, heldLock: () => held }),
       },
       ...(p.signal ? { signal: p.signal } : {}),
       logger,
@@ -126,7 +160,8 @@ export async function compactCodexSession(params: CompactCodexSessionParams): Pr
       runMaintenance,
       ...(p.hooks ? { hooks: p.hooks } : {}),
       appendCompactionEntry: (entry) => store.appendCompaction(entry),
-      withLock: (fn) => withSessionLock(p.sessionFile, () => fn(), lockOptions),
+      readHistory: () => store.readHistory(),
+      withLock,
     });
   } catch (error) {
     if (!(p.signal?.aborted && (error as { code?: unknown } | null)?.code === "SESSION_LOCK_ABORTED")) throw error;
@@ -139,7 +174,7 @@ export async function compactCodexSession(params: CompactCodexSessionParams): Pr
 }
 
 /** The result of an abort that came before the lock was held: nothing ran, nothing changed. */
-function abortedBeforeLock(p: z.output<typeof compactCodexSessionParamsSchema>): CompactionOutput {
+function abortedBeforeLock(p: ParsedCompactSessionParams): CompactionOutput {
   return settleCompaction({
     input: {
       sessionId: p.sessionId,

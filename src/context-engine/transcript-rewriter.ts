@@ -10,13 +10,12 @@
  *   maintenance, the accordion compaction). A call after that lock was released is refused (`SESSION_LOCK_COMPROMISED`).
  * - `"acquire"`: background maintenance runs after the turn released the lock; each rewrite takes the lock (waiting for
  *   a turn that holds it) and releases it.
- * - `"ambient"`: the call runs inside `withSessionLock` (the host-level compaction): a rewrite in that async context
- *   uses the held lock, a later one takes it.
+ * - `"ambient"`: the call may run while the caller holds the store's lock or after (the host-level compaction): a
+ *   rewrite while `heldLock()` returns the caller's lock uses it, a later one takes the lock.
  */
 import type { Logger } from "pino";
 import { errorLabel } from "../log/error-label.js";
-import { withSessionLockUnlessHeld } from "../transcript/lock.js";
-import type { SessionStore, TranscriptRewriteRequest, TranscriptRewriteResult } from "../store/session-store.js";
+import type { SessionStore, SessionStoreLock, TranscriptRewriteRequest, TranscriptRewriteResult } from "../store/session-store.js";
 
 /** The engine-facing signature (OpenClaw's `ContextEngineRuntimeContext["rewriteTranscriptEntries"]`). */
 export type RewriteTranscriptEntries = (request: TranscriptRewriteRequest) => Promise<TranscriptRewriteResult>;
@@ -30,6 +29,8 @@ export interface TranscriptRewriterOptions {
   lock: "held" | "acquire" | "ambient";
   /** `"acquire"` / `"ambient"`: give up waiting for the lock after this long (default 60 s). */
   lockTimeoutMs?: number | undefined;
+  /** `"ambient"`: the lock the caller holds on `store` right now, undefined once it let go of it. */
+  heldLock?: (() => SessionStoreLock | undefined) | undefined;
 }
 
 /**
@@ -49,8 +50,8 @@ export function createTranscriptRewriter(opts: TranscriptRewriterOptions): Rewri
       const result =
         opts.lock === "held"
           ? await store.rewriteEntries(request)
-          : opts.lock === "ambient"
-            ? await withSessionLockUnlessHeld(store.sessionFile, () => store.rewriteEntries(request), { logger, timeoutMs: opts.lockTimeoutMs ?? 60_000 })
+          : opts.lock === "ambient" && opts.heldLock?.() !== undefined
+            ? await store.rewriteEntries(request)
             : await rewriteUnderOwnLock(opts, request);
       logger.info(
         { ...ids, event: "transcript rewrite", requested, changed: result.changed, rewrittenEntries: result.rewrittenEntries, bytesFreed: result.bytesFreed, ...(result.reason ? { reason: result.reason } : {}) },

@@ -11,6 +11,7 @@ import { z } from "zod";
 import type { CodexAppServer } from "../codex/app-server.js";
 import { assertContextEngine } from "../context-engine/contract.js";
 import type { ContextEngine } from "../context-engine/types.js";
+import type { SessionStore } from "../store/session-store.js";
 import type { CodexTurnHooks } from "../hooks/types.js";
 import { silentLogger } from "../log/logger.js";
 import { createPluginApi, type HostOpenClawConfig } from "./api.js";
@@ -110,6 +111,8 @@ export interface LoadContextEngineOptions {
    * by `close()`. Without `appServer` there is no `runtime.subagent` (plugins detect its absence).
    */
   subagentSessionDir?: string | undefined;
+  /** The store of a `runtime.subagent` child session (instead of `subagentSessionDir`): see `SubagentHostOptions.storeFor`. */
+  subagentStore?: ((child: { sessionId: string; sessionKey: string }) => SessionStore) | undefined;
   /**
    * Decides what a plugin's `before_tool_call` sends for approval (`requireApproval`): `"allow-once"`,
    * `"allow-always"` (remembered for that plugin, tool and title while loaded) or `"deny"`. Without it such calls are
@@ -459,7 +462,7 @@ export async function loadOpenClawPlugins(plugins: readonly OpenClawPluginSpec[]
         appServer: opts.appServer,
         llm: llmFor(asPlugins[0]!.pluginId),
         cwd: opts.cwd,
-        ...(opts.subagentSessionDir !== undefined ? { sessionDir: opts.subagentSessionDir } : {}),
+        ...(opts.subagentSessionDir !== undefined ? { sessionDir: opts.subagentSessionDir } : {}), ...(opts.subagentStore ? { storeFor: opts.subagentStore } : {}),
         ...(opts.model ? { model: opts.model } : {}),
         policy,
         pluginId: asPlugins[0]!.pluginId,

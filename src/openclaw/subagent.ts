@@ -8,7 +8,8 @@
  * plugin wiring as any turn (its context engine, its tools built for the child session, its hooks), the message as
  * the prompt and `extraSystemPrompt` as developer instructions. The child's transcript, binding and pending record
  * live in `sessionDir` (default: a temporary directory made at the first run, removed by `close()` or, without it,
- * when the process exits).
+ * when the process exits), or in the store `storeFor` gives for the child (every read, run and delete then goes
+ * through that store).
  *
  * `complete` is tool-free one-shot inference (`runtime.llm.complete` with the message as the user message). `cwd`,
  * `disableTools` and `assertCurrent` of `run` are honoured. Not modelled: `deliver` and `completionDelivery` (there is
@@ -27,9 +28,7 @@ import type { CodexAppServer } from "../codex/app-server.js";
 import type { ContextEngine, ContextEngineLlm } from "../context-engine/types.js";
 import type { CodexTurnHooks } from "../hooks/types.js";
 import { errorLabel } from "../log/error-label.js";
-import { createJsonlSessionStore } from "../store/session-store.js";
-import { discardedName } from "../transcript/discard.js";
-import { sessionSidecarPaths } from "../transcript/paths.js";
+import { createJsonlSessionStore, type SessionStore } from "../store/session-store.js";
 import { removeOnExit } from "../temp-dirs.js";
 import { runCodexTurn } from "../turn.js";
 import { errorText } from "./errors.js";
@@ -112,6 +111,11 @@ export interface SubagentHostOptions {
    * when the process exits without it).
    */
   sessionDir?: string | undefined;
+  /**
+   * The store of a child session (its id and key as the runs name them): given, children live there instead of
+   * `sessionDir` (a shared store, so a child's transcript outlives the host). Called per run, read and delete.
+   */
+  storeFor?: ((child: { sessionId: string; sessionKey: string }) => SessionStore) | undefined;
   /** The host's model: a run naming another one is checked against `policy`. */
   model?: string | undefined;
   policy: LlmPolicy;
@@ -345,7 +349,8 @@ function startChildRun(state: SubagentHostState, runId: string, p: SubagentRunPa
       sessionKey: p.sessionKey,
       // The child's hooks see the run id `run` returned (what the plugin waits on).
       runId,
-      sessionFile: await state.dir.fileFor(p.sessionKey),
+      // The host's store for the child, else its file (the turn's own JSONL store then reports what it set aside).
+      ...(opts.storeFor ? { store: opts.storeFor({ sessionId: childSessionId(p.sessionKey), sessionKey: p.sessionKey }) } : { sessionFile: await state.dir.fileFor(p.sessionKey) }),
       prompt: p.message,
       cwd: p.cwd ?? opts.cwd,
       ...(wiring.engine ? { contextEngine: wiring.engine } : {}),
@@ -371,6 +376,17 @@ function startChildRun(state: SubagentHostState, runId: string, p: SubagentRunPa
   return run;
 }
 
+/**
+ * The child session's store: the host's `storeFor`, else the JSONL store of its file in the session directory
+ * (`create`: make the directory, a run is about to write; otherwise undefined while no directory exists).
+ */
+async function childStore(state: SubagentHostState, sessionKey: string, o: { create: boolean }): Promise<SessionStore | undefined> {
+  const sessionId = childSessionId(sessionKey);
+  if (state.opts.storeFor) return state.opts.storeFor({ sessionId, sessionKey });
+  const sessionFile = o.create ? await state.dir.fileFor(sessionKey) : await state.dir.existingFileFor(sessionKey);
+  return sessionFile === undefined ? undefined : createJsonlSessionStore({ sessionFile, sessionId, logger: state.opts.logger });
+}
+
 /** `waitForRun`: the run's outcome, or `timeout` after `timeoutMs`. */
 async function waitForRun(state: SubagentHostState, params: { runId: string; timeoutMs?: number | undefined }): Promise<SubagentWaitResult> {
   const p = parseParams("waitForRun", waitParamsSchema, params);
@@ -390,9 +406,9 @@ async function waitForRun(state: SubagentHostState, params: { runId: string; tim
 /** `getSessionMessages`: copies of the child transcript's messages (the last `limit`). */
 async function readChildMessages(state: SubagentHostState, params: { sessionKey: string; limit?: number | undefined }): Promise<{ messages: unknown[] }> {
   const p = parseParams("getSessionMessages", messagesParamsSchema, params);
-  const sessionFile = await state.dir.existingFileFor(p.sessionKey);
-  if (sessionFile === undefined || !(await fsp.access(sessionFile).then(() => true, () => false))) return { messages: [] };
-  const history = await createJsonlSessionStore({ sessionFile, sessionId: childSessionId(p.sessionKey) }).readHistory();
+  const store = await childStore(state, p.sessionKey, { create: false });
+  const history = store ? await store.readHistory() : undefined;
+  if (!history?.exists) return { messages: [] };
   const messages = p.limit !== undefined ? history.messages.slice(-p.limit) : history.messages;
   // The store's messages are frozen and shared with later turns; the plugin gets its own copies, as from OpenClaw.
   return { messages: structuredClone([...messages]) };
@@ -403,12 +419,10 @@ async function deleteChildSession(state: SubagentHostState, params: { sessionKey
   const p = parseParams("deleteSession", deleteParamsSchema, params);
   const aborted = await abortRuns([...state.runs.values()].filter((r) => r.sessionKey === p.sessionKey), "runtime.subagent.deleteSession");
   if (p.deleteTranscript === false) return;
-  const sessionFile = await state.dir.existingFileFor(p.sessionKey);
-  if (sessionFile === undefined) return;
-  const sidecars = sessionSidecarPaths(sessionFile);
-  await Promise.all([sidecars.transcript, sidecars.binding, sidecars.pendingFinalize].map((f) => fsp.rm(f, { force: true })));
-  // What the child's last turn discarded may still be on its way out (src/transcript/discard.ts): nothing is left.
-  await Promise.all([discardedName(sidecars.pendingFinalize), discardedName(sidecars.lock)].map((f) => fsp.rm(f, { force: true, recursive: true })));
+  const store = await childStore(state, p.sessionKey, { create: false });
+  if (store === undefined) return;
+  // Its runs were aborted above; nothing else writes a child session. The store removes what a last turn discarded too.
+  await store.deleteSession();
   state.opts.logger.info({ event: "openclaw.subagent.sessionDeleted", pluginId: state.opts.pluginId, sessionKeyHash: keyHash(p.sessionKey), abortedRuns: aborted }, "subagent session deleted");
 }
 

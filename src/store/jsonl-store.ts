@@ -154,32 +154,13 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
       // The binding is the typed one the turn host read and updated: written without a schema walk of its ledger.
       await writeValidatedThreadBinding(sessionFile, binding, { durable: o.durable });
     },
-    setAsideBinding: async () => {
-      guard();
-      const aside = await moveThreadBindingAside(sessionFile);
-      if (aside !== undefined) logger.warn({ event: "thread binding set aside", movedTo: path.basename(aside) }, "thread binding moved aside");
-      return aside;
-    },
     recordPending: pending.record,
     markPendingIngested: pending.markIngested,
     completePending: pending.complete,
     hasPending: pending.has,
     listPending: pending.list,
     setAsidePending: pending.setAside,
-    reset: async (o: StoreResetOptions = {}) => {
-      const parsedReset = ResetSchema.safeParse(o);
-      if (!parsedReset.success) throw invalid(sessionFile, "reset options", parsedReset.error);
-      guard();
-      const real = await resolveSessionPath(sessionFile, sessionRoot);
-      const out = await resetSessionFiles(sessionFile, real, { ...parsedReset.data, cwd: parsedReset.data.cwd ?? opts.cwd, logger });
-      pending.forget();
-      return out;
-    },
-    deleteSession: async () => {
-      guard();
-      await deleteSessionFiles(sessionFile);
-      pending.forget();
-    },
+    ...sessionFileMethods(opts, logger, guard, pending.forget),
     acquireLock: async (o: AcquireLockOptions = {}) => {
       if (sessionRoot !== undefined) await resolveSessionPath(sessionFile, sessionRoot); // before the lock creates the directory
       // What this store knew of the pending sidecar held only while it held its previous lock: another process may
@@ -194,6 +175,33 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
       return lock;
     },
   } satisfies SessionStore;
+}
+
+/** `setAsideBinding`, `reset` and `deleteSession` of the JSONL store: whole sidecars and the transcript moved or removed. */
+function sessionFileMethods(opts: JsonlSessionStoreOptions, logger: Logger, guard: () => void, forgetPending: () => void): Pick<SessionStore, "setAsideBinding" | "reset" | "deleteSession"> {
+  const { sessionFile } = opts;
+  return {
+    setAsideBinding: async () => {
+      guard();
+      const aside = await moveThreadBindingAside(sessionFile);
+      if (aside !== undefined) logger.warn({ event: "thread binding set aside", movedTo: path.basename(aside) }, "thread binding moved aside");
+      return aside;
+    },
+    reset: async (o: StoreResetOptions = {}) => {
+      const parsed = ResetSchema.safeParse(o);
+      if (!parsed.success) throw invalid(sessionFile, "reset options", parsed.error);
+      guard();
+      const real = await resolveSessionPath(sessionFile, opts.sessionRoot);
+      const out = await resetSessionFiles(sessionFile, real, { ...parsed.data, cwd: parsed.data.cwd ?? opts.cwd, logger });
+      forgetPending();
+      return out;
+    },
+    deleteSession: async () => {
+      guard();
+      await deleteSessionFiles(sessionFile);
+      forgetPending();
+    },
+  };
 }
 
 /**

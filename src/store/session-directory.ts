@@ -11,7 +11,7 @@ import type { SessionStore } from "./session-store.js";
 export interface SessionTargetKeys {
   sessionId?: string | undefined;
   sessionKey?: string | undefined;
-  /** The store's address (`SessionStore.sessionFile`). */
+  /** The store's address (`SessionStore.address`, which is also its `sessionFile`). */
   storePath?: string | undefined;
 }
 
@@ -30,7 +30,7 @@ const byId = createLruMap<string, SessionStore>(SESSIONS_KEPT);
  * ```
  */
 export function rememberSessionStore(target: SessionTargetKeys, store: SessionStore): void {
-  byPath.set(target.storePath ?? store.sessionFile, store);
+  byPath.set(target.storePath ?? store.address, store);
   if (target.sessionKey) byKey.set(target.sessionKey, store);
   if (target.sessionId) byId.set(target.sessionId, store);
 }
@@ -46,7 +46,7 @@ export function rememberSessionStore(target: SessionTargetKeys, store: SessionSt
  * ```
  */
 export function sessionTargetOf(ids: { sessionId: string; sessionKey?: string | undefined }, store: SessionStore): { sessionId: string; sessionKey: string; storePath: string } {
-  const target = { sessionId: ids.sessionId, sessionKey: ids.sessionKey ?? ids.sessionId, storePath: store.sessionFile };
+  const target = { sessionId: ids.sessionId, sessionKey: ids.sessionKey ?? ids.sessionId, storePath: store.address };
   rememberSessionStore(target, store);
   return target;
 }

@@ -18,10 +18,17 @@ import { fsyncDirectory } from "./fsync-dir.js";
 import { SESSION_FORMAT_VERSION } from "./entries.js";
 import { createSmallFile } from "./small-file.js";
 import { discardedName } from "./discard.js";
+import type { SessionStore, SessionStoreLock } from "../store/session-store.js";
 
 /** Parameters of {@link resetCodexSession}. */
 export interface ResetCodexSessionParams {
-  sessionFile: string;
+  /** The transcript; optional with `store` (then `store.sessionFile`, which it must equal when given). */
+  sessionFile?: string | undefined;
+  /**
+   * The session's store: the reset is its `reset()`, under its lock (default: the JSONL store of `sessionFile`, as
+   * files). `sessionRoot` applies to `sessionFile` only.
+   */
+  store?: SessionStore | undefined;
   /** Rename the transcript to `<file>.archived-<n>.jsonl` (next free n). Default false. */
   archiveTranscript?: boolean | undefined;
   /**
@@ -53,7 +60,10 @@ export interface ResetCodexSessionResult {
 }
 
 const ParamsSchema = z.object({
-  sessionFile: z.string().min(1),
+  sessionFile: z.string().min(1).optional(),
+  store: z
+    .custom<SessionStore>((v) => typeof v === "object" && v !== null && typeof (v as SessionStore).reset === "function" && typeof (v as SessionStore).acquireLock === "function", "store must be a SessionStore")
+    .optional(),
   archiveTranscript: z.boolean().optional(),
   sessionRoot: z.string().min(1).optional(),
   logger: z.any().optional(),
@@ -104,24 +114,26 @@ async function archive(from: string, reported: string): Promise<string | undefin
 }
 
 /**
- * Clear the Codex thread binding of a session and optionally archive its transcript, under the session lock.
+ * Clear the Codex thread binding of a session and optionally archive its transcript, under the session lock. With
+ * `store`, this is that store's `reset()` under its lock (`archivedTo` is then the store's label of the archive).
  *
  * @example
  * ```ts
  * const r = await resetCodexSession({ sessionFile: "/data/s1.jsonl", archiveTranscript: true });
  * // r.archivedTo === "/data/s1.jsonl.archived-1.jsonl"; r.pendingFinalize turns still to finalize
+ * await resetCodexSession({ store, archiveTranscript: true, nextSessionId: "s1-2" }); // a session in another store
  * ```
  */
 export async function resetCodexSession(params: ResetCodexSessionParams): Promise<ResetCodexSessionResult> {
   const parsed = ParamsSchema.safeParse(params);
-  if (!parsed.success) {
-    const file = typeof params?.sessionFile === "string" ? params.sessionFile : "(unknown)";
-    throw new SessionFileError(
-      "SESSION_INVALID_ARGUMENT",
-      file,
-      `invalid reset parameters for session ${file}: ${parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; ")}`,
-    );
+  const named = typeof params?.sessionFile === "string" ? params.sessionFile : typeof params?.store?.address === "string" ? params.store.address : "(unknown)";
+  const refuse = (issues: string) => new SessionFileError("SESSION_INVALID_ARGUMENT", named, `invalid reset parameters for session ${named}: ${issues}`);
+  if (!parsed.success) throw refuse(parsed.error.issues.map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`).join("; "));
+  if (params.store !== undefined) {
+    if (params.sessionFile !== undefined && params.sessionFile !== params.store.sessionFile) throw refuse(`sessionFile: names another session than the store (${params.store.sessionFile})`);
+    return resetThroughStore(params.store, params);
   }
+  if (params.sessionFile === undefined) throw refuse("sessionFile: required (or a store)");
   const logger = params.logger ?? silentLogger;
   const { sessionFile } = params;
   const real = await resolveSessionPath(sessionFile, params.sessionRoot);
@@ -138,6 +150,33 @@ export async function resetCodexSession(params: ResetCodexSessionParams): Promis
   if (params.locked === true) return run();
   if (params.locked === false) return withSessionLock(sessionFile, run, lockOpts);
   return withSessionLockUnlessHeld(sessionFile, run, lockOpts);
+}
+
+/** {@link resetCodexSession} with a store: its `reset()` under its lock (unless the caller says it holds it, or this call chain does). */
+async function resetThroughStore(store: SessionStore, params: ResetCodexSessionParams): Promise<ResetCodexSessionResult> {
+  const opts = {
+    ...(params.archiveTranscript !== undefined ? { archiveTranscript: params.archiveTranscript } : {}),
+    ...(params.nextSessionId !== undefined ? { nextSessionId: params.nextSessionId } : {}),
+    ...(params.cwd !== undefined ? { cwd: params.cwd } : {}),
+  };
+  if (params.locked === true) return store.reset(opts);
+  let lock: SessionStoreLock;
+  try {
+    lock = await store.acquireLock({
+      ...(params.logger ? { logger: params.logger } : {}),
+      ...(params.lock?.timeoutMs !== undefined ? { timeoutMs: params.lock.timeoutMs } : {}),
+      ...(params.lock?.signal ? { signal: params.lock.signal } : {}),
+    });
+  } catch (err) {
+    // Omitted `locked`: this call chain already holds the session's lock (a hook inside a turn), so the reset runs in it.
+    if (params.locked === undefined && err instanceof SessionFileError && err.code === "SESSION_LOCK_REENTRANT") return store.reset(opts);
+    throw err;
+  }
+  try {
+    return await lock.runHeld(() => store.reset(opts));
+  } finally {
+    await lock.release();
+  }
 }
 
 /**

@@ -14,8 +14,8 @@ import type { TurnEventStream } from "./event-stream.js";
 import { createHookRunner } from "./hook-runner.js";
 
 /**
- * Everything an attempt's actors use. `store` defaults to the pi-JSONL store of `params.sessionFile`; a host (or a
- * test) may pass another implementation of the seam.
+ * Everything an attempt's actors use. `store` (else `params.store`) defaults to the pi-JSONL store of
+ * `params.sessionFile`; a host (or a test) may pass another implementation of the seam.
  */
 export function createTurnDeps(params: ParsedTurnParams, events: TurnEventStream, store?: SessionStore): TurnDeps {
   const logger = params.logger ?? silentLogger;
@@ -25,6 +25,7 @@ export function createTurnDeps(params: ParsedTurnParams, events: TurnEventStream
   const hostWarnings: string[] = [];
   const sessionStore =
     store ??
+    params.store ??
     createJsonlSessionStore({
       sessionFile: params.sessionFile,
       sessionId: params.sessionId,

@@ -18,7 +18,7 @@ export type CodexSessionOptions = Omit<CodexTurnParams, "prompt" | "sessionId" |
 };
 
 /** Per-turn parameters: the turn's own (`images`, `signal`, `runId`) and any shared one overridden for this turn. */
-export type CodexSessionTurnOptions = Partial<Omit<CodexTurnParams, "appServer" | "sessionId" | "sessionFile" | "prompt">>;
+export type CodexSessionTurnOptions = Partial<Omit<CodexTurnParams, "appServer" | "sessionId" | "sessionFile" | "store" | "prompt">>;
 
 /** One session: its turns share the options it was created with. */
 export interface CodexSession {
@@ -62,15 +62,17 @@ export interface CodexSession {
  * ```
  */
 export function createCodexSession(options: CodexSessionOptions): CodexSession {
-  const sessionFile = options.sessionFile;
-  const sessionId = options.sessionId ?? (typeof sessionFile === "string" ? path.basename(sessionFile, path.extname(sessionFile)) : "");
+  const sessionFile = options.sessionFile ?? options.store?.sessionFile;
+  // A store knows its session's id; a file's is its base name.
+  const sessionId = options.sessionId ?? options.store?.sessionId ?? (typeof sessionFile === "string" ? path.basename(sessionFile, path.extname(sessionFile)) : "");
   const shared: Omit<CodexTurnParams, "prompt"> = { ...options, sessionId };
   // Checked once here, with a stand-in prompt, so a bad option fails before the first turn.
   parseCodexTurnParams({ ...shared, prompt: "(session options check)" });
   const start = (prompt: string, turn: CodexSessionTurnOptions = {}): CodexTurnHandle => startCodexTurn({ ...shared, ...turn, prompt });
   return {
     sessionId,
-    sessionFile,
+    // Checked above: a string (the given one, or the store's).
+    sessionFile: sessionFile as string,
     start,
     run: (prompt, turn) => start(prompt, turn).result,
   };

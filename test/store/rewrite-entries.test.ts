@@ -7,7 +7,7 @@ import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { createTranscriptRewriter } from "../../src/context-engine/transcript-rewriter.js";
-import { createJsonlSessionStore, type SessionStore } from "../../src/store/session-store.js";
+import { createJsonlSessionStore, type SessionStore, type SessionStoreLock } from "../../src/store/session-store.js";
 import { withSessionLock } from "../../src/transcript/lock.js";
 import { recoverCodexSession } from "../../src/recovery.js";
 import type { ContextEngine } from "../../src/context-engine/types.js";
@@ -143,12 +143,17 @@ describe("createTranscriptRewriter (runtimeContext.rewriteTranscriptEntries)", (
     await next.release();
   });
 
-  it("ambient: inside withSessionLock it uses the held lock; outside it takes the lock", async () => {
+  it("ambient: while the caller holds the store's lock it uses it; after, it takes the lock", async () => {
     const { toolResultId } = await session();
-    // As compactCodexSession builds it: a store of its own that never takes the lock (withSessionLock does).
+    // As compactCodexSession builds it: the compaction holds the store's lock while compact() and maintain() run.
     const store = createJsonlSessionStore({ sessionFile: file, sessionId: "s1", cwd: dir });
-    const rewrite = createTranscriptRewriter({ store, logger: captureLogger().logger, ids: { sessionId: "s1" }, lock: "ambient", lockTimeoutMs: 2000 });
-    const inside = await withSessionLock(file, () => rewrite({ replacements: [{ entryId: toolResultId, message: stubbed }] }));
+    let held: SessionStoreLock | undefined;
+    const rewrite = createTranscriptRewriter({ store, logger: captureLogger().logger, ids: { sessionId: "s1" }, lock: "ambient", lockTimeoutMs: 2000, heldLock: () => held });
+    const lock = await store.acquireLock();
+    held = lock;
+    const inside = await lock.runHeld(() => rewrite({ replacements: [{ entryId: toolResultId, message: stubbed }] }));
+    held = undefined;
+    await lock.release();
     expect(inside).toMatchObject({ changed: true });
     const last = (await readSessionTranscript(file)).entries.at(-1)!;
     const outside = await rewrite({ replacements: [{ entryId: last.id, message: { role: "assistant", content: "[short]" } as AgentMessage }] });

@@ -1,5 +1,4 @@
 /** `loadHistory`, `reloadHistory` and `finalize.rereading`: the session as the store holds it. */
-import { existsSync } from "node:fs";
 import type { HistoryOutput, SessionLoadOutput } from "../../../machines/turn.contract.js";
 import type { AgentMessage } from "../../context-engine/types.js";
 import type { SessionHistory } from "../../store/session-store.js";
@@ -16,8 +15,9 @@ export function toHistoryOutput(history: SessionHistory): HistoryOutput {
 
 /** Read the history and the thread binding; the binding's last usage feeds the accordion guard. */
 export async function readHistory(deps: TurnDeps): Promise<SessionLoadOutput> {
-  const sessionFileExisted = existsSync(deps.params.sessionFile);
   const [history, binding] = await Promise.all([deps.store.readHistory(), deps.store.readBinding()]);
+  // Whether the session existed when read under the lock (a new one runs the engine's bootstrap).
+  const sessionFileExisted = history.exists;
   deps.binding.load(binding);
   for (const warning of history.warnings) deps.hostWarnings.push(warning);
   deps.logger.info(

@@ -15,7 +15,8 @@ import { prepareTranscriptMessages } from "./persist.js";
  */
 export async function acquireSessionLock(deps: TurnDeps, signal: AbortSignal): Promise<LockOutput> {
   const { params } = deps;
-  if (params.sessionRoot !== undefined) await resolveSessionPath(params.sessionFile, params.sessionRoot);
+  // The JSONL store of `sessionFile` checks the root itself; a store given by the host is not a path to check.
+  if (params.sessionRoot !== undefined && params.store === undefined) await resolveSessionPath(params.sessionFile, params.sessionRoot);
   const started = performance.now();
   const handle = await deps.store.acquireLock({ signal, logger: deps.logger });
   deps.lock.handle = handle;
