@@ -6,6 +6,7 @@
  * with a poll as the fallback. The host's wall clock is never used: expiry is the database's, local bookkeeping is
  * monotonic (`performance.now()`).
  */
+import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import type { Pool, PoolClient } from "pg";
 import type { Logger } from "pino";
@@ -165,7 +166,7 @@ export async function acquireLease(
     try {
       attempts++;
       const sentAt = performance.now();
-      const { rows } = await pool.query<{ token: string | null; wait_ms: number | null }>(trySql, [sessionId, deps.owner, timing.leaseMs]);
+      const { rows } = await pool.query<{ token: string | null; wait_ms: number | null }>(prepared(trySql, [sessionId, deps.owner, timing.leaseMs]));
       const token = rows[0]?.token ?? null;
       if (token !== null) {
         armed.cancel();
@@ -205,6 +206,14 @@ function waitFor(woken: Promise<void>, ms: number, signal: AbortSignal | undefin
   });
 }
 
+/**
+ * A named (server-side prepared) statement for `text`: parsed and planned once per connection instead of on every
+ * call (the store's statements are CTEs, whose parse and plan cost as much as a round trip).
+ */
+export function prepared(text: string, values: unknown[]): { name: string; text: string; values: unknown[] } {
+  return { name: `ctm_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`, text, values };
+}
+
 /** Errors of the connection rather than of the statement: the operation may be retried. */
 export function isConnectionError(err: unknown): boolean {
   const code = (err as { code?: unknown } | null)?.code;
@@ -240,7 +249,7 @@ function startHeld(deps: LeaseDeps, token: string, sentAt: number, logger: Logge
     try {
       // Past the lease by our own monotonic clock: the database may have given it away already.
       if (at - confirmedAt >= timing.leaseMs) return lose(`not renewed for ${Math.round(at - confirmedAt)} ms (lease ${timing.leaseMs} ms)`);
-      const { rowCount } = await pool.query(renewSql, [sessionId, token, timing.leaseMs]);
+      const { rowCount } = await pool.query(prepared(renewSql, [sessionId, token, timing.leaseMs]));
       if (released) return;
       if (rowCount === 0) return lose("the lease expired or was taken by another holder");
       confirmedAt = at;
@@ -275,8 +284,11 @@ function startHeld(deps: LeaseDeps, token: string, sentAt: number, logger: Logge
       clearInterval(beat);
       try {
         await pool.query(
-          `with d as (delete from ${s}.leases where session_id = $1 and token = $2 returning session_id) select pg_notify($3, session_id) from d`,
-          [sessionId, token, notifier.channel],
+          prepared(`with d as (delete from ${s}.leases where session_id = $1 and token = $2 returning session_id) select pg_notify($3, session_id) from d`, [
+            sessionId,
+            token,
+            notifier.channel,
+          ]),
         );
         logger.info({ event: "postgres.lease_released", sessionId, token }, "session lease released");
       } catch (err) {

@@ -45,7 +45,7 @@ import { deepFreeze } from "../transcript/freeze.js";
 import { mirrorEntryFor, mirrorKeysForTurn } from "../transcript/mirror.js";
 import type { PendingFinalizeRecord } from "../transcript/pending.js";
 import { parseTranscriptRewriteRequest, planTranscriptRewrite, type TranscriptLine, type TranscriptRewriteRequest, type TranscriptRewriteResult } from "../transcript/rewrite.js";
-import { acquireLease, isConnectionError, LeaseNotifier, type LeaseTiming, type PostgresLockHandle } from "./lease.js";
+import { acquireLease, isConnectionError, LeaseNotifier, prepared, type LeaseTiming, type PostgresLockHandle } from "./lease.js";
 import { checkSchemaName, migratePostgresSchema } from "./schema.js";
 
 /** Options of {@link createPostgresSessionStores}: a connection string (the factory owns its pool) or your pool. */
@@ -319,6 +319,8 @@ function createSession(d: SessionDeps): PostgresSessionStore {
   let lock: PostgresLockHandle | undefined;
   /** The lease under which `snap` was refreshed: while it is held nobody else writes, so reads use `snap` as is. */
   let snapUnder: PostgresLockHandle | undefined;
+  /** The binding in `snap` was read as the lease was taken and not handed out since (the turn's first read uses it). */
+  let bindingJustRead = false;
 
   const held = (): PostgresLockHandle | undefined => (lock && snapUnder === lock && !lock.signal.aborted ? lock : undefined);
 
@@ -331,11 +333,12 @@ function createSession(d: SessionDeps): PostgresSessionStore {
   /** Run a write whose SQL starts its CTEs with `%FENCE%` (see {@link fenceCte}); `$1` key, `$2` token, then params. */
   const fencedQuery = async <R extends Record<string, unknown>>(what: string, sql: string, params: unknown[]): Promise<R> => {
     const l = writeToken();
+    bindingJustRead = false;
     await d.migrate();
     const text = sql.replace(FENCE, fenceCte(s, l !== undefined));
     let res;
     try {
-      res = await withRetry(() => pool.query<R & { fenced: number }>(text, [key, l?.token ?? null, ...params]), logger, what, l);
+      res = await withRetry(() => pool.query<R & { fenced: number }>(prepared(text, [key, l?.token ?? null, ...params])), logger, what, l);
     } catch (err) {
       throw wrapError(err, address, what);
     }
@@ -361,7 +364,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       from ${s}.sessions s where s.session_id = $1`;
     let res;
     try {
-      res = await withRetry(() => pool.query(sql, [key, cur.generation, cur.epoch, cur.bindingVersion, cur.entries.length]), logger, "read");
+      res = await withRetry(() => pool.query(prepared(sql, [key, cur.generation, cur.epoch, cur.bindingVersion, cur.entries.length])), logger, "read");
     } catch (err) {
       throw wrapError(err, address, "read");
     }
@@ -506,6 +509,23 @@ function createSession(d: SessionDeps): PostgresSessionStore {
     }
   };
 
+  /** A stored binding as the turn gets it: checked by the schema, handed out whole (a copy); a corrupt one set aside. */
+  const bindingOf = async (value: unknown, o?: { readOnly?: boolean | undefined }): Promise<ThreadBinding | undefined> => {
+    if (value === null || value === undefined) return undefined;
+    const parsed = threadBindingSchema.safeParse(value);
+    if (!parsed.success) {
+      logger.warn({ event: "postgres.binding_invalid", sessionId, readOnly: o?.readOnly === true }, "stored binding is invalid; ignored");
+      if (o?.readOnly) return undefined;
+      const aside = await store.setAsideBinding();
+      d.sopts.onWarning?.(
+        `the thread binding of session ${address} could not be read (${parsed.error.issues[0]?.message ?? "invalid"}); it was moved aside${aside ? ` to ${aside}` : ""} and the session starts a fresh thread`,
+      );
+      return undefined;
+    }
+    // The stored object whole (fields a newer writer added pass through), as the schema accepted it.
+    return structuredClone(value) as ThreadBinding;
+  };
+
   const store: PostgresSessionStore = {
     address,
     sessionFile: address,
@@ -627,6 +647,10 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       // what decides which Codex thread the turn resumes, so it is never served from an older snapshot.
       await d.migrate();
       const cur = snap;
+      if (bindingJustRead && held()) {
+        bindingJustRead = false;
+        return bindingOf(cur.binding, o);
+      }
       const { rows } = await withRetry(
         () =>
           pool.query<{ binding_version: string; binding: unknown }>(
@@ -643,19 +667,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
         if (snap === cur) snap = { ...cur, bindingVersion: bv, binding: rows[0]?.binding ?? null };
       }
       const sn = bv !== cur.bindingVersion ? { binding: rows[0]?.binding ?? null } : cur;
-      if (sn.binding === null || sn.binding === undefined) return undefined;
-      const parsed = threadBindingSchema.safeParse(sn.binding);
-      if (!parsed.success) {
-        logger.warn({ event: "postgres.binding_invalid", sessionId, readOnly: o?.readOnly === true }, "stored binding is invalid; ignored");
-        if (o?.readOnly) return undefined;
-        const aside = await store.setAsideBinding();
-        d.sopts.onWarning?.(
-          `the thread binding of session ${address} could not be read (${parsed.error.issues[0]?.message ?? "invalid"}); it was moved aside${aside ? ` to ${aside}` : ""} and the session starts a fresh thread`,
-        );
-        return undefined;
-      }
-      // The stored object whole (fields a newer writer added pass through), as the schema accepted it.
-      return structuredClone(sn.binding) as ThreadBinding;
+      return bindingOf(sn.binding, o);
     },
     writeBinding: async (binding: ThreadBinding) => {
       const sql = `with ${FENCE},
@@ -777,6 +789,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
         throw err;
       }
       snapUnder = handle;
+      bindingJustRead = true;
       return handle;
     },
     exportJsonl: async () => {
