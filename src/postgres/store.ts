@@ -149,7 +149,7 @@ export function createPostgresSessionStores(opts: PostgresSessionStoresOptions):
   const baseAddress = `${describeServer(opts)}#${schema}`;
   let migrated: Promise<void> | undefined;
   const migrate = (): Promise<void> => {
-    migrated ??= migratePostgresSchema(pool, schema).then(
+    migrated ??= withRetry(() => migratePostgresSchema(pool, schema), logger, "migrate").then(
       (r) => logger.info({ event: "postgres.migrated", schema, from: r.from, to: r.to }, "schema ready"),
       (err) => {
         migrated = undefined;
