@@ -31,5 +31,13 @@ export async function openPgSession(url: string, sessionId: string): Promise<{ s
     await stores.close().catch(() => undefined);
     throw envError(`--pg: cannot use the database: ${(err as Error).message}`, "SESSION_UNREADABLE");
   }
-  return { store: stores.session(sessionId), stores, close: () => stores.close() };
+  // The session goes on under the id its header names (a /new or /reset gives it a fresh one), as a file's does.
+  let headerId: string | undefined;
+  try {
+    headerId = await stores.session(sessionId).headerId();
+  } catch (err) {
+    await stores.close().catch(() => undefined);
+    throw envError(`--pg: cannot read session ${sessionId}: ${(err as Error).message}`, "SESSION_UNREADABLE");
+  }
+  return { store: stores.session(sessionId, { sessionId: headerId ?? sessionId }), stores, close: () => stores.close() };
 }

@@ -85,6 +85,8 @@ export interface PostgresSessionStore extends SessionStore {
   exportJsonl(): Promise<string>;
   /** The current generation (bumped by `reset({ archiveTranscript: true })`: the old entries stay as the archive). */
   generation(): Promise<number>;
+  /** The id the session's header names (after a reset with `nextSessionId`, not the key); undefined when none. */
+  headerId(): Promise<string | undefined>;
 }
 
 /** Many sessions sharing one pool, one LISTEN connection and one migrated schema. */
@@ -798,6 +800,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       return [sn.header, ...sn.entries].map((e) => `${JSON.stringify(e)}\n`).join("");
     },
     generation: async () => (await refresh()).generation,
+    headerId: async () => (await refresh()).header?.id,
     setAsideBinding: async () => {
       const sql = `with ${FENCE},
         old as (select binding from ${s}.sessions where session_id = $1 and binding is not null and exists (select 1 from fence)),

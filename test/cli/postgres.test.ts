@@ -98,6 +98,24 @@ describe("codex-turn with --pg", () => {
     expect(await readFile(again, "utf8")).toBe(text);
   }, 60_000);
 
+  it("run --offline --pg: turns continue one session in the database; compact --pg works on it", async () => {
+    const [first, second] = await serial([
+      () => runCli(["run", "first prompt", "--session", "chat-run", "--pg", db.url, "--offline", "--json"]),
+      () => runCli(["run", "second prompt", "--session", "chat-run", "--offline", "--json"], { env: { CODEX_TURN_PG_URL: db.url } }),
+    ]);
+    expect(first.code, first.stderr).toBe(0);
+    expect(second.code, second.stderr).toBe(0);
+    const store = stores.session("chat-run");
+    const users = (await store.readHistory()).messages.filter((m) => m.role === "user").map((m) => (m as { content: unknown }).content);
+    expect(users).toEqual(["first prompt", "second prompt"]);
+    expect((await store.readBinding())?.threadId).toMatch(/./);
+    const [compact] = await serial([() => runCli(["compact", "--session", "chat-run", "--pg", db.url, "--offline", "--json"])]);
+    expect(compact.code, compact.stderr).toBe(0);
+    expect(JSON.parse(compact.stdout.trim().split("\n").at(-1)!).measured.before.messages).toBe(4);
+    const missing = await runCli(["compact", "--session", "nobody", "--pg", db.url, "--offline"]);
+    expect(missing.code).toBe(3);
+  }, 90_000);
+
   it("a missing session exits 3; --pg without --session, or with a file, exits 2; --out never overwrites", async () => {
     const taken = path.join(dir, "taken.jsonl");
     await writeFile(taken, "keep me\n");
