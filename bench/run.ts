@@ -4,7 +4,7 @@
  *
  *   npm run bench                       # full run (~ a few minutes on 2 vCPUs)
  *   npm run bench -- --quick            # smaller run (20 turns, fewer samples, N = 1 and 10)
- *   npm run bench -- --only growth      # one section: growth | overhead | sdk | scale
+ *   npm run bench -- --only growth      # one section: growth | overhead | sdk | scale | store
  *   npm run bench -- --only overhead --repeat 5   # the overhead comparison 5 times in fresh processes; the
  *                                                 # end-to-end target is then judged on the median run
  *
@@ -29,8 +29,9 @@ import {
 import { formatPacedOverhead, runPacedOverhead } from "./overhead-paced.js";
 import { formatSdk, runSdkComparison } from "./sdk.js";
 import { formatScale, runScale } from "./scale.js";
+import { formatStoreCost, runStoreCost, storeCostTarget } from "./store-cost.js";
 
-const SECTIONS = ["growth", "overhead", "sdk", "scale"] as const;
+const SECTIONS = ["growth", "overhead", "sdk", "scale", "store"] as const;
 type Section = (typeof SECTIONS)[number];
 
 /** The most repeats `--repeat` takes (each overhead run takes about 2-3.5 minutes on 2 vCPUs). */
@@ -58,7 +59,7 @@ function parseArgs(argv: string[]): { quick: boolean; only: Section[]; repeat: n
         throw new Error(`--repeat: expected a whole number of runs from 1 to ${MAX_REPEAT}, got "${value ?? ""}"`);
       }
     } else if (a === "--help" || a === "-h") {
-      console.log("usage: tsx bench/run.ts [--quick] [--only growth|overhead|sdk|scale[,...]] [--repeat N (overhead runs)]");
+      console.log("usage: tsx bench/run.ts [--quick] [--only growth|overhead|sdk|scale|store[,...]] [--repeat N (overhead runs)]");
       process.exit(0);
     } else throw new Error(`unknown argument "${a}"`);
   }
@@ -165,6 +166,13 @@ for (const section of args.only) {
       });
       results.scale = s;
       console.log(formatScale(s));
+    } else if (section === "store") {
+      const s = await runStoreCost({ turns: args.quick ? 50 : 200, leaseCycles: args.quick ? 200 : 1_000, wakeSamples: args.quick ? 20 : 50, log });
+      results.store = s;
+      console.log(formatStoreCost(s));
+      const t = storeCostTarget(s);
+      targets.push({ section, ...t });
+      if (!t.pass) failures.push(`${t.name}: ${t.detail}`);
     }
   } catch (err) {
     console.log(`\n## ${section}: ERROR — ${err instanceof Error ? err.message : String(err)}`);

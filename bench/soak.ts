@@ -18,6 +18,12 @@
  * turn's own prompt), finalizes that mixed two turns' prompts, B turns accepted by Codex before A died (the lock did
  * not hold), lock directories (or `.discarded` asides) left, lingering app-servers.
  *
+ * With `--pg`, the sessions live in PostgreSQL (a temporary cluster started here, or CODEX_TURN_TEST_PG_URL; the
+ * workers' lease is `--lease-ms`): the store's own crash points stand in for the file store's fault hooks (see
+ * test/reliability/fixtures/turn-worker.ts), each session is exported to pi JSONL for the same analysis, and
+ * `--db-stops 3,15` stops the database for those many seconds while the workers run (temporary cluster only). The
+ * summary adds the pending rows and leases left in the database. The long-turn kill rounds are file-store only.
+ *
  * The last prompt of a session is never a crash target, so its worker's turn also finalizes whatever the previous
  * worker left pending (finalizePendingTurns runs before every turn) and the session ends settled.
  */
@@ -37,7 +43,10 @@ import {
 } from "../test/reliability/fixtures/turn-worker.js";
 import { codexHomeTempBase } from "../src/codex/app-server.js";
 import { readLockTurnLedger, startLockTurnWorker, waitForTurnLedger } from "../test/reliability/fixtures/lock-turn-worker.js";
-import { readdirSync } from "node:fs";
+import { mkdirSync, readdirSync } from "node:fs";
+import pg from "pg";
+import { createPostgresSessionStores } from "../src/postgres/index.js";
+import { startTempCluster } from "../test/helpers/postgres-cluster.js";
 
 const { values } = parseArgs({
   options: {
@@ -51,6 +60,9 @@ const { values } = parseArgs({
     "long-rounds": { type: "string", default: "3" },
     "long-delay-ms": { type: "string", default: "2000" },
     out: { type: "string" },
+    pg: { type: "boolean", default: false },
+    "lease-ms": { type: "string", default: "5000" },
+    "db-stops": { type: "string", default: "" },
     help: { type: "boolean", default: false },
   },
 });
@@ -71,11 +83,50 @@ const KILL_RATE = num("kill-rate", 0, 1);
 const CONCURRENCY = Math.floor(num("concurrency", 1, 16));
 const SEED = Math.floor(num("seed", 0, 2 ** 31));
 const DEADLINE = Date.now() + num("max-seconds", 10, 3600) * 1000;
-const LONG_ROUNDS = Math.floor(num("long-rounds", 0, 100));
+const PG = values.pg === true;
+const LONG_ROUNDS = PG ? 0 : Math.floor(num("long-rounds", 0, 100));
+const LEASE_MS = Math.floor(num("lease-ms", 500, 120_000));
+const DB_STOPS = (values["db-stops"] ?? "").split(",").filter((x) => x !== "").map(Number);
 const LONG_DELAY_MS = Math.floor(num("long-delay-ms", 1100, 10_000));
 
 
 const root = mkdtempSync(path.join(codexHomeTempBase(), "codex-soak-"));
+
+// --pg: one database for the run, on a temporary cluster unless CODEX_TURN_TEST_PG_URL names a server.
+const cluster = PG && !process.env.CODEX_TURN_TEST_PG_URL ? await startTempCluster() : undefined;
+let pgUrl: string | undefined;
+let pgAdmin: pg.Pool | undefined;
+if (PG) {
+  if (DB_STOPS.length > 0 && !cluster) throw new Error("--db-stops needs the temporary cluster (unset CODEX_TURN_TEST_PG_URL)");
+  const server = process.env.CODEX_TURN_TEST_PG_URL ?? cluster!.url;
+  const c = new pg.Client({ connectionString: server });
+  await c.connect();
+  await c.query(`drop database if exists ctm_soak`);
+  await c.query(`create database ctm_soak`);
+  await c.end();
+  const u = new URL(server);
+  u.pathname = "/ctm_soak";
+  pgUrl = u.toString();
+  pgAdmin = new pg.Pool({ connectionString: pgUrl, max: 2 });
+  pgAdmin.on("error", () => undefined);
+  const s = createPostgresSessionStores({ pool: pgAdmin });
+  await s.migrate();
+}
+/** The PostgreSQL session exported to `file` (the analysis reads pi JSONL); the file store's own file otherwise. */
+async function sessionFileFor(file: string, sessionId: string): Promise<string> {
+  if (!pgUrl) return file;
+  for (let attempt = 0; ; attempt++) {
+    try {
+      const s = createPostgresSessionStores({ pool: pgAdmin! });
+      writeFileSync(file, await s.session(sessionId).exportJsonl());
+      return file;
+    } catch (err) {
+      if (attempt > 60) throw err;
+      await new Promise((r) => setTimeout(r, 500)); // the database may be stopped on purpose (--db-stops)
+    }
+  }
+}
+const dbStops: Array<{ seconds: number; atMs: number }> = [];
 const kills = new Map<CrashPoint, number>(CRASH_POINTS.map((p) => [p, 0]));
 let workers = 0;
 let workerFailures = 0;
@@ -83,6 +134,8 @@ let lingered = 0;
 let timedOut = false;
 /** Lock directories, takeover guards and `.discarded` asides (src/transcript/discard.ts) left next to a settled session's transcript. */
 let sidecarsLeft = 0;
+/** Transcript entries whose parentId is not the previous entry's id. */
+let chainBreaks = 0;
 /** The lock directory or its takeover guard (`.lock`, `.lock.takeover`), or what a discard renamed aside (`.discarded`). */
 const isLeftSidecar = (name: string): boolean => name.includes(".lock") || name.endsWith(".discarded");
 
@@ -98,7 +151,9 @@ async function soakSession(index: number): Promise<Awaited<ReturnType<typeof ana
     sessionId: `soak-${index}`,
     codexHome: path.join(dir, "codex-home"),
     ledger: path.join(dir, "ledger.jsonl"),
+    ...(pgUrl ? { pgUrl, leaseMs: LEASE_MS } : {}),
   };
+  mkdirSync(dir, { recursive: true });
   const prompts = Array.from({ length: TURNS }, (_, t) => `s${index}-t${t}`);
   const last = prompts[prompts.length - 1]!;
   let seenPids = 0;
@@ -107,7 +162,7 @@ async function soakSession(index: number): Promise<Awaited<ReturnType<typeof ana
       timedOut = true;
       break;
     }
-    const remaining = await unmirroredPrompts(job.file, prompts);
+    const remaining = await unmirroredPrompts(await sessionFileFor(job.file, job.sessionId), prompts);
     if (remaining.length === 0) break;
     const batch = remaining.slice(0, BATCH);
     const targets = batch.filter((p) => p !== last);
@@ -142,7 +197,25 @@ async function soakSession(index: number): Promise<Awaited<ReturnType<typeof ana
   }
   // Every worker has exited: what a kill left between a discard's rename and its removal is gone by now.
   sidecarsLeft += readdirSync(dir).filter(isLeftSidecar).length;
-  return analyzeSession(job.file, job.ledger, prompts);
+  const file = await sessionFileFor(job.file, job.sessionId);
+  chainBreaks += countChainBreaks(file);
+  return analyzeSession(file, job.ledger, prompts);
+}
+
+/** Entries whose parent is not the entry before them (the mirror only appends: the chain must be one line). */
+function countChainBreaks(file: string): number {
+  let breaks = 0;
+  let prev: string | null = null;
+  let first = true;
+  for (const line of readFileSync(file, "utf8").split("\n")) {
+    if (line.trim() === "") continue;
+    const e = JSON.parse(line) as { type?: string; id?: string; parentId?: string | null };
+    if (e.type === "session") continue;
+    if ((first ? null : prev) !== (e.parentId ?? null)) breaks++;
+    prev = e.id ?? null;
+    first = false;
+  }
+  return breaks;
 }
 
 /** What one long-turn kill round left behind (see the header). */
@@ -217,12 +290,34 @@ async function longTurnKillRound(index: number, rand: () => number): Promise<Lon
 const started = Date.now();
 const reports: Array<Awaited<ReturnType<typeof analyzeSession>>> = [];
 let next = 0;
+let soakDone = false;
+// --db-stops: stop the database for each duration in turn while the sessions run (15 s apart).
+const stopper = (async () => {
+  for (const seconds of DB_STOPS) {
+    await new Promise((r) => setTimeout(r, 15_000));
+    if (soakDone) return;
+    dbStops.push({ seconds, atMs: Date.now() - started });
+    process.stderr.write(`soak: stopping PostgreSQL for ${seconds} s\n`);
+    cluster!.stopServer();
+    await new Promise((r) => setTimeout(r, seconds * 1000));
+    cluster!.startServer();
+  }
+})();
 await Promise.all(
   Array.from({ length: Math.min(CONCURRENCY, SESSIONS) }, async () => {
     while (next < SESSIONS) reports.push(await soakSession(next++));
   }),
 );
+soakDone = true;
+await stopper;
 const wallMs = Date.now() - started;
+let dbLeft: { pendingRows: number; leases: number } | undefined;
+if (pgAdmin) {
+  const { rows } = await pgAdmin.query("select (select count(*) from codex_turn.pending)::int as p, (select count(*) from codex_turn.leases where expires_at > clock_timestamp())::int as l, (select count(*) from codex_turn.leases)::int as all_leases");
+  dbLeft = { pendingRows: rows[0].p, leases: rows[0].all_leases };
+  await pgAdmin.end();
+}
+cluster?.stop();
 
 const longStarted = Date.now();
 const longRand = prng(Math.imul(SEED + 7, 0x9e3779b1));
@@ -274,9 +369,11 @@ const summary = {
   lingeringCodexProcesses: lingered,
   pendingLeft: reports.reduce((n, r) => n + r.pending.length, 0),
   sidecarsLeft,
+  chainBreaks,
   duplicateMirrorKeys: reports.reduce((n, r) => n + r.duplicateKeys, 0),
   transcriptDamage: reports.reduce((n, r) => n + r.damage.corruptLines + (r.damage.tornTailBytes > 0 ? 1 : 0), 0),
   wallMs,
+  ...(PG ? { store: "postgres", leaseMs: LEASE_MS, dbStops, databaseLeft: dbLeft } : { store: "jsonl" }),
   longTurnKill,
 };
 console.log(JSON.stringify(summary, null, 2));

@@ -7,6 +7,7 @@ import { Command, CommanderError } from "commander";
 import { chatCommand } from "./commands/chat.js";
 import { compactCommand } from "./commands/compact.js";
 import { demoCommand } from "./commands/demo.js";
+import { exportCommand } from "./commands/export.js";
 import { inspectSessionCommand } from "./commands/inspect-session.js";
 import { runCommand } from "./commands/run.js";
 import { vizCommand } from "./commands/viz.js";
@@ -38,7 +39,7 @@ export function buildProgram(done: (code: number) => void): Command {
     .version(cliVersion(), "-V, --version", "print the version")
     .helpOption("-h, --help", "show help");
   configure(program);
-  for (const make of [demoCommand, runCommand, chatCommand, compactCommand, inspectSessionCommand, vizCommand]) {
+  for (const make of [demoCommand, runCommand, chatCommand, compactCommand, inspectSessionCommand, exportCommand, vizCommand]) {
     const cmd = make(done);
     configure(cmd);
     cmd.helpOption("-h, --help", "show help for this command");

@@ -20,6 +20,7 @@ export const ENV_VAR_DOCS: ReadonlyArray<{ name: string; meaning: string }> = [
   { name: "OPENAI_API_KEY", meaning: "an API key for live runs instead of `npx codex login`; passed to Codex" },
   { name: "HTTPS_PROXY", meaning: "with HTTP_PROXY, NO_PROXY, SSL_CERT_FILE, SSL_CERT_DIR: passed to Codex for its network" },
   { name: "CODEX_TURN_FROM_SOURCE", meaning: "1: a checkout runs src/ through tsx even when dist/ exists" },
+  { name: "CODEX_TURN_PG_URL", meaning: "a PostgreSQL URL: as --pg, sessions live in that database (--session names the id)" },
 ];
 
 /**

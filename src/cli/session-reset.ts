@@ -8,6 +8,7 @@
  * first prompt.
  */
 import { randomUUID } from "node:crypto";
+import type { SessionStore } from "../store/session-store.js";
 import { resetCodexSession } from "../transcript/reset.js";
 import { readSessionTranscript } from "../transcript/session-file.js";
 import type { LoadedEngine } from "./engine.js";
@@ -55,18 +56,33 @@ async function bounded(what: string, run: () => Promise<void>, warn: (line: stri
  * ```
  */
 export async function resetCliSession(
-  p: { loaded: LoadedEngine; sessionFile: string; sessionId: string; sessionKey?: string | undefined; action: SessionResetAction; cwd?: string | undefined },
+  p: {
+    loaded: LoadedEngine;
+    sessionFile: string;
+    sessionId: string;
+    sessionKey?: string | undefined;
+    action: SessionResetAction;
+    cwd?: string | undefined;
+    /** A session in another store (`--pg`): read and reset through it; `base` names its fresh ids. */
+    store?: { store: SessionStore; base: string } | undefined;
+  },
   out: Out,
   say: (line: string) => void,
 ): Promise<{ archivedTo?: string | undefined; sessionId: string }> {
   const keys = { sessionId: p.sessionId, ...(p.sessionKey !== undefined ? { sessionKey: p.sessionKey } : {}) };
   // A new session id, as OpenClaw gives a reset session: an engine keyed by session (lossless-claw 1.x) must not take
   // the fresh transcript for the old session's, starting over.
-  const nextSessionId = `${sessionIdOf(p.sessionFile)}-${randomUUID()}`;
-  const transcript = await readSessionTranscript(p.sessionFile);
-  const messages = transcript.entries.filter((e) => e.type === "message").map((e) => e["message"]);
+  const nextSessionId = `${p.store ? p.store.base : sessionIdOf(p.sessionFile)}-${randomUUID()}`;
+  const messages = p.store
+    ? (await p.store.store.readVisibleEntries()).map((e) => e.message)
+    : (await readSessionTranscript(p.sessionFile)).entries.filter((e) => e.type === "message").map((e) => e["message"]);
   if (p.loaded.beforeReset) await bounded("before_reset", () => p.loaded.beforeReset!({ ...keys, sessionFile: p.sessionFile, messages, reason: p.action }), say);
-  const reset = await resetCodexSession({ sessionFile: p.sessionFile, archiveTranscript: true, nextSessionId, ...(p.cwd !== undefined ? { cwd: p.cwd } : {}) });
+  const reset = await resetCodexSession({
+    ...(p.store ? { store: p.store.store } : { sessionFile: p.sessionFile }),
+    archiveTranscript: true,
+    nextSessionId,
+    ...(p.cwd !== undefined ? { cwd: p.cwd } : {}),
+  });
   const archived = reset.archivedTo !== undefined;
   // No transcript to archive: nothing was written, and the session keeps its id.
   const sessionId = reset.sessionId ?? p.sessionId;

@@ -19,6 +19,7 @@ import { answerPluginCommand, type PluginCommandAnswer } from "./plugin-command.
 import type { ApproveAnswer, EngineOptionValues, InspectOptionValues, ServerOptionValues, TrajectoryOptionValues, WorkOptionValues } from "./options.js";
 import type { Out } from "./output.js";
 import { startServer, type CliServer } from "./server.js";
+import { openPgSession, pgUrlOf } from "./pg-store.js";
 import { cliSessionId } from "./session-file.js";
 import { resetCliSession, type SessionResetAction } from "./session-reset.js";
 import { declineUserInput } from "./user-input.js";
@@ -28,7 +29,7 @@ export type TurnCommandOptions = EngineOptionValues &
   ServerOptionValues &
   Partial<WorkOptionValues> &
   InspectOptionValues &
-  TrajectoryOptionValues & { session: string; model?: string | undefined; mkdir?: boolean | undefined };
+  TrajectoryOptionValues & { session: string; model?: string | undefined; mkdir?: boolean | undefined; pg?: string | undefined };
 
 /** Everything a turn command runs with; `dispose()` releases it in reverse order. */
 export interface TurnSetup {
@@ -81,13 +82,18 @@ function pluginWarningPrinter(): (w: PluginWarning) => void {
  */
 export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, interactive: TurnInteraction = {}): Promise<TurnSetup> {
   if (opts.approve === "ask" && !interactive.askApproval) throw usageError("--approve ask needs someone to answer: use it with chat");
-  await sessionDirectory(opts.session, opts.mkdir === true);
+  // --pg: the session lives in PostgreSQL and `--session` is its id; else `--session` is the transcript file.
+  const pgUrl = pgUrlOf(opts);
+  if (pgUrl === undefined) await sessionDirectory(opts.session, opts.mkdir === true);
   const engineInputs = await engineLoadInputs(opts);
   const cwd = opts.cwd !== undefined ? await workingDirectory(opts.cwd) : undefined;
   // The session's id: its transcript header's (a /new or /reset changes it), else the file's base name.
-  const session = { id: await cliSessionId(path.resolve(opts.session)) };
+  const pgSession = pgUrl !== undefined ? await openPgSession(pgUrl, opts.session) : undefined;
+  const session = { id: pgSession ? pgSession.store.sessionId : await cliSessionId(path.resolve(opts.session)) };
+  /** With --pg, the store of the session as it is now (a /new or /reset goes on under a fresh id). */
+  let store = pgSession?.store;
   const inspector = await startInspector(opts.inspect === true, out, opts.inspectUiUrl);
-  const cleanups: Array<() => Promise<void> | void> = [async () => inspector?.close()];
+  const cleanups: Array<() => Promise<void> | void> = [async () => pgSession?.close(), async () => inspector?.close()];
   const disposeAll = async () => {
     for (const fn of cleanups.splice(0).reverse()) await Promise.resolve(fn()).catch(() => undefined);
   };
@@ -110,25 +116,43 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
       ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
     });
     cleanups.push(() => loaded.close());
-    await announceNewSession(loaded, path.resolve(opts.session), session.id, opts.sessionKey, out);
+    const exists = store ? (await store.readHistory()).exists : (await stat(path.resolve(opts.session)).catch(() => undefined)) !== undefined;
+    await announceNewSession(loaded, exists, session.id, opts.sessionKey, out);
     const trajectory =
       opts.trajectory !== undefined ? createTrajectoryWriter({ file: path.resolve(opts.trajectory), full: opts.trajectoryFull === true }) : undefined;
     const detach = trajectory?.attach(server.codex);
     if (detach) cleanups.push(detach);
-    const sessionFile = path.resolve(opts.session);
+    const sessionFile = store ? store.address : path.resolve(opts.session);
     return {
       server,
       loaded,
       inspector,
       trajectory,
       sessionFile,
-      baseParams: () => ({ ...turnParams(opts, server, loaded, inspector, sessionFile, session.id), ...workParams(opts, cwd, out, interactive) }),
+      baseParams: () => ({
+        ...turnParams(opts, server, loaded, inspector, sessionFile, session.id),
+        ...(store ? { store } : {}),
+        ...workParams(opts, cwd, out, interactive),
+      }),
       answerCommand: (line, cmdOut, say) =>
         answerPluginCommand(loaded, line, { sessionId: session.id, sessionFile, ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}) }, cmdOut, say),
       resetSession: async (action, cmdOut, say) => {
         // The session goes on under the fresh id the reset wrote into the new transcript's header.
-        const reset = await resetCliSession({ loaded, sessionFile, sessionId: session.id, ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}), action, cwd }, cmdOut, say);
+        const reset = await resetCliSession(
+          {
+            loaded,
+            sessionFile,
+            sessionId: session.id,
+            ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
+            action,
+            cwd,
+            ...(store ? { store: { store, base: opts.session } } : {}),
+          },
+          cmdOut,
+          say,
+        );
         session.id = reset.sessionId;
+        if (pgSession) store = pgSession.stores.session(opts.session, { sessionId: reset.sessionId });
       },
       recordTurnRequest: (prompt) => trajectory?.record("request", "codexTurn/run", { sessionFile, prompt, engineId: loaded.engine.info.id }),
       dispose: disposeAll,
@@ -143,8 +167,8 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
  * A session file that does not exist yet is a new session: the plugins' `session_start` handlers hear of it before its
  * first turn (as OpenClaw fires them when it creates a session). A failing handler is a note, not a failed command.
  */
-async function announceNewSession(loaded: LoadedEngine, sessionFile: string, sessionId: string, sessionKey: string | undefined, out: Out): Promise<void> {
-  if (!loaded.sessionStart || (await stat(sessionFile).catch(() => undefined))) return;
+async function announceNewSession(loaded: LoadedEngine, exists: boolean, sessionId: string, sessionKey: string | undefined, out: Out): Promise<void> {
+  if (!loaded.sessionStart || exists) return;
   try {
     await loaded.sessionStart({ sessionId, ...(sessionKey !== undefined ? { sessionKey } : {}) });
   } catch (error) {

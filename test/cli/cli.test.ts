@@ -27,7 +27,7 @@ describe("codex-turn CLI", () => {
     const main = await cli(["--help"]);
     expect(main.code).toBe(0);
     expect(main.stdout).toContain("Exit codes");
-    const cmds = ["demo", "run", "chat", "compact", "inspect-session", "viz"];
+    const cmds = ["demo", "run", "chat", "compact", "inspect-session", "export", "viz"];
     const results = await Promise.all(cmds.map((cmd) => cli([cmd, "--help"])));
     for (const [i, r] of results.entries()) {
       expect(r.code, cmds[i]).toBe(0);

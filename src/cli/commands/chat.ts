@@ -347,7 +347,8 @@ async function chatAction(opts: ChatOptions): Promise<number> {
 export function chatCommand(done: (code: number) => void): Command {
   const cmd = new Command("chat")
     .description("interactive multi-turn session: streamed replies, steer while a turn runs")
-    .requiredOption("--session <file>", "pi session JSONL transcript (created on the first turn; its directory must exist)")
+    .requiredOption("--session <file>", "pi session JSONL transcript (created on the first turn; its directory must exist); with --pg the session id")
+    .option("--pg <url>", "keep the session in this PostgreSQL database (default: CODEX_TURN_PG_URL)")
     .option("--mkdir", "create the session file's directory when it does not exist")
     .option("--model <model>", "model for every turn (default: Codex's configured model)");
   addEngineOptions(cmd);

@@ -5,16 +5,18 @@ import { Command } from "commander";
 import type { CompactionOutput } from "../../compaction/index.js";
 import { compactCodexSession } from "../../compaction/session.js";
 import { engineLoadInputs, loadCliEngine } from "../engine.js";
-import { EXIT } from "../errors.js";
+import { EXIT, envError } from "../errors.js";
 import { addEngineOptions, addJsonOption, addServerOptions, LIVE_PROVIDER_HELP, type EngineOptionValues, type ServerOptionValues } from "../options.js";
 import { createOut, type Out } from "../output.js";
 import { estimateTokens } from "../../projection/render.js";
 import { readSessionHistory } from "../../transcript/session-file.js";
 import { startServer } from "../server.js";
 import { cliSessionId, requireExistingSession } from "../session-file.js";
+import { openPgSession, pgUrlOf } from "../pg-store.js";
+import type { SessionStore } from "../../store/session-store.js";
 import { watchSignals } from "../signals.js";
 
-type CompactOptions = EngineOptionValues & ServerOptionValues & { session: string; json?: boolean | undefined; model?: string | undefined };
+type CompactOptions = EngineOptionValues & ServerOptionValues & { session: string; json?: boolean | undefined; model?: string | undefined; pg?: string | undefined };
 
 /**
  * What `compact` reports: the outcome and the engine's own result (`result`, e.g. tokensBefore/tokensAfter, details).
@@ -42,8 +44,8 @@ export interface MeasuredContext {
  * await measureSessionContext("/data/s1.jsonl"); // { messages: 42, estimatedTokens: 12_345 }
  * ```
  */
-export async function measureSessionContext(sessionFile: string): Promise<MeasuredContext> {
-  const { messages } = await readSessionHistory(sessionFile);
+export async function measureSessionContext(sessionFile: string | SessionStore): Promise<MeasuredContext> {
+  const { messages } = typeof sessionFile === "string" ? await readSessionHistory(sessionFile) : await sessionFile.readHistory();
   return { messages: messages.length, estimatedTokens: estimateTokens(JSON.stringify(messages)) };
 }
 
@@ -72,7 +74,20 @@ function printResult(out: Out, r: CompactionOutput, before: MeasuredContext, aft
 
 async function compactAction(opts: CompactOptions): Promise<number> {
   const out = createOut(opts.json === true);
-  const sessionFile = await requireExistingSession(opts.session);
+  const pgUrl = pgUrlOf(opts);
+  const pgSession = pgUrl !== undefined ? await openPgSession(pgUrl, opts.session) : undefined;
+  try {
+    if (pgSession && !(await pgSession.store.readHistory()).exists) throw envError(`no session ${pgSession.store.address}`, "SESSION_NOT_FOUND");
+    const sessionFile = pgSession ? pgSession.store.address : await requireExistingSession(opts.session);
+    const sessionId = pgSession ? pgSession.store.sessionId : await cliSessionId(sessionFile);
+    return await compactWith(opts, out, sessionFile, sessionId, pgSession?.store);
+  } finally {
+    await pgSession?.close();
+  }
+}
+
+async function compactWith(opts: CompactOptions, out: Out, sessionFile: string, sessionId: string, store: SessionStore | undefined): Promise<number> {
+  const measured = store ?? sessionFile;
   const engineInputs = await engineLoadInputs(opts);
   const ac = new AbortController();
   const watch = watchSignals(() => ac.abort());
@@ -83,18 +98,19 @@ async function compactAction(opts: CompactOptions): Promise<number> {
       defaultEngine: { ownsCompaction: true, ...(opts.budget !== undefined ? { tokenBudget: opts.budget } : {}) },
       appServer: server.codex,
       ...(opts.model ? { model: opts.model } : {}),
-      sessionId: await cliSessionId(sessionFile),
+      sessionId,
       ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
     });
     try {
       // The library's host-level compaction, as a host calls it: under the session lock, the engine's summary written
       // as a pi compaction entry, maintenance after it, the plugin's compaction hooks, its runtime context (provider,
       // model, llm) and the transcript rewrite helper.
-      const before = await measureSessionContext(sessionFile);
+      const before = await measureSessionContext(measured);
       const r = await compactCodexSession({
         appServer: server.codex,
-        sessionId: await cliSessionId(sessionFile),
+        sessionId,
         sessionFile,
+        ...(store ? { store } : {}),
         contextEngine: loaded.engine,
         ...(loaded.runtimeContext ? { runtimeContext: loaded.runtimeContext } : {}),
         ...(loaded.hooks ? { hooks: loaded.hooks } : {}),
@@ -104,7 +120,7 @@ async function compactAction(opts: CompactOptions): Promise<number> {
         ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
         ...(opts.budget !== undefined ? { contextTokenBudget: opts.budget } : {}),
       });
-      printResult(out, r, before, await measureSessionContext(sessionFile));
+      printResult(out, r, before, await measureSessionContext(measured));
       if (watch.received !== undefined) return EXIT.aborted;
       return r.ok ? EXIT.ok : EXIT.turnFailed;
     } finally {
@@ -127,7 +143,8 @@ async function compactAction(opts: CompactOptions): Promise<number> {
 export function compactCommand(done: (code: number) => void): Command {
   const cmd = new Command("compact")
     .description("compact a session: the engine's compact() when it owns compaction, plus Codex native compaction")
-    .requiredOption("--session <file>", "an existing pi session JSONL transcript (missing or unreadable: exit 3)")
+    .requiredOption("--session <file>", "an existing pi session JSONL transcript (missing or unreadable: exit 3); with --pg the session id")
+    .option("--pg <url>", "the session is in this PostgreSQL database (default: CODEX_TURN_PG_URL)")
     .option("--model <model>", "model the engine may use (plugin hosts pass it to runtime.llm)");
   addEngineOptions(cmd);
   addServerOptions(cmd);

@@ -227,7 +227,8 @@ export function runCommand(done: (code: number) => void): Command {
   const cmd = new Command("run")
     .description("run one turn against a session file and print the reply")
     .argument("<prompt>", "the user's request (quote it: one argument)")
-    .requiredOption("--session <file>", "pi session JSONL transcript (created on the first turn; its directory must exist)")
+    .requiredOption("--session <file>", "pi session JSONL transcript (created on the first turn; its directory must exist); with --pg the session id")
+    .option("--pg <url>", "keep the session in this PostgreSQL database (default: CODEX_TURN_PG_URL)")
     .option("--mkdir", "create the session file's directory when it does not exist")
     .option("--model <model>", "model for the turn (default: Codex's configured model)")
     .option("--image <file>", "send an image (PNG, JPEG, GIF or WebP) with the prompt; repeat for more", collect, []);
