@@ -42,6 +42,7 @@ import { decideRotation } from "./rotation.js";
 import { heldMessages } from "./held.js";
 import { selectContextImages } from "./context-images.js";
 import { planNativeSync, recordInjected, type NativeThreadRecord } from "./native.js";
+import { MAX_DEVELOPER_DELIVERIES, MAX_HELD_TURNS, MAX_LEDGER_ENTRIES } from "../transcript/binding.js";
 import { developerInstructionsHash } from "./developer.js";
 
 export * from "./render.js";
@@ -337,16 +338,63 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
  * ```
  */
 export function projectAssembledContext(p: ProjectAssembledContextParams): ProjectionOutput {
-  if (p.mode === "native" && p.assembled !== undefined) return projectNative(p);
+  if (usesNativeSync(p)) return projectNative(p);
   const out = projectContext(p);
   return withContextImages(withDeveloperInstructions(out, p.binding, out.developerInstructions), p);
 }
 
-/** The native record of a compatible binding; a binding without one is adopted when nothing was injected into it. */
+/**
+ * Whether this turn syncs the thread natively: `native` whenever an engine assembled (even an empty view: the thread
+ * is cut back to it), and `auto` whenever the engine's view has messages. `auto` without a view (no engine, a failed
+ * assemble) projects as `none`; `prompt`, `delta` and `threadBootstrap` never sync natively.
+ *
+ * @example
+ * ```ts
+ * usesNativeSync({ ...params, mode: "auto", assembled: { messages: [m], estimatedTokens: 3 } }); // true
+ * ```
+ */
+export function usesNativeSync(p: Pick<ProjectAssembledContextParams, "mode" | "assembled">): boolean {
+  if (p.mode === "native") return p.assembled !== undefined;
+  return p.mode === "auto" && p.assembled !== undefined && p.assembled.messages.length > 0;
+}
+
+/**
+ * The native record of a compatible binding. A binding without one (made by `delta`, `threadBootstrap`, the `auto` of
+ * before, or turns without an engine) is adopted: its held turns become the record's turns, and when it holds
+ * additionalContext blocks (its ledger) those turns are one adopted segment ({@link NativeThreadRecord.adopted}), kept
+ * whole or cut before its first turn, so an upgrading session keeps its thread and its prompt cache. Not adopted
+ * (undefined: a fresh thread) when what the thread holds is not fully known: after a native compaction, or when the
+ * held turns, the ledger or the developer copies reached their caps (the oldest fell out).
+ */
 function nativeRecordOf(binding: ThreadBinding): NativeThreadRecord | undefined {
   if (binding.native) return binding.native as NativeThreadRecord;
-  if (binding.ledger.length > 0 || binding.projectionEpoch !== undefined) return undefined;
-  return { preamble: [], turns: binding.heldTurnIds.map((id) => ({ id, units: [] })) };
+  if ((binding.nativeCompactions ?? 0) > 0) return undefined;
+  const turns = binding.heldTurnIds.map((id) => ({ id, units: [] as string[] }));
+  const deliveries = binding.developerDeliveries ?? [];
+  if (binding.ledger.length === 0 && binding.projectionEpoch === undefined && deliveries.length <= 1) {
+    return deliveries.length === 1 ? { preamble: [], turns, startDev: deliveries[0] } : { preamble: [], turns };
+  }
+  if (turns.length === 0 || turns.length >= MAX_HELD_TURNS || binding.ledger.length >= MAX_LEDGER_ENTRIES || deliveries.length >= MAX_DEVELOPER_DELIVERIES) return undefined;
+  const record: NativeThreadRecord = { preamble: [], turns, adopted: { through: turns[turns.length - 1]!.id, dev: deliveries.slice(1) } };
+  if (deliveries.length > 0) record.startDev = deliveries[0];
+  return record;
+}
+
+/** The ledger blocks an adopted record's turns hold, by block hash (copies, bytes at 4 a token). */
+function adoptedLedgerOf(binding: ThreadBinding, partCapChars: number | undefined): NonNullable<Parameters<typeof planNativeSync>[0]["adoptedLedger"]> {
+  const blocks = new Map<string, { count: number; bytes: number }>();
+  for (const unit of binding.ledger) {
+    const split = splitUnitId(ledgerUnitId(unit));
+    if (split === undefined) continue;
+    const known = blocks.get(split.hash);
+    const bytes = ledgerUnitTokens(unit) * 4;
+    if (known) {
+      known.count++;
+      known.bytes += bytes;
+    } else blocks.set(split.hash, { count: 1, bytes });
+  }
+  const renderings = renderingMemo(partCapChars);
+  return { blocks, blockHash: (message) => renderedBlockOf(message, partCapChars, renderings)?.hash };
 }
 
 /**
@@ -366,6 +414,7 @@ function projectNative(p: ProjectAssembledContextParams): ProjectionOutput {
     history: p.history,
     origins: p.origins,
     thread: compatible && record ? { threadId: p.binding!.threadId, record } : undefined,
+    ...(compatible && record?.adopted !== undefined ? { adoptedLedger: adoptedLedgerOf(p.binding!, p.partCapChars) } : {}),
     developerHash: devHash,
     toleranceBytes: (p.divergenceTokens ?? 0) * 4,
     cachedPriceRatio: p.cachedPriceRatio ?? 0.1,

@@ -50,6 +50,8 @@ export const nativeThreadRecordSchema = z.object({
     .optional(),
   rentBytes: z.number().nonnegative().optional(),
   cut: z.array(z.string().min(1)).optional(),
+  /** A thread adopted from `delta`/`threadBootstrap` (issue 64): its turns up to `through` also hold the ledger's blocks. */
+  adopted: z.object({ through: z.string().min(1), dev: z.array(z.string()).optional() }).optional(),
 });
 
 export const threadBindingSchema = z.object({
