@@ -365,8 +365,13 @@ export function usesNativeSync(p: Pick<ProjectAssembledContextParams, "mode" | "
  * whole or cut before its first turn, so an upgrading session keeps its thread and its prompt cache. Not adopted
  * (undefined: a fresh thread) when what the thread holds is not fully known: after a native compaction, or when the
  * held turns, the ledger or the developer copies reached their caps (the oldest fell out).
+ *
+ * @example
+ * ```ts
+ * nativeRecordOf(binding)?.adopted; // { through: "<its last turn>", dev: [] } for a thread made by delta
+ * ```
  */
-function nativeRecordOf(binding: ThreadBinding): NativeThreadRecord | undefined {
+export function nativeRecordOf(binding: ThreadBinding): NativeThreadRecord | undefined {
   if (binding.native) return binding.native as NativeThreadRecord;
   if ((binding.nativeCompactions ?? 0) > 0) return undefined;
   const turns = binding.heldTurnIds.map((id) => ({ id, units: [] as string[] }));
@@ -422,13 +427,15 @@ function projectNative(p: ProjectAssembledContextParams): ProjectionOutput {
   const reason = plan.reason === "noRecord" ? (p.binding ? (compatible ? "noRecord" : "incompatibleBinding") : "noBinding") : plan.reason;
   const thread: ThreadPlan = plan.action === "resume" ? { action: "resume", threadId: p.binding!.threadId, reason } : { action: "start", reason };
   const staleContextTokens = Math.ceil(plan.counts.staleBytes / 4);
+  // The engine-made tail that would land before the thread's first turn rides with the turn instead (revertable).
+  const lead = plan.lead.length > 0 ? planEntries(renderUnits(plan.lead.map((u) => u.message), p.partCapChars), new Set()) : undefined;
   const out: ProjectionOutput = {
     mode: "native",
     reason,
     promptText: p.prompt,
     thread,
-    entriesSent: 0,
-    bytes: Buffer.byteLength(p.prompt, "utf8") + plan.counts.injectedBytes,
+    entriesSent: lead?.entriesSent ?? 0,
+    bytes: Buffer.byteLength(p.prompt, "utf8") + plan.counts.injectedBytes + (lead?.bytes ?? 0),
     staleTokens: staleContextTokens,
     nativeSync: {
       reason: plan.reason,
@@ -440,18 +447,20 @@ function projectNative(p: ProjectAssembledContextParams): ProjectionOutput {
     },
   };
   if (developerInstructions !== undefined) out.developerInstructions = developerInstructions;
+  if (lead?.additionalContext) out.additionalContext = lead.additionalContext;
+  const held = recordInjected(plan.record, plan.units);
   const update: BindingUpdate = {
     reset: plan.action === "start",
     ledgerAdd: [],
-    native: recordInjected(plan.record, plan.units),
+    native: plan.lead.length > 0 ? { ...held, lead: plan.lead.map((u) => u.unit) } : held,
     staleContextTokens,
     staleTokens: staleContextTokens,
   };
   if (plan.action === "resume") update.developerDeliveriesHeld = plan.heldDeveloperDeliveries;
   out.bindingUpdate = update;
   // Delivered against what the kept thread holds: a revert past a turn that carried a copy takes that copy away.
-  const held = p.binding && plan.action === "resume" ? heldDeveloperBinding(p.binding, plan.heldDeveloperHash, plan.heldDeveloperDeliveries) : p.binding;
-  return withDeveloperInstructions(out, held, developerInstructions);
+  const kept = p.binding && plan.action === "resume" ? heldDeveloperBinding(p.binding, plan.heldDeveloperHash, plan.heldDeveloperDeliveries) : p.binding;
+  return withDeveloperInstructions(out, kept, developerInstructions);
 }
 
 function heldDeveloperBinding(binding: ThreadBinding, hash: string | undefined, deliveries: string[]): ThreadBinding {

@@ -29,7 +29,13 @@ export interface NativeThreadRecord {
    * The thread's turns in order, each with the units injected after it (before the next turn) and, when the turn
    * carried a developer-instructions copy (an `application` entry), that copy's `<hash>:<tokens>`.
    */
-  turns: Array<{ id: string; units: NativeUnit[]; dev?: string | undefined }>;
+  turns: Array<{ id: string; units: NativeUnit[]; dev?: string | undefined; lead?: NativeUnit[] | undefined }>;
+  /**
+   * Units that ride with the next turn as its `additionalContext` (a turn's `lead`, before its prompt): the view's
+   * engine-made tail when it would otherwise be injected before the thread's first turn, where nothing can ever be
+   * reverted. The accepted turn takes them over ({@link recordAcceptedTurn}); until then the thread does not hold them.
+   */
+  lead?: NativeUnit[] | undefined;
   /** Hash of the developer instructions the thread was started with. */
   startDev?: string | undefined;
   /**
@@ -75,6 +81,8 @@ export type ResponsesItem = Record<string, unknown>;
 
 /** One view message converted: its unit and the items that carry it. */
 export interface NativeViewUnit {
+  /** The view message the unit came from. */
+  message: AgentMessage;
   unit: NativeUnit;
   hash: string;
   bytes: number;
@@ -273,7 +281,7 @@ function viewUnitOf(message: AgentMessage, paired: ReadonlySet<string>): NativeV
   if (items.length > 0) {
     const hash = nativeMessageHash(message);
     const bytes = Buffer.byteLength(JSON.stringify(items), "utf8");
-    unit = { unit: `${kind}${hash}:${bytes}`, hash, bytes, kind, items };
+    unit = { message, unit: `${kind}${hash}:${bytes}`, hash, bytes, kind, items };
   }
   if (frozen) unitMemo.set(message, { pairing, unit });
   return unit;
@@ -301,8 +309,10 @@ interface Segment {
   hashes: string[];
   bytes: number;
   dev?: string | undefined;
-  /** How many of `hashes` are the turn's own messages (the rest were injected after it). */
+  /** How many of `hashes` (after `lead` of them) are the turn's own messages (the rest were injected after it). */
   own: number;
+  /** How many of `hashes` rode with the turn's input, before its own messages. */
+  lead: number;
 }
 
 /** Inputs of {@link planNativeSync}. */
@@ -354,6 +364,11 @@ export interface NativeSyncPlan {
   items: ResponsesItem[];
   /** The units those items carry (recorded in the binding once injected). */
   units: NativeUnit[];
+  /**
+   * The view's engine-made tail, when it would land before the thread's first turn: it rides with this turn as
+   * `additionalContext` instead (revertable with the turn), never injected. Empty otherwise.
+   */
+  lead: NativeViewUnit[];
   /** The record after the sync (before this turn is added at accept). */
   record: NativeThreadRecord;
   /** Counts for the log line and `result.projection` (never content). */
@@ -419,11 +434,15 @@ function segmentsOf(input: NativeSyncInput, record: NativeThreadRecord, threadId
     if (facts.content) entry.hashes.push(facts.hash);
   }
   const bytesOf = (units: readonly string[]) => units.reduce((sum, u) => sum + splitNativeUnit(u).bytes, 0);
-  const segments: Segment[] = [{ hashes: record.preamble.map((u) => splitNativeUnit(u).hash), bytes: bytesOf(record.preamble), own: 0 }];
+  const segments: Segment[] = [{ hashes: record.preamble.map((u) => splitNativeUnit(u).hash), bytes: bytesOf(record.preamble), own: 0, lead: 0 }];
   for (const turn of record.turns) {
     const own = byTurn.get(turn.id);
-    const hashes = turn.units.length === 0 ? (own?.hashes ?? []) : [...(own?.hashes ?? []), ...turn.units.map((u) => splitNativeUnit(u).hash)];
-    segments.push({ turnId: turn.id, hashes, bytes: (own?.bytes ?? 0) + bytesOf(turn.units), dev: turn.dev, own: own?.hashes.length ?? 0 });
+    const lead = turn.lead ?? [];
+    const hashes =
+      turn.units.length === 0 && lead.length === 0
+        ? (own?.hashes ?? [])
+        : [...lead.map((u) => splitNativeUnit(u).hash), ...(own?.hashes ?? []), ...turn.units.map((u) => splitNativeUnit(u).hash)];
+    segments.push({ turnId: turn.id, hashes, bytes: (own?.bytes ?? 0) + bytesOf(turn.units) + bytesOf(lead), dev: turn.dev, own: own?.hashes.length ?? 0, lead: lead.length });
   }
   return segments;
 }
@@ -563,7 +582,10 @@ function withUnrecordedTurns(record: NativeThreadRecord, input: NativeSyncInput,
   const recorded = new Set([...record.turns.map((t) => t.id), ...(record.cut ?? [])]);
   const fresh = extra.filter((id) => !recorded.has(id));
   if (fresh.length === 0) return record;
-  return { ...record, turns: [...record.turns, ...fresh.map((id) => ({ id, units: [] }))] };
+  // The first of them ran with the lead the record was holding for the next turn.
+  const { lead, ...rest } = record;
+  const added = fresh.map((id, i) => (i === 0 && lead !== undefined && lead.length > 0 ? { id, units: [], lead } : { id, units: [] }));
+  return { ...rest, turns: [...record.turns, ...added] };
 }
 
 /**
@@ -623,14 +645,14 @@ function matchAdopted(segments: readonly Segment[], view: readonly NativeViewUni
   };
   for (let j = 1; j <= adopted.segments; j++) {
     const s = segments[j]!;
-    const own = s.hashes.slice(0, s.own);
+    const own = s.hashes.slice(s.lead, s.lead + s.own);
     while (!matchesAt(own, view, pos)) if (!takeBlock()) return undefined;
     pos += own.length;
   }
   if (left > 0) return undefined;
   for (let j = 1; j <= adopted.segments; j++) {
     const s = segments[j]!;
-    const tail = s.hashes.slice(s.own);
+    const tail = s.hashes.slice(s.lead + s.own);
     if (!matchesAt(tail, view, pos)) return undefined;
     pos += tail.length;
   }
@@ -677,15 +699,28 @@ function countsOf(view: readonly NativeViewUnit[], units: readonly NativeViewUni
   };
 }
 
-/** A fresh thread with the whole view injected before its first turn. */
+/**
+ * What goes before a thread's first turn, split: the view's engine-made tail (units of kind `e` after the last
+ * transcript message: a recalled note, a summary at the end) rides with the turn as its lead, so the next turn can cut
+ * it with the turn instead of rotating; the rest is injected.
+ */
+function splitLead(units: readonly NativeViewUnit[]): { inject: NativeViewUnit[]; lead: NativeViewUnit[] } {
+  let end = units.length;
+  while (end > 0 && units[end - 1]!.kind === "e") end--;
+  return { inject: units.slice(0, end), lead: units.slice(end) };
+}
+
+/** A fresh thread with the whole view before its first turn (injected, the engine-made tail as the turn's lead). */
 function freshPlan(view: readonly NativeViewUnit[], reason: NativeSyncReason, staleBytes = 0): NativeSyncPlan {
+  const { inject, lead } = splitLead(view);
   return {
     action: "start",
     reason,
-    items: view.flatMap((u) => u.items),
-    units: view.map((u) => u.unit),
+    items: inject.flatMap((u) => u.items),
+    units: inject.map((u) => u.unit),
+    lead,
     record: { preamble: [], turns: [] },
-    counts: countsOf(view, view, 0, 0, staleBytes),
+    counts: countsOf(view, inject, 0, 0, staleBytes),
     heldDeveloperDeliveries: [],
   };
 }
@@ -715,13 +750,17 @@ function resumePlan(
   }
   for (const t of next.turns) if (t.dev !== undefined) deliveries.push(t.dev);
   const last = deliveries[deliveries.length - 1];
+  // Nothing kept after the preamble: what is sent lands before the thread's first turn, so its engine-made tail rides
+  // with the turn.
+  const { inject, lead } = next.turns.length === 0 ? splitLead(units) : { inject: units, lead: [] };
   const out: NativeSyncPlan = {
     action: "resume",
     reason,
-    items: units.flatMap((u) => u.items),
-    units: units.map((u) => u.unit),
+    items: inject.flatMap((u) => u.items),
+    units: inject.map((u) => u.unit),
+    lead,
     record: next,
-    counts: countsOf(view, units, keptTurns, record.turns.length - keptTurns, staleBytes),
+    counts: countsOf(view, inject, keptTurns, record.turns.length - keptTurns, staleBytes),
     heldDeveloperDeliveries: deliveries,
   };
   if (keptTurns < record.turns.length) out.revertBeforeTurnId = record.turns[keptTurns]!.id;
@@ -756,8 +795,9 @@ export function recordInjected(record: NativeThreadRecord, units: readonly Nativ
  * ```
  */
 export function recordAcceptedTurn(record: NativeThreadRecord, turnId: string, dev: string | undefined): NativeThreadRecord {
-  const turns = [...record.turns.filter((t) => t.id !== turnId), { id: turnId, units: [], ...(dev !== undefined ? { dev } : {}) }];
-  const { intent: _intent, unknownFrom: _unknown, ...rest } = record;
+  const lead = record.lead !== undefined && record.lead.length > 0 ? { lead: record.lead } : {};
+  const turns = [...record.turns.filter((t) => t.id !== turnId), { id: turnId, units: [], ...(dev !== undefined ? { dev } : {}), ...lead }];
+  const { intent: _intent, unknownFrom: _unknown, lead: _lead, ...rest } = record;
   if (turns.length <= MAX_NATIVE_TURNS) return { ...rest, turns };
   return { ...rest, turns: turns.slice(-MAX_NATIVE_TURNS), unknownFrom: null };
 }

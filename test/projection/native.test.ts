@@ -78,7 +78,8 @@ describe("view messages as Responses items", () => {
       { type: "message", role: "user", content: [{ type: "input_text", text: "see" }, { type: "input_image", image_url: "data:image/png;base64,iVBORw0KGgo=" }] },
     ]);
     const rebuilt = { content: [{ type: "text", text: "see" }, { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }], role: "user" } as AgentMessage;
-    expect(JSON.stringify(nativeViewUnits([rebuilt]))).toBe(JSON.stringify(nativeViewUnits([withImage])));
+    const sent = (view: AgentMessage[]) => JSON.stringify(nativeViewUnits(view).map(({ message: _message, ...unit }) => unit));
+    expect(sent([rebuilt])).toBe(sent([withImage]));
   });
 });
 
@@ -331,5 +332,37 @@ describe("auto adopts a thread made by delta (the auto of before) instead of rot
     expect(autoTurn(s, [...older, ...s.history], { systemPromptAddition: "note 2" })).toMatchObject({ reason: "match" });
     const compacted = { ...s, binding: markNativeCompaction(s.binding, "t") };
     expect(autoTurn(compacted, [...older, ...s.history])).toMatchObject({ mode: "native", reason: "noRecord", thread: { action: "start" } });
+  });
+});
+
+describe("the view's engine-made tail before a thread's first turn rides with the turn", () => {
+  const note = (n: number): AgentMessage => ({ role: "custom", customType: "recall", content: `note ${n}` });
+  const fingerprints = { dynamicTools: "d", engineId: "e", policy: "p" };
+  const fp = { dynamicToolsFingerprint: "d", engineId: "e", policyFingerprint: "p", projectionMode: "native" };
+
+  it("goes as the turn's additionalContext, is recorded as the turn's lead, and is cut with the turn next time (no rotation)", () => {
+    const first = projectAssembledContext({ mode: "auto", prompt: "q1", history: [], origins: [], assembled: { messages: [note(1)], estimatedTokens: 1 }, fingerprints });
+    expect(first).toMatchObject({ mode: "native", thread: { action: "start" }, entriesSent: 1 });
+    expect(first.nativeSync?.items).toEqual([]);
+    const entries = Object.entries(first.additionalContext ?? {});
+    expect(entries.map(([key, e]) => [key.startsWith("openclaw.context."), e.kind, e.value.endsWith("[custom]\nnote 1")])).toEqual([[true, "untrusted", true]]);
+    const bound = applyBindingUpdate(undefined, { threadId: "t", turnId: "turn-1", update: first.bindingUpdate, ...fp });
+    expect(bound.native?.turns).toEqual([{ id: "turn-1", units: [], lead: [expect.stringMatching(/^e/)] }]);
+    expect(bound.native?.lead).toBeUndefined();
+    // Turn 2: the note changed. The old one went with turn 1, so cutting turn 1 drops it: same thread, no rotation.
+    const history = [user("q1"), assistant("a1")];
+    const origins = [{ threadId: "t", turnId: "turn-1" }, { threadId: "t", turnId: "turn-1" }];
+    const second = projectAssembledContext({ mode: "auto", prompt: "q2", history, origins, assembled: { messages: [...history, note(2)], estimatedTokens: 1 }, fingerprints, binding: bound });
+    expect(second).toMatchObject({ reason: "revert", thread: { action: "resume", threadId: "t" } });
+    expect(second.nativeSync?.revertBeforeTurnId).toBe("turn-1");
+    expect(texts(second.nativeSync!.items)).toEqual(["user:q1", "assistant:a1"]);
+    expect(Object.values(second.additionalContext ?? {}).map((e) => e.value.endsWith("[custom]\nnote 2"))).toEqual([true]);
+    // The same view again matches the thread (lead, then the turn's own messages).
+    const again = applyBindingUpdate(bound, { threadId: "t", turnId: "turn-2", update: second.bindingUpdate, ...fp });
+    const h2 = [...history, user("q2"), assistant("a2")];
+    const o2 = [...origins, { threadId: "t", turnId: "turn-2" }, { threadId: "t", turnId: "turn-2" }];
+    const third = projectAssembledContext({ mode: "auto", prompt: "q3", history: h2, origins: o2, assembled: { messages: [...history, note(2), user("q2"), assistant("a2")], estimatedTokens: 1 }, fingerprints, binding: again });
+    expect(third).toMatchObject({ reason: "match", entriesSent: 0 });
+    expect(third.nativeSync?.items).toEqual([]);
   });
 });
