@@ -124,7 +124,7 @@ export interface TurnThread {
   id?: string | undefined;
   /** Native mode: what the sync before the turn did (revert, inject). */
   nativeSync?: NativeSyncResult | undefined;
-  /** The accordion compacted the engine's view: the thread starts fresh unless the projection cuts it back natively. */
+  /** The accordion compacted the engine's view: the next thread starts fresh. */
   rotate: boolean;
   /** The bound thread could not be resumed: this attempt re-projected for a fresh thread (once). */
   resumeFellBack: boolean;
@@ -216,16 +216,10 @@ function projectInput(context: TurnContext): ProjectInput {
     prompt: context.input.prompt,
     history: context.history,
     assembled: context.request.assembled,
-    // After a failed resume the bound thread is not used: project for a fresh one. After an accordion compaction the
-    // projection decides (a native sync cuts the thread back by its cost rule; the other modes rotate).
-    binding: context.thread.resumeFellBack ? undefined : context.session.binding,
+    // After an accordion compaction or a failed resume the bound thread is not used: project for a fresh one.
+    binding: context.thread.rotate || context.thread.resumeFellBack ? undefined : context.session.binding,
     ...(context.thread.resumeFellBack ? { freshThreadReason: "resumeFailed" } : context.thread.rotate ? { freshThreadReason: "accordion" } : {}),
   };
-}
-
-/** Whether the accepted turn's binding starts afresh: a failed resume, or an accordion compaction the projection rotated. */
-function freshThreadAtAccept(context: TurnContext): boolean {
-  return context.thread.resumeFellBack || (context.thread.rotate && context.request.projection?.thread.action !== "resume");
 }
 
 function settleFacts(context: TurnContext): SettleFacts {
@@ -1271,7 +1265,7 @@ export const turnMachine = setup({
                 turnId: event.turnId,
                 prompt: context.input.prompt,
                 projection: context.request.projection,
-                freshThread: freshThreadAtAccept(context),
+                freshThread: context.thread.rotate || context.thread.resumeFellBack,
               }),
             },
             { type: "logLifecycle", params: { event: "turn accepted" } },
@@ -1331,7 +1325,7 @@ export const turnMachine = setup({
                     turnId: event.turnId,
                     prompt: context.input.prompt,
                     projection: context.request.projection,
-                    freshThread: freshThreadAtAccept(context),
+                    freshThread: context.thread.rotate || context.thread.resumeFellBack,
                   }),
                 },
                 { type: "logLifecycle", params: { event: "turn accepted" } },

@@ -3,26 +3,22 @@
  * see src/projection).
  */
 import type { ProjectInput, ProjectionOutput } from "../../../machines/turn.contract.js";
-import { projectAssembledContext, usesNativeSync } from "../../projection/index.js";
+import { projectAssembledContext } from "../../projection/index.js";
 import type { ThreadBinding } from "../../transcript/binding.js";
 import type { TurnDeps } from "../deps.js";
 
 /** Project the engine's view for this turn and log the decision (counts only). */
 export async function projectContext(deps: TurnDeps, input: ProjectInput): Promise<ProjectionOutput> {
   const p = deps.params;
-  const mode = p.projection?.mode ?? "auto";
-  // After an accordion compaction a native sync keeps the bound thread and cuts it back by its cost rule; the other
-  // modes hold the uncompacted view in additionalContext they cannot take back, so they rotate.
-  const rotate = input.freshThreadReason === "accordion" && !usesNativeSync({ mode, assembled: input.assembled });
   const projection = projectAssembledContext({
-    mode,
+    mode: p.projection?.mode ?? "auto",
     prompt: input.prompt,
     history: input.history.messages,
     origins: input.history.origins,
     assembled: input.assembled,
     baseDeveloperInstructions: p.developerInstructions,
     ...(input.finalDeveloperInstructions !== undefined ? { finalDeveloperInstructions: input.finalDeveloperInstructions } : {}),
-    binding: rotate ? undefined : (input.binding as ThreadBinding | undefined),
+    binding: input.binding as ThreadBinding | undefined,
     fingerprints: deps.fingerprints,
     tokenBudget: p.contextTokenBudget,
     divergenceTokens: p.projection?.divergenceTokens,
