@@ -32,9 +32,8 @@ export interface NativeThreadRecord {
   turns: Array<{ id: string; units: NativeUnit[]; dev?: string | undefined; lead?: NativeUnit[] | undefined }>;
   /**
    * Units that ride with the next turn as its `additionalContext` (a turn's `lead`, before its prompt): the view's
-   * engine-made tail, so that a superseded note is cut with its own turn (and never sits before the thread's first
-   * turn, where nothing can be reverted). The accepted turn takes them over ({@link recordAcceptedTurn}); until then
-   * the thread does not hold them.
+   * engine-made tail when it would otherwise be injected before the thread's first turn, where nothing can ever be
+   * reverted. The accepted turn takes them over ({@link recordAcceptedTurn}); until then the thread does not hold them.
    */
   lead?: NativeUnit[] | undefined;
   /** Hash of the developer instructions the thread was started with. */
@@ -366,8 +365,8 @@ export interface NativeSyncPlan {
   /** The units those items carry (recorded in the binding once injected). */
   units: NativeUnit[];
   /**
-   * The view's engine-made tail (after its last transcript message): it rides with this turn as `additionalContext`
-   * (cut with the turn), never injected. Empty when the view ends with a transcript message.
+   * The view's engine-made tail, when it would land before the thread's first turn: it rides with this turn as
+   * `additionalContext` instead (revertable with the turn), never injected. Empty otherwise.
    */
   lead: NativeViewUnit[];
   /** The record after the sync (before this turn is added at accept). */
@@ -701,9 +700,9 @@ function countsOf(view: readonly NativeViewUnit[], units: readonly NativeViewUni
 }
 
 /**
- * What the sync sends, split: the view's engine-made tail (units of kind `e` after the last transcript message: a
- * recalled note, a summary at the end) rides with the turn as its lead (`additionalContext`), so the next turn can cut
- * it with that turn alone (before a thread's first turn it could never be cut); the rest is injected.
+ * What goes before a thread's first turn, split: the view's engine-made tail (units of kind `e` after the last
+ * transcript message: a recalled note, a summary at the end) rides with the turn as its lead, so the next turn can cut
+ * it with the turn instead of rotating; the rest is injected.
  */
 function splitLead(units: readonly NativeViewUnit[]): { inject: NativeViewUnit[]; lead: NativeViewUnit[] } {
   let end = units.length;
@@ -751,9 +750,9 @@ function resumePlan(
   }
   for (const t of next.turns) if (t.dev !== undefined) deliveries.push(t.dev);
   const last = deliveries[deliveries.length - 1];
-  // The view's engine-made tail rides with the turn: a superseded note is then cut with its own turn, not with the
-  // turn before it (and never lands before the thread's first turn, where nothing can be reverted).
-  const { inject, lead } = splitLead(units);
+  // Nothing kept after the preamble: what is sent lands before the thread's first turn, so its engine-made tail rides
+  // with the turn.
+  const { inject, lead } = next.turns.length === 0 ? splitLead(units) : { inject: units, lead: [] };
   const out: NativeSyncPlan = {
     action: "resume",
     reason,

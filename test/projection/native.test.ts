@@ -93,15 +93,10 @@ describe("planNativeSync", () => {
 
   it("the thread holds a prefix of the view: nothing is reverted, the rest is appended", () => {
     const s = session(2);
-    const view = [...s.history, summary("note"), user("later")];
+    const view = [...s.history, summary("note")];
     const p = plan({ view, history: s.history, origins: s.origins, thread: { threadId: "t", record: s.record } });
-    expect(p).toMatchObject({ action: "resume", reason: "match", counts: { keptTurns: 2, revertedTurns: 0, injectedItems: 2 } });
+    expect(p).toMatchObject({ action: "resume", reason: "match", counts: { keptTurns: 2, revertedTurns: 0, injectedItems: 1 } });
     expect(p.revertBeforeTurnId).toBeUndefined();
-    expect(p.lead).toEqual([]);
-    // A view that ends with engine-made text: that tail rides with the turn (its lead), it is not injected.
-    const tail = plan({ view: [...s.history, summary("note")], history: s.history, origins: s.origins, thread: { threadId: "t", record: s.record } });
-    expect(tail).toMatchObject({ reason: "match", counts: { injectedItems: 0 } });
-    expect(tail.lead.map((u) => u.kind)).toEqual(["e"]);
     const same = plan({ view: s.history, history: s.history, origins: s.origins, thread: { threadId: "t", record: s.record } });
     expect(same.items).toEqual([]);
   });
@@ -110,12 +105,11 @@ describe("planNativeSync", () => {
     const s = session(4);
     const view = [...s.history.slice(0, 4), summary("turns 3-4")];
     const p = plan({ view, history: s.history, origins: s.origins, thread: { threadId: "t", record: s.record } });
-    expect(p).toMatchObject({ action: "resume", reason: "revert", revertBeforeTurnId: "turn-3", counts: { keptTurns: 2, revertedTurns: 2, injectedItems: 0 } });
-    expect(p.lead).toHaveLength(1);
+    expect(p).toMatchObject({ action: "resume", reason: "revert", revertBeforeTurnId: "turn-3", counts: { keptTurns: 2, revertedTurns: 2, injectedItems: 1 } });
     expect(p.record.turns.map((t) => t.id)).toEqual(["turn-1", "turn-2"]);
     // Turn 2's answer is gone from the view: the cut goes before turn 2, and its question is injected again.
     const p2 = plan({ view: [...s.history.slice(0, 3), summary("x")], history: s.history, origins: s.origins, thread: { threadId: "t", record: s.record } });
-    expect(p2).toMatchObject({ revertBeforeTurnId: "turn-2", counts: { keptTurns: 1, injectedItems: 1 } });
+    expect(p2).toMatchObject({ revertBeforeTurnId: "turn-2", counts: { keptTurns: 1, injectedItems: 2 } });
     expect(texts(p2.items)[0]).toBe("user:q2");
   });
 
@@ -139,7 +133,7 @@ describe("planNativeSync", () => {
 
   it("turns reverted off the thread stay out of it, although the transcript keeps their messages", () => {
     const s = session(4);
-    const cutPlan = plan({ view: [...s.history.slice(0, 4), summary("3-4"), user("q5")], history: s.history, origins: s.origins, thread: { threadId: "t", record: s.record } });
+    const cutPlan = plan({ view: [...s.history.slice(0, 4), summary("3-4")], history: s.history, origins: s.origins, thread: { threadId: "t", record: s.record } });
     expect(cutPlan.record.cut).toEqual(["turn-3", "turn-4"]);
     // The turn after the sync never started: the next plan must not take turns 3-4 for held turns.
     const next = recordInjected(cutPlan.record, cutPlan.units);
@@ -295,14 +289,13 @@ describe("auto adopts a thread made by delta (the auto of before) instead of rot
   it("a view that starts with what the thread holds keeps it whole: nothing cut, nothing sent again, only the new part injected", () => {
     const s = deltaSession();
     const out = autoTurn(s, [...older, ...s.history, summary("new note")]);
-    // The new note is the view's engine-made tail: it rides with the turn (one context entry), nothing is injected.
-    expect(out).toMatchObject({ mode: "native", reason: "match", thread: { action: "resume", threadId: "t" }, entriesSent: 1 });
+    expect(out).toMatchObject({ mode: "native", reason: "match", thread: { action: "resume", threadId: "t" }, entriesSent: 0 });
     expect(out.nativeSync?.revertBeforeTurnId).toBeUndefined();
-    expect(out.nativeSync!.items).toEqual([]);
+    expect(texts(out.nativeSync!.items)).toEqual([`user:${NATIVE_REFERENCE_LABEL}\n\n[compactionSummary]\nnew note`]);
     const update = out.bindingUpdate as { native: NativeThreadRecord };
     expect(update.native.adopted).toEqual({ through: "turn-2", dev: [] });
-    // Later turns go on from the adopted thread: a view that keeps the note matches; the note rode with turn 3, so a
-    // view that drops it cuts before turn 3 and keeps the adopted turns.
+    // Later turns go on from the adopted thread: a view that keeps the note matches; the note, injected after the
+    // last adopted turn, can only go with that turn, so a view that drops it cuts before the first turn.
     const next = applyBindingUpdate(s.binding, { threadId: "t", turnId: "turn-3", update: out.bindingUpdate, ...fp, projectionMode: "native" });
     const history = [...s.history, user("q3"), assistant("a3")];
     const origins = [...s.origins, { threadId: "t", turnId: "turn-3" }, { threadId: "t", turnId: "turn-3" }];
@@ -314,13 +307,8 @@ describe("auto adopts a thread made by delta (the auto of before) instead of rot
     expect((kept.bindingUpdate as { native: NativeThreadRecord }).native.adopted?.through).toBe("turn-2");
     const dropped = turn4([...older, ...history]);
     expect(dropped).toMatchObject({ reason: "revert", thread: { action: "resume", threadId: "t" } });
-    expect(dropped.nativeSync?.revertBeforeTurnId).toBe("turn-3");
-    expect(texts(dropped.nativeSync!.items)).toEqual(["user:q3", "assistant:a3"]);
-    expect((dropped.bindingUpdate as { native: NativeThreadRecord }).native.adopted?.through).toBe("turn-2");
-    // A view that no longer starts with the adopted turns cuts before the first of them.
-    const refolded = turn4([summary("all of it"), user("q3"), assistant("a3")]);
-    expect(refolded.nativeSync?.revertBeforeTurnId).toBe("turn-1");
-    expect((refolded.bindingUpdate as { native: NativeThreadRecord }).native.adopted).toBeUndefined();
+    expect(dropped.nativeSync?.revertBeforeTurnId).toBe("turn-1");
+    expect(texts(dropped.nativeSync!.items)).toEqual(["user:o1", "assistant:oA", "user:q1", "assistant:a1", "user:q2", "assistant:a2", "user:q3", "assistant:a3"]);
   });
 
   it("a view that drops part of it cuts before the thread's first turn (same thread and cache key) and injects the view", () => {
