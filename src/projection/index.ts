@@ -323,7 +323,9 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
  * - `threadBootstrap`: same epoch on a compatible binding resumes (normally sending nothing but the prompt; after a
  *   native compaction cleared the ledger it restores the view on the same thread); a new epoch rotates to a fresh
  *   thread bootstrapped with the whole view; the rotation policy applies to a resumed thread too.
- * - `auto`: `threadBootstrap` when the engine asks for it, else `delta`.
+ * - `auto`: the native sync (`native`, below) whenever the engine assembled a view with messages (a thread made by
+ *   `delta`/`threadBootstrap` is adopted, not rotated); without a view, as `none`.
+ * - `native`: the view becomes the Codex thread (`projectNative`, `native.ts`).
  *
  * Developer instructions (base + systemPromptAddition, or `finalDeveloperInstructions` when a beforePromptBuild hook
  * changed them: the turn machine then projects again with the hook's text) are delivered as
