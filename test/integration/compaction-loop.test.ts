@@ -115,6 +115,8 @@ async function runLoop(accordion: boolean, threadBootstrap = true): Promise<Loop
         sessionFile,
         prompt: `LOOP-PROMPT-${turn}: continue the task, step ${turn}.`,
         contextEngine: engine,
+        // The projection the engine asks for (the auto of before issue 64); the native sync's loop is not run here.
+        projection: { mode: threadBootstrap ? "threadBootstrap" : "delta" },
         contextTokenBudget: MODEL_CONTEXT_WINDOW,
         dynamicTools: [
           {
