@@ -70,14 +70,14 @@ async function turn(
 }
 
 describe("native projection: the view becomes the thread", () => {
-  it("an engine whose view shrinks (first message + last two) gets exactly that view plus the prompt, every turn", async () => {
-    const file = sessions.file("shrink");
+  it.each(["native", "auto"] as const)("%s: an engine whose view shrinks (first message + last two) gets exactly that view plus the prompt, every turn", async (mode) => {
+    const file = sessions.file(`shrink-${mode}`);
     const engine = viewEngine("first-last-two", firstAndLastTwo);
     const threads = new Set<string>();
     const decisions: string[] = [];
     for (let i = 1; i <= 6; i++) {
       const prompt = `question-${i}-nx`;
-      const { result, request } = await turn(file, prompt, engine);
+      const { result, request } = await turn(file, prompt, engine, { projection: { mode } });
       expect(conversation(request)).toEqual(expected(engine.last, prompt));
       threads.add(requestThreadId(request));
       decisions.push(result.projection?.native?.decision ?? "");
