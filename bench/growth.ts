@@ -15,17 +15,19 @@ import { OFFLINE_BASE_INSTRUCTIONS } from "../src/codex/config.js";
 import { readThreadBinding } from "../src/transcript/binding.js";
 import { DEFAULT_CACHED_PRICE_RATIO } from "../src/projection/rotation.js";
 import { bounded, effectiveInputCost, inputBytesOf, median, modelReply, prefixReuse, ratio, requestsCarryingTwice, round, table, tempDir, userPrompt } from "./lib.js";
-import { createRebuildingEngine, createRecallEngine, createSummarizingEngine, recalledNote } from "./engines/index.js";
+import { createLosslessLikeEngine, createRebuildingEngine, createRecallEngine, createRecallItemEngine, createSummarizingEngine, recalledNote } from "./engines/index.js";
 
-export type GrowthMode = "floor" | "anchor" | "delta" | "threadBootstrap" | "native";
+export type GrowthMode = "floor" | "anchor" | "delta" | "threadBootstrap" | "native" | "auto";
 
 /** Realistic engine shapes (bench/engines/) run next to the window engine. */
-export type EngineShape = "rebuilding" | "summarizing" | "recall" | "window";
+export type EngineShape = "rebuilding" | "summarizing" | "recall" | "recallItem" | "lossless" | "window";
 
 export const SHAPE_LABELS: Record<EngineShape, string> = {
   rebuilding: "rebuilding engine (lossless-claw-like: rebuilt messages, no timestamps)",
   summarizing: "summarizing engine (keep 6, fold the rest every 8 turns)",
   recall: "recall engine (per-turn recalled note in systemPromptAddition)",
+  recallItem: "recall engine, note placed in the view (a custom message after the history: a user-role reference item)",
+  lossless: "lossless-claw-like engine (rebuilt messages, leaf summaries that stay, fresh tail of 8, constant 1.2 KB policy addition)",
   window: "window engine (newest messages within the outgrow budget)",
 };
 
@@ -33,6 +35,8 @@ function createShape(shape: EngineShape, budget: number): ContextEngine {
   if (shape === "window") return createWindowEngine({ tokenBudget: budget });
   if (shape === "rebuilding") return createRebuildingEngine();
   if (shape === "summarizing") return createSummarizingEngine();
+  if (shape === "recallItem") return createRecallItemEngine();
+  if (shape === "lossless") return createLosslessLikeEngine();
   return createRecallEngine();
 }
 
@@ -42,6 +46,7 @@ export const MODE_LABELS: Record<GrowthMode, string> = {
   delta: "delta + window engine",
   threadBootstrap: "threadBootstrap + window engine",
   native: "native + window engine",
+  auto: "auto + window engine",
 };
 
 export interface GrowthRun {
@@ -94,6 +99,8 @@ export interface GrowthRun {
   developerTranscriptRequests: number;
   /** Per turn request: bytes shared as a prefix with the previous request (what `effectiveCost` prices as cached). */
   cachedBytes: number[];
+  /** Per turn request: JSON bytes of its input before the turn's own prompt item (where the turn starts). */
+  turnStartBytes: number[];
   wallMs: number;
 }
 
@@ -275,7 +282,7 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
     let noteBytes = 0;
     const noteBytesPerTurn: number[] = [];
     for (let i = 0; i < opts.turns; i++) {
-      if (shape === "recall") {
+      if (shape === "recall" || shape === "recallItem") {
         noteBytesPerTurn.push(Buffer.byteLength(recalledNote(userPrompt(i))));
         noteBytes += noteBytesPerTurn[i]!;
       }
@@ -325,7 +332,7 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
     const inputs = turnReqs.map((r) => inputBytesOf(r.body));
     const threadIds = turnReqs.map(threadOf);
     const lastInput = (turnReqs[turnReqs.length - 1]?.body?.input ?? []) as unknown[];
-    const notesInLast = lastInput.filter((item) => (item as { role?: unknown }).role === "developer" && itemText(item).includes("Recalled from memory:")).length;
+    const notesInLast = lastInput.filter((item) => itemText(item).includes("Recalled from memory:")).length;
     return {
       mode,
       ...(shape ? { shape } : {}),
@@ -345,6 +352,10 @@ async function runOne(mode: GrowthMode, budget: number | null, opts: GrowthOptio
       noteBytes,
       noteBytesPerTurn,
       cachedBytes: inputs.map((cur, k) => (k === 0 ? 0 : Math.round(prefixReuse(inputs[k - 1]!, cur) * cur.length))),
+      turnStartBytes: turnReqs.map((r) => {
+        const input = (r.body?.input ?? []) as unknown[];
+        return Buffer.byteLength(JSON.stringify(input.slice(0, -1)), "utf8");
+      }),
       budgetTokens: budget,
       turns: opts.turns,
       turnInputBytes: bytes,
@@ -405,8 +416,55 @@ export interface GrowthResults {
   shapes?: ShapeScenario;
 }
 
-/** Projection modes each engine shape runs in (`delta` is what `auto` picks for them). */
-export const SHAPE_MODES = ["delta", "threadBootstrap", "native"] as const;
+/**
+ * Projection modes each engine shape runs in: `delta` is what `auto` picked for them before issue 64 (the old auto),
+ * `auto` what it picks now (the native sync whenever the engine assembled a view).
+ */
+export const SHAPE_MODES = ["delta", "threadBootstrap", "native", "auto"] as const;
+
+/**
+ * The least effective input cost a per-turn note can reach on ONE Codex thread by carrying notes and cutting the
+ * thread back (`thread/revert`), turn-granular as Codex allows, granted every advantage (notes cost only their own
+ * bytes, no envelope). Dynamic programming over the request k and the turn m the carried notes start at: request k
+ * either carries notes m..k-1 (`ratio` x their bytes) or cuts before turn m, re-sending uncached what the floor had
+ * cached from turn m on ((1 - `ratio`) x (cachedBytes[k] - turnStartBytes[m])). Either way it sends its own note
+ * uncached. A cut never needs a new thread (a revert before turn 1 keeps Codex's preamble and tools cached), so
+ * rotations are never cheaper and are not modelled. Returns the cost and the ideal (floor + every note once).
+ *
+ * @example
+ * ```ts
+ * recallRevertBound({ floorEffectiveCost: 1000, cachedBytes: [0, 900], turnStartBytes: [800, 850], noteBytes: [10, 10], ratio: 0.1 });
+ * // { cost: 1021, ideal: 1020, cuts: 0 } (carrying the first note costs 1; cutting would cost 0.9 x 100)
+ * ```
+ */
+export function recallRevertBound(p: { floorEffectiveCost: number; cachedBytes: readonly number[]; turnStartBytes: readonly number[]; noteBytes: readonly number[]; ratio: number }): {
+  cost: number;
+  ideal: number;
+  cuts: number;
+} {
+  const n = p.noteBytes.length;
+  // f[m] = least extra cost so far with notes m..k-1 carried into request k; cuts[m] = cuts on that path.
+  let f = new Map<number, { cost: number; cuts: number }>([[0, { cost: p.noteBytes[0] ?? 0, cuts: 0 }]]);
+  for (let k = 1; k < n; k++) {
+    const next = new Map<number, { cost: number; cuts: number }>();
+    const offer = (m: number, cost: number, cuts: number) => {
+      const known = next.get(m);
+      if (known === undefined || cost < known.cost) next.set(m, { cost, cuts });
+    };
+    for (const [m, at] of f) {
+      let carried = 0;
+      for (let j = m; j < k; j++) carried += p.noteBytes[j]!;
+      offer(m, at.cost + p.noteBytes[k]! + p.ratio * carried, at.cuts);
+      const resent = Math.max(0, (p.cachedBytes[k] ?? 0) - (p.turnStartBytes[m] ?? 0));
+      offer(k, at.cost + p.noteBytes[k]! + (1 - p.ratio) * resent, at.cuts + 1);
+    }
+    f = next;
+  }
+  let best = { cost: Infinity, cuts: 0 };
+  for (const v of f.values()) if (v.cost < best.cost) best = v;
+  const notes = p.noteBytes.reduce((a, b) => a + b, 0);
+  return { cost: Math.round(p.floorEffectiveCost + (n > 0 ? best.cost : 0)), ideal: p.floorEffectiveCost + notes, cuts: best.cuts };
+}
 
 /**
  * The least effective input cost ANY rotation schedule can reach for a per-turn note on Codex threads, which keep
@@ -506,7 +564,7 @@ export function shapeChecks(runs: readonly GrowthRun[], floor: GrowthRun): Growt
         `this run's policy pays ${fmt(recall.effectiveCost - floor.effectiveCost)} B over the floor against the optimum's ${fmt(bound.cost - floor.effectiveCost)} B (${ratio(recall.effectiveCost - floor.effectiveCost, bound.cost - floor.effectiveCost)}x)`,
     });
   }
-  checks.push(...nativeShapeChecks(runs, floor));
+  checks.push(...nativeShapeChecks(runs, floor, "native"), ...nativeShapeChecks(runs, floor, "auto"));
   for (const run of runs.filter((x) => x.mode !== "delta")) {
     checks.push({
       name: `(info) ${run.shape} engine (${run.mode})`,
@@ -526,14 +584,14 @@ export function shapeChecks(runs: readonly GrowthRun[], floor: GrowthRun): Growt
  * const checks = nativeShapeChecks(runs, floor);
  * ```
  */
-export function nativeShapeChecks(runs: readonly GrowthRun[], floor: GrowthRun): GrowthCheck[] {
+export function nativeShapeChecks(runs: readonly GrowthRun[], floor: GrowthRun, mode: "native" | "auto" = "native"): GrowthCheck[] {
   const checks: GrowthCheck[] = [];
-  const find = (shape: EngineShape) => runs.find((r) => r.shape === shape && r.mode === "native");
+  const find = (shape: EngineShape) => runs.find((r) => r.shape === shape && r.mode === mode);
   const rebuilding = find("rebuilding");
   if (rebuilding) {
     const r = ratio(rebuilding.cumulativeTotal, floor.cumulativeTotal);
     checks.push({
-      name: "rebuilding engine (native): cumulative input <= 1.01x the floor, 0 requests carrying a held message twice",
+      name: `rebuilding engine (${mode}): cumulative input <= 1.01x the floor, 0 requests carrying a held message twice`,
       pass: r <= 1.01 && rebuilding.requestsCarryingTwice === 0,
       detail: `${fmt(rebuilding.cumulativeTotal)} B = ${r}x floor; ${rebuilding.requestsCarryingTwice} requests carry a message twice; ${rebuilding.threads} threads`,
     });
@@ -542,26 +600,37 @@ export function nativeShapeChecks(runs: readonly GrowthRun[], floor: GrowthRun):
   if (summarizing) {
     const r = ratio(summarizing.effectiveCost, floor.effectiveCost);
     checks.push({
-      name: "summarizing engine (native): effective input cost <= 0.8x the floor's",
+      name: `summarizing engine (${mode}): effective input cost <= 0.8x the floor's`,
       pass: r <= 0.8,
       detail: `${fmt(summarizing.effectiveCost)} B = ${r}x floor; ${summarizing.threads} threads; reasons ${JSON.stringify(summarizing.projectionReasons)}`,
     });
   }
-  const recall = find("recall");
-  if (recall) {
+  for (const shape of ["recall", "recallItem"] as const) {
+    const recall = find(shape);
+    if (!recall) continue;
     const ideal = floor.effectiveCost + recall.noteBytes;
     const r = ratio(recall.effectiveCost, ideal);
+    const bound = recallRevertBound({
+      floorEffectiveCost: floor.effectiveCost,
+      cachedBytes: floor.cachedBytes,
+      turnStartBytes: floor.turnStartBytes,
+      noteBytes: recall.noteBytesPerTurn,
+      ratio: DEFAULT_CACHED_PRICE_RATIO,
+    });
     checks.push({
-      name: "recall engine (native): effective input cost <= 1.05x its ideal",
+      name: `${shape} engine (${mode}): effective input cost <= 1.05x its ideal`,
       pass: r <= 1.05,
-      detail: `${fmt(recall.effectiveCost)} B = ${r}x ideal (${fmt(ideal)} B); ${recall.threads} threads; last request carries ${recall.lastRequestStaleNotes} stale note copies`,
+      detail:
+        `${fmt(recall.effectiveCost)} B = ${r}x ideal (${fmt(ideal)} B); ${recall.threads} threads; last request carries ${recall.lastRequestStaleNotes} stale note copies; ` +
+        `the least one Codex thread can reach by carrying and reverting (offline optimum, notes without envelope): ${fmt(bound.cost)} B = ${ratio(bound.cost, bound.ideal)}x ideal ` +
+        `(${bound.cuts} cuts); this run = ${ratio(recall.effectiveCost, bound.cost)}x that bound`,
     });
   }
-  const natives = runs.filter((r) => r.mode === "native");
+  const natives = runs.filter((r) => r.mode === mode);
   const devTranscript = natives.reduce((sum, r) => sum + r.developerTranscriptRequests, 0);
   if (natives.length > 0) {
     checks.push({
-      name: "native: 0 requests with transcript text in a developer-role item",
+      name: `${mode}: 0 requests with transcript text in a developer-role item`,
       pass: devTranscript === 0,
       detail: `${devTranscript} of ${natives.reduce((sum, r) => sum + r.turns, 0)} requests over ${natives.length} engines`,
     });
@@ -630,7 +699,7 @@ export async function runGrowth(opts: GrowthOptions): Promise<GrowthResults> {
       scenarios.push({ name, budgetTokens: budget, runs, oneTurnBytes, oneTurnContentBytes, framingBytes, limits, checks });
     }
     const shapeRuns: GrowthRun[] = [];
-    for (const shape of ["window", "rebuilding", "summarizing", "recall"] as const) {
+    for (const shape of ["window", "rebuilding", "lossless", "summarizing", "recall", "recallItem"] as const) {
       for (const mode of SHAPE_MODES) {
         const budget = shape === "window" ? opts.outgrowBudget : opts.fitBudget;
         opts.log(`growth: ${shape} engine, ${mode}, budget ${budget} tokens, ${opts.turns} turns`);
@@ -744,8 +813,8 @@ export function formatGrowth(g: GrowthResults): string {
     ];
     for (const r of sh.runs) {
       rows.push([
-        r.shape === "rebuilding" ? "rebuilding (lossless-claw-like)" : (r.shape ?? "window"),
-        r.mode === "delta" ? "delta (today's auto)" : r.mode,
+        r.shape === "rebuilding" ? "rebuilding" : r.shape === "lossless" ? "lossless-claw-like" : (r.shape ?? "window"),
+        r.mode === "delta" ? "delta (old auto)" : r.mode === "auto" ? "auto (new)" : r.mode,
         r.cumulativeTotal,
         ratio(r.cumulativeTotal, sh.floor.cumulativeTotal),
         r.largestRequest,

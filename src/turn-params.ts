@@ -35,11 +35,15 @@ export type TurnStreamEvent =
  */
 export interface ProjectionConfig {
   /**
-   * `"auto"` (default), `"prompt"`, `"delta"`, `"threadBootstrap"` or `"native"` (the engine's view becomes the Codex
-   * thread through `thread/revert` + `thread/inject_items`; docs/projection.md, "Native mode").
+   * `"auto"` (default: the native sync whenever the engine assembled a view), `"prompt"`, `"delta"`,
+   * `"threadBootstrap"` or `"native"` (the engine's view becomes the Codex thread through `thread/revert` +
+   * `thread/inject_items`; docs/projection.md, "Native mode").
    */
   mode?: "auto" | "prompt" | "delta" | "threadBootstrap" | "native" | undefined;
-  /** Stale tokens tolerated whatever the cost before a fresh thread; default 25% of `contextTokenBudget`, else 8000. */
+  /**
+   * Stale tokens tolerated whatever the cost before a fresh thread; default 25% of `contextTokenBudget`, else 8000 (0
+   * under the native sync: `"native"`, and `"auto"` with an engine view).
+   */
   divergenceTokens?: number | undefined;
   /** Cap on one rendered part, characters; default 6000. */
   partCapChars?: number | undefined;

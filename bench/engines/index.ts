@@ -3,3 +3,5 @@ export { createRebuildingEngine, rebuildMessage } from "./rebuilding.js";
 export { createSummarizingEngine, foldedUpTo, type SummarizingEngineOptions } from "./summarizing.js";
 export { createRecallEngine, recalledNote, DEFAULT_NOTE_CHARS } from "./recall.js";
 export { engineShape, viewTokens } from "./shared.js";
+export { createRecallItemEngine } from "./recall.js";
+export { createLosslessLikeEngine, LOSSLESS_POLICY } from "./lossless.js";

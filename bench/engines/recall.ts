@@ -36,3 +36,20 @@ export function createRecallEngine(options: { noteChars?: number } = {}): Contex
     systemPromptAddition: recalledNote(prompt ?? "", options.noteChars),
   }));
 }
+
+/**
+ * The recall shape with its note placed in the view instead of `systemPromptAddition`: a `custom` message after the
+ * history (engine-made text, so native projection injects it as a user-role reference item after the kept prefix,
+ * never developer). Same note text as {@link createRecallEngine}.
+ *
+ * @example
+ * ```ts
+ * const engine = createRecallItemEngine(); // view: [...history, { role: "custom", customType: "recall", content: note }]
+ * ```
+ */
+export function createRecallItemEngine(options: { noteChars?: number } = {}): ContextEngine {
+  return engineShape("recallItem", (messages, prompt) => {
+    const view = [...messages, { role: "custom" as const, customType: "recall", content: recalledNote(prompt ?? "", options.noteChars), display: false, timestamp: 0 }];
+    return { messages: view, estimatedTokens: viewTokens(view) };
+  });
+}

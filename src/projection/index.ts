@@ -42,6 +42,7 @@ import { decideRotation } from "./rotation.js";
 import { heldMessages } from "./held.js";
 import { selectContextImages } from "./context-images.js";
 import { planNativeSync, recordInjected, type NativeThreadRecord } from "./native.js";
+import { MAX_DEVELOPER_DELIVERIES, MAX_HELD_TURNS, MAX_LEDGER_ENTRIES } from "../transcript/binding.js";
 import { developerInstructionsHash } from "./developer.js";
 
 export * from "./render.js";
@@ -322,7 +323,9 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
  * - `threadBootstrap`: same epoch on a compatible binding resumes (normally sending nothing but the prompt; after a
  *   native compaction cleared the ledger it restores the view on the same thread); a new epoch rotates to a fresh
  *   thread bootstrapped with the whole view; the rotation policy applies to a resumed thread too.
- * - `auto`: `threadBootstrap` when the engine asks for it, else `delta`.
+ * - `auto`: the native sync (`native`, below) whenever the engine assembled a view with messages (a thread made by
+ *   `delta`/`threadBootstrap` is adopted, not rotated); without a view, as `none`.
+ * - `native`: the view becomes the Codex thread (`projectNative`, `native.ts`).
  *
  * Developer instructions (base + systemPromptAddition, or `finalDeveloperInstructions` when a beforePromptBuild hook
  * changed them: the turn machine then projects again with the hook's text) are delivered as
@@ -337,16 +340,68 @@ function assessThread(p: ProjectAssembledContextParams, binding: ThreadBinding, 
  * ```
  */
 export function projectAssembledContext(p: ProjectAssembledContextParams): ProjectionOutput {
-  if (p.mode === "native" && p.assembled !== undefined) return projectNative(p);
+  if (usesNativeSync(p)) return projectNative(p);
   const out = projectContext(p);
   return withContextImages(withDeveloperInstructions(out, p.binding, out.developerInstructions), p);
 }
 
-/** The native record of a compatible binding; a binding without one is adopted when nothing was injected into it. */
-function nativeRecordOf(binding: ThreadBinding): NativeThreadRecord | undefined {
+/**
+ * Whether this turn syncs the thread natively: `native` whenever an engine assembled (even an empty view: the thread
+ * is cut back to it), and `auto` whenever the engine's view has messages. `auto` without a view (no engine, a failed
+ * assemble) projects as `none`; `prompt`, `delta` and `threadBootstrap` never sync natively.
+ *
+ * @example
+ * ```ts
+ * usesNativeSync({ ...params, mode: "auto", assembled: { messages: [m], estimatedTokens: 3 } }); // true
+ * ```
+ */
+export function usesNativeSync(p: Pick<ProjectAssembledContextParams, "mode" | "assembled">): boolean {
+  if (p.mode === "native") return p.assembled !== undefined;
+  return p.mode === "auto" && p.assembled !== undefined && p.assembled.messages.length > 0;
+}
+
+/**
+ * The native record of a compatible binding. A binding without one (made by `delta`, `threadBootstrap`, the `auto` of
+ * before, or turns without an engine) is adopted: its held turns become the record's turns, and when it holds
+ * additionalContext blocks (its ledger) those turns are one adopted segment ({@link NativeThreadRecord.adopted}), kept
+ * whole or cut before its first turn, so an upgrading session keeps its thread and its prompt cache. Not adopted
+ * (undefined: a fresh thread) when what the thread holds is not fully known: after a native compaction, or when the
+ * held turns, the ledger or the developer copies reached their caps (the oldest fell out).
+ *
+ * @example
+ * ```ts
+ * nativeRecordOf(binding)?.adopted; // { through: "<its last turn>", dev: [] } for a thread made by delta
+ * ```
+ */
+export function nativeRecordOf(binding: ThreadBinding): NativeThreadRecord | undefined {
   if (binding.native) return binding.native as NativeThreadRecord;
-  if (binding.ledger.length > 0 || binding.projectionEpoch !== undefined) return undefined;
-  return { preamble: [], turns: binding.heldTurnIds.map((id) => ({ id, units: [] })) };
+  if ((binding.nativeCompactions ?? 0) > 0) return undefined;
+  const turns = binding.heldTurnIds.map((id) => ({ id, units: [] as string[] }));
+  const deliveries = binding.developerDeliveries ?? [];
+  if (binding.ledger.length === 0 && binding.projectionEpoch === undefined && deliveries.length <= 1) {
+    return deliveries.length === 1 ? { preamble: [], turns, startDev: deliveries[0] } : { preamble: [], turns };
+  }
+  if (turns.length === 0 || turns.length >= MAX_HELD_TURNS || binding.ledger.length >= MAX_LEDGER_ENTRIES || deliveries.length >= MAX_DEVELOPER_DELIVERIES) return undefined;
+  const record: NativeThreadRecord = { preamble: [], turns, adopted: { through: turns[turns.length - 1]!.id, dev: deliveries.slice(1) } };
+  if (deliveries.length > 0) record.startDev = deliveries[0];
+  return record;
+}
+
+/** The ledger blocks an adopted record's turns hold, by block hash (copies, bytes at 4 a token). */
+function adoptedLedgerOf(binding: ThreadBinding, partCapChars: number | undefined): NonNullable<Parameters<typeof planNativeSync>[0]["adoptedLedger"]> {
+  const blocks = new Map<string, { count: number; bytes: number }>();
+  for (const unit of binding.ledger) {
+    const split = splitUnitId(ledgerUnitId(unit));
+    if (split === undefined) continue;
+    const known = blocks.get(split.hash);
+    const bytes = ledgerUnitTokens(unit) * 4;
+    if (known) {
+      known.count++;
+      known.bytes += bytes;
+    } else blocks.set(split.hash, { count: 1, bytes });
+  }
+  const renderings = renderingMemo(partCapChars);
+  return { blocks, blockHash: (message) => renderedBlockOf(message, partCapChars, renderings)?.hash };
 }
 
 /**
@@ -366,6 +421,7 @@ function projectNative(p: ProjectAssembledContextParams): ProjectionOutput {
     history: p.history,
     origins: p.origins,
     thread: compatible && record ? { threadId: p.binding!.threadId, record } : undefined,
+    ...(compatible && record?.adopted !== undefined ? { adoptedLedger: adoptedLedgerOf(p.binding!, p.partCapChars) } : {}),
     developerHash: devHash,
     toleranceBytes: (p.divergenceTokens ?? 0) * 4,
     cachedPriceRatio: p.cachedPriceRatio ?? 0.1,
@@ -373,13 +429,15 @@ function projectNative(p: ProjectAssembledContextParams): ProjectionOutput {
   const reason = plan.reason === "noRecord" ? (p.binding ? (compatible ? "noRecord" : "incompatibleBinding") : "noBinding") : plan.reason;
   const thread: ThreadPlan = plan.action === "resume" ? { action: "resume", threadId: p.binding!.threadId, reason } : { action: "start", reason };
   const staleContextTokens = Math.ceil(plan.counts.staleBytes / 4);
+  // The engine-made tail that would land before the thread's first turn rides with the turn instead (revertable).
+  const lead = plan.lead.length > 0 ? planEntries(renderUnits(plan.lead.map((u) => u.message), p.partCapChars), new Set()) : undefined;
   const out: ProjectionOutput = {
     mode: "native",
     reason,
     promptText: p.prompt,
     thread,
-    entriesSent: 0,
-    bytes: Buffer.byteLength(p.prompt, "utf8") + plan.counts.injectedBytes,
+    entriesSent: lead?.entriesSent ?? 0,
+    bytes: Buffer.byteLength(p.prompt, "utf8") + plan.counts.injectedBytes + (lead?.bytes ?? 0),
     staleTokens: staleContextTokens,
     nativeSync: {
       reason: plan.reason,
@@ -391,18 +449,20 @@ function projectNative(p: ProjectAssembledContextParams): ProjectionOutput {
     },
   };
   if (developerInstructions !== undefined) out.developerInstructions = developerInstructions;
+  if (lead?.additionalContext) out.additionalContext = lead.additionalContext;
+  const held = recordInjected(plan.record, plan.units);
   const update: BindingUpdate = {
     reset: plan.action === "start",
     ledgerAdd: [],
-    native: recordInjected(plan.record, plan.units),
+    native: plan.lead.length > 0 ? { ...held, lead: plan.lead.map((u) => u.unit) } : held,
     staleContextTokens,
     staleTokens: staleContextTokens,
   };
   if (plan.action === "resume") update.developerDeliveriesHeld = plan.heldDeveloperDeliveries;
   out.bindingUpdate = update;
   // Delivered against what the kept thread holds: a revert past a turn that carried a copy takes that copy away.
-  const held = p.binding && plan.action === "resume" ? heldDeveloperBinding(p.binding, plan.heldDeveloperHash, plan.heldDeveloperDeliveries) : p.binding;
-  return withDeveloperInstructions(out, held, developerInstructions);
+  const kept = p.binding && plan.action === "resume" ? heldDeveloperBinding(p.binding, plan.heldDeveloperHash, plan.heldDeveloperDeliveries) : p.binding;
+  return withDeveloperInstructions(out, kept, developerInstructions);
 }
 
 function heldDeveloperBinding(binding: ThreadBinding, hash: string | undefined, deliveries: string[]): ThreadBinding {

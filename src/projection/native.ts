@@ -10,7 +10,7 @@
  */
 import type { AgentMessage, MessagePart } from "../context-engine/types.js";
 import { messageContentKey } from "./identity.js";
-import { renderMessageBlock, sha256Hex, PROMPT_SAFETY_NOTE } from "./render.js";
+import { canonicalJson, renderMessageBlock, sha256Hex, PROMPT_SAFETY_NOTE } from "./render.js";
 
 /** Where a native unit came from: a transcript message (`m`), engine-made text (`e`), or a tool call/result pair part (`t`). */
 export type NativeUnitKind = "m" | "e" | "t";
@@ -29,7 +29,13 @@ export interface NativeThreadRecord {
    * The thread's turns in order, each with the units injected after it (before the next turn) and, when the turn
    * carried a developer-instructions copy (an `application` entry), that copy's `<hash>:<tokens>`.
    */
-  turns: Array<{ id: string; units: NativeUnit[]; dev?: string | undefined }>;
+  turns: Array<{ id: string; units: NativeUnit[]; dev?: string | undefined; lead?: NativeUnit[] | undefined }>;
+  /**
+   * Units that ride with the next turn as its `additionalContext` (a turn's `lead`, before its prompt): the view's
+   * engine-made tail when it would otherwise be injected before the thread's first turn, where nothing can ever be
+   * reverted. The accepted turn takes them over ({@link recordAcceptedTurn}); until then the thread does not hold them.
+   */
+  lead?: NativeUnit[] | undefined;
   /** Hash of the developer instructions the thread was started with. */
   startDev?: string | undefined;
   /**
@@ -46,6 +52,16 @@ export interface NativeThreadRecord {
    * messages under this thread's id, and they must never be taken for turns the record lacks.
    */
   cut?: string[] | undefined;
+  /**
+   * A thread adopted from `delta` or `threadBootstrap` projection (the `auto` of before, issue 64): its turns up to and
+   * including `through` also hold the binding's ledger blocks (`additionalContext` entries), in turns the record does
+   * not know. Those turns are one segment: kept whole when the view starts with their messages in turn order and
+   * every block (each before some turn's messages, as delta sent them), else cut before the first of them (the only
+   * boundary whose kept content is known). `dev`: the developer
+   * copies those turns carried after the thread's start (`<hash>:<tokens>`); one other than this turn's keeps the
+   * segment from being kept, as a turn's `dev` does.
+   */
+  adopted?: { through: string; dev?: string[] | undefined } | undefined;
 }
 
 /** Turns a native record keeps (the oldest fall out; a view that reaches past them rotates). */
@@ -65,6 +81,8 @@ export type ResponsesItem = Record<string, unknown>;
 
 /** One view message converted: its unit and the items that carry it. */
 export interface NativeViewUnit {
+  /** The view message the unit came from. */
+  message: AgentMessage;
   unit: NativeUnit;
   hash: string;
   bytes: number;
@@ -72,10 +90,14 @@ export interface NativeViewUnit {
   items: ResponsesItem[];
 }
 
+/** A message's parts, a part that is not an object (bad input from an engine) standing as an unknown part. */
+const partsOf = (content: unknown): MessagePart[] =>
+  Array.isArray(content) ? content.map((part) => (part !== null && typeof part === "object" ? (part as MessagePart) : ({ type: "unknown" } as unknown as MessagePart))) : [];
+
 const textOf = (c: string | MessagePart[] | undefined): string => {
   if (typeof c === "string") return c;
   if (!Array.isArray(c)) return "";
-  return c
+  return partsOf(c)
     .filter((p): p is { type: "text"; text: string } => p.type === "text" && typeof (p as { text?: unknown }).text === "string")
     .map((p) => p.text)
     .join("\n");
@@ -126,7 +148,7 @@ function referenceItem(message: AgentMessage): ResponsesItem | undefined {
 function userContent(content: string | MessagePart[]): Array<Record<string, unknown>> {
   if (typeof content === "string") return content.length > 0 ? [{ type: "input_text", text: content }] : [];
   const out: Array<Record<string, unknown>> = [];
-  for (const part of content) {
+  for (const part of partsOf(content)) {
     if (part.type === "text" && typeof (part as { text?: unknown }).text === "string") out.push({ type: "input_text", text: (part as { text: string }).text });
     else if (part.type === "image" && typeof (part as { data?: unknown }).data === "string" && typeof (part as { mimeType?: unknown }).mimeType === "string") {
       out.push({ type: "input_image", image_url: `data:${(part as { mimeType: string }).mimeType};base64,${(part as { data: string }).data}` });
@@ -163,7 +185,7 @@ export function nativeItemsOf(message: AgentMessage, pairedCallIds: ReadonlySet<
       text = [];
     };
     let pairs = false;
-    for (const part of m.content as MessagePart[]) {
+    for (const part of partsOf(m.content)) {
       if (part.type === "text" && typeof (part as { text?: unknown }).text === "string") {
         if ((part as { text: string }).text.length > 0) text.push({ type: "output_text", text: (part as { text: string }).text });
       } else if (part.type === "toolCall") {
@@ -171,7 +193,7 @@ export function nativeItemsOf(message: AgentMessage, pairedCallIds: ReadonlySet<
         if (pairedCallIds.has(call.id)) {
           flush();
           pairs = true;
-          items.push({ type: "function_call", call_id: call.id, name: call.name, arguments: JSON.stringify(call.arguments ?? {}) });
+          items.push({ type: "function_call", call_id: call.id, name: call.name, arguments: canonicalJson(call.arguments ?? {}) });
         } else text.push({ type: "output_text", text: `tool call: ${call.name} [input omitted]` });
       }
     }
@@ -200,7 +222,7 @@ export function pairedToolCallIds(view: readonly AgentMessage[]): Set<string> {
   for (const message of view) {
     const m = message as { role?: unknown; content?: unknown; toolCallId?: unknown };
     if (m.role === "assistant" && Array.isArray(m.content)) {
-      for (const part of m.content as MessagePart[]) if (part.type === "toolCall") calls.add((part as { id: string }).id);
+      for (const part of partsOf(m.content)) if (part.type === "toolCall") calls.add((part as { id: string }).id);
     } else if (m.role === "toolResult" && typeof m.toolCallId === "string" && calls.has(m.toolCallId)) paired.add(m.toolCallId);
   }
   return paired;
@@ -215,13 +237,22 @@ export function pairedToolCallIds(view: readonly AgentMessage[]): Set<string> {
  * ```
  */
 export function nativeViewUnits(view: readonly AgentMessage[]): NativeViewUnit[] {
+  return viewUnitsAndMessages(view).units;
+}
+
+/** {@link nativeViewUnits}, with the message each unit came from (same index). */
+function viewUnitsAndMessages(view: readonly AgentMessage[]): { units: NativeViewUnit[]; messages: AgentMessage[] } {
   const paired = pairedToolCallIds(view);
-  const out: NativeViewUnit[] = [];
+  const units: NativeViewUnit[] = [];
+  const messages: AgentMessage[] = [];
   for (const message of view) {
     const unit = viewUnitOf(message, paired);
-    if (unit) out.push(unit);
+    if (unit) {
+      units.push(unit);
+      messages.push(message);
+    }
   }
-  return out;
+  return { units, messages };
 }
 
 /**
@@ -236,7 +267,7 @@ function pairingOf(message: AgentMessage, paired: ReadonlySet<string>): string {
   if (m.role === "toolResult") return typeof m.toolCallId === "string" && paired.has(m.toolCallId) ? "p" : "";
   if (m.role !== "assistant" || !Array.isArray(m.content)) return "";
   let out = "";
-  for (const part of m.content as MessagePart[]) if (part.type === "toolCall") out += paired.has((part as { id: string }).id) ? "p" : "u";
+  for (const part of partsOf(m.content)) if (part.type === "toolCall") out += paired.has((part as { id: string }).id) ? "p" : "u";
   return out;
 }
 
@@ -250,7 +281,7 @@ function viewUnitOf(message: AgentMessage, paired: ReadonlySet<string>): NativeV
   if (items.length > 0) {
     const hash = nativeMessageHash(message);
     const bytes = Buffer.byteLength(JSON.stringify(items), "utf8");
-    unit = { unit: `${kind}${hash}:${bytes}`, hash, bytes, kind, items };
+    unit = { message, unit: `${kind}${hash}:${bytes}`, hash, bytes, kind, items };
   }
   if (frozen) unitMemo.set(message, { pairing, unit });
   return unit;
@@ -278,6 +309,10 @@ interface Segment {
   hashes: string[];
   bytes: number;
   dev?: string | undefined;
+  /** How many of `hashes` (after `lead` of them) are the turn's own messages (the rest were injected after it). */
+  own: number;
+  /** How many of `hashes` rode with the turn's input, before its own messages. */
+  lead: number;
 }
 
 /** Inputs of {@link planNativeSync}. */
@@ -296,6 +331,12 @@ export interface NativeSyncInput {
   cachedPriceRatio: number;
   /** Bytes a fresh thread re-sends uncached besides the view (default {@link ROTATION_OVERHEAD_BYTES}). */
   rotationOverheadBytes?: number | undefined;
+  /**
+   * An adopted record's ledger ({@link NativeThreadRecord.adopted}): the additionalContext blocks its adopted turns
+   * hold, by block hash (copies and bytes), and the block hash of a view message as those blocks were rendered
+   * (`renderedBlockOf`, the policy's `partCapChars`).
+   */
+  adoptedLedger?: { blocks: ReadonlyMap<string, { count: number; bytes: number }>; blockHash: (message: AgentMessage) => string | undefined } | undefined;
 }
 
 /** Why the sync chose what it chose. */
@@ -323,6 +364,11 @@ export interface NativeSyncPlan {
   items: ResponsesItem[];
   /** The units those items carry (recorded in the binding once injected). */
   units: NativeUnit[];
+  /**
+   * The view's engine-made tail, when it would land before the thread's first turn: it rides with this turn as
+   * `additionalContext` instead (revertable with the turn), never injected. Empty otherwise.
+   */
+  lead: NativeViewUnit[];
   /** The record after the sync (before this turn is added at accept). */
   record: NativeThreadRecord;
   /** Counts for the log line and `result.projection` (never content). */
@@ -348,7 +394,7 @@ function hasNativeContent(message: AgentMessage): boolean {
   const m = message as { role?: unknown; content?: unknown };
   if (m.role === "user") return typeof m.content === "string" ? m.content.length > 0 : Array.isArray(m.content) && m.content.length > 0;
   if (m.role === "assistant" && Array.isArray(m.content)) {
-    return (m.content as MessagePart[]).some((p) => p.type === "toolCall" || (p.type === "text" && typeof (p as { text?: unknown }).text === "string" && (p as { text: string }).text.length > 0));
+    return partsOf(m.content).some((p) => p.type === "toolCall" || (p.type === "text" && typeof (p as { text?: unknown }).text === "string" && (p as { text: string }).text.length > 0));
   }
   if (m.role === "toolResult") return true;
   return renderMessageBlock(message) !== undefined;
@@ -388,11 +434,15 @@ function segmentsOf(input: NativeSyncInput, record: NativeThreadRecord, threadId
     if (facts.content) entry.hashes.push(facts.hash);
   }
   const bytesOf = (units: readonly string[]) => units.reduce((sum, u) => sum + splitNativeUnit(u).bytes, 0);
-  const segments: Segment[] = [{ hashes: record.preamble.map((u) => splitNativeUnit(u).hash), bytes: bytesOf(record.preamble) }];
+  const segments: Segment[] = [{ hashes: record.preamble.map((u) => splitNativeUnit(u).hash), bytes: bytesOf(record.preamble), own: 0, lead: 0 }];
   for (const turn of record.turns) {
     const own = byTurn.get(turn.id);
-    const hashes = turn.units.length === 0 ? (own?.hashes ?? []) : [...(own?.hashes ?? []), ...turn.units.map((u) => splitNativeUnit(u).hash)];
-    segments.push({ turnId: turn.id, hashes, bytes: (own?.bytes ?? 0) + bytesOf(turn.units), dev: turn.dev });
+    const lead = turn.lead ?? [];
+    const hashes =
+      turn.units.length === 0 && lead.length === 0
+        ? (own?.hashes ?? [])
+        : [...lead.map((u) => splitNativeUnit(u).hash), ...(own?.hashes ?? []), ...turn.units.map((u) => splitNativeUnit(u).hash)];
+    segments.push({ turnId: turn.id, hashes, bytes: (own?.bytes ?? 0) + bytesOf(turn.units) + bytesOf(lead), dev: turn.dev, own: own?.hashes.length ?? 0, lead: lead.length });
   }
   return segments;
 }
@@ -457,7 +507,7 @@ export function chooseNativeSync(p: {
  * ```
  */
 export function planNativeSync(input: NativeSyncInput): NativeSyncPlan {
-  const view = nativeViewUnits(input.view);
+  const { units: view, messages: viewMessages } = viewUnitsAndMessages(input.view);
   const thread = input.thread;
   if (!thread) return freshPlan(view, "noRecord");
   const record = withUnrecordedTurns(thread.record, input, thread.threadId);
@@ -466,7 +516,8 @@ export function planNativeSync(input: NativeSyncInput): NativeSyncPlan {
   const resync = repair !== undefined;
   const segments = segmentsOf(input, record, thread.threadId);
   if (!matchesAt(segments[0]!.hashes, view, 0)) return freshPlan(view, "rotate");
-  const { kept, pos } = keptPrefix(segments, view, repair ?? record.turns.length, input.developerHash);
+  const adopted = adoptedMatch(record, input, view, viewMessages);
+  const { kept, pos } = keptPrefix(segments, view, repair ?? record.turns.length, input.developerHash, adopted);
   const rest = view.slice(pos);
   if (kept === record.turns.length && !resync) return resumePlan(view, record, "match", kept, rest, 0);
   // Carrying: keep every turn, append what the thread lacks; stale = what it holds that the view does not show.
@@ -477,6 +528,17 @@ export function planNativeSync(input: NativeSyncInput): NativeSyncPlan {
     const s = segments[j]!;
     for (const h of s.hashes) held.add(h);
     if (j > kept && s.hashes.some((h) => !inView.has(h))) staleBytes += s.bytes;
+  }
+  if (adopted !== undefined && kept < adopted.segments) {
+    // The adopted turns' blocks: a view message rendered to one of them is held; a block the view lacks is stale.
+    const viewBlocks = new Set<string>();
+    for (let i = 0; i < view.length; i++) {
+      const block = adopted.blockHashes[i];
+      if (block === undefined) continue;
+      viewBlocks.add(block);
+      if (adopted.blocks.has(block)) held.add(view[i]!.hash);
+    }
+    for (const [block, b] of adopted.blocks) if (!viewBlocks.has(block)) staleBytes += b.bytes;
   }
   const reheld = (from: number) => view.slice(from).reduce((sum, u) => sum + (held.has(u.hash) ? u.bytes : 0), 0);
   const choice = chooseNativeSync({
@@ -520,7 +582,10 @@ function withUnrecordedTurns(record: NativeThreadRecord, input: NativeSyncInput,
   const recorded = new Set([...record.turns.map((t) => t.id), ...(record.cut ?? [])]);
   const fresh = extra.filter((id) => !recorded.has(id));
   if (fresh.length === 0) return record;
-  return { ...record, turns: [...record.turns, ...fresh.map((id) => ({ id, units: [] }))] };
+  // The first of them ran with the lead the record was holding for the next turn.
+  const { lead, ...rest } = record;
+  const added = fresh.map((id, i) => (i === 0 && lead !== undefined && lead.length > 0 ? { id, units: [], lead } : { id, units: [] }));
+  return { ...rest, turns: [...record.turns, ...added] };
 }
 
 /**
@@ -536,11 +601,83 @@ function repairLimit(record: NativeThreadRecord): number | "rotate" | undefined 
   return at >= 0 ? at : undefined;
 }
 
+/** An adopted record's segment, ready to match: how many turn segments it spans, its blocks and the view's. */
+interface AdoptedMatch {
+  segments: number;
+  dev: readonly string[];
+  blocks: ReadonlyMap<string, { count: number; bytes: number }>;
+  /** The block hash of each view unit's message (same index as the view's units). */
+  blockHashes: Array<string | undefined>;
+}
+
+function adoptedMatch(record: NativeThreadRecord, input: NativeSyncInput, view: readonly NativeViewUnit[], viewMessages: readonly AgentMessage[]): AdoptedMatch | undefined {
+  if (record.adopted === undefined) return undefined;
+  const at = record.turns.findIndex((t) => t.id === record.adopted!.through);
+  const ledger = input.adoptedLedger;
+  // The adopted turns fell out of the record (or no ledger came with it): nothing of them can be kept.
+  if (at < 0 || ledger === undefined) return { segments: record.turns.length + 1, dev: [], blocks: new Map(), blockHashes: [] };
+  return { segments: at + 1, dev: record.adopted.dev ?? [], blocks: ledger.blocks, blockHashes: view.map((_, i) => ledger.blockHash(viewMessages[i]!)) };
+}
+
+/**
+ * Where the view goes on after the adopted turns (`segments`, 1-based), or undefined when it does not start with them.
+ * Delta sent a turn's blocks with the turn, before its prompt: so each adopted turn's own messages, in turn order, each
+ * after some of the ledger's blocks, every copy of every block once, then what was injected after the last of them,
+ * in order. Which turn carried which block is not recorded: the view's placement of the blocks is taken for the
+ * thread's.
+ */
+function matchAdopted(segments: readonly Segment[], view: readonly NativeViewUnit[], from: number, adopted: AdoptedMatch): number | undefined {
+  const blocks = new Map<string, number>();
+  let left = 0;
+  for (const [block, b] of adopted.blocks) {
+    blocks.set(block, b.count);
+    left += b.count;
+  }
+  let pos = from;
+  const takeBlock = (): boolean => {
+    const block = adopted.blockHashes[pos];
+    const copies = block !== undefined ? (blocks.get(block) ?? 0) : 0;
+    if (copies === 0) return false;
+    blocks.set(block!, copies - 1);
+    left--;
+    pos++;
+    return true;
+  };
+  for (let j = 1; j <= adopted.segments; j++) {
+    const s = segments[j]!;
+    const own = s.hashes.slice(s.lead, s.lead + s.own);
+    while (!matchesAt(own, view, pos)) if (!takeBlock()) return undefined;
+    pos += own.length;
+  }
+  if (left > 0) return undefined;
+  for (let j = 1; j <= adopted.segments; j++) {
+    const s = segments[j]!;
+    const tail = s.hashes.slice(s.lead + s.own);
+    if (!matchesAt(tail, view, pos)) return undefined;
+    pos += tail.length;
+  }
+  return pos;
+}
+
 /** The whole segments (after the preamble, at most `limit`) that are a prefix of the view, and where the view goes on. */
-function keptPrefix(segments: readonly Segment[], view: readonly NativeViewUnit[], limit: number, developerHash: string): { kept: number; pos: number } {
+function keptPrefix(
+  segments: readonly Segment[],
+  view: readonly NativeViewUnit[],
+  limit: number,
+  developerHash: string,
+  adopted?: AdoptedMatch,
+): { kept: number; pos: number } {
   let pos = segments[0]!.hashes.length;
   let kept = 0;
-  for (let j = 1; j <= limit; j++) {
+  if (adopted !== undefined) {
+    // The adopted turns are kept whole or not at all: a cut inside them would leave blocks the record cannot place.
+    const devOk = adopted.dev.every((d) => d.split(":")[0] === developerHash);
+    const at = devOk && limit >= adopted.segments && adopted.segments < segments.length ? matchAdopted(segments, view, pos, adopted) : undefined;
+    if (at === undefined) return { kept: 0, pos };
+    pos = at;
+    kept = adopted.segments;
+  }
+  for (let j = kept + 1; j <= limit; j++) {
     const s = segments[j]!;
     // A turn that carried other developer instructions than this turn's would keep a stale copy in front of the model.
     if (s.dev !== undefined && s.dev.split(":")[0] !== developerHash) break;
@@ -562,15 +699,28 @@ function countsOf(view: readonly NativeViewUnit[], units: readonly NativeViewUni
   };
 }
 
-/** A fresh thread with the whole view injected before its first turn. */
+/**
+ * What goes before a thread's first turn, split: the view's engine-made tail (units of kind `e` after the last
+ * transcript message: a recalled note, a summary at the end) rides with the turn as its lead, so the next turn can cut
+ * it with the turn instead of rotating; the rest is injected.
+ */
+function splitLead(units: readonly NativeViewUnit[]): { inject: NativeViewUnit[]; lead: NativeViewUnit[] } {
+  let end = units.length;
+  while (end > 0 && units[end - 1]!.kind === "e") end--;
+  return { inject: units.slice(0, end), lead: units.slice(end) };
+}
+
+/** A fresh thread with the whole view before its first turn (injected, the engine-made tail as the turn's lead). */
 function freshPlan(view: readonly NativeViewUnit[], reason: NativeSyncReason, staleBytes = 0): NativeSyncPlan {
+  const { inject, lead } = splitLead(view);
   return {
     action: "start",
     reason,
-    items: view.flatMap((u) => u.items),
-    units: view.map((u) => u.unit),
+    items: inject.flatMap((u) => u.items),
+    units: inject.map((u) => u.unit),
+    lead,
     record: { preamble: [], turns: [] },
-    counts: countsOf(view, view, 0, 0, staleBytes),
+    counts: countsOf(view, inject, 0, 0, staleBytes),
     heldDeveloperDeliveries: [],
   };
 }
@@ -592,15 +742,25 @@ function resumePlan(
   if (record.startDev !== undefined) next.startDev = record.startDev;
   if (rentBytes !== undefined && rentBytes > 0) next.rentBytes = rentBytes;
   const deliveries = record.startDev !== undefined ? [record.startDev] : [];
+  // The adopted turns stay only when all of them are kept (a cut among them is never planned).
+  const adoptedKept = record.adopted !== undefined && next.turns.some((t) => t.id === record.adopted!.through);
+  if (adoptedKept) {
+    next.adopted = record.adopted;
+    deliveries.push(...(record.adopted!.dev ?? []));
+  }
   for (const t of next.turns) if (t.dev !== undefined) deliveries.push(t.dev);
   const last = deliveries[deliveries.length - 1];
+  // Nothing kept after the preamble: what is sent lands before the thread's first turn, so its engine-made tail rides
+  // with the turn.
+  const { inject, lead } = next.turns.length === 0 ? splitLead(units) : { inject: units, lead: [] };
   const out: NativeSyncPlan = {
     action: "resume",
     reason,
-    items: units.flatMap((u) => u.items),
-    units: units.map((u) => u.unit),
+    items: inject.flatMap((u) => u.items),
+    units: inject.map((u) => u.unit),
+    lead,
     record: next,
-    counts: countsOf(view, units, keptTurns, record.turns.length - keptTurns, staleBytes),
+    counts: countsOf(view, inject, keptTurns, record.turns.length - keptTurns, staleBytes),
     heldDeveloperDeliveries: deliveries,
   };
   if (keptTurns < record.turns.length) out.revertBeforeTurnId = record.turns[keptTurns]!.id;
@@ -635,8 +795,9 @@ export function recordInjected(record: NativeThreadRecord, units: readonly Nativ
  * ```
  */
 export function recordAcceptedTurn(record: NativeThreadRecord, turnId: string, dev: string | undefined): NativeThreadRecord {
-  const turns = [...record.turns.filter((t) => t.id !== turnId), { id: turnId, units: [], ...(dev !== undefined ? { dev } : {}) }];
-  const { intent: _intent, unknownFrom: _unknown, ...rest } = record;
+  const lead = record.lead !== undefined && record.lead.length > 0 ? { lead: record.lead } : {};
+  const turns = [...record.turns.filter((t) => t.id !== turnId), { id: turnId, units: [], ...(dev !== undefined ? { dev } : {}), ...lead }];
+  const { intent: _intent, unknownFrom: _unknown, lead: _lead, ...rest } = record;
   if (turns.length <= MAX_NATIVE_TURNS) return { ...rest, turns };
   return { ...rest, turns: turns.slice(-MAX_NATIVE_TURNS), unknownFrom: null };
 }

@@ -39,7 +39,9 @@ const nativeUnitSchema = z.string().regex(/^[met][0-9a-f]+:\d+$/, "a native unit
  */
 export const nativeThreadRecordSchema = z.object({
   preamble: z.array(nativeUnitSchema),
-  turns: z.array(z.object({ id: z.string().min(1), units: z.array(nativeUnitSchema), dev: z.string().optional() })),
+  turns: z.array(z.object({ id: z.string().min(1), units: z.array(nativeUnitSchema), dev: z.string().optional(), lead: z.array(nativeUnitSchema).optional() })),
+  /** Units riding with the next turn as its additionalContext (moved to that turn's `lead` once it is accepted). */
+  lead: z.array(nativeUnitSchema).optional(),
   startDev: z.string().optional(),
   unknownFrom: z.string().min(1).nullable().optional(),
   intent: z
@@ -50,6 +52,8 @@ export const nativeThreadRecordSchema = z.object({
     .optional(),
   rentBytes: z.number().nonnegative().optional(),
   cut: z.array(z.string().min(1)).optional(),
+  /** A thread adopted from `delta`/`threadBootstrap` (issue 64): its turns up to `through` also hold the ledger's blocks. */
+  adopted: z.object({ through: z.string().min(1), dev: z.array(z.string()).optional() }).optional(),
 });
 
 export const threadBindingSchema = z.object({

@@ -14,7 +14,7 @@
 import type { Logger } from "pino";
 import type { NativeCompactionRecord, ProjectionOutput, TurnUsage } from "../../machines/turn.contract.js";
 import { errorLabel } from "../log/error-label.js";
-import type { ProjectionFingerprints } from "../projection/index.js";
+import { nativeRecordOf, type ProjectionFingerprints } from "../projection/index.js";
 import type { SessionStore } from "../store/session-store.js";
 import {
   applyBindingUpdate,
@@ -166,8 +166,9 @@ export function createBindingKeeper(deps: {
     },
     async nativeIntent(threadId, intent) {
       if (!binding || binding.threadId !== threadId) return;
-      // A thread adopted from a binding without a record (its turns ran before native mode) holds its turns only.
-      const record: NativeThreadRecord = binding.native ?? { preamble: [], turns: binding.heldTurnIds.map((id) => ({ id, units: [] })) };
+      // A thread adopted from a binding without a record (its turns ran before native mode): the record the sync
+      // planned on (`nativeRecordOf`), so an adopted delta thread keeps its adopted turns' ledger.
+      const record: NativeThreadRecord = nativeRecordOf(binding) ?? { preamble: [], turns: binding.heldTurnIds.map((id) => ({ id, units: [] })) };
       binding = { ...binding, native: { ...record, intent } };
       await persistNative();
     },

@@ -13,6 +13,7 @@ import {
   outgrowsCheck,
   rawLargestInfo,
   recallLowerBound,
+  recallRevertBound,
   requestContentBytes,
 } from "../../bench/growth.js";
 import { OFFLINE_BASE_INSTRUCTIONS } from "../../src/codex/config.js";
@@ -157,7 +158,7 @@ describe("native-mode targets (issue 64)", () => {
   it("pass and fail on the figures, and count developer-role transcript text over all native runs", async () => {
     const { nativeShapeChecks } = await import("../../bench/growth.js");
     const run = (over: Record<string, unknown>) =>
-      ({ mode: "native", turns: 40, threads: 1, cumulativeTotal: 1_000, effectiveCost: 100, requestsCarryingTwice: 0, noteBytes: 0, lastRequestStaleNotes: 0, developerTranscriptRequests: 0, projectionReasons: {}, ...over }) as never;
+      ({ mode: "native", turns: 40, threads: 1, cumulativeTotal: 1_000, effectiveCost: 100, requestsCarryingTwice: 0, noteBytes: 0, lastRequestStaleNotes: 0, developerTranscriptRequests: 0, projectionReasons: {}, noteBytesPerTurn: [], cachedBytes: [], turnStartBytes: [], ...over }) as never;
     const floor = run({ mode: "floor" });
     const pass = nativeShapeChecks([run({ shape: "rebuilding", cumulativeTotal: 1_010 }), run({ shape: "summarizing", effectiveCost: 80 }), run({ shape: "recall", effectiveCost: 105, noteBytes: 0 })], floor);
     expect(pass.map((c) => c.pass)).toEqual([true, true, true, true]);
@@ -166,8 +167,34 @@ describe("native-mode targets (issue 64)", () => {
       floor,
     );
     expect(fail.map((c) => c.pass)).toEqual([false, false, false, false]);
-    // Runs in other modes are not native mode's targets.
+    // Runs in other modes are not native mode's targets; the new auto's are checked alike.
     expect(nativeShapeChecks([run({ shape: "summarizing", mode: "delta", effectiveCost: 200 })], floor)).toEqual([]);
+    const auto = nativeShapeChecks([run({ shape: "summarizing", mode: "auto", effectiveCost: 81 }), run({ shape: "recallItem", mode: "auto", effectiveCost: 105 })], floor, "auto");
+    expect(auto.map((c) => [c.name.split(":")[0], c.pass])).toEqual([
+      ["summarizing engine (auto)", false],
+      ["recallItem engine (auto)", true],
+      ["auto", true],
+    ]);
+  });
+});
+
+describe("recallRevertBound (the least one Codex thread can pay for a per-turn note, carrying and reverting)", () => {
+  it("carries while a cut would re-send more than the carried notes cost, cuts when the notes are dearer", () => {
+    expect(recallRevertBound({ floorEffectiveCost: 1000, cachedBytes: [0, 900], turnStartBytes: [800, 850], noteBytes: [10, 10], ratio: 0.1 })).toEqual({ cost: 1021, ideal: 1020, cuts: 0 });
+    // Notes of 1,000 B against turns of 10 B: cutting the previous turn at every request (0.9 x 10) beats carrying.
+    const b = recallRevertBound({ floorEffectiveCost: 100, cachedBytes: [0, 110, 120, 130], turnStartBytes: [100, 110, 120, 130], noteBytes: [1000, 1000, 1000, 1000], ratio: 0.1 });
+    expect(b.cuts).toBe(3);
+    expect(b.cost).toBe(Math.round(100 + 4000 + 3 * 0.9 * 10));
+  });
+
+  it("is never above carrying every note nor below the ideal", () => {
+    const cached = Array.from({ length: 40 }, (_, k) => (k === 0 ? 0 : 2000 + 700 * k));
+    const starts = Array.from({ length: 40 }, (_, k) => 2000 + 700 * k - 300);
+    const notes = Array.from({ length: 40 }, () => 180);
+    const b = recallRevertBound({ floorEffectiveCost: 100_000, cachedBytes: cached, turnStartBytes: starts, noteBytes: notes, ratio: 0.1 });
+    const carryAll = 100_000 + notes.reduce((a, n, k) => a + n + 0.1 * 180 * k, 0);
+    expect(b.cost).toBeLessThanOrEqual(Math.round(carryAll));
+    expect(b.cost).toBeGreaterThanOrEqual(b.ideal);
   });
 });
 

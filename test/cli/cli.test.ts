@@ -125,10 +125,14 @@ describe("codex-turn CLI", () => {
     expect(first.code).toBe(0);
     const second = await cli(["run", "second prompt", "--session", session, "--offline", "--json", "--offline-requests", requests]);
     expect(second.code).toBe(0);
-    const [a, b] = [first, second].map((r) => JSON.parse(r.stdout) as { threadId: string; warnings: string[]; projection: { reason: string; entriesSent: number } });
+    const [a, b] = [first, second].map(
+      (r) => JSON.parse(r.stdout) as { threadId: string; warnings: string[]; projection: { reason: string; entriesSent: number; native?: { injectedItems: number } } },
+    );
     expect(b!.threadId).not.toBe(a!.threadId);
     expect(b!.warnings).toContain("the bound Codex thread could not be resumed; re-projected for a fresh thread");
-    expect(b!.projection).toMatchObject({ reason: "noBinding:resumeFailed", entriesSent: 1 });
+    // auto is the native sync: the fresh thread gets the engine's view injected as native items, not as entries.
+    expect(b!.projection).toMatchObject({ mode: "native", reason: "noBinding:resumeFailed", entriesSent: 0 });
+    expect(b!.projection.native?.injectedItems).toBeGreaterThan(0);
     // What the model got in the second run carries the first run's prompt, through the projection.
     expect(await readFile(requests, "utf8")).toContain("FIRST-RUN-PROMPT");
   }, 120_000);

@@ -1,6 +1,7 @@
 /**
  * What a model request held, against what a native-mode engine view says it should hold: one line per input item after
- * Codex's own framing (`role: text`, `ref: <block>` for labelled reference data, `call:` / `output:` for tool pairs).
+ * Codex's own framing (`role: text`, `ref: <block>` for labelled reference data, whether a user-role item or a turn's
+ * lead context entry, `call:` / `output:` for tool pairs).
  */
 import type { AgentMessage } from "../../src/context-engine/types.js";
 import { NATIVE_REFERENCE_LABEL } from "../../src/projection/native.js";
@@ -25,7 +26,12 @@ export function isFraming(item: Record<string, unknown>): boolean {
 /** One request item as a line: `role: text`, `ref: <block>` for labelled reference data, `call:`/`output:` for tools. */
 function itemLine(i: Record<string, unknown>): string {
   if (i.type === "function_call") return `call: ${String(i.name)}`;
-  if (i.type === "function_call_output") return `output: ${typeof i.output === "string" ? i.output : textOfContent(i.output)}`;
+  if (i.type === "function_call_output") {
+    const output = typeof i.output === "string" ? i.output : textOfContent(i.output);
+    // Reference data that rode with a turn as its lead (an untrusted context entry) reads as the same `ref:` line.
+    if (output.startsWith(`${NATIVE_REFERENCE_LABEL}\n\n`)) return `ref: ${output.slice(NATIVE_REFERENCE_LABEL.length + 2)}`;
+    return `output: ${output}`;
+  }
   const text = textOfContent(i.content);
   if (i.role === "user" && text.startsWith(`${NATIVE_REFERENCE_LABEL}\n\n`)) return `ref: ${text.slice(NATIVE_REFERENCE_LABEL.length + 2)}`;
   return `${String(i.role ?? i.type)}: ${text}`;

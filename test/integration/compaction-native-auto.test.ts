@@ -1,6 +1,6 @@
 /**
  * Codex's own auto-compaction inside a turn (real app-server, small `model_auto_compact_token_limit`): it is
- * reported as a native compaction with the hooks, never as an engine compaction, and the next turn re-sends the
+ * reported as a native compaction with the hooks, never as an engine compaction, and the next `delta` turn re-sends the
  * context the compaction dropped (the binding's held turns and ledger were cleared, P3).
  */
 import { mkdtemp, rm } from "node:fs/promises";
@@ -47,6 +47,9 @@ describe("in-turn native auto-compaction through runCodexTurn", () => {
       sessionFile,
       prompt,
       contextEngine: engine,
+      // delta's handling (held turns and ledger cleared, the dropped context re-sent as entries); the native sync's
+      // (auto's) is tested in native-projection.test.ts.
+      projection: { mode: "delta" },
       contextTokenBudget: 16_000,
       dynamicTools: [
         {
@@ -159,6 +162,9 @@ describe("in-turn native auto-compaction through runCodexTurn", () => {
       sessionFile,
       prompt,
       contextEngine: engine,
+      // delta's handling (held turns and ledger cleared, the dropped context re-sent as entries); the native sync's
+      // (auto's) is tested in native-projection.test.ts.
+      projection: { mode: "delta" },
       contextTokenBudget: 16_000,
       hooks: {
         beforeCompaction: (e) => void hookEvents.push(`before:${e.ownsCompaction}`),

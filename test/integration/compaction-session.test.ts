@@ -33,10 +33,17 @@ afterAll(async () => {
 });
 
 /**
+ * The projection these tests run under: `delta`'s binding (ledger, held turns) is what a native round clears. Under
+ * the native sync (`auto`) the next turn instead cuts before the compacted turn (docs/projection.md, "Limits designed
+ * around"); that path is tested in native-projection.test.ts.
+ */
+const DELTA = { mode: "delta" as const };
+
+/**
  * A fresh session that ran `turns` turns (each answered by the fake), so it is bound to a Codex thread. It starts
  * with one exchange from an earlier harness (another thread), so the first turn bootstraps its thread with context.
  */
-async function boundSession(engine: ContextEngine, turns = 2) {
+async function boundSession(engine: ContextEngine, turns = 2, projection: { mode: "delta" | "threadBootstrap" } = DELTA) {
   const sessionId = `cs-${++counter}`;
   const sessionFile = path.join(dir, `${sessionId}.jsonl`);
   await mirrorTurnToTranscript({
@@ -58,6 +65,7 @@ async function boundSession(engine: ContextEngine, turns = 2) {
       prompt: `prompt ${i} of ${sessionId}`,
       contextEngine: engine,
       contextTokenBudget: 16_000,
+      projection,
     });
     expect(r.status).toBe("completed");
   }
@@ -77,7 +85,7 @@ describe("compactCodexSession against the real codex app-server", () => {
   it("engine-owned with native success: engine result primary, native round in details, ledger and held turns cleared", async () => {
     const engine = createWindowEngine({ ownsCompaction: true, threadBootstrap: true });
     const compact = spyCompact(engine);
-    const { sessionId, sessionFile, binding } = await boundSession(engine);
+    const { sessionId, sessionFile, binding } = await boundSession(engine, 2, { mode: "threadBootstrap" });
     // The bootstrap turn injected context and the thread holds the last turn: there is something to clear.
     expect(binding.ledger.length).toBeGreaterThan(0);
     expect(binding.heldTurnIds.length).toBeGreaterThan(0);
@@ -159,6 +167,7 @@ describe("compactCodexSession against the real codex app-server", () => {
       prompt: "after the compaction",
       contextEngine: engine,
       contextTokenBudget: 16_000,
+      projection: DELTA,
     });
     expect(r.status).toBe("completed");
     expect(r.threadId).toBe(binding.threadId);
@@ -180,7 +189,7 @@ describe("compactCodexSession against the real codex app-server", () => {
       try {
         for (const i of [0, 1]) {
           env.fake.enqueue({ text: `answer ${i} of ${sessionId}` });
-          const r = await runCodexTurn({ appServer: first.codex, sessionId, sessionFile, prompt: `prompt ${i} of ${sessionId}`, contextEngine: engine, contextTokenBudget: 16_000 });
+          const r = await runCodexTurn({ appServer: first.codex, sessionId, sessionFile, prompt: `prompt ${i} of ${sessionId}`, contextEngine: engine, contextTokenBudget: 16_000, projection: DELTA });
           expect(r.status).toBe("completed");
         }
         threadId = (await readThreadBinding(sessionFile))!.threadId;
@@ -202,7 +211,7 @@ describe("compactCodexSession against the real codex app-server", () => {
 
         // The next turn resumes it with the host's settings; Codex replays the summary instead of the old turns.
         env.fake.enqueue({ text: "after compaction" });
-        const r = await runCodexTurn({ appServer: second.codex, sessionId, sessionFile, prompt: "after the compaction", contextEngine: engine, contextTokenBudget: 16_000 });
+        const r = await runCodexTurn({ appServer: second.codex, sessionId, sessionFile, prompt: "after the compaction", contextEngine: engine, contextTokenBudget: 16_000, projection: DELTA });
         expect(r.status).toBe("completed");
         expect(r.threadId).toBe(threadId);
         const last = env.fake.requests[env.fake.requests.length - 1]!;

@@ -2,14 +2,16 @@
  * Native projection (`projection.mode: "native"`) against the real app-server and the fake model: the engine's view
  * becomes the Codex thread (thread/revert + thread/inject_items), so the model input of every turn is exactly the
  * view plus the prompt, whatever the engine drops; a cut keeps the thread's prompt_cache_key and its prefix; a sync
- * cut short at any step is repaired by the next attempt; a native compaction is followed by a re-sync.
+ * cut short at any step is repaired by the next attempt; a native compaction is followed by a re-sync; `auto` adopts a
+ * thread the old auto (delta) made.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCodexTurn, type CodexTurnResult } from "../../src/turn.js";
 import type { AgentMessage, ContextEngine } from "../../src/context-engine/types.js";
 import { startOfflineCodex, type OfflineCodex, type RecordedRequest } from "../../src/testing/index.js";
 import { setTranscriptFaultHook, type FaultPointName } from "../../src/transcript/fault.js";
-import { readThreadBinding } from "../../src/transcript/binding.js";
+import { readThreadBinding, writeThreadBinding } from "../../src/transcript/binding.js";
+import { fingerprintPolicy } from "../../src/projection/index.js";
 import { conversation, expected, isFraming } from "../helpers/native-input.js";
 import { disposeChecked, requestThreadId, tempSessions, turnParams } from "../helpers/turn-env.js";
 
@@ -68,14 +70,14 @@ async function turn(
 }
 
 describe("native projection: the view becomes the thread", () => {
-  it("an engine whose view shrinks (first message + last two) gets exactly that view plus the prompt, every turn", async () => {
-    const file = sessions.file("shrink");
+  it.each(["native", "auto"] as const)("%s: an engine whose view shrinks (first message + last two) gets exactly that view plus the prompt, every turn", async (mode) => {
+    const file = sessions.file(`shrink-${mode}`);
     const engine = viewEngine("first-last-two", firstAndLastTwo);
     const threads = new Set<string>();
     const decisions: string[] = [];
     for (let i = 1; i <= 6; i++) {
       const prompt = `question-${i}-nx`;
-      const { result, request } = await turn(file, prompt, engine);
+      const { result, request } = await turn(file, prompt, engine, { projection: { mode } });
       expect(conversation(request)).toEqual(expected(engine.last, prompt));
       threads.add(requestThreadId(request));
       decisions.push(result.projection?.native?.decision ?? "");
@@ -87,6 +89,35 @@ describe("native projection: the view becomes the thread", () => {
     // the view's front changes every turn, so each turn needs a fresh thread.
     expect(decisions.slice(0, 3)).toEqual(["", "match", "revert"]);
     expect(threads.size).toBe(4);
+  }, 120_000);
+
+  it("auto adopts a thread the old auto (delta) made: same thread and prompt_cache_key, the earlier request a byte-identical prefix", async () => {
+    const file = sessions.file("adopt");
+    // Engine-made text first (delta sends it as a context entry in turn 1: the binding's ledger), then the history.
+    const engine = viewEngine("noted", (messages) => [{ role: "custom", customType: "note", content: "Adopted note: keep answers short." }, ...messages]);
+    const requests: RecordedRequest[] = [];
+    for (let i = 1; i <= 2; i++) requests.push((await turn(file, `adopt-q${i}`, engine, { projection: { mode: "delta" } })).request);
+    const made = await readThreadBinding(file);
+    expect(made?.ledger.length).toBe(1);
+    expect(made?.native).toBeUndefined();
+    // What the old auto wrote: the same binding under mode "auto" (its policy fingerprint).
+    const auto = fingerprintPolicy({ mode: "auto", divergenceTokens: undefined, partCapChars: undefined, totalCapChars: undefined });
+    await writeThreadBinding(file, { ...made!, policyFingerprint: auto });
+    const three = await turn(file, "adopt-q3", engine, { projection: { mode: "auto" } });
+    expect(three.result.projection).toMatchObject({ mode: "native", reason: "match", native: { reverted: false, rotated: false, injectedItems: 0 } });
+    expect(requestThreadId(three.request)).toBe(requestThreadId(requests[1]!));
+    expect(three.request.body?.prompt_cache_key).toBe(requests[1]!.body?.prompt_cache_key);
+    const input = (r: RecordedRequest) => (r.body?.input ?? []) as unknown[];
+    expect(JSON.stringify(input(three.request).slice(0, input(requests[1]!).length))).toBe(JSON.stringify(input(requests[1]!)));
+    expect(conversation(three.request)).toEqual(expected(engine.last, "adopt-q3"));
+    expect((await readThreadBinding(file))?.native?.adopted?.through).toBe(made!.heldTurnIds.at(-1));
+    // The engine drops its note: the adopted turns no longer match, so the thread is cut before its first turn (the
+    // same thread) and the model again sees exactly the view.
+    const dropping = viewEngine("noted", (messages) => messages);
+    const four = await turn(file, "adopt-q4", dropping, { projection: { mode: "auto" } });
+    expect(four.result.projection).toMatchObject({ mode: "native", reason: "revert", native: { reverted: true, rotated: false } });
+    expect(requestThreadId(four.request)).toBe(requestThreadId(requests[1]!));
+    expect(conversation(four.request)).toEqual(expected(dropping.last, "adopt-q4"));
   }, 120_000);
 
   it("an engine compaction the thread takes in place keeps the prompt_cache_key; tools, preamble and kept prefix are byte-identical", async () => {

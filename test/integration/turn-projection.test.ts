@@ -112,9 +112,9 @@ function expectPromptOnce(obs: TurnObservation[]): void {
 }
 
 describe("projection over 20-turn sessions", () => {
-  it("auto (per-turn engine => delta): one thread, context injected only when the engine's view changed", async () => {
+  it("delta (the auto of before): one thread, context injected only when the engine's view changed", async () => {
     const engine = memoryEngine(createWindowEngine({ tokenBudget: 100_000 }));
-    const obs = await runSession(sessions.file(), engine, { projection: { mode: "auto" }, contextTokenBudget: 100_000 });
+    const obs = await runSession(sessions.file(), engine, { projection: { mode: "delta" }, contextTokenBudget: 100_000 });
     expectPromptOnce(obs);
     expect(new Set(obs.map((o) => o.threadId)).size).toBe(1);
     obs.forEach((o, i) => {
@@ -131,6 +131,28 @@ describe("projection over 20-turn sessions", () => {
     // Nothing held is re-sent: no history text inside injected context.
     const last = obs[TURNS - 1]!.request;
     for (const tag of contextTags(last)) expect(tag.startsWith("openclawcontext000")).toBe(true);
+  });
+
+  it("auto (the native sync): the model sees the current memory note only, once, never a superseded one", async () => {
+    const engine = memoryEngine(createWindowEngine({ tokenBudget: 100_000 }));
+    const obs = await runSession(sessions.file(), engine, { projection: { mode: "auto" }, contextTokenBudget: 100_000 });
+    expectPromptOnce(obs);
+    const threads = obs.map((o) => o.threadId);
+    obs.forEach((o, i) => {
+      expect(o.result.projection?.mode).toBe("native");
+      const all = JSON.stringify(o.request.body?.input ?? []);
+      const version = Math.floor(i / 5);
+      expect(all.split(`ENGINE-MEMORY-v${version}`).length - 1, `turn ${i} current note`).toBe(1);
+      for (let v = 0; v < version; v++) expect(all, `turn ${i} superseded note v${v}`).not.toContain(`ENGINE-MEMORY-v${v}"`);
+      expect(inputMessageTexts(o.request.body, "developer").join("\n")).not.toContain("ENGINE-MEMORY");
+      // Between note changes the thread already holds the view: nothing is cut or sent but the prompt.
+      if (i % 5 !== 0) expect(o.result.projection?.reason, `turn ${i}`).toBe("match");
+    });
+    // Turn 0's note rode with turn 0 (it could be cut with it at turn 5, on the same thread); the note at the front of
+    // the view then sits before the thread's first turn, where nothing can be reverted, so each later change rotates.
+    expect(obs[5]!.result.projection?.reason).toBe("revert");
+    expect(threads[5]).toBe(threads[0]);
+    expect(new Set(threads).size).toBe(3);
   });
 
   it("delta with a small budget: the window steps, the rotation policy moves to a new thread that gets the view again", async () => {
@@ -222,7 +244,7 @@ describe("trust split and developer instructions", () => {
    * earlier prompt or the tool output.
    */
   it.each([
-    ["auto (delta)", { mode: "auto" }, true],
+    ["auto (native)", { mode: "auto" }, true],
     ["delta", { mode: "delta" }, true],
     ["threadBootstrap", { mode: "threadBootstrap" }, true],
     ["prompt", { mode: "prompt" }, true],
@@ -252,7 +274,11 @@ describe("trust split and developer instructions", () => {
       expect(developer).not.toContain(TOOL_OUTPUT);
       for (let i = 0; i < 4; i++) expect(developer, `prompt ${i} in a developer item`).not.toContain(markerOf(i));
       sawToolOutput ||= JSON.stringify(req.body).includes(TOOL_OUTPUT);
-      sawEarlierPromptAsContext ||= contextText(req).includes(markerOf(0)) || (projection.mode === "prompt" && inputMessageTexts(req.body, "user").some((t) => t.includes(PROMPT_HEADER) && t.includes(markerOf(0))));
+      sawEarlierPromptAsContext ||=
+        contextText(req).includes(markerOf(0)) ||
+        (projection.mode === "prompt" && inputMessageTexts(req.body, "user").some((t) => t.includes(PROMPT_HEADER) && t.includes(markerOf(0)))) ||
+        // The native sync injects the view into the fresh thread as native user/assistant items.
+        (projection.mode === "auto" && req.turnMetadata?.history_initialization === "new" && inputMessageTexts(req.body, "user").some((t) => t.includes(markerOf(0))));
     }
     // The checks above looked at real content: the tool output reached the model, and (with an engine) earlier
     // prompts travelled as quoted context on the fresh thread.
@@ -293,9 +319,12 @@ describe("trust split and developer instructions", () => {
       expect(latest, `turn ${turn}`).toContain(hookText(turn));
       expect(developer.join("\n"), `turn ${turn}`).not.toContain("BASE-DEV");
     });
-    // Exactly one update per change: turn 2 and turn 5 each add one developer item.
+    // One update per change (turns 2 and 5), and under auto (the native sync) the superseded copy is cut with its
+    // turn: at turn 5 the thread is reverted before turn 2 and holds the current copy only.
     const updates = (o: (typeof obs)[number]) => inputMessageTexts(o.request.body, "developer").filter((t) => t.includes("<openclaw.developer.")).length;
-    expect(obs.map(updates)).toEqual([0, 1, 1, 1, 2, 2]);
+    expect(obs.map(updates)).toEqual([0, 1, 1, 1, 1, 1]);
+    expect(obs.map((o) => (o.projection as { reason?: string }).reason)).toEqual(["nothingAssembled", "match", "match", "match", "revert", "match"]);
+    for (const o of obs.slice(4)) expect(inputMessageTexts(o.request.body, "developer").join("\n")).not.toContain("HOOK-DEV-B");
   });
 
   it("a hook that prepends the same large system context every turn keeps one thread and sends it once (lossless-claw's shape)", async () => {

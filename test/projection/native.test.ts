@@ -16,6 +16,7 @@ import {
   type NativeSyncInput,
   type NativeThreadRecord,
 } from "../../src/projection/native.js";
+import { projectAssembledContext } from "../../src/projection/index.js";
 import { applyBindingUpdate, markNativeCompaction, readThreadBinding, threadBindingSchema, writeThreadBinding } from "../../src/transcript/binding.js";
 import { tempSessions } from "../helpers/turn-env.js";
 
@@ -77,7 +78,8 @@ describe("view messages as Responses items", () => {
       { type: "message", role: "user", content: [{ type: "input_text", text: "see" }, { type: "input_image", image_url: "data:image/png;base64,iVBORw0KGgo=" }] },
     ]);
     const rebuilt = { content: [{ type: "text", text: "see" }, { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" }], role: "user" } as AgentMessage;
-    expect(JSON.stringify(nativeViewUnits([rebuilt]))).toBe(JSON.stringify(nativeViewUnits([withImage])));
+    const sent = (view: AgentMessage[]) => JSON.stringify(nativeViewUnits(view).map(({ message: _message, ...unit }) => unit));
+    expect(sent([rebuilt])).toBe(sent([withImage]));
   });
 });
 
@@ -245,5 +247,122 @@ describe("the native record in the binding", () => {
     expect(markNativeCompaction({ ...next, native: { preamble: [], turns: [] } }, "t").native?.unknownFrom).toBeNull();
     // A fresh thread forgets the old one's record.
     expect(applyBindingUpdate(next, { threadId: "t2", turnId: "turn-9", update: { reset: true, ledgerAdd: [] }, ...fp }).native).toBeUndefined();
+  });
+});
+
+describe("auto adopts a thread made by delta (the auto of before) instead of rotating it", () => {
+  const fingerprints = { dynamicTools: "d", engineId: "e", policy: "p" };
+  const fp = { dynamicToolsFingerprint: "d", engineId: "e", policyFingerprint: "p" };
+  const older = [user("o1"), assistant("oA")];
+
+  /**
+   * Two turns under `delta` on one thread: turn 1 gets the older history as context entries (the ledger), turn 2
+   * resumes it. Returns the binding and the transcript as the next turn reads them.
+   */
+  function deltaSession(addition?: (turn: number) => string) {
+    const history: AgentMessage[] = [];
+    const origins: Array<{ threadId: string; turnId: string } | null> = [];
+    let binding: ReturnType<typeof applyBindingUpdate> | undefined;
+    for (let turn = 1; turn <= 2; turn++) {
+      const prompt = `q${turn}`;
+      const out = projectAssembledContext({
+        mode: "delta",
+        prompt,
+        history: [...history],
+        origins: [...origins],
+        assembled: { messages: [...older, ...history, user(prompt)], estimatedTokens: 1, ...(addition ? { systemPromptAddition: addition(turn) } : {}) },
+        fingerprints,
+        ...(binding ? { binding } : {}),
+      });
+      expect(out.mode).toBe("delta");
+      binding = applyBindingUpdate(binding, { threadId: "t", turnId: `turn-${turn}`, update: out.bindingUpdate, ...fp, projectionMode: out.mode });
+      history.push(user(prompt), assistant(`a${turn}`));
+      origins.push({ threadId: "t", turnId: `turn-${turn}` }, { threadId: "t", turnId: `turn-${turn}` });
+    }
+    expect(binding!.ledger).toHaveLength(2);
+    return { history, origins, binding: binding! };
+  }
+
+  const autoTurn = (s: ReturnType<typeof deltaSession>, view: AgentMessage[], extra: { systemPromptAddition?: string } = {}) =>
+    projectAssembledContext({ mode: "auto", prompt: "q3", history: s.history, origins: s.origins, assembled: { messages: [...view, user("q3")], estimatedTokens: 1, ...extra }, fingerprints, binding: s.binding });
+
+  it("a view that starts with what the thread holds keeps it whole: nothing cut, nothing sent again, only the new part injected", () => {
+    const s = deltaSession();
+    const out = autoTurn(s, [...older, ...s.history, summary("new note")]);
+    expect(out).toMatchObject({ mode: "native", reason: "match", thread: { action: "resume", threadId: "t" }, entriesSent: 0 });
+    expect(out.nativeSync?.revertBeforeTurnId).toBeUndefined();
+    expect(texts(out.nativeSync!.items)).toEqual([`user:${NATIVE_REFERENCE_LABEL}\n\n[compactionSummary]\nnew note`]);
+    const update = out.bindingUpdate as { native: NativeThreadRecord };
+    expect(update.native.adopted).toEqual({ through: "turn-2", dev: [] });
+    // Later turns go on from the adopted thread: a view that keeps the note matches; the note, injected after the
+    // last adopted turn, can only go with that turn, so a view that drops it cuts before the first turn.
+    const next = applyBindingUpdate(s.binding, { threadId: "t", turnId: "turn-3", update: out.bindingUpdate, ...fp, projectionMode: "native" });
+    const history = [...s.history, user("q3"), assistant("a3")];
+    const origins = [...s.origins, { threadId: "t", turnId: "turn-3" }, { threadId: "t", turnId: "turn-3" }];
+    const turn4 = (view: AgentMessage[]) =>
+      projectAssembledContext({ mode: "auto", prompt: "q4", history, origins, assembled: { messages: [...view, user("q4")], estimatedTokens: 1 }, fingerprints, binding: next });
+    const kept = turn4([...older, ...s.history, summary("new note"), user("q3"), assistant("a3")]);
+    expect(kept).toMatchObject({ reason: "match", thread: { action: "resume", threadId: "t" } });
+    expect(kept.nativeSync?.items).toEqual([]);
+    expect((kept.bindingUpdate as { native: NativeThreadRecord }).native.adopted?.through).toBe("turn-2");
+    const dropped = turn4([...older, ...history]);
+    expect(dropped).toMatchObject({ reason: "revert", thread: { action: "resume", threadId: "t" } });
+    expect(dropped.nativeSync?.revertBeforeTurnId).toBe("turn-1");
+    expect(texts(dropped.nativeSync!.items)).toEqual(["user:o1", "assistant:oA", "user:q1", "assistant:a1", "user:q2", "assistant:a2", "user:q3", "assistant:a3"]);
+  });
+
+  it("a view that drops part of it cuts before the thread's first turn (same thread and cache key) and injects the view", () => {
+    const s = deltaSession();
+    const out = autoTurn(s, [summary("o1 and oA, folded"), ...s.history]);
+    expect(out).toMatchObject({ mode: "native", reason: "revert", thread: { action: "resume", threadId: "t" } });
+    expect(out.nativeSync?.revertBeforeTurnId).toBe("turn-1");
+    expect(texts(out.nativeSync!.items)).toEqual([`user:${NATIVE_REFERENCE_LABEL}\n\n[compactionSummary]\no1 and oA, folded`, "user:q1", "assistant:a1", "user:q2", "assistant:a2"]);
+    expect((out.bindingUpdate as { native: NativeThreadRecord }).native.adopted).toBeUndefined();
+    // The same view in another order than the thread's turns is no prefix either.
+    expect(autoTurn(s, [...s.history, ...older]).nativeSync?.revertBeforeTurnId).toBe("turn-1");
+  });
+
+  it("a stale developer copy among the adopted turns cuts them; a thread after a native compaction is not adopted", () => {
+    const s = deltaSession((turn) => `note ${turn}`);
+    expect(s.binding.developerDeliveries).toHaveLength(2);
+    const out = autoTurn(s, [...older, ...s.history], { systemPromptAddition: "note 3" });
+    expect(out).toMatchObject({ reason: "revert", thread: { action: "resume" } });
+    expect(out.nativeSync?.revertBeforeTurnId).toBe("turn-1");
+    // The copy that was current on the thread keeps it whole.
+    expect(autoTurn(s, [...older, ...s.history], { systemPromptAddition: "note 2" })).toMatchObject({ reason: "match" });
+    const compacted = { ...s, binding: markNativeCompaction(s.binding, "t") };
+    expect(autoTurn(compacted, [...older, ...s.history])).toMatchObject({ mode: "native", reason: "noRecord", thread: { action: "start" } });
+  });
+});
+
+describe("the view's engine-made tail before a thread's first turn rides with the turn", () => {
+  const note = (n: number): AgentMessage => ({ role: "custom", customType: "recall", content: `note ${n}` });
+  const fingerprints = { dynamicTools: "d", engineId: "e", policy: "p" };
+  const fp = { dynamicToolsFingerprint: "d", engineId: "e", policyFingerprint: "p", projectionMode: "native" };
+
+  it("goes as the turn's additionalContext, is recorded as the turn's lead, and is cut with the turn next time (no rotation)", () => {
+    const first = projectAssembledContext({ mode: "auto", prompt: "q1", history: [], origins: [], assembled: { messages: [note(1)], estimatedTokens: 1 }, fingerprints });
+    expect(first).toMatchObject({ mode: "native", thread: { action: "start" }, entriesSent: 1 });
+    expect(first.nativeSync?.items).toEqual([]);
+    const entries = Object.entries(first.additionalContext ?? {});
+    expect(entries.map(([key, e]) => [key.startsWith("openclaw.context."), e.kind, e.value.endsWith("[custom]\nnote 1")])).toEqual([[true, "untrusted", true]]);
+    const bound = applyBindingUpdate(undefined, { threadId: "t", turnId: "turn-1", update: first.bindingUpdate, ...fp });
+    expect(bound.native?.turns).toEqual([{ id: "turn-1", units: [], lead: [expect.stringMatching(/^e/)] }]);
+    expect(bound.native?.lead).toBeUndefined();
+    // Turn 2: the note changed. The old one went with turn 1, so cutting turn 1 drops it: same thread, no rotation.
+    const history = [user("q1"), assistant("a1")];
+    const origins = [{ threadId: "t", turnId: "turn-1" }, { threadId: "t", turnId: "turn-1" }];
+    const second = projectAssembledContext({ mode: "auto", prompt: "q2", history, origins, assembled: { messages: [...history, note(2)], estimatedTokens: 1 }, fingerprints, binding: bound });
+    expect(second).toMatchObject({ reason: "revert", thread: { action: "resume", threadId: "t" } });
+    expect(second.nativeSync?.revertBeforeTurnId).toBe("turn-1");
+    expect(texts(second.nativeSync!.items)).toEqual(["user:q1", "assistant:a1"]);
+    expect(Object.values(second.additionalContext ?? {}).map((e) => e.value.endsWith("[custom]\nnote 2"))).toEqual([true]);
+    // The same view again matches the thread (lead, then the turn's own messages).
+    const again = applyBindingUpdate(bound, { threadId: "t", turnId: "turn-2", update: second.bindingUpdate, ...fp });
+    const h2 = [...history, user("q2"), assistant("a2")];
+    const o2 = [...origins, { threadId: "t", turnId: "turn-2" }, { threadId: "t", turnId: "turn-2" }];
+    const third = projectAssembledContext({ mode: "auto", prompt: "q3", history: h2, origins: o2, assembled: { messages: [...history, note(2), user("q2"), assistant("a2")], estimatedTokens: 1 }, fingerprints, binding: again });
+    expect(third).toMatchObject({ reason: "match", entriesSent: 0 });
+    expect(third.nativeSync?.items).toEqual([]);
   });
 });

@@ -13,6 +13,7 @@ import {
   ledgerUnitTokens,
   MAX_ENTRY_CHARS,
   projectAssembledContext,
+  usesNativeSync,
   projectionEpoch,
   QUOTED_DATA_LABEL,
   renderMessageBlock,
@@ -41,7 +42,7 @@ function binding(overrides: Partial<ThreadBinding> = {}): ThreadBinding {
 }
 
 function params(overrides: Partial<ProjectAssembledContextParams>): ProjectAssembledContextParams {
-  return { mode: "auto", prompt: PROMPT, history: [], origins: [], fingerprints, ...overrides };
+  return { mode: "delta", prompt: PROMPT, history: [], origins: [], fingerprints, ...overrides };
 }
 
 const assembledOf = (messages: AgentMessage[], extra: Partial<AssembleOutput> = {}): AssembleOutput => ({ messages, estimatedTokens: 5, ...extra });
@@ -350,7 +351,7 @@ describe("mode threadBootstrap", () => {
   const withEpoch = (epoch: string, messages = view) => assembledOf(messages, { contextProjection: { mode: "thread_bootstrap", epoch } });
 
   it("bootstraps a fresh thread, resumes within an epoch sending only the prompt, and rotates when it changes", () => {
-    const fresh = projectAssembledContext(params({ assembled: withEpoch("e1") }));
+    const fresh = projectAssembledContext(params({ mode: "threadBootstrap", assembled: withEpoch("e1") }));
     expect(fresh).toMatchObject({ mode: "threadBootstrap", reason: "noBinding", thread: { action: "start" }, promptText: PROMPT });
     expect(values(fresh)).toEqual(["[user]\nu1\n\n[assistant]\na1"]);
     expect(update(fresh)).toMatchObject({ reset: true, projectionEpoch: "e1" });
@@ -359,17 +360,17 @@ describe("mode threadBootstrap", () => {
     // Same epoch: the turn's own messages are now held natively; the bootstrap blocks are in the ledger.
     const history = [...view, user(PROMPT), assistant("answer")];
     const origins: HistoryOutput["origins"] = [null, null, { threadId: "thread-A", turnId: "turn-1" }, { threadId: "thread-A", turnId: "turn-1" }];
-    const same = projectAssembledContext(params({ prompt: "next", history, origins, binding: b, assembled: withEpoch("e1", [...history, user("next")]) }));
+    const same = projectAssembledContext(params({ mode: "threadBootstrap", prompt: "next", history, origins, binding: b, assembled: withEpoch("e1", [...history, user("next")]) }));
     expect(same).toMatchObject({ reason: "sameEpoch", entriesSent: 0, promptText: "next", thread: { action: "resume", threadId: "thread-A" } });
     expect(same.additionalContext).toBeUndefined();
-    const next = projectAssembledContext(params({ prompt: "next", history, origins, binding: b, assembled: withEpoch("e2", history.slice(2)) }));
+    const next = projectAssembledContext(params({ mode: "threadBootstrap", prompt: "next", history, origins, binding: b, assembled: withEpoch("e2", history.slice(2)) }));
     expect(next).toMatchObject({ reason: "epochChanged", thread: { action: "start" } });
     expect(values(next)).toEqual(["[user]\nWhat next?\n\n[assistant]\nanswer"]);
     expect(update(next)).toMatchObject({ reset: true, projectionEpoch: "e2" });
   });
 
   it.each([["engineId"], ["dynamicToolsFingerprint"], ["policyFingerprint"]] as const)("rotates when %s changes", (field) => {
-    const out = projectAssembledContext(params({ binding: binding({ projectionEpoch: "e1", [field]: "changed" }), assembled: withEpoch("e1") }));
+    const out = projectAssembledContext(params({ mode: "threadBootstrap", binding: binding({ projectionEpoch: "e1", [field]: "changed" }), assembled: withEpoch("e1") }));
     expect(out).toMatchObject({ reason: "incompatibleBinding", thread: { action: "start" } });
   });
 
@@ -379,7 +380,7 @@ describe("mode threadBootstrap", () => {
     const origins = onThread(2, "turn-1", "thread-A");
     const unbootstrapped = binding({ projectionMode: "none" });
     const adopted = projectAssembledContext(
-      params({ prompt: "next", history, origins, binding: unbootstrapped, assembled: withEpoch("e1", [...history, user("next")]) }),
+      params({ mode: "threadBootstrap", prompt: "next", history, origins, binding: unbootstrapped, assembled: withEpoch("e1", [...history, user("next")]) }),
     );
     expect(adopted).toMatchObject({ mode: "threadBootstrap", reason: "epochAdopted", entriesSent: 0, thread: { action: "resume", threadId: "thread-A" } });
     expect(update(adopted)).toMatchObject({ reset: false, projectionEpoch: "e1" });
@@ -388,20 +389,20 @@ describe("mode threadBootstrap", () => {
     expect(b.projectionEpoch).toBe("e1");
     // Context the thread lacks is sent on adoption, like a delta.
     const withSummary = projectAssembledContext(
-      params({ prompt: "next", history, origins, binding: unbootstrapped, assembled: withEpoch("e1", [summary("older"), ...history]) }),
+      params({ mode: "threadBootstrap", prompt: "next", history, origins, binding: unbootstrapped, assembled: withEpoch("e1", [summary("older"), ...history]) }),
     );
     expect(withSummary).toMatchObject({ reason: "epochAdopted", entriesSent: 1 });
     // The engine dropped a message the thread still shows: the thread no longer matches the view, so rotate.
     const dropped = projectAssembledContext(
-      params({ prompt: "next", history, origins, binding: unbootstrapped, assembled: withEpoch("e1", history.slice(1)) }),
+      params({ mode: "threadBootstrap", prompt: "next", history, origins, binding: unbootstrapped, assembled: withEpoch("e1", history.slice(1)) }),
     );
     expect(dropped).toMatchObject({ reason: "epochChanged", thread: { action: "start" } });
   });
 
   it("restores the view on the same thread after a native compaction dropped it", () => {
-    const fresh = projectAssembledContext(params({ assembled: withEpoch("e1") }));
+    const fresh = projectAssembledContext(params({ mode: "threadBootstrap", assembled: withEpoch("e1") }));
     const compacted = markNativeCompaction(accept(fresh, undefined, "turn-1", "thread-A"), "thread-A");
-    const out = projectAssembledContext(params({ binding: compacted, assembled: withEpoch("e1") }));
+    const out = projectAssembledContext(params({ mode: "threadBootstrap", binding: compacted, assembled: withEpoch("e1") }));
     expect(out).toMatchObject({ reason: "sameEpochRestore", thread: { action: "resume", threadId: "thread-A" }, entriesSent: 1 });
     expect(update(out)).toMatchObject({ reset: false, projectionEpoch: "e1" });
   });
@@ -423,12 +424,17 @@ describe("mode threadBootstrap", () => {
 });
 
 describe("mode auto", () => {
-  it("follows the engine: threadBootstrap when asked, else delta", () => {
-    const asked = projectAssembledContext(params({ assembled: assembledOf([user("x")], { contextProjection: { mode: "thread_bootstrap", epoch: "e" } }) }));
-    expect(asked.mode).toBe("threadBootstrap");
-    const perTurn = projectAssembledContext(params({ assembled: assembledOf([user("x")], { contextProjection: { mode: "per_turn" } }) }));
-    expect(perTurn.mode).toBe("delta");
-    expect(projectAssembledContext(params({ assembled: assembledOf([user("x")]) })).mode).toBe("delta");
+  it("syncs natively whenever the engine assembled a view, threadBootstrap request or not; without a view it is none", () => {
+    for (const extra of [{ contextProjection: { mode: "thread_bootstrap" as const, epoch: "e" } }, { contextProjection: { mode: "per_turn" as const } }, {}]) {
+      const out = projectAssembledContext(params({ mode: "auto", assembled: assembledOf([user("x")], extra) }));
+      expect(out).toMatchObject({ mode: "native", reason: "noBinding", entriesSent: 0, thread: { action: "start" } });
+      expect(out.nativeSync?.units).toHaveLength(1);
+      expect(out.additionalContext ?? {}).toEqual({});
+    }
+    expect(projectAssembledContext(params({ mode: "auto", assembled: assembledOf([]) })).mode).toBe("none");
+    expect(projectAssembledContext(params({ mode: "auto" })).mode).toBe("none");
+    expect(usesNativeSync({ mode: "native", assembled: assembledOf([]) })).toBe(true);
+    expect(usesNativeSync({ mode: "delta", assembled: assembledOf([user("x")]) })).toBe(false);
   });
 });
 

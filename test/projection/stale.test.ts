@@ -21,7 +21,7 @@ function runSession(turns: number, view: View, extra: Partial<ProjectAssembledCo
     const prompt = `prompt ${turn} ${"p".repeat(80)}`;
     const v = view(history, turn);
     const out = projectAssembledContext({
-      mode: "auto",
+      mode: "delta",
       prompt,
       history: [...history],
       origins: [...origins],
