@@ -138,19 +138,9 @@ export async function setUpTurnCommand(opts: TurnCommandOptions, out: Out, inter
         answerPluginCommand(loaded, line, { sessionId: session.id, sessionFile, ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}) }, cmdOut, say),
       resetSession: async (action, cmdOut, say) => {
         // The session goes on under the fresh id the reset wrote into the new transcript's header.
-        const reset = await resetCliSession(
-          {
-            loaded,
-            sessionFile,
-            sessionId: session.id,
-            ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}),
-            action,
-            cwd,
-            ...(store ? { store: { store, base: opts.session } } : {}),
-          },
-          cmdOut,
-          say,
-        );
+        const keys = { sessionId: session.id, ...(opts.sessionKey !== undefined ? { sessionKey: opts.sessionKey } : {}) };
+        const via = store ? { store: { store, base: opts.session } } : {};
+        const reset = await resetCliSession({ loaded, sessionFile, ...keys, action, cwd, ...via }, cmdOut, say);
         session.id = reset.sessionId;
         if (pgSession) store = pgSession.stores.session(opts.session, { sessionId: reset.sessionId });
       },

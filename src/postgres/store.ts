@@ -32,7 +32,6 @@ import type {
   PendingFinalizeInput,
   SessionHistory,
   SessionStore,
-  SessionStoreLock,
   StoreResetOptions,
   StoreResetResult,
   VisibleTranscriptEntry,
