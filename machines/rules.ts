@@ -131,6 +131,35 @@ export function maintenanceSkipReason(facts: SettleFacts & { finalizeOk: boolean
   return undefined;
 }
 
+/**
+ * The engine takes durable turns (OpenClaw 2026.8.1+, `EngineFacts.durableTurns`): finalize commits each accepted turn
+ * with `commitTurn` and never calls `afterTurn`, `ingestBatch` or `ingest` (OpenClaw >= 2026.9.3 does the same).
+ *
+ * @example
+ * ```ts
+ * engineCommitsTurns({ ...facts, active: true, durableTurns: true }); // true
+ * engineCommitsTurns({ ...facts, active: true }); // false: finalized the legacy way
+ * ```
+ */
+export function engineCommitsTurns(engine: EngineFacts): boolean {
+  return engine.active && engine.durableTurns === true;
+}
+
+/**
+ * A turn a durable engine commits: one OpenClaw accepts, i.e. no prompt error (Codex completed it), not aborted, not
+ * yield-aborted, and in the transcript. OpenClaw discards the turn intent of every other turn
+ * (`finalizeAcceptedContextEngineTurn`): its messages stay in the transcript, the engine never advances over them.
+ *
+ * @example
+ * ```ts
+ * turnCommittable({ aborted: false, yieldAborted: false, turnAccepted: true, record: { codexStatus: "completed" } }); // true
+ * turnCommittable({ aborted: false, yieldAborted: false, turnAccepted: true, record: { codexStatus: "failed" } }); // false
+ * ```
+ */
+export function turnCommittable(facts: SettleFacts): boolean {
+  return !facts.aborted && !facts.yieldAborted && !facts.mirrorFailed && !hasPromptError(facts);
+}
+
 /** Maintenance runs after the result is returned when the engine asks for background maintenance. */
 export function isBackgroundMaintenance(engine: EngineFacts): boolean {
   return engine.turnMaintenanceMode === "background";

@@ -26,6 +26,8 @@
  * | mirror            | `mirror`           | `mirrorTranscript`    | fromPromise  |
  * | finalize.rereading | `rereadForFinalize` | `rereadHistoryForFinalize` | fromPromise |
  * | finalize          | `finalize`         | `finalizeEngine`      | fromPromise  |
+ * | finalize.committing | `commitTurn`     | `commitEngineTurn`    | fromPromise  |
+ * | finalize.skippingCommit | `clearPending` | `clearPendingRecord` | fromPromise  |
  * | maintain          | `maintain`         | `maintainEngine`      | fromPromise  |
  */
 import type { AgentMessage } from "../src/context-engine/types.js";
@@ -72,6 +74,11 @@ export interface EngineFacts {
   ownsCompaction: boolean;
   /** OpenClaw types it as a string: anything but "background" runs maintenance in the foreground. */
   turnMaintenanceMode: "foreground" | "background" | (string & {});
+  /**
+   * The engine takes durable turns (OpenClaw 2026.8.1+: `info.transcriptSemantics` declares both semantics and it
+   * implements `commitTurn`): finalize commits the turn with `commitTurn` instead of `afterTurn` (`engineCommitsTurns`).
+   */
+  durableTurns?: boolean | undefined;
 }
 
 /** Accordion cadence settings the `accordionDue` guard reads (see `isAccordionDue`). */
@@ -428,9 +435,29 @@ export interface FinalizeInput {
   prePromptMessageCount: number;
 }
 
+/**
+ * Input of `commitEngineTurn`: the turn. Its advancement key is derived from the session and the turn
+ * (`durableTurnAdvancementKey`), the same key the pending record holds for a retry after a crash.
+ */
+export interface CommitTurnInput {
+  record: TurnRecord;
+}
+
+/** What `commitEngineTurn` did: the engine's answer, the key and the anchors' positions (ids and counts only). */
+export interface CommitTurnOutput {
+  status: "committed" | "duplicate";
+  advancementKey: string;
+  /** Messages from the admission (the turn's user entry) through the terminal entry. */
+  messages: number;
+  admissionEntryId: string;
+  terminalEntryId: string;
+  admissionSeq: number;
+  terminalSeq: number;
+}
+
 export interface FinalizeOutput {
   /** Which engine method took the turn, or "skipped:<reason>". */
-  mode: "afterTurn" | "ingestBatch" | "ingest" | `skipped:${string}`;
+  mode: "afterTurn" | "ingestBatch" | "ingest" | "commitTurn" | `skipped:${string}`;
   /** The mirror re-read did not contain this turn, so history + snapshot was used. */
   usedFallback: boolean;
 }

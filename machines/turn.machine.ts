@@ -16,6 +16,7 @@ import {
   blockedTurnText,
   bootstrapSkipReason,
   canMaintain,
+  engineCommitsTurns,
   historyHoldsTurn,
   isAccordionDue,
   isAssembleEmpty,
@@ -28,6 +29,7 @@ import {
   needsRecovery,
   turnLeftInFlight,
   settleStatus,
+  turnCommittable,
   shouldAssemble,
   shouldBootstrap,
   shouldReprojectAfterHooks,
@@ -46,6 +48,8 @@ import type {
   BlockedTurnRecordOutput,
   BootstrapOutput,
   CompactBeforeTurnOutput,
+  CommitTurnInput,
+  CommitTurnOutput,
   EngineOutcomes,
   FinalizeInput,
   FinalizeOutput,
@@ -321,6 +325,8 @@ export const turnMachine = setup({
     recordPendingFinalize: fromPromise<void, { record: TurnRecord; prePromptMessageCount: number }>(notProvided("recordPendingFinalize")),
     mirrorTranscript: fromPromise<MirrorOutput, { record: TurnRecord }>(notProvided("mirrorTranscript")),
     finalizeEngine: fromPromise<FinalizeOutput, FinalizeInput>(notProvided("finalizeEngine")),
+    commitEngineTurn: fromPromise<CommitTurnOutput, CommitTurnInput>(notProvided("commitEngineTurn")),
+    clearPendingRecord: fromPromise<void, { turnId: string }>(notProvided("clearPendingRecord")),
     maintainEngine: fromPromise<MaintainOutput, { record?: TurnRecord | undefined }>(notProvided("maintainEngine")),
   },
   delays: {
@@ -367,6 +373,9 @@ export const turnMachine = setup({
         turnMessages: context.turn.record?.messagesSnapshot.length ?? 0,
       }),
     rereadHoldsTurn: ({ context }, params: { output: HistoryOutput }) => historyHoldsTurn(params.output, context.turn.record?.turnId ?? ""),
+    // Durable turns (OpenClaw's commitTurn): an engine that declares them is committed, never afterTurn'd.
+    engineCommitsTurns: ({ context }) => engineCommitsTurns(context.input.engine) && turnCommittable(settleFacts(context)),
+    engineSkipsTurnCommit: ({ context }) => engineCommitsTurns(context.input.engine) && !turnCommittable(settleFacts(context)),
     canMaintainForeground: ({ context }) =>
       canMaintain({ ...settleFacts(context), finalizeOk: context.outcome.finalizeOk, engine: context.input.engine }) &&
       !isBackgroundMaintenance(context.input.engine),
@@ -630,6 +639,17 @@ export const turnMachine = setup({
     })),
     useSnapshot: assign(({ context }, params: { source: FinalizeSnapshotSource; history?: HistoryOutput | undefined }) => ({
       persistence: { ...context.persistence, finalizeSource: params.source, finalizeHistory: params.history },
+    })),
+    storeCommitted: assign(({ context }) => ({
+      outcome: { ...context.outcome, finalizeOk: true },
+      engine: { ...context.engine, finalize: "commitTurn" },
+    })),
+    // A turn OpenClaw would not accept (prompt error, abort, yield): the durable engine does not advance over it.
+    markCommitSkipped: assign(({ context }) => ({
+      engine: { ...context.engine, finalize: "skipped:notCommitted" },
+    })),
+    warnPendingNotCleared: assign(({ context }, params: { message: string }) => ({
+      warnings: [...context.warnings, `pending-finalize record not cleared (${params.message}); the next attempt finds the turn again`],
     })),
     storeFinalized: assign(({ context }, params: { output: FinalizeOutput }) => ({
       outcome: { ...context.outcome, finalizeOk: true },
@@ -1430,6 +1450,8 @@ export const turnMachine = setup({
         // file's tail, else the transcript re-read (when it holds the turn), else history + snapshot (fallback).
         choosingSnapshot: {
           always: [
+            { guard: "engineCommitsTurns", target: "committing" },
+            { guard: "engineSkipsTurnCommit", target: "skippingCommit" },
             { guard: "mirrorIsTail", target: "finalizing", actions: { type: "useSnapshot", params: { source: "mirrorTail" } } },
             { target: "rereading" },
           ],
@@ -1448,6 +1470,62 @@ export const turnMachine = setup({
               { target: "finalizing", actions: { type: "useSnapshot", params: { source: "fallback" } } },
             ],
             onError: { target: "finalizing", actions: { type: "useSnapshot", params: { source: "fallback" } } },
+          },
+        },
+        // The durable turn: `commitTurn` with the turn's advancement key and its admission/terminal anchors, read from
+        // the store; the pending record (which holds the key) is cleared after it answered, so a crash in between
+        // retries the same key, and `duplicate` is success.
+        committing: {
+          invoke: {
+            id: "commitTurn",
+            src: "commitEngineTurn",
+            input: ({ context }) => ({ record: context.turn.record! }),
+            onDone: {
+              target: "#turn.decideMaintenance",
+              actions: [
+                "storeCommitted",
+                {
+                  type: "logLifecycle",
+                  params: ({ event }) => ({
+                    event: "turn committed",
+                    status: event.output.status,
+                    advancementKey: event.output.advancementKey,
+                    messages: event.output.messages,
+                    admissionEntryId: event.output.admissionEntryId,
+                    terminalEntryId: event.output.terminalEntryId,
+                    admissionSeq: event.output.admissionSeq,
+                    terminalSeq: event.output.terminalSeq,
+                  }),
+                },
+              ],
+            },
+            onError: {
+              target: "#turn.decideMaintenance",
+              actions: [
+                { type: "warnFinalizeFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+                { type: "logLifecycle", params: { event: "turn commit failed" } },
+              ],
+            },
+          },
+        },
+        // A durable engine's turn that is not committed (OpenClaw discards its intent): only the pending record goes.
+        skippingCommit: {
+          entry: ["markCommitSkipped"],
+          invoke: {
+            id: "clearPending",
+            src: "clearPendingRecord",
+            input: ({ context }) => ({ turnId: context.turn.record!.turnId }),
+            onDone: {
+              target: "#turn.decideMaintenance",
+              actions: { type: "logLifecycle", params: ({ context }) => ({ event: "turn commit skipped", codexStatus: context.turn.record?.codexStatus, aborted: context.outcome.aborted, yieldAborted: context.outcome.yieldAborted }) },
+            },
+            onError: {
+              target: "#turn.decideMaintenance",
+              actions: [
+                { type: "warnPendingNotCleared", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+                { type: "logLifecycle", params: { event: "turn commit skipped" } },
+              ],
+            },
           },
         },
         finalizing: {

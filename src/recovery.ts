@@ -5,7 +5,8 @@
  */
 import path from "node:path";
 import type { Logger } from "pino";
-import { isLegacyEngine } from "./context-engine/contract.js";
+import { declaresDurableTurns, isLegacyEngine } from "./context-engine/contract.js";
+import { commitHarnessContextEngineTurn, durableTurnAdvancementKey } from "./context-engine/durable-turns.js";
 import { buildHarnessContextEngineRuntimeContext, finalizeHarnessContextEngineTurn } from "./context-engine/lifecycle.js";
 import { sessionTargetOf } from "./store/session-directory.js";
 import type { AgentMessage, ContextEngine, ContextEngineRuntimeContext } from "./context-engine/types.js";
@@ -22,7 +23,7 @@ import type { CodexAppServer } from "./codex/app-server.js";
 import { readThreadTurn, type TurnToRebuild } from "./codex/thread-turn.js";
 import type { TurnRecordCore } from "./codex/turn-projector.js";
 import type { CutTurnOutput } from "../machines/turn.contract.js";
-import { turnOverflowedContext } from "../machines/rules.js";
+import { turnCommittable, turnOverflowedContext } from "../machines/rules.js";
 
 export type { RecoverCodexSessionParams };
 
@@ -144,6 +145,7 @@ async function finalizeOne(input: RecoveryInput, turn: PendingFinalizeRecord, lo
   if (!engine) return "noEngine";
   // OpenClaw's session target (lossless-claw 1.x persists a recovered turn only for a target it can read).
   const sessionTarget = sessionTargetOf(params, input.store);
+  if (declaresDurableTurns(engine)) return commitRecoveredTurn(input, turn, sessionTarget, logger);
   try {
     const mode = await finalizeHarnessContextEngineTurn({
       engine,
@@ -174,6 +176,52 @@ async function finalizeOne(input: RecoveryInput, turn: PendingFinalizeRecord, lo
       { event: "pending finalize failed", sessionId: params.sessionId, turnId: turn.turnId, err: errorLabel(error) },
       "pending finalize failed; record dropped",
     );
+    return "dropped";
+  }
+}
+
+/**
+ * A durable engine's recovered turn (OpenClaw's `commitTurn`): committed with the key its pending record holds (the
+ * key the crashed attempt used, when it got that far: a crash between the commit and the record's clearing retries the
+ * same key, and the engine answers `duplicate`), when the turn is one OpenClaw accepts (`turnCommittable`: Codex
+ * completed it); any other turn is not committed. One retry only, as for any finalize.
+ */
+async function commitRecoveredTurn(
+  input: RecoveryInput,
+  turn: PendingFinalizeRecord,
+  sessionTarget: ReturnType<typeof sessionTargetOf>,
+  logger: Logger,
+): Promise<"finalized" | "dropped"> {
+  const { params } = input;
+  const advancementKey = turn.advancementKey ?? durableTurnAdvancementKey({ sessionId: params.sessionId, threadId: turn.threadId, turnId: turn.turnId });
+  if (!turnCommittable({ aborted: false, yieldAborted: false, turnAccepted: true, record: { codexStatus: turn.status === "completed" ? "completed" : "failed" } })) {
+    logger.info({ event: "pending turn commit skipped", sessionId: params.sessionId, turnId: turn.turnId, status: turn.status }, "recovered turn not committed (not an accepted turn)");
+    return "finalized";
+  }
+  try {
+    const out = await commitHarnessContextEngineTurn({
+      engine: input.engine!,
+      entries: await input.store.readVisibleEntries(),
+      session: { sessionId: params.sessionId, sessionKey: params.sessionKey, storePath: input.store.sessionFile },
+      threadId: turn.threadId,
+      turnId: turn.turnId,
+      advancementKey,
+      sessionTarget,
+      runtimeContext: {
+        ...(input.runtimeContext ?? {}),
+        ...buildHarnessContextEngineRuntimeContext({ tokenBudget: params.contextTokenBudget }),
+        sessionTarget,
+        rewriteTranscriptEntries: createTranscriptRewriter({ store: input.store, logger, ids: { sessionId: params.sessionId }, lock: "held" }),
+      } as ContextEngineRuntimeContext,
+      timeoutMs: params.timeouts?.engineCallMs,
+    });
+    logger.info(
+      { event: "pending turn committed", sessionId: params.sessionId, turnId: turn.turnId, advancementKey, status: out.status, messages: out.messages, admissionSeq: out.admissionSeq, terminalSeq: out.terminalSeq },
+      "recovered turn committed",
+    );
+    return "finalized";
+  } catch (error) {
+    logger.warn({ event: "pending turn commit failed", sessionId: params.sessionId, turnId: turn.turnId, advancementKey, err: errorLabel(error) }, "recovered turn's commit failed; record dropped");
     return "dropped";
   }
 }

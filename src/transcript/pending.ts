@@ -62,6 +62,11 @@ export interface PendingFinalizeRecord {
    * after them instead of delivering them twice. Absent: none known.
    */
   ingestedKeys?: string[] | undefined;
+  /**
+   * The durable turn's advancement key (an engine that takes durable turns, OpenClaw's `commitTurn`): recovery retries
+   * `commitTurn` with this very key after a crash between the commit and the record's clearing.
+   */
+  advancementKey?: string | undefined;
   /** When the record was written (ISO; metadata only). */
   recordedAt: string;
 }
@@ -100,6 +105,7 @@ const RecordInputSchema = z.object({
   status: z.enum(STATUSES),
   messages: z.array(z.looseObject({ role: z.string().min(1) })).optional(),
   ingestedKeys: z.array(z.string().min(1)).optional(),
+  advancementKey: z.string().min(1).max(200).optional(),
 });
 
 const FileSchema = z.object({

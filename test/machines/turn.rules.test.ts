@@ -18,6 +18,8 @@ import {
   shouldReprojectAfterHooks,
   shouldWarnAssembleEmpty,
   turnOverflowedContext,
+  engineCommitsTurns,
+  turnCommittable,
 } from "../../machines/rules.js";
 import type { EngineFacts } from "../../machines/turn.contract.js";
 import { fullEngineFacts } from "../helpers/machine-driver.js";
@@ -148,5 +150,23 @@ describe("context window overflow", () => {
     expect(isOverflowCompactionDue(on, undefined)).toBe(false);
     expect(isOverflowCompactionDue({ ...on, enabled: false }, true)).toBe(false);
     expect(isOverflowCompactionDue(undefined, true)).toBe(false);
+  });
+});
+
+describe("durable turns (OpenClaw commitTurn)", () => {
+  it("engineCommitsTurns: an active engine that declares durable turns; legacy and undeclared engines do not", () => {
+    expect(engineCommitsTurns(engine({ durableTurns: true }))).toBe(true);
+    expect(engineCommitsTurns(engine())).toBe(false);
+    expect(engineCommitsTurns(engine({ durableTurns: false }))).toBe(false);
+    expect(engineCommitsTurns(engine({ durableTurns: true, active: false }))).toBe(false);
+  });
+
+  it("turnCommittable: only a turn Codex completed, neither aborted nor yield-aborted, and in the transcript", () => {
+    const done = { aborted: false, yieldAborted: false, turnAccepted: true, record: { codexStatus: "completed" as const } };
+    expect(turnCommittable(done)).toBe(true);
+    expect(turnCommittable({ ...done, aborted: true })).toBe(false);
+    expect(turnCommittable({ ...done, yieldAborted: true })).toBe(false);
+    expect(turnCommittable({ ...done, mirrorFailed: true })).toBe(false);
+    for (const codexStatus of ["failed", "interrupted", "timedOut"] as const) expect(turnCommittable({ ...done, record: { codexStatus } })).toBe(false);
   });
 });

@@ -5,6 +5,8 @@
 import type { MirrorOutput, PreparedMessagesOutput, TurnRecord } from "../../../machines/turn.contract.js";
 import type { AgentMessage } from "../../context-engine/types.js";
 import type { TurnDeps } from "../deps.js";
+import { durableTurnAdvancementKey } from "../../context-engine/durable-turns.js";
+import { engineCommitsTurns } from "../../../machines/rules.js";
 
 /**
  * The turn's messages as they are to be stored: each put to `beforeMessageWrite` in order (a tool result with its tool's
@@ -42,6 +44,10 @@ export async function recordPendingFinalize(deps: TurnDeps, input: { record: Tur
     messageCount: record.messagesSnapshot.length,
     status: record.codexStatus,
     messages: record.messagesSnapshot,
+    // A durable engine's turn: the key its commit uses, kept for a retry after a crash.
+    ...(engineCommitsTurns(deps.facts)
+      ? { advancementKey: durableTurnAdvancementKey({ sessionId: deps.params.sessionId, threadId: record.threadId, turnId: record.turnId }) }
+      : {}),
   });
 }
 
