@@ -113,6 +113,23 @@ export interface TurnMachineInput {
   hasMessageWriteHooks?: boolean | undefined;
   /** Accordion cadence; absent means never compact before the turn. */
   accordion?: AccordionFacts | undefined;
+  /** The host's id of this request (`requestId`): recorded with the prompt; a request already recorded is replayed. */
+  requestId?: string | undefined;
+}
+
+/** The request mark recorded on a turn's prompt entry and in its pending record: the id and the attempt's status. */
+export interface RequestMark {
+  id: string;
+  status: Exclude<TurnStatus, "blocked">;
+  /** The turn was recovered from Codex's thread after its attempt died mid-turn. */
+  cut?: boolean | undefined;
+}
+
+/** A request the transcript already holds (`SessionStore.findRequest`), as the turn to return instead of running it. */
+export interface RecordedRequestOutput {
+  mark: RequestMark;
+  /** The recorded turn (its messages as the transcript holds them; `assistantText` from its last answer). */
+  record: TurnRecord;
 }
 
 /** What `readHistory` returns at the start of the attempt: the history plus what the binding says about the thread. */
@@ -129,6 +146,8 @@ export interface SessionLoadOutput {
   contextOverflowed?: boolean | undefined;
   /** Whether the transcript existed when it was read under the lock (overrides the input's `hadSessionFile`). */
   sessionFileExisted?: boolean | undefined;
+  /** With `requestId`: the transcript already holds that request's turn (`requestAlreadyRecorded`): it is returned. */
+  recordedRequest?: RecordedRequestOutput | undefined;
 }
 
 /** What the session lock state reports (the lock handle itself stays with the host). */
@@ -547,4 +566,6 @@ export interface TurnMachineOutput {
   blocked?: TurnBlock & { userMessage?: AgentMessage | undefined } | undefined;
   /** A turn an earlier attempt left in flight, handled before this one (see `recoverCutTurn`). */
   cutTurn?: CutTurnOutput | undefined;
+  /** With `requestId`: the id, and whether this output is an earlier attempt's recorded outcome (Codex did not run). */
+  request?: { id: string; replayed: boolean; cut?: boolean | undefined } | undefined;
 }

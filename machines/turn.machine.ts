@@ -18,6 +18,8 @@ import {
   canMaintain,
   engineCommitsTurns,
   historyHoldsTurn,
+  requestAlreadyRecorded,
+  requestStatusAtMirror,
   isAccordionDue,
   isAssembleEmpty,
   isOverflowCompactionDue,
@@ -57,6 +59,8 @@ import type {
   LastUsageFacts,
   LockOutput,
   RecoveryOutput,
+  RecordedRequestOutput,
+  RequestMark,
   CutTurnOutput,
   SessionLoadOutput,
   HistoryOutput,
@@ -102,6 +106,8 @@ export interface SessionFacts {
   recovery?: RecoveryOutput | undefined;
   /** What became of a turn an earlier attempt left in flight, when there was one. */
   cutTurn?: CutTurnOutput | undefined;
+  /** With `requestId`: the transcript already held that request; this attempt returns its recorded outcome. */
+  replayed?: RequestMark | undefined;
 }
 
 /** What this attempt sends to Codex, as the lifecycle settles it: the engine's view, the projection, the prompt. */
@@ -235,7 +241,14 @@ function settleFacts(context: TurnContext): SettleFacts {
     failedBeforeTurn: context.outcome.failedBeforeTurn,
     mirrorFailed: context.outcome.mirrorFailed,
     blocked: context.admission.block !== undefined,
+    replayed: context.session.replayed?.status,
   };
+}
+
+/** What the prompt's entry and the pending record carry with `requestId`: the id and the attempt's status so far. */
+function requestMark(context: TurnContext): { request?: RequestMark } {
+  const id = context.input.requestId;
+  return id === undefined ? {} : { request: { id, status: requestStatusAtMirror(settleFacts(context)) } };
 }
 
 /** The session snapshot finalize hands the engine (see the `finalize` state's guards). */
@@ -264,6 +277,10 @@ function buildOutput(context: TurnContext): TurnMachineOutput {
   if (context.turn.record) output.record = context.turn.record;
   if (context.error) output.error = context.error;
   if (context.session.cutTurn) output.cutTurn = context.session.cutTurn;
+  if (context.input.requestId !== undefined) {
+    const replayed = context.session.replayed;
+    output.request = { id: context.input.requestId, replayed: replayed !== undefined, ...(replayed?.cut ? { cut: true } : {}) };
+  }
   if (context.admission.block) output.blocked = { ...context.admission.block, ...(context.admission.blockedUserMessage ? { userMessage: context.admission.blockedUserMessage } : {}) };
   if (context.request.projection) {
     const { mode, reason, entriesSent, bytes, staleTokens } = context.request.projection;
@@ -322,8 +339,8 @@ export const turnMachine = setup({
     injectItems: fromPromise<NativeSyncResult, { threadId: string; sync: NativeSyncOutput; fresh: boolean; reverted: boolean }>(notProvided("injectItems")),
     runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(notProvided("runTurn")),
     prepareTranscriptMessages: fromPromise<PreparedMessagesOutput, { record: TurnRecord }>(notProvided("prepareTranscriptMessages")),
-    recordPendingFinalize: fromPromise<void, { record: TurnRecord; prePromptMessageCount: number }>(notProvided("recordPendingFinalize")),
-    mirrorTranscript: fromPromise<MirrorOutput, { record: TurnRecord }>(notProvided("mirrorTranscript")),
+    recordPendingFinalize: fromPromise<void, { record: TurnRecord; prePromptMessageCount: number; request?: RequestMark | undefined }>(notProvided("recordPendingFinalize")),
+    mirrorTranscript: fromPromise<MirrorOutput, { record: TurnRecord; request?: RequestMark | undefined }>(notProvided("mirrorTranscript")),
     finalizeEngine: fromPromise<FinalizeOutput, FinalizeInput>(notProvided("finalizeEngine")),
     commitEngineTurn: fromPromise<CommitTurnOutput, CommitTurnInput>(notProvided("commitEngineTurn")),
     clearPendingRecord: fromPromise<void, { turnId: string }>(notProvided("clearPendingRecord")),
@@ -334,6 +351,7 @@ export const turnMachine = setup({
   },
   guards: {
     crashedAttemptPending: (_, params: { output: LockOutput }) => needsRecovery(params.output),
+    requestAlreadyRecorded: (_, params: { output: SessionLoadOutput }) => requestAlreadyRecorded(params.output),
     turnLeftInFlight: (_, params: { lock: LockOutput | undefined }) => params.lock !== undefined && turnLeftInFlight(params.lock),
     // Read from the load's output: guards run before the transition's actions store it.
     shouldBootstrap: ({ context }, params: { output: SessionLoadOutput }) =>
@@ -393,7 +411,7 @@ export const turnMachine = setup({
     /** Host hook: start `maintain` after the result is returned, tracked by the host. */
     scheduleBackgroundMaintenance: () => {},
     /** Host hook: Codex accepted the turn, so the thread holds what was injected: record it in the binding (no fsync). */
-    persistAcceptedBinding: (_, _params: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput | undefined; freshThread: boolean }) => {},
+    persistAcceptedBinding: (_, _params: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput | undefined; freshThread: boolean; requestId?: string | undefined }) => {},
     /**
      * Host hook: the turn's pending record is written, so the binding's in-flight marker (set on accept, with the
      * original prompt, so a crash before this point leaves the turn recoverable from Codex's thread) goes.
@@ -432,6 +450,23 @@ export const turnMachine = setup({
       history: params.output.history,
       prePromptMessageCount: params.output.history.messages.length,
     })),
+    // The request already ran: its recorded turn is this attempt's outcome; nothing of the lifecycle runs.
+    storeReplay: assign(({ context }, params: { output: RecordedRequestOutput }) => {
+      const { mark, record } = params.output;
+      const error: TurnError | undefined =
+        mark.status === "completed"
+          ? undefined
+          : mark.cut
+            ? { phase: "loadHistory", code: "REQUEST_TURN_CUT", message: `request ${mark.id} already ran: its turn ${record.turnId} was cut short by a crash and recovered from Codex's thread (not run again)` }
+            : { phase: "loadHistory", code: "REQUEST_REPLAYED", message: `request ${mark.id} already ran: its turn ${record.turnId} ended ${mark.status} (not run again)` };
+      return {
+        session: { ...context.session, replayed: mark },
+        thread: { ...context.thread, id: record.threadId },
+        turn: { ...context.turn, id: record.turnId, record },
+        engine: { bootstrap: "skipped:replayed", assemble: "skipped:replayed", finalize: "skipped:replayed", maintenance: "skipped:replayed" },
+        ...(error ? { error } : {}),
+      };
+    }),
     markBootstrapSkipped: assign({
       engine: ({ context }) => ({
         ...context.engine,
@@ -811,6 +846,26 @@ export const turnMachine = setup({
         src: "readHistory",
         input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
         onDone: [
+          {
+            // `requestId` already recorded: the earlier attempt's outcome is returned, Codex does not run.
+            guard: { type: "requestAlreadyRecorded", params: ({ event }) => ({ output: event.output }) },
+            target: "settling",
+            actions: [
+              { type: "storeSession", params: ({ event }) => ({ output: event.output }) },
+              { type: "storeReplay", params: ({ event }) => ({ output: event.output.recordedRequest! }) },
+              {
+                type: "logLifecycle",
+                params: ({ event }) => ({
+                  event: "request replayed",
+                  requestId: event.output.recordedRequest!.mark.id,
+                  recordedStatus: event.output.recordedRequest!.mark.status,
+                  cut: event.output.recordedRequest!.mark.cut === true,
+                  recordedTurnId: event.output.recordedRequest!.record.turnId,
+                  messages: event.output.recordedRequest!.record.messagesSnapshot.length,
+                }),
+              },
+            ],
+          },
           {
             guard: { type: "shouldBootstrap", params: ({ event }) => ({ output: event.output }) },
             target: "bootstrap",
@@ -1286,6 +1341,7 @@ export const turnMachine = setup({
                 prompt: context.input.prompt,
                 projection: context.request.projection,
                 freshThread: context.thread.rotate || context.thread.resumeFellBack,
+                ...(context.input.requestId !== undefined ? { requestId: context.input.requestId } : {}),
               }),
             },
             { type: "logLifecycle", params: { event: "turn accepted" } },
@@ -1346,6 +1402,7 @@ export const turnMachine = setup({
                     prompt: context.input.prompt,
                     projection: context.request.projection,
                     freshThread: context.thread.rotate || context.thread.resumeFellBack,
+                    ...(context.input.requestId !== undefined ? { requestId: context.input.requestId } : {}),
                   }),
                 },
                 { type: "logLifecycle", params: { event: "turn accepted" } },
@@ -1406,7 +1463,7 @@ export const turnMachine = setup({
           invoke: {
             id: "recordPending",
             src: "recordPendingFinalize",
-            input: ({ context }) => ({ record: context.turn.record!, prePromptMessageCount: context.prePromptMessageCount }),
+            input: ({ context }) => ({ record: context.turn.record!, prePromptMessageCount: context.prePromptMessageCount, ...requestMark(context) }),
             // Only once the record holds the turn does the binding's in-flight marker go (a failed record keeps it).
             onDone: { target: "writing", actions: { type: "clearTurnInFlight", params: ({ context }) => ({ turnId: context.turn.record!.turnId }) } },
             onError: {
@@ -1419,7 +1476,7 @@ export const turnMachine = setup({
           invoke: {
             id: "mirror",
             src: "mirrorTranscript",
-            input: ({ context }) => ({ record: context.turn.record! }),
+            input: ({ context }) => ({ record: context.turn.record!, ...requestMark(context) }),
             onDone: {
               target: "#turn.finalize",
               actions: [

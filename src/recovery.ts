@@ -120,7 +120,7 @@ async function listPendingOrSetAside(input: RecoveryInput, logger: Logger): Prom
 async function remirror(input: RecoveryInput, turn: PendingFinalizeRecord, logger: Logger): Promise<number> {
   if (!turn.messages || turn.messages.length === 0) return 0;
   try {
-    const out = await input.store.appendTurn({ threadId: turn.threadId, turnId: turn.turnId, messages: turn.messages });
+    const out = await input.store.appendTurn({ threadId: turn.threadId, turnId: turn.turnId, messages: turn.messages, ...(turn.request ? { request: turn.request } : {}) });
     if (out.appended > 0) {
       logger.info(
         { event: "pending mirror completed", sessionId: input.params.sessionId, turnId: turn.turnId, appended: out.appended, skipped: out.skipped },
@@ -312,6 +312,11 @@ export async function recoverCutTurn(input: CutTurnInput, logger: Logger): Promi
     messageCount: messages.length,
     status: read.record.codexStatus,
     messages,
+    // The cut turn's request (the marker kept its id): its prompt is marked cut, with Codex's outcome.
+    ...(inFlight.requestId !== undefined ? { request: { id: inFlight.requestId, status: read.record.codexStatus === "completed" ? ("completed" as const) : ("failed" as const), cut: true } } : {}),
+    ...(input.engine && declaresDurableTurns(input.engine)
+      ? { advancementKey: durableTurnAdvancementKey({ sessionId: params.sessionId, threadId: binding.threadId, turnId: inFlight.turnId }) }
+      : {}),
   });
   // Codex compacted the thread natively during that turn: what the binding says the thread holds is gone (the
   // next projection re-sends it), as the live turn's TURN.COMPACTION would have recorded.

@@ -14,7 +14,7 @@ import { ENGINE_FULL, NO_ENGINE, TurnHarness, record, settle, transitionKey, typ
 
 type ModelEvent =
   | { type: "LOCK_OK" | "LOCK_CLEAN" | "LOCK_IN_FLIGHT" | "LOCK_BOTH" | "LOCK_FAIL" | "RECOVER_OK" | "RECOVER_FAIL" | "CUT_OK" | "CUT_FAIL" }
-  | { type: "HISTORY_OK" | "HISTORY_FAIL" | "BOOTSTRAP_OK" | "BOOTSTRAP_FAIL" | "ASSEMBLE_OK" | "ASSEMBLE_EMPTY" | "ASSEMBLE_FAIL" }
+  | { type: "HISTORY_OK" | "HISTORY_REPLAYED" | "HISTORY_FAIL" | "BOOTSTRAP_OK" | "BOOTSTRAP_FAIL" | "ASSEMBLE_OK" | "ASSEMBLE_EMPTY" | "ASSEMBLE_FAIL" }
   | { type: "COMPACT_OK" | "COMPACT_NONE" | "COMPACT_FAIL" | "RELOAD_OK" | "RELOAD_FAIL" }
   | { type: "PROJECT_OK" | "PROJECT_FAIL" | "HOOKS_OK" | "HOOKS_CHANGED" | "HOOKS_FAIL" | "REPROJECT_OK" | "REPROJECT_FAIL" | "THREAD_OK" | "THREAD_FAIL" }
   | { type: "ADMIT_PASS" | "ADMIT_BLOCK" | "ADMIT_FAIL" | "RECORD_BLOCK_OK" | "RECORD_BLOCK_FAIL" }
@@ -92,6 +92,7 @@ export const lifecycleModel = setup({
     promptError: ({ context }) => context.promptError,
     notAbortedYet: ({ context }) => !context.aborted && !context.yielded,
     inFlight: ({ context }) => context.inFlight,
+    hasRequestId: ({ context }) => context.cfg.requestId !== undefined,
     commitsNow: ({ context }) => durable(context) && acceptedByOpenClaw(context),
     skipsCommitNow: ({ context }) => durable(context) && !acceptedByOpenClaw(context),
   },
@@ -140,6 +141,8 @@ export const lifecycleModel = setup({
           { target: "project" },
         ],
         HISTORY_FAIL: "failed",
+        // requestId: the transcript already holds the request (recorded completed): returned as it is, nothing runs.
+        HISTORY_REPLAYED: { guard: "hasRequestId", target: "completed" },
         ABORT: "aborted",
         YIELD: "yieldAborted",
         STEER: {},
@@ -386,6 +389,15 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   RESUME_REFUSED: refused,
   RESUME_FAIL: fail("resumeThread"),
   HISTORY_FAIL: fail("readHistory"),
+  // Only a turn with a request id looks its request up (the model's guard): without one the event is not possible.
+  HISTORY_REPLAYED: (h) => {
+    if (ctxOf(h).input.requestId === undefined) return;
+    h.resolve("readHistory", {
+      history,
+      sessionFileExisted: true,
+      recordedRequest: { mark: { id: "req", status: "completed" }, record: { ...record("completed"), turnId: "turn-recorded" } },
+    });
+  },
   BOOTSTRAP_OK: ok("bootstrapEngine", { ...history, bootstrapped: true }),
   BOOTSTRAP_FAIL: fail("bootstrapEngine"),
   ASSEMBLE_OK: ok("assembleContext", { messages: [{ role: "user", content: "earlier", timestamp: 1 }], estimatedTokens: 2 }),
@@ -447,7 +459,10 @@ const configs: Array<{ name: string; input: TurnMachineInput }> = [
   { name: "native projection: revert the bound thread, then inject the view's rest", input: { ...cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false), sessionKey: "native" } },
   { name: "native projection: revert only", input: { ...cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false), sessionKey: "nativeRevert" } },
   { name: "native projection: a fresh thread gets the view injected", input: { ...cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false), sessionKey: "nativeFresh" } },
-  { name: "durable turns (commitTurn instead of afterTurn), foreground maintenance", input: cfg({ ...ENGINE_FULL, hasBootstrap: false, durableTurns: true }, true, false) },
+  {
+    name: "durable turns (commitTurn instead of afterTurn), foreground maintenance, a request id",
+    input: { ...cfg({ ...ENGINE_FULL, hasBootstrap: false, durableTurns: true }, true, false), requestId: "req" },
+  },
 ];
 
 function cfg(engine: EngineFacts, hadSessionFile: boolean, hasPromptHooks: boolean, hasAdmissionGate = false): TurnMachineInput {
@@ -500,6 +515,12 @@ async function replay(
     if (harness.contextOverflows.length !== (ctx.overflowed ? 1 : 0)) return `context overflow recorded ${harness.contextOverflows.length} times (model: ${ctx.overflowed})`;
     if (!ctx.accepted && (harness.calls.includes("mirrorTranscript") || harness.calls.includes("finalizeEngine") || harness.calls.includes("commitEngineTurn"))) {
       return "mirrored/finalized a turn Codex never accepted";
+    }
+    // A replayed request runs nothing: no engine call, no Codex work, no write.
+    if (steps.some((st) => st.event.type === "HISTORY_REPLAYED")) {
+      const ran = harness.calls.filter((c) => !["acquireSessionLock", "recoverSession", "recoverCutTurn", "readHistory"].includes(c));
+      if (ran.length > 0) return `a replayed request ran ${ran.join(",")}`;
+      if (harness.output.request?.replayed !== true || harness.output.turnId !== "turn-recorded") return "the replayed request's outcome is not the recorded one";
     }
     // A durable engine is committed (never afterTurn'd), exactly when the model committed the turn.
     if (durable(ctx) && harness.calls.includes("finalizeEngine")) return "a durable engine was finalized the legacy way";
@@ -844,6 +865,7 @@ describe("guard mutants are caught by the model", () => {
     { guard: "engineCommitsTurns", impl: () => false, config: 10 },
     { guard: "engineCommitsTurns", impl: () => true, config: 2 },
     { guard: "engineSkipsTurnCommit", impl: () => false, config: 10 },
+    { guard: "requestAlreadyRecorded", impl: () => false, config: 10 },
   ];
   const results: string[] = [];
   for (const mutant of mutants) {
