@@ -246,7 +246,7 @@ function settleFacts(context: TurnContext): SettleFacts {
 }
 
 /** What the prompt's entry and the pending record carry with `requestId`: the id and the attempt's status so far. */
-function requestMark(context: TurnContext): { request?: RequestMark } {
+function requestMark(context: TurnContext): { request?: RequestMark | undefined } {
   const id = context.input.requestId;
   return id === undefined ? {} : { request: { id, status: requestStatusAtMirror(settleFacts(context)) } };
 }

@@ -42,7 +42,7 @@ export async function readHistory(deps: TurnDeps): Promise<SessionLoadOutput> {
 /** The text of a turn's answer: its last assistant message's text parts (what the live turn reported). */
 function answerText(messages: readonly AgentMessage[]): string {
   for (let i = messages.length - 1; i >= 0; i--) {
-    const m = messages[i] as { role?: string; content?: unknown };
+    const m = messages[i] as { role?: string | undefined; content?: unknown };
     if (m.role !== "assistant") continue;
     if (typeof m.content === "string") return m.content;
     const parts = Array.isArray(m.content) ? m.content.filter((p): p is { type: string; text: string } => p?.type === "text" && typeof p.text === "string") : [];
