@@ -807,6 +807,22 @@ describe("turn machine against the independent lifecycle model", () => {
     track(h);
   });
 
+  it("a recorded request is returned as recorded: a failed one says so, a cut one says it was cut; nothing runs", async () => {
+    for (const [mark, code] of [
+      [{ id: "req", status: "failed" as const }, "REQUEST_REPLAYED"],
+      [{ id: "req", status: "failed" as const, cut: true }, "REQUEST_TURN_CUT"],
+    ] as const) {
+      const h = new TurnHarness(configs[10]!.input);
+      await settle();
+      h.resolve("readHistory", { history, sessionFileExisted: true, recordedRequest: { mark, record: { ...record("interrupted"), turnId: "turn-recorded" } } });
+      await settle();
+      expect(h.output).toMatchObject({ status: "failed", turnId: "turn-recorded", error: { phase: "loadHistory", code }, request: { id: "req", replayed: true } });
+      expect(h.output?.request?.cut).toBe(mark.cut);
+      expect(h.calls).toEqual(["acquireSessionLock", "readHistory"]);
+      track(h);
+    }
+  });
+
   it("covers every state node and every transition of the real machine", () => {
     const allStates: string[] = [];
     const allTransitions: unknown[] = [];
