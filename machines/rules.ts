@@ -12,6 +12,8 @@ import type {
   NativeProjectionSummary,
   NativeSyncResult,
   ProjectionOutput,
+  RequestMark,
+  SessionLoadOutput,
   TurnRecord,
   TurnStatus,
 } from "./turn.contract.js";
@@ -106,6 +108,8 @@ export interface SettleFacts {
   mirrorFailed?: boolean | undefined;
   /** A `beforeAgentRun` gate refused the turn before any Codex work started. */
   blocked?: boolean | undefined;
+  /** The request was already recorded (`requestId`): the status its earlier attempt recorded. */
+  replayed?: TurnStatus | undefined;
 }
 
 /** The model call failed: Codex reported a failed, interrupted (not by us) or timed-out turn. */
@@ -131,6 +135,62 @@ export function maintenanceSkipReason(facts: SettleFacts & { finalizeOk: boolean
   return undefined;
 }
 
+/**
+ * The engine takes durable turns (OpenClaw 2026.8.1+, `EngineFacts.durableTurns`): finalize commits each accepted turn
+ * with `commitTurn` and never calls `afterTurn`, `ingestBatch` or `ingest` (OpenClaw >= 2026.9.3 does the same).
+ *
+ * @example
+ * ```ts
+ * engineCommitsTurns({ ...facts, active: true, durableTurns: true }); // true
+ * engineCommitsTurns({ ...facts, active: true }); // false: finalized the legacy way
+ * ```
+ */
+export function engineCommitsTurns(engine: EngineFacts): boolean {
+  return engine.active && engine.durableTurns === true;
+}
+
+/**
+ * A turn a durable engine commits: one OpenClaw accepts, i.e. no prompt error (Codex completed it), not aborted, not
+ * yield-aborted, and in the transcript. OpenClaw discards the turn intent of every other turn
+ * (`finalizeAcceptedContextEngineTurn`): its messages stay in the transcript, the engine never advances over them.
+ *
+ * @example
+ * ```ts
+ * turnCommittable({ aborted: false, yieldAborted: false, turnAccepted: true, record: { codexStatus: "completed" } }); // true
+ * turnCommittable({ aborted: false, yieldAborted: false, turnAccepted: true, record: { codexStatus: "failed" } }); // false
+ * ```
+ */
+export function turnCommittable(facts: SettleFacts): boolean {
+  return !facts.aborted && !facts.yieldAborted && !facts.mirrorFailed && !hasPromptError(facts);
+}
+
+/**
+ * The transcript already holds this request's turn (`requestId`): the attempt returns what it recorded and runs
+ * nothing (no engine call, no Codex work).
+ *
+ * @example
+ * ```ts
+ * requestAlreadyRecorded({ history: { messages: [], origins: [] } }); // false
+ * ```
+ */
+export function requestAlreadyRecorded(load: Pick<SessionLoadOutput, "recordedRequest">): boolean {
+  return load.recordedRequest !== undefined;
+}
+
+/**
+ * The status recorded with a request's prompt (the attempt's status as it stands when the turn is written: what
+ * `settleStatus` says of it, the transcript write assumed to succeed).
+ *
+ * @example
+ * ```ts
+ * requestStatusAtMirror({ aborted: false, yieldAborted: false, turnAccepted: true, record: { codexStatus: "completed" } }); // "completed"
+ * ```
+ */
+export function requestStatusAtMirror(facts: SettleFacts): RequestMark["status"] {
+  const status = settleStatus({ ...facts, mirrorFailed: false, blocked: false, replayed: undefined });
+  return status === "blocked" ? "failed" : status;
+}
+
 /** Maintenance runs after the result is returned when the engine asks for background maintenance. */
 export function isBackgroundMaintenance(engine: EngineFacts): boolean {
   return engine.turnMaintenanceMode === "background";
@@ -144,6 +204,8 @@ export function isBackgroundMaintenance(engine: EngineFacts): boolean {
 export function settleStatus(facts: SettleFacts): TurnStatus {
   // Decided before anything ran: a later abort found nothing to stop, and no turn can have failed.
   if (facts.blocked) return "blocked";
+  // An earlier attempt of the same request ran: its recorded status, nothing of this attempt ran.
+  if (facts.replayed) return facts.replayed;
   if (facts.mirrorFailed) return "failed";
   if (facts.yieldAborted) return "yieldAborted";
   if (facts.aborted) return "aborted";

@@ -26,6 +26,8 @@
  * | mirror            | `mirror`           | `mirrorTranscript`    | fromPromise  |
  * | finalize.rereading | `rereadForFinalize` | `rereadHistoryForFinalize` | fromPromise |
  * | finalize          | `finalize`         | `finalizeEngine`      | fromPromise  |
+ * | finalize.committing | `commitTurn`     | `commitEngineTurn`    | fromPromise  |
+ * | finalize.skippingCommit | `clearPending` | `clearPendingRecord` | fromPromise  |
  * | maintain          | `maintain`         | `maintainEngine`      | fromPromise  |
  */
 import type { AgentMessage } from "../src/context-engine/types.js";
@@ -72,6 +74,11 @@ export interface EngineFacts {
   ownsCompaction: boolean;
   /** OpenClaw types it as a string: anything but "background" runs maintenance in the foreground. */
   turnMaintenanceMode: "foreground" | "background" | (string & {});
+  /**
+   * The engine takes durable turns (OpenClaw 2026.8.1+: `info.transcriptSemantics` declares both semantics and it
+   * implements `commitTurn`): finalize commits the turn with `commitTurn` instead of `afterTurn` (`engineCommitsTurns`).
+   */
+  durableTurns?: boolean | undefined;
 }
 
 /** Accordion cadence settings the `accordionDue` guard reads (see `isAccordionDue`). */
@@ -106,6 +113,23 @@ export interface TurnMachineInput {
   hasMessageWriteHooks?: boolean | undefined;
   /** Accordion cadence; absent means never compact before the turn. */
   accordion?: AccordionFacts | undefined;
+  /** The host's id of this request (`requestId`): recorded with the prompt; a request already recorded is replayed. */
+  requestId?: string | undefined;
+}
+
+/** The request mark recorded on a turn's prompt entry and in its pending record: the id and the attempt's status. */
+export interface RequestMark {
+  id: string;
+  status: Exclude<TurnStatus, "blocked">;
+  /** The turn was recovered from Codex's thread after its attempt died mid-turn. */
+  cut?: boolean | undefined;
+}
+
+/** A request the transcript already holds (`SessionStore.findRequest`), as the turn to return instead of running it. */
+export interface RecordedRequestOutput {
+  mark: RequestMark;
+  /** The recorded turn (its messages as the transcript holds them; `assistantText` from its last answer). */
+  record: TurnRecord;
 }
 
 /** What `readHistory` returns at the start of the attempt: the history plus what the binding says about the thread. */
@@ -122,6 +146,8 @@ export interface SessionLoadOutput {
   contextOverflowed?: boolean | undefined;
   /** Whether the transcript existed when it was read under the lock (overrides the input's `hadSessionFile`). */
   sessionFileExisted?: boolean | undefined;
+  /** With `requestId`: the transcript already holds that request's turn (`requestAlreadyRecorded`): it is returned. */
+  recordedRequest?: RecordedRequestOutput | undefined;
 }
 
 /** What the session lock state reports (the lock handle itself stays with the host). */
@@ -428,9 +454,29 @@ export interface FinalizeInput {
   prePromptMessageCount: number;
 }
 
+/**
+ * Input of `commitEngineTurn`: the turn. Its advancement key is derived from the session and the turn
+ * (`durableTurnAdvancementKey`), the same key the pending record holds for a retry after a crash.
+ */
+export interface CommitTurnInput {
+  record: TurnRecord;
+}
+
+/** What `commitEngineTurn` did: the engine's answer, the key and the anchors' positions (ids and counts only). */
+export interface CommitTurnOutput {
+  status: "committed" | "duplicate";
+  advancementKey: string;
+  /** Messages from the admission (the turn's user entry) through the terminal entry. */
+  messages: number;
+  admissionEntryId: string;
+  terminalEntryId: string;
+  admissionSeq: number;
+  terminalSeq: number;
+}
+
 export interface FinalizeOutput {
   /** Which engine method took the turn, or "skipped:<reason>". */
-  mode: "afterTurn" | "ingestBatch" | "ingest" | `skipped:${string}`;
+  mode: "afterTurn" | "ingestBatch" | "ingest" | "commitTurn" | `skipped:${string}`;
   /** The mirror re-read did not contain this turn, so history + snapshot was used. */
   usedFallback: boolean;
 }
@@ -520,4 +566,6 @@ export interface TurnMachineOutput {
   blocked?: TurnBlock & { userMessage?: AgentMessage | undefined } | undefined;
   /** A turn an earlier attempt left in flight, handled before this one (see `recoverCutTurn`). */
   cutTurn?: CutTurnOutput | undefined;
+  /** With `requestId`: the id, and whether this output is an earlier attempt's recorded outcome (Codex did not run). */
+  request?: { id: string; replayed: boolean; cut?: boolean | undefined } | undefined;
 }

@@ -16,7 +16,10 @@ import {
   blockedTurnText,
   bootstrapSkipReason,
   canMaintain,
+  engineCommitsTurns,
   historyHoldsTurn,
+  requestAlreadyRecorded,
+  requestStatusAtMirror,
   isAccordionDue,
   isAssembleEmpty,
   isOverflowCompactionDue,
@@ -28,6 +31,7 @@ import {
   needsRecovery,
   turnLeftInFlight,
   settleStatus,
+  turnCommittable,
   shouldAssemble,
   shouldBootstrap,
   shouldReprojectAfterHooks,
@@ -46,6 +50,8 @@ import type {
   BlockedTurnRecordOutput,
   BootstrapOutput,
   CompactBeforeTurnOutput,
+  CommitTurnInput,
+  CommitTurnOutput,
   EngineOutcomes,
   FinalizeInput,
   FinalizeOutput,
@@ -53,6 +59,8 @@ import type {
   LastUsageFacts,
   LockOutput,
   RecoveryOutput,
+  RecordedRequestOutput,
+  RequestMark,
   CutTurnOutput,
   SessionLoadOutput,
   HistoryOutput,
@@ -98,6 +106,8 @@ export interface SessionFacts {
   recovery?: RecoveryOutput | undefined;
   /** What became of a turn an earlier attempt left in flight, when there was one. */
   cutTurn?: CutTurnOutput | undefined;
+  /** With `requestId`: the transcript already held that request; this attempt returns its recorded outcome. */
+  replayed?: RequestMark | undefined;
 }
 
 /** What this attempt sends to Codex, as the lifecycle settles it: the engine's view, the projection, the prompt. */
@@ -231,7 +241,14 @@ function settleFacts(context: TurnContext): SettleFacts {
     failedBeforeTurn: context.outcome.failedBeforeTurn,
     mirrorFailed: context.outcome.mirrorFailed,
     blocked: context.admission.block !== undefined,
+    replayed: context.session.replayed?.status,
   };
+}
+
+/** What the prompt's entry and the pending record carry with `requestId`: the id and the attempt's status so far. */
+function requestMark(context: TurnContext): { request?: RequestMark | undefined } {
+  const id = context.input.requestId;
+  return id === undefined ? {} : { request: { id, status: requestStatusAtMirror(settleFacts(context)) } };
 }
 
 /** The session snapshot finalize hands the engine (see the `finalize` state's guards). */
@@ -260,6 +277,10 @@ function buildOutput(context: TurnContext): TurnMachineOutput {
   if (context.turn.record) output.record = context.turn.record;
   if (context.error) output.error = context.error;
   if (context.session.cutTurn) output.cutTurn = context.session.cutTurn;
+  if (context.input.requestId !== undefined) {
+    const replayed = context.session.replayed;
+    output.request = { id: context.input.requestId, replayed: replayed !== undefined, ...(replayed?.cut ? { cut: true } : {}) };
+  }
   if (context.admission.block) output.blocked = { ...context.admission.block, ...(context.admission.blockedUserMessage ? { userMessage: context.admission.blockedUserMessage } : {}) };
   if (context.request.projection) {
     const { mode, reason, entriesSent, bytes, staleTokens } = context.request.projection;
@@ -318,9 +339,11 @@ export const turnMachine = setup({
     injectItems: fromPromise<NativeSyncResult, { threadId: string; sync: NativeSyncOutput; fresh: boolean; reverted: boolean }>(notProvided("injectItems")),
     runTurn: fromCallback<RunTurnReceived, RunTurnInput, RunTurnEmitted>(notProvided("runTurn")),
     prepareTranscriptMessages: fromPromise<PreparedMessagesOutput, { record: TurnRecord }>(notProvided("prepareTranscriptMessages")),
-    recordPendingFinalize: fromPromise<void, { record: TurnRecord; prePromptMessageCount: number }>(notProvided("recordPendingFinalize")),
-    mirrorTranscript: fromPromise<MirrorOutput, { record: TurnRecord }>(notProvided("mirrorTranscript")),
+    recordPendingFinalize: fromPromise<void, { record: TurnRecord; prePromptMessageCount: number; request?: RequestMark | undefined }>(notProvided("recordPendingFinalize")),
+    mirrorTranscript: fromPromise<MirrorOutput, { record: TurnRecord; request?: RequestMark | undefined }>(notProvided("mirrorTranscript")),
     finalizeEngine: fromPromise<FinalizeOutput, FinalizeInput>(notProvided("finalizeEngine")),
+    commitEngineTurn: fromPromise<CommitTurnOutput, CommitTurnInput>(notProvided("commitEngineTurn")),
+    clearPendingRecord: fromPromise<void, { turnId: string }>(notProvided("clearPendingRecord")),
     maintainEngine: fromPromise<MaintainOutput, { record?: TurnRecord | undefined }>(notProvided("maintainEngine")),
   },
   delays: {
@@ -328,6 +351,7 @@ export const turnMachine = setup({
   },
   guards: {
     crashedAttemptPending: (_, params: { output: LockOutput }) => needsRecovery(params.output),
+    requestAlreadyRecorded: (_, params: { output: SessionLoadOutput }) => requestAlreadyRecorded(params.output),
     turnLeftInFlight: (_, params: { lock: LockOutput | undefined }) => params.lock !== undefined && turnLeftInFlight(params.lock),
     // Read from the load's output: guards run before the transition's actions store it.
     shouldBootstrap: ({ context }, params: { output: SessionLoadOutput }) =>
@@ -367,6 +391,9 @@ export const turnMachine = setup({
         turnMessages: context.turn.record?.messagesSnapshot.length ?? 0,
       }),
     rereadHoldsTurn: ({ context }, params: { output: HistoryOutput }) => historyHoldsTurn(params.output, context.turn.record?.turnId ?? ""),
+    // Durable turns (OpenClaw's commitTurn): an engine that declares them is committed, never afterTurn'd.
+    engineCommitsTurns: ({ context }) => engineCommitsTurns(context.input.engine) && turnCommittable(settleFacts(context)),
+    engineSkipsTurnCommit: ({ context }) => engineCommitsTurns(context.input.engine) && !turnCommittable(settleFacts(context)),
     canMaintainForeground: ({ context }) =>
       canMaintain({ ...settleFacts(context), finalizeOk: context.outcome.finalizeOk, engine: context.input.engine }) &&
       !isBackgroundMaintenance(context.input.engine),
@@ -384,7 +411,7 @@ export const turnMachine = setup({
     /** Host hook: start `maintain` after the result is returned, tracked by the host. */
     scheduleBackgroundMaintenance: () => {},
     /** Host hook: Codex accepted the turn, so the thread holds what was injected: record it in the binding (no fsync). */
-    persistAcceptedBinding: (_, _params: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput | undefined; freshThread: boolean }) => {},
+    persistAcceptedBinding: (_, _params: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput | undefined; freshThread: boolean; requestId?: string | undefined }) => {},
     /**
      * Host hook: the turn's pending record is written, so the binding's in-flight marker (set on accept, with the
      * original prompt, so a crash before this point leaves the turn recoverable from Codex's thread) goes.
@@ -423,6 +450,23 @@ export const turnMachine = setup({
       history: params.output.history,
       prePromptMessageCount: params.output.history.messages.length,
     })),
+    // The request already ran: its recorded turn is this attempt's outcome; nothing of the lifecycle runs.
+    storeReplay: assign(({ context }, params: { output: RecordedRequestOutput }) => {
+      const { mark, record } = params.output;
+      const error: TurnError | undefined =
+        mark.status === "completed"
+          ? undefined
+          : mark.cut
+            ? { phase: "loadHistory", code: "REQUEST_TURN_CUT", message: `request ${mark.id} already ran: its turn ${record.turnId} was cut short by a crash and recovered from Codex's thread (not run again)` }
+            : { phase: "loadHistory", code: "REQUEST_REPLAYED", message: `request ${mark.id} already ran: its turn ${record.turnId} ended ${mark.status} (not run again)` };
+      return {
+        session: { ...context.session, replayed: mark },
+        thread: { ...context.thread, id: record.threadId },
+        turn: { ...context.turn, id: record.turnId, record },
+        engine: { bootstrap: "skipped:replayed", assemble: "skipped:replayed", finalize: "skipped:replayed", maintenance: "skipped:replayed" },
+        ...(error ? { error } : {}),
+      };
+    }),
     markBootstrapSkipped: assign({
       engine: ({ context }) => ({
         ...context.engine,
@@ -631,6 +675,17 @@ export const turnMachine = setup({
     useSnapshot: assign(({ context }, params: { source: FinalizeSnapshotSource; history?: HistoryOutput | undefined }) => ({
       persistence: { ...context.persistence, finalizeSource: params.source, finalizeHistory: params.history },
     })),
+    storeCommitted: assign(({ context }) => ({
+      outcome: { ...context.outcome, finalizeOk: true },
+      engine: { ...context.engine, finalize: "commitTurn" },
+    })),
+    // A turn OpenClaw would not accept (prompt error, abort, yield): the durable engine does not advance over it.
+    markCommitSkipped: assign(({ context }) => ({
+      engine: { ...context.engine, finalize: "skipped:notCommitted" },
+    })),
+    warnPendingNotCleared: assign(({ context }, params: { message: string }) => ({
+      warnings: [...context.warnings, `pending-finalize record not cleared (${params.message}); the next attempt finds the turn again`],
+    })),
     storeFinalized: assign(({ context }, params: { output: FinalizeOutput }) => ({
       outcome: { ...context.outcome, finalizeOk: true },
       engine: { ...context.engine, finalize: params.output.mode },
@@ -791,6 +846,26 @@ export const turnMachine = setup({
         src: "readHistory",
         input: ({ context }) => ({ sessionFile: context.input.sessionFile }),
         onDone: [
+          {
+            // `requestId` already recorded: the earlier attempt's outcome is returned, Codex does not run.
+            guard: { type: "requestAlreadyRecorded", params: ({ event }) => ({ output: event.output }) },
+            target: "settling",
+            actions: [
+              { type: "storeSession", params: ({ event }) => ({ output: event.output }) },
+              { type: "storeReplay", params: ({ event }) => ({ output: event.output.recordedRequest! }) },
+              {
+                type: "logLifecycle",
+                params: ({ event }) => ({
+                  event: "request replayed",
+                  requestId: event.output.recordedRequest!.mark.id,
+                  recordedStatus: event.output.recordedRequest!.mark.status,
+                  cut: event.output.recordedRequest!.mark.cut === true,
+                  recordedTurnId: event.output.recordedRequest!.record.turnId,
+                  messages: event.output.recordedRequest!.record.messagesSnapshot.length,
+                }),
+              },
+            ],
+          },
           {
             guard: { type: "shouldBootstrap", params: ({ event }) => ({ output: event.output }) },
             target: "bootstrap",
@@ -1266,6 +1341,7 @@ export const turnMachine = setup({
                 prompt: context.input.prompt,
                 projection: context.request.projection,
                 freshThread: context.thread.rotate || context.thread.resumeFellBack,
+                ...(context.input.requestId !== undefined ? { requestId: context.input.requestId } : {}),
               }),
             },
             { type: "logLifecycle", params: { event: "turn accepted" } },
@@ -1326,6 +1402,7 @@ export const turnMachine = setup({
                     prompt: context.input.prompt,
                     projection: context.request.projection,
                     freshThread: context.thread.rotate || context.thread.resumeFellBack,
+                    ...(context.input.requestId !== undefined ? { requestId: context.input.requestId } : {}),
                   }),
                 },
                 { type: "logLifecycle", params: { event: "turn accepted" } },
@@ -1386,7 +1463,7 @@ export const turnMachine = setup({
           invoke: {
             id: "recordPending",
             src: "recordPendingFinalize",
-            input: ({ context }) => ({ record: context.turn.record!, prePromptMessageCount: context.prePromptMessageCount }),
+            input: ({ context }) => ({ record: context.turn.record!, prePromptMessageCount: context.prePromptMessageCount, ...requestMark(context) }),
             // Only once the record holds the turn does the binding's in-flight marker go (a failed record keeps it).
             onDone: { target: "writing", actions: { type: "clearTurnInFlight", params: ({ context }) => ({ turnId: context.turn.record!.turnId }) } },
             onError: {
@@ -1399,7 +1476,7 @@ export const turnMachine = setup({
           invoke: {
             id: "mirror",
             src: "mirrorTranscript",
-            input: ({ context }) => ({ record: context.turn.record! }),
+            input: ({ context }) => ({ record: context.turn.record!, ...requestMark(context) }),
             onDone: {
               target: "#turn.finalize",
               actions: [
@@ -1430,6 +1507,8 @@ export const turnMachine = setup({
         // file's tail, else the transcript re-read (when it holds the turn), else history + snapshot (fallback).
         choosingSnapshot: {
           always: [
+            { guard: "engineCommitsTurns", target: "committing" },
+            { guard: "engineSkipsTurnCommit", target: "skippingCommit" },
             { guard: "mirrorIsTail", target: "finalizing", actions: { type: "useSnapshot", params: { source: "mirrorTail" } } },
             { target: "rereading" },
           ],
@@ -1448,6 +1527,62 @@ export const turnMachine = setup({
               { target: "finalizing", actions: { type: "useSnapshot", params: { source: "fallback" } } },
             ],
             onError: { target: "finalizing", actions: { type: "useSnapshot", params: { source: "fallback" } } },
+          },
+        },
+        // The durable turn: `commitTurn` with the turn's advancement key and its admission/terminal anchors, read from
+        // the store; the pending record (which holds the key) is cleared after it answered, so a crash in between
+        // retries the same key, and `duplicate` is success.
+        committing: {
+          invoke: {
+            id: "commitTurn",
+            src: "commitEngineTurn",
+            input: ({ context }) => ({ record: context.turn.record! }),
+            onDone: {
+              target: "#turn.decideMaintenance",
+              actions: [
+                "storeCommitted",
+                {
+                  type: "logLifecycle",
+                  params: ({ event }) => ({
+                    event: "turn committed",
+                    status: event.output.status,
+                    advancementKey: event.output.advancementKey,
+                    messages: event.output.messages,
+                    admissionEntryId: event.output.admissionEntryId,
+                    terminalEntryId: event.output.terminalEntryId,
+                    admissionSeq: event.output.admissionSeq,
+                    terminalSeq: event.output.terminalSeq,
+                  }),
+                },
+              ],
+            },
+            onError: {
+              target: "#turn.decideMaintenance",
+              actions: [
+                { type: "warnFinalizeFailed", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+                { type: "logLifecycle", params: { event: "turn commit failed" } },
+              ],
+            },
+          },
+        },
+        // A durable engine's turn that is not committed (OpenClaw discards its intent): only the pending record goes.
+        skippingCommit: {
+          entry: ["markCommitSkipped"],
+          invoke: {
+            id: "clearPending",
+            src: "clearPendingRecord",
+            input: ({ context }) => ({ turnId: context.turn.record!.turnId }),
+            onDone: {
+              target: "#turn.decideMaintenance",
+              actions: { type: "logLifecycle", params: ({ context }) => ({ event: "turn commit skipped", codexStatus: context.turn.record?.codexStatus, aborted: context.outcome.aborted, yieldAborted: context.outcome.yieldAborted }) },
+            },
+            onError: {
+              target: "#turn.decideMaintenance",
+              actions: [
+                { type: "warnPendingNotCleared", params: ({ event }) => ({ message: errorMessage(event.error) }) },
+                { type: "logLifecycle", params: { event: "turn commit skipped" } },
+              ],
+            },
           },
         },
         finalizing: {

@@ -47,7 +47,9 @@ record and finalize's snapshot choice are visible here and in the inspector, not
    \`recovery\`): a new turn must not be appended before an earlier one. The host releases the lock when the machine
    reaches a final state.
 2. **loadHistory** reads the transcript and the thread binding. A transcript that cannot be read (unsupported version,
-   another session's id, I/O) ends the attempt in \`failed\` before anything is written.
+   another session's id, I/O) ends the attempt in \`failed\` before anything is written. With a \`requestId\` the
+   transcript already holds (\`requestAlreadyRecorded\`: a prompt entry carries it), the attempt settles at once with
+   that turn's recorded reply and status: no engine call, no Codex work, nothing written (docs/parameters.md).
 3. **bootstrap** runs only when an active (non-legacy) engine exists, it implements \`bootstrap\`, and the session file
    existed before this attempt (\`shouldBootstrap\`). Bootstrap maintenance follows when the engine has \`maintain\`. A
    failure warns and continues. History is re-read after it (bootstrap may rewrite the transcript).
@@ -95,7 +97,12 @@ record and finalize's snapshot choice are visible here and in the inspector, not
 11. **finalize** chooses its snapshot (\`mirrorIsTail\`: the loaded history plus this turn when the mirror provably is the
     file's tail; else the re-read transcript when it holds the turn, \`rereadHoldsTurn\`; else history + snapshot), then
     calls \`afterTurn\` when implemented, else \`ingestBatch\` of the new messages, else \`ingest\` per message (with a
-    per-message key, so a replay skips what was taken). A failure marks finalization unsuccessful.
+    per-message key, so a replay skips what was taken). A failure marks finalization unsuccessful. An engine that
+    declares durable turns (OpenClaw's \`commitTurn\`, docs/engines.md) is never finalized that way: a turn OpenClaw
+    accepts (\`engineCommitsTurns\`: Codex completed it, no abort or yield) is committed in **finalize.committing**
+    (\`commitTurn\` with its advancement key and the anchors of its first and last entries, then the pending record
+    goes; a crash in between retries the same key); any other turn (\`engineSkipsTurnCommit\`) is not committed, and
+    **finalize.skippingCommit** only clears its pending record.
 12. **maintain** runs only when there was no prompt error, no abort, no yield-abort, finalization succeeded and the engine
     has \`maintain\` (\`canMaintain\`). With \`turnMaintenanceMode: "background"\` it runs after the result is returned,
     tracked by the host (\`result.backgroundMaintenance\`, \`drainBackgroundWork()\`).

@@ -136,6 +136,16 @@ export const codexTurnParamsSchema = z
      * same id to each attempt; the default is a fresh UUID per attempt. Never sent to the model.
      */
     runId: z.string().min(1).max(200).optional(),
+    /**
+     * The host's id of this request (an idempotency key): recorded with the prompt's transcript entry and the in-flight
+     * marker; a retry with an id the transcript already holds returns the recorded outcome without running Codex.
+     */
+    requestId: z
+      .string({ error: "requestId must be a string" })
+      .min(1, "requestId must not be empty")
+      .max(200, "requestId must be at most 200 characters")
+      .regex(/^[\x21-\x7e]+$/, "requestId must be printable ASCII without spaces (e.g. a UUID)")
+      .optional(),
     /** The transcript; optional with `store` (then `store.sessionFile`, which it must equal when given). */
     sessionFile: z.string().min(1).optional(),
     /** Where the session is stored (default: the JSONL store of `sessionFile`). */
@@ -361,6 +371,13 @@ export interface CodexTurnResult {
    * say so in the next prompt). Only present when a turn was recovered.
    */
   cutTurnRecovered?: { turnId: string; codexStatus: string; messages: number } | undefined;
+  /**
+   * With `requestId`: the id, and whether this result is the recorded outcome of an earlier attempt of the same request
+   * (`replayed`: Codex did not run; `assistantText`, `messagesSnapshot` and `status` are what the transcript recorded).
+   * `cut`: that attempt died while Codex ran the turn, which was recovered from Codex's thread (status `failed` with
+   * error code `REQUEST_TURN_CUT` unless Codex had finished it).
+   */
+  request?: { id: string; replayed: boolean; cut?: boolean | undefined } | undefined;
 }
 
 /**

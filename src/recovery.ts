@@ -5,7 +5,8 @@
  */
 import path from "node:path";
 import type { Logger } from "pino";
-import { isLegacyEngine } from "./context-engine/contract.js";
+import { declaresDurableTurns, isLegacyEngine } from "./context-engine/contract.js";
+import { commitHarnessContextEngineTurn, durableTurnAdvancementKey } from "./context-engine/durable-turns.js";
 import { buildHarnessContextEngineRuntimeContext, finalizeHarnessContextEngineTurn } from "./context-engine/lifecycle.js";
 import { sessionTargetOf } from "./store/session-directory.js";
 import type { AgentMessage, ContextEngine, ContextEngineRuntimeContext } from "./context-engine/types.js";
@@ -22,7 +23,7 @@ import type { CodexAppServer } from "./codex/app-server.js";
 import { readThreadTurn, type TurnToRebuild } from "./codex/thread-turn.js";
 import type { TurnRecordCore } from "./codex/turn-projector.js";
 import type { CutTurnOutput } from "../machines/turn.contract.js";
-import { turnOverflowedContext } from "../machines/rules.js";
+import { turnCommittable, turnOverflowedContext } from "../machines/rules.js";
 
 export type { RecoverCodexSessionParams };
 
@@ -124,7 +125,7 @@ function asideName(label: string): string {
 async function remirror(input: RecoveryInput, turn: PendingFinalizeRecord, logger: Logger): Promise<number> {
   if (!turn.messages || turn.messages.length === 0) return 0;
   try {
-    const out = await input.store.appendTurn({ threadId: turn.threadId, turnId: turn.turnId, messages: turn.messages });
+    const out = await input.store.appendTurn({ threadId: turn.threadId, turnId: turn.turnId, messages: turn.messages, ...(turn.request ? { request: turn.request } : {}) });
     if (out.appended > 0) {
       logger.info(
         { event: "pending mirror completed", sessionId: input.params.sessionId, turnId: turn.turnId, appended: out.appended, skipped: out.skipped },
@@ -149,6 +150,7 @@ async function finalizeOne(input: RecoveryInput, turn: PendingFinalizeRecord, lo
   if (!engine) return "noEngine";
   // OpenClaw's session target (lossless-claw 1.x persists a recovered turn only for a target it can read).
   const sessionTarget = sessionTargetOf(params, input.store);
+  if (declaresDurableTurns(engine)) return commitRecoveredTurn(input, turn, sessionTarget, logger);
   try {
     const mode = await finalizeHarnessContextEngineTurn({
       engine,
@@ -179,6 +181,52 @@ async function finalizeOne(input: RecoveryInput, turn: PendingFinalizeRecord, lo
       { event: "pending finalize failed", sessionId: params.sessionId, turnId: turn.turnId, err: errorLabel(error) },
       "pending finalize failed; record dropped",
     );
+    return "dropped";
+  }
+}
+
+/**
+ * A durable engine's recovered turn (OpenClaw's `commitTurn`): committed with the key its pending record holds (the
+ * key the crashed attempt used, when it got that far: a crash between the commit and the record's clearing retries the
+ * same key, and the engine answers `duplicate`), when the turn is one OpenClaw accepts (`turnCommittable`: Codex
+ * completed it); any other turn is not committed. One retry only, as for any finalize.
+ */
+async function commitRecoveredTurn(
+  input: RecoveryInput,
+  turn: PendingFinalizeRecord,
+  sessionTarget: ReturnType<typeof sessionTargetOf>,
+  logger: Logger,
+): Promise<"finalized" | "dropped"> {
+  const { params } = input;
+  const advancementKey = turn.advancementKey ?? durableTurnAdvancementKey({ sessionId: params.sessionId, threadId: turn.threadId, turnId: turn.turnId });
+  if (!turnCommittable({ aborted: false, yieldAborted: false, turnAccepted: true, record: { codexStatus: turn.status === "completed" ? "completed" : "failed" } })) {
+    logger.info({ event: "pending turn commit skipped", sessionId: params.sessionId, turnId: turn.turnId, status: turn.status }, "recovered turn not committed (not an accepted turn)");
+    return "finalized";
+  }
+  try {
+    const out = await commitHarnessContextEngineTurn({
+      engine: input.engine!,
+      entries: await input.store.readVisibleEntries(),
+      session: { sessionId: params.sessionId, sessionKey: params.sessionKey, storePath: input.store.sessionFile },
+      threadId: turn.threadId,
+      turnId: turn.turnId,
+      advancementKey,
+      sessionTarget,
+      runtimeContext: {
+        ...(input.runtimeContext ?? {}),
+        ...buildHarnessContextEngineRuntimeContext({ tokenBudget: params.contextTokenBudget }),
+        sessionTarget,
+        rewriteTranscriptEntries: createTranscriptRewriter({ store: input.store, logger, ids: { sessionId: params.sessionId }, lock: "held" }),
+      } as ContextEngineRuntimeContext,
+      timeoutMs: params.timeouts?.engineCallMs,
+    });
+    logger.info(
+      { event: "pending turn committed", sessionId: params.sessionId, turnId: turn.turnId, advancementKey, status: out.status, messages: out.messages, admissionSeq: out.admissionSeq, terminalSeq: out.terminalSeq },
+      "recovered turn committed",
+    );
+    return "finalized";
+  } catch (error) {
+    logger.warn({ event: "pending turn commit failed", sessionId: params.sessionId, turnId: turn.turnId, advancementKey, err: errorLabel(error) }, "recovered turn's commit failed; record dropped");
     return "dropped";
   }
 }
@@ -269,6 +317,11 @@ export async function recoverCutTurn(input: CutTurnInput, logger: Logger): Promi
     messageCount: messages.length,
     status: read.record.codexStatus,
     messages,
+    // The cut turn's request (the marker kept its id): its prompt is marked cut, with Codex's outcome.
+    ...(inFlight.requestId !== undefined ? { request: { id: inFlight.requestId, status: read.record.codexStatus === "completed" ? ("completed" as const) : ("failed" as const), cut: true } } : {}),
+    ...(input.engine && declaresDurableTurns(input.engine)
+      ? { advancementKey: durableTurnAdvancementKey({ sessionId: params.sessionId, threadId: binding.threadId, turnId: inFlight.turnId }) }
+      : {}),
   });
   // Codex compacted the thread natively during that turn: what the binding says the thread holds is gone (the
   // next projection re-sends it), as the live turn's TURN.COMPACTION would have recorded.

@@ -129,6 +129,14 @@ export interface CodexTurnParams {
    */
   runId?: string | undefined;
   /**
+   * The host's id of this request (an idempotency key, 1-200 printable ASCII characters without spaces, e.g. a UUID):
+   * recorded with the prompt's transcript entry and the in-flight marker. A retry with an id the transcript already
+   * holds returns the recorded outcome (`assistantText`, `status`, `result.request.replayed: true`) without running
+   * Codex; one whose turn a crash cut short says so (`result.request.cut`, error code `REQUEST_TURN_CUT` unless Codex
+   * had finished it). Never sent to the model.
+   */
+  requestId?: string | undefined;
+  /**
    * The pi session JSONL (v3) transcript, created on the first turn. Sidecars beside it: `<file>.codex-binding.json`,
    * `<file>.codex-pending.json`, `<file>.lock` (docs/storage.md). Optional with `store` (it is then the store's
    * `sessionFile`, which it must equal when given); required without.

@@ -97,6 +97,29 @@ export const compactResultSchema = z.looseObject({
 });
 
 export const ingestBatchResultSchema = z.looseObject({ ingestedCount: z.number() });
+/** `commitTurn`'s result: `committed`, or `duplicate` (the key was already committed: success too). */
+export const commitTurnResultSchema = z.looseObject({ status: z.enum(["committed", "duplicate"]) });
+
+/**
+ * Whether an engine takes durable turns (OpenClaw's `supportsContextEngineDurableTurnAdvancement` plus the fence it
+ * requires): `info.transcriptSemantics` declares `currentTurnFence: "before-current-turn-entry-v1"` and
+ * `turnAdvancementIdempotency: "atomic-idempotent-v1"`, and it implements `commitTurn`. An engine without all three is
+ * finalized the legacy way (`afterTurn` / `ingestBatch` / `ingest`), as OpenClaw downgrades it.
+ *
+ * @example
+ * ```ts
+ * declaresDurableTurns({ info: { id: "e", name: "E", transcriptSemantics: { currentTurnFence: "before-current-turn-entry-v1",
+ *   turnAdvancementIdempotency: "atomic-idempotent-v1" } }, commitTurn: async () => ({ status: "committed" }) }); // true
+ * ```
+ */
+export function declaresDurableTurns(engine: Pick<ContextEngine, "info" | "commitTurn">): boolean {
+  const semantics = engine.info.transcriptSemantics;
+  return (
+    semantics?.currentTurnFence === "before-current-turn-entry-v1" &&
+    semantics.turnAdvancementIdempotency === "atomic-idempotent-v1" &&
+    typeof engine.commitTurn === "function"
+  );
+}
 
 /** Validate an engine method's result; throws {@link EngineResultInvalidError} naming the method and field. */
 export function validateEngineResult<T>(method: string, schema: z.ZodType<T>, value: unknown): T {
@@ -170,7 +193,7 @@ function describeIssue(issue: z.core.$ZodIssue | undefined): string {
 }
 
 const REQUIRED_METHODS = ["ingest", "assemble", "compact"] as const;
-const OPTIONAL_METHODS = ["bootstrap", "maintain", "ingestBatch", "afterTurn", "interceptCompaction", "dispose"] as const;
+const OPTIONAL_METHODS = ["bootstrap", "maintain", "ingestBatch", "afterTurn", "commitTurn", "interceptCompaction", "dispose"] as const;
 
 /**
  * Check that a value satisfies the context-engine contract (structurally, as OpenClaw does).
@@ -259,5 +282,6 @@ export function engineFacts(engine: ContextEngine | undefined): EngineFacts {
     hasIngestBatch: typeof engine.ingestBatch === "function",
     ownsCompaction: engine.info.ownsCompaction === true,
     turnMaintenanceMode: engine.info.turnMaintenanceMode === "background" ? "background" : "foreground",
+    durableTurns: declaresDurableTurns(engine),
   };
 }

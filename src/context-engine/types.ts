@@ -129,7 +129,61 @@ export interface ContextEngineInfo {
   acceptedHostParams?: string[] | undefined;
   /** Proposed upstream (openclaw#81164). `interceptCompaction` is used whenever the engine has it; `false` opts out. */
   interceptsCompaction?: boolean | undefined;
+  /**
+   * OpenClaw's durable-turn declarations (2026.8.1+). An engine that declares both and implements
+   * {@link ContextEngine.commitTurn} gets `commitTurn` once per accepted turn instead of `afterTurn` (docs/engines.md,
+   * "Durable turns").
+   */
+  transcriptSemantics?: ContextEngineTranscriptSemantics | undefined;
 }
+
+/**
+ * OpenClaw's `info.transcriptSemantics`: how the engine reads the transcript around the current turn and how it
+ * advances its store per turn.
+ *
+ * @example
+ * ```ts
+ * const semantics: ContextEngineTranscriptSemantics = { currentTurnFence: "before-current-turn-entry-v1", turnAdvancementIdempotency: "atomic-idempotent-v1" };
+ * ```
+ */
+export interface ContextEngineTranscriptSemantics {
+  currentTurnFence?: "before-current-turn-entry-v1" | undefined;
+  turnAdvancementIdempotency?: "atomic-idempotent-v1" | undefined;
+}
+
+/**
+ * OpenClaw's `TranscriptEntryAnchor`: one transcript entry as the store issued it. Here `entryId`, `rawSeq` (its position
+ * among the store's entries), `effectiveParentId` and `idempotencyKey` come from the session store's visible entries,
+ * `activeMessagePosition` is its index among them, `storePath` is the store's address and `agentId` is
+ * {@link DURABLE_TURN_AGENT_ID}.
+ *
+ * @example
+ * ```ts
+ * const a: TranscriptEntryAnchor = { agentId: "codex-turn", sessionId: "s1", sessionKey: "s1", storePath: "/data/s1.jsonl",
+ *   generation: "0", entryId: "a1b2c3d4", rawSeq: 4, effectiveParentId: "99aa00bb", activeMessagePosition: 4 };
+ * ```
+ */
+export interface TranscriptEntryAnchor {
+  readonly agentId: string;
+  readonly sessionId: string;
+  readonly sessionKey: string;
+  readonly storePath: string;
+  readonly generation: string;
+  readonly entryId: string;
+  readonly rawSeq: number;
+  readonly effectiveParentId: string | null;
+  readonly activeMessagePosition: number;
+  readonly idempotencyKey?: string | undefined;
+}
+
+/** OpenClaw's `TranscriptTurnAdmission`: the turn's user entry, bound to its logical turn (the advancement key). */
+export interface TranscriptTurnAdmission extends TranscriptEntryAnchor {
+  readonly logicalTurnId: string;
+  readonly role: "user";
+}
+
+/** The `agentId` of the anchors this host issues (it serves no OpenClaw agents; the field is required by the type). */
+export const DURABLE_TURN_AGENT_ID = "codex-turn";
 
 /** Operations an engine can state host requirements for (OpenClaw's `ContextEngineOperation`). */
 export type ContextEngineOperation = "agent-run" | "manual-compact" | "subagent-spawn";
@@ -376,6 +430,24 @@ export interface ContextEngine {
     messageKeys?: string[] | undefined;
     isHeartbeat?: boolean | undefined;
   }): Promise<{ ingestedCount: number }>;
+  /**
+   * OpenClaw's durable turn (2026.8.1+): atomically and idempotently commit one accepted turn, `messages` spanning the
+   * admitted user entry through the terminal entry. Called once per accepted turn when `info.transcriptSemantics`
+   * declares both semantics (then `afterTurn` is not called); after a crash the host retries with the same
+   * `advancementKey`, and `duplicate` is success.
+   */
+  commitTurn?(p: {
+    advancementKey: string;
+    admission: TranscriptTurnAdmission;
+    terminal: TranscriptEntryAnchor;
+    messages: AgentMessage[];
+    sessionId: string;
+    sessionKey?: string | undefined;
+    sessionTarget?: ContextEngineSessionTarget | undefined;
+    runtimeSettings?: ContextEngineRuntimeSettings | undefined;
+    runtimeContext?: ContextEngineRuntimeContext | undefined;
+    isHeartbeat?: boolean | undefined;
+  }): Promise<{ status: "committed" | "duplicate" }>;
   afterTurn?(p: {
     sessionId: string;
     sessionKey?: string | undefined;

@@ -3,6 +3,7 @@
  * the thread binding, the pending-finalize record and the lock are sidecars next to it (`src/transcript/paths.ts`).
  * A thin adapter over `src/transcript/*`; the history read is the incremental, frozen one of `history-cache.ts`.
  */
+import { findRecordedRequest } from "../transcript/requests.js";
 import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
@@ -128,6 +129,7 @@ export function createJsonlSessionStore(opts: JsonlSessionStoreOptions): Session
     sessionId,
     readHistory: async () => readCachedHistory(await resolveSessionPath(sessionFile, sessionRoot), sessionFile, { sessionId, logger }),
     readVisibleEntries: async () => readVisibleEntries(sessionFile, { sessionId, ...(sessionRoot !== undefined ? { sessionRoot } : {}), logger }),
+    findRequest: async (requestId: string) => findRecordedRequest(sessionFile, requestId, { sessionId, ...(sessionRoot !== undefined ? { sessionRoot } : {}), logger }),
     appendTurn: async (turn) => {
       guard();
       return appendTurn(opts, logger, turn, pending.takeCommit());
@@ -294,6 +296,7 @@ async function appendTurn(
     messages: turn.messages,
     ...(cwd !== undefined ? { cwd } : {}),
     ...(opts.sessionRoot !== undefined ? { sessionRoot: opts.sessionRoot } : {}),
+    ...(turn.request !== undefined ? { request: turn.request } : {}),
     logger,
     locked: true,
     onSessionIdMismatch: "throw",

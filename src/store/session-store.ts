@@ -75,6 +75,36 @@ export interface AppendTurnInput {
   messages: readonly AgentMessage[];
   /** Header cwd when the transcript is created by this append. */
   cwd?: string | undefined;
+  /**
+   * The host's request mark (`requestId` and the attempt's status): stored with the turn's prompt entry (the JSONL
+   * store: a top-level `request` field on it), found again by {@link SessionStore.findRequest}.
+   */
+  request?: RequestMarkInput | undefined;
+}
+
+/** A request mark: the host's `requestId`, the status of the attempt that ran it, and whether it was a cut turn. */
+export interface RequestMarkInput {
+  id: string;
+  status: "completed" | "failed" | "aborted" | "yieldAborted";
+  /** The turn was recovered from Codex's thread after its attempt died mid-turn. */
+  cut?: boolean | undefined;
+}
+
+/**
+ * A request the transcript holds ({@link SessionStore.findRequest}): its mark, the Codex thread and turn it ran as,
+ * its prompt's entry and the turn's messages in transcript order.
+ *
+ * @example
+ * ```ts
+ * const r = await store.findRequest("req-42");
+ * r?.status; r?.turnId; r?.messages[0]?.role === "user"; // true
+ * ```
+ */
+export interface RecordedRequest extends RequestMarkInput {
+  threadId: string;
+  turnId: string;
+  entryId: string;
+  messages: AgentMessage[];
 }
 
 /** What {@link SessionStore.appendTurn} did. */
@@ -215,6 +245,12 @@ export interface SessionStore {
   readVisibleEntries(): Promise<VisibleTranscriptEntry[]>;
   /** The mirror: append the turn's messages not yet present (idempotent by mirror keys). */
   appendTurn(turn: AppendTurnInput): Promise<AppendTurnResult>;
+  /**
+   * The turn recorded for a request id (its prompt entry carries the mark), searched in every entry of the transcript
+   * (not only the visible branch: a request compacted away is still found); the last one when several carry it.
+   * Undefined when none does. Reads without the lock; the messages are copies.
+   */
+  findRequest(requestId: string): Promise<RecordedRequest | undefined>;
   /** Append one message that belongs to no Codex turn; returns its entry id (the existing one when the key is present). */
   appendMessage(input: AppendMessageInput): Promise<{ entryId: string; appended: boolean }>;
   /** Append a pi `compaction` entry; returns its id. */

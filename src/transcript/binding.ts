@@ -117,6 +117,8 @@ export const threadBindingSchema = z.object({
       turnId: z.string().min(1),
       prompt: z.string(),
       images: z.array(z.object({ type: z.literal("image"), data: z.string(), mimeType: z.string() })).optional(),
+      /** The host's `requestId` of the turn: the recovered turn's prompt entry records it (marked cut). */
+      requestId: z.string().min(1).max(200).optional(),
     })
     .optional(),
 });

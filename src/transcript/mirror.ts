@@ -48,6 +48,11 @@ export interface MirrorTurnParams {
   onSessionIdMismatch?: "warn" | "throw" | undefined;
   /** Fsynced at the same moment as the append (see `AppendOptions.syncAlongside`); runs even when nothing is new. */
   syncAlongside?: (() => Promise<void>) | undefined;
+  /**
+   * The host's request mark (`requestId` and the attempt's status), written on the prompt's entry (the first message,
+   * when it is the user's prompt) as a top-level `request` field, as `idempotencyKey` is.
+   */
+  request?: { id: string; status: string; cut?: boolean | undefined } | undefined;
 }
 
 /** What {@link mirrorTurnToTranscript} did. */
@@ -81,6 +86,7 @@ const ParamsSchema = z.object({
   lock: z.any().optional(),
   onSessionIdMismatch: z.enum(["warn", "throw"]).optional(),
   syncAlongside: z.any().optional(),
+  request: z.object({ id: z.string().min(1).max(200), status: z.string().min(1), cut: z.boolean().optional() }).optional(),
 });
 
 function partsOf(m: AgentMessage): Array<Record<string, unknown>> {
@@ -207,8 +213,13 @@ export async function mirrorValidatedTurn(params: MirrorTurnParams): Promise<Mir
     keys.forEach((k, i) => {
       if (!writer.hasKey(k)) fresh.push(i);
     });
+    const request = params.request;
     const written = await writer.append(
-      fresh.map((i) => mirrorEntryFor(messages[i]!, keys[i]!)),
+      fresh.map((i) => {
+        const entry = mirrorEntryFor(messages[i]!, keys[i]!);
+        // The request mark goes on the prompt's entry only (the first message, when it is the user's prompt).
+        return request && i === 0 && keys[i]!.endsWith(":prompt") ? { ...entry, request: { id: request.id, status: request.status, ...(request.cut ? { cut: true } : {}) } } : entry;
+      }),
       params.syncAlongside ? { syncAlongside: params.syncAlongside } : {},
     );
     const entryIds = keys.map((k) => writer.entryIdForKey(k) ?? "");

@@ -62,6 +62,13 @@ export interface PendingFinalizeRecord {
    * after them instead of delivering them twice. Absent: none known.
    */
   ingestedKeys?: string[] | undefined;
+  /**
+   * The durable turn's advancement key (an engine that takes durable turns, OpenClaw's `commitTurn`): recovery retries
+   * `commitTurn` with this very key after a crash between the commit and the record's clearing.
+   */
+  advancementKey?: string | undefined;
+  /** The host's `requestId` of the turn and the attempt's status, written on the prompt's entry when it is mirrored. */
+  request?: { id: string; status: "completed" | "failed" | "aborted" | "yieldAborted"; cut?: boolean | undefined } | undefined;
   /** When the record was written (ISO; metadata only). */
   recordedAt: string;
 }
@@ -100,6 +107,8 @@ const RecordInputSchema = z.object({
   status: z.enum(STATUSES),
   messages: z.array(z.looseObject({ role: z.string().min(1) })).optional(),
   ingestedKeys: z.array(z.string().min(1)).optional(),
+  advancementKey: z.string().min(1).max(200).optional(),
+  request: z.object({ id: z.string().min(1).max(200), status: z.enum(["completed", "failed", "aborted", "yieldAborted"]), cut: z.boolean().optional() }).optional(),
 });
 
 const FileSchema = z.object({

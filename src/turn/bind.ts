@@ -15,7 +15,7 @@ import type { RunTurnEmitted, RunTurnInput, RunTurnReceived } from "../../machin
 import type { TurnDeps } from "./deps.js";
 import { acquireSessionLock, recoverSession, recoverTurnLeftInFlight } from "./actors/session.js";
 import { readHistory, rereadHistory } from "./actors/history.js";
-import { assembleContext, bootstrapEngine, compactEngine, finalizeEngine, maintainEngine } from "./actors/engine.js";
+import { assembleContext, bootstrapEngine, clearPendingRecord, commitEngineTurn, compactEngine, finalizeEngine, maintainEngine } from "./actors/engine.js";
 import { projectContext } from "./actors/project.js";
 import { runPromptHooks } from "./actors/prompt-hooks.js";
 import { admitTurn, recordBlockedTurn } from "./actors/admission.js";
@@ -78,6 +78,8 @@ export const boundTurnMachine = turnMachine.provide({
     recordPendingFinalize: fromPromise(({ input, system }) => recordPendingFinalize(depsOf(system), input)),
     mirrorTranscript: fromPromise(({ input, system }) => mirrorTranscript(depsOf(system), input)),
     finalizeEngine: fromPromise(({ input, system }) => finalizeEngine(depsOf(system), input)),
+    commitEngineTurn: fromPromise(({ input, system }) => commitEngineTurn(depsOf(system), input)),
+    clearPendingRecord: fromPromise(({ input, system }) => clearPendingRecord(depsOf(system), input)),
     maintainEngine: fromPromise(({ input, system, signal }) => maintainEngine(depsOf(system), input, signal)),
   },
 });

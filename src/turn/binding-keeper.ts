@@ -33,7 +33,7 @@ export interface BindingKeeper {
    * Codex accepted the turn: the thread holds what was injected. Written at once, while the Codex turn runs, so a crash
    * during the turn leaves a binding that knows what the thread holds.
    */
-  accept(p: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput | undefined; freshThread: boolean }): void;
+  accept(p: { threadId: string; turnId: string; prompt: string; projection?: ProjectionOutput | undefined; freshThread: boolean; requestId?: string | undefined }): void;
   /**
    * The turn's pending-finalize record is written: the turn no longer depends on the binding's `turnInFlight` marker
    * (set at accept with the original prompt) to be recovered. Written with the next queued write.
@@ -196,5 +196,8 @@ function acceptedBinding(
     projectionMode: a.projection?.mode ?? "none",
   } as Parameters<typeof applyBindingUpdate>[1]);
   // Until its pending record exists, this marker is how a crash of this attempt leaves the turn recoverable.
-  return { ...next, turnInFlight: { turnId: a.turnId, prompt: a.prompt, ...(images && images.length > 0 ? { images } : {}) } };
+  return {
+    ...next,
+    turnInFlight: { turnId: a.turnId, prompt: a.prompt, ...(images && images.length > 0 ? { images } : {}), ...(a.requestId !== undefined ? { requestId: a.requestId } : {}) },
+  };
 }

@@ -127,6 +127,7 @@ function machineInput(deps: TurnDeps): TurnMachineInput {
     hasMessageWriteHooks: deps.hooks.has("beforeMessageWrite"),
     accordion: { enabled: accordionEnabled, contextThreshold: p.compaction?.contextThreshold ?? 0.9 },
     ...(p.sessionKey ? { sessionKey: p.sessionKey } : {}),
+    ...(p.requestId !== undefined ? { requestId: p.requestId } : {}),
   };
 }
 

@@ -45,6 +45,7 @@ export function toTurnResult(
     const { turnId, codexStatus, messages } = output.cutTurn;
     res.cutTurnRecovered = { turnId, codexStatus: codexStatus ?? "interrupted", messages: messages ?? 0 };
   }
+  if (output.request) res.request = output.request;
   if (output.blocked) {
     const { userMessage, ...block } = output.blocked;
     res.blocked = block;

@@ -103,6 +103,7 @@ describe("legacy detection and engine facts", () => {
       hasIngestBatch: false,
       ownsCompaction: false,
       turnMaintenanceMode: "foreground",
+      durableTurns: false,
     });
     const full = createRecordingEngine(createWindowEngine({ ownsCompaction: true }));
     full.info.turnMaintenanceMode = "background";
@@ -115,6 +116,7 @@ describe("legacy detection and engine facts", () => {
       hasIngestBatch: true,
       ownsCompaction: true,
       turnMaintenanceMode: "background",
+      durableTurns: false,
     });
   });
 });

@@ -35,6 +35,8 @@ export type PromiseActor =
   | "recordPendingFinalize"
   | "mirrorTranscript"
   | "finalizeEngine"
+  | "commitEngineTurn"
+  | "clearPendingRecord"
   | "maintainEngine";
 
 /** The top-level state each promise actor belongs to. */
@@ -61,11 +63,13 @@ export const ACTOR_STATE: Record<PromiseActor, string[]> = {
   recordPendingFinalize: ["mirror"],
   mirrorTranscript: ["mirror"],
   finalizeEngine: ["finalize"],
+  commitEngineTurn: ["finalize"],
+  clearPendingRecord: ["finalize"],
   maintainEngine: ["maintain"],
 };
 
 /** Actors a driver settles by itself unless a test asks to control them (the session steps and bookkeeping). */
-export const AUTO_ACTORS: ReadonlySet<PromiseActor> = new Set(["acquireSessionLock", "recoverSession", "recoverCutTurn", "prepareTranscriptMessages", "recordPendingFinalize", "rereadHistoryForFinalize"]);
+export const AUTO_ACTORS: ReadonlySet<PromiseActor> = new Set(["acquireSessionLock", "recoverSession", "recoverCutTurn", "prepareTranscriptMessages", "recordPendingFinalize", "rereadHistoryForFinalize", "clearPendingRecord"]);
 
 /** The output an auto actor settles with: `okOutput`, except that preparing the messages keeps the turn's own. */
 export function autoOutput(actor: PromiseActor, input: unknown): unknown {
@@ -169,6 +173,10 @@ export function okOutput(actor: PromiseActor): unknown {
       return { appended: 2 };
     case "finalizeEngine":
       return { mode: "afterTurn", usedFallback: false };
+    case "commitEngineTurn":
+      return { status: "committed", advancementKey: "codex-turn:v1:0", messages: 2, admissionEntryId: "e1", terminalEntryId: "e2", admissionSeq: 1, terminalSeq: 2 };
+    case "clearPendingRecord":
+      return undefined;
     case "maintainEngine":
       return { changed: false };
   }

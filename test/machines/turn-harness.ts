@@ -180,6 +180,7 @@ export class TurnHarness {
     if (value["hooks"] === "reprojecting") return "reproject";
     if (value["hooks"] === "running") return "hooks";
     if (value["hooks"] === "admitting") return "admitting";
+    if (value["finalize"] === "committing") return "committing";
     // Steps inside these states are bookkeeping the model does not name (pending record, snapshot choice).
     for (const state of ["threadStart", "mirror", "finalize"]) if (value[state] !== undefined) return state;
     return JSON.stringify(value);

@@ -14,14 +14,14 @@ import { ENGINE_FULL, NO_ENGINE, TurnHarness, record, settle, transitionKey, typ
 
 type ModelEvent =
   | { type: "LOCK_OK" | "LOCK_CLEAN" | "LOCK_IN_FLIGHT" | "LOCK_BOTH" | "LOCK_FAIL" | "RECOVER_OK" | "RECOVER_FAIL" | "CUT_OK" | "CUT_FAIL" }
-  | { type: "HISTORY_OK" | "HISTORY_FAIL" | "BOOTSTRAP_OK" | "BOOTSTRAP_FAIL" | "ASSEMBLE_OK" | "ASSEMBLE_EMPTY" | "ASSEMBLE_FAIL" }
+  | { type: "HISTORY_OK" | "HISTORY_REPLAYED" | "HISTORY_FAIL" | "BOOTSTRAP_OK" | "BOOTSTRAP_FAIL" | "ASSEMBLE_OK" | "ASSEMBLE_EMPTY" | "ASSEMBLE_FAIL" }
   | { type: "COMPACT_OK" | "COMPACT_NONE" | "COMPACT_FAIL" | "RELOAD_OK" | "RELOAD_FAIL" }
   | { type: "PROJECT_OK" | "PROJECT_FAIL" | "HOOKS_OK" | "HOOKS_CHANGED" | "HOOKS_FAIL" | "REPROJECT_OK" | "REPROJECT_FAIL" | "THREAD_OK" | "THREAD_FAIL" }
   | { type: "ADMIT_PASS" | "ADMIT_BLOCK" | "ADMIT_FAIL" | "RECORD_BLOCK_OK" | "RECORD_BLOCK_FAIL" }
   | { type: "RESUME_OK" | "RESUME_REFUSED" | "RESUME_FAIL" }
   | { type: "REVERT_OK" | "REVERT_FAIL" | "INJECT_OK" | "INJECT_FAIL" }
   | { type: "TURN_ACCEPTED" | "TURN_START_FAIL" | "TURN_COMPLETED" | "TURN_FAILED" | "TURN_OVERFLOWED" | "INTERRUPT_TIMEOUT" }
-  | { type: "MIRROR_OK" | "MIRROR_FAIL" | "FINALIZE_OK" | "FINALIZE_FAIL" | "MAINTAIN_OK" | "MAINTAIN_FAIL" }
+  | { type: "MIRROR_OK" | "MIRROR_FAIL" | "FINALIZE_OK" | "FINALIZE_FAIL" | "COMMIT_OK" | "COMMIT_DUPLICATE" | "COMMIT_FAIL" | "MAINTAIN_OK" | "MAINTAIN_FAIL" }
   | { type: "ABORT" | "YIELD" | "STEER" };
 
 interface ModelContext {
@@ -41,6 +41,12 @@ interface ModelContext {
   inFlight: boolean;
   /** This turn failed because its input no longer fit the context window: the binding must say so for the next turn. */
   overflowed: boolean;
+  /**
+   * Decided on entering finalize, for an engine that takes durable turns (OpenClaw's commitTurn): the turn is one
+   * OpenClaw accepts (Codex completed it, no abort, no yield), so it is committed; else it is not committed at all.
+   */
+  commits: boolean;
+  skipsCommit: boolean;
 }
 
 // --- The independent lifecycle model -------------------------------------------------------------------------
@@ -58,6 +64,9 @@ const resumePlanned = (c: ModelContext) => ["resume", "native", "nativeRevert"].
 // the whole view); "nativeFresh": a fresh thread gets the view injected before its first turn.
 const nativeRevert = (c: ModelContext) => resumePlanned(c) && (c.cfg.sessionKey === "native" || c.cfg.sessionKey === "nativeRevert");
 const nativeInject = (c: ModelContext) => (resumePlanned(c) && c.cfg.sessionKey === "native") || (c.cfg.sessionKey === "nativeFresh" && !c.projectFailed);
+// Durable turns: the engine declared OpenClaw's transcript semantics and implements commitTurn.
+const durable = (c: ModelContext) => c.cfg.engine.active && c.cfg.engine.durableTurns === true;
+const acceptedByOpenClaw = (c: ModelContext) => !c.aborted && !c.yielded && !c.promptError;
 const maintenanceAllowed = (c: ModelContext) =>
   c.cfg.engine.active && c.cfg.engine.hasMaintain && !c.aborted && !c.yielded && !c.promptError && c.finalizeOk;
 
@@ -83,6 +92,9 @@ export const lifecycleModel = setup({
     promptError: ({ context }) => context.promptError,
     notAbortedYet: ({ context }) => !context.aborted && !context.yielded,
     inFlight: ({ context }) => context.inFlight,
+    hasRequestId: ({ context }) => context.cfg.requestId !== undefined,
+    commitsNow: ({ context }) => durable(context) && acceptedByOpenClaw(context),
+    skipsCommitNow: ({ context }) => durable(context) && !acceptedByOpenClaw(context),
   },
   actions: {
     abort: assign({ aborted: true }),
@@ -96,10 +108,11 @@ export const lifecycleModel = setup({
     admit: assign({ admitted: true }),
     leftInFlight: assign({ inFlight: true }),
     overflow: assign({ overflowed: true }),
+    decideCommit: assign(({ context }) => ({ commits: durable(context) && acceptedByOpenClaw(context), skipsCommit: durable(context) && !acceptedByOpenClaw(context) })),
   },
 }).createMachine({
   id: "model",
-  context: ({ input }) => ({ cfg: input, aborted: false, yielded: false, accepted: false, promptError: false, finalizeOk: false, fellBack: false, projectFailed: false, admitted: false, inFlight: false, overflowed: false }),
+  context: ({ input }) => ({ cfg: input, aborted: false, yielded: false, accepted: false, promptError: false, finalizeOk: false, fellBack: false, projectFailed: false, admitted: false, inFlight: false, overflowed: false, commits: false, skipsCommit: false }),
   initial: "lock",
   states: {
     // One attempt at a time per session; a crashed attempt's turn is completed before this one starts.
@@ -128,6 +141,8 @@ export const lifecycleModel = setup({
           { target: "project" },
         ],
         HISTORY_FAIL: "failed",
+        // requestId: the transcript already holds the request (recorded completed): returned as it is, nothing runs.
+        HISTORY_REPLAYED: { guard: "hasRequestId", target: "completed" },
         ABORT: "aborted",
         YIELD: "yieldAborted",
         STEER: {},
@@ -265,7 +280,12 @@ export const lifecycleModel = setup({
     },
     mirror: {
       on: {
-        MIRROR_OK: "finalize",
+        MIRROR_OK: [
+          { guard: "commitsNow", target: "committing", actions: "decideCommit" },
+          // A durable engine's turn OpenClaw would not accept: not committed, only its pending record is cleared.
+          { guard: "skipsCommitNow", target: "settle", actions: "decideCommit" },
+          { target: "finalize" },
+        ],
         // The turn is in no transcript: it is failed (whatever was asked), kept in the pending record, not finalized.
         MIRROR_FAIL: "failed",
         ABORT: { guard: "notAbortedYet", actions: "abort" },
@@ -276,6 +296,16 @@ export const lifecycleModel = setup({
       on: {
         FINALIZE_OK: { target: "settle", actions: "finalizeOk" },
         FINALIZE_FAIL: "settle",
+        ABORT: { guard: "notAbortedYet", actions: "abort" },
+        YIELD: { guard: "notAbortedYet", actions: "yieldIt" },
+      },
+    },
+    // A durable engine's accepted turn: commitTurn instead of afterTurn; `duplicate` (a retried key) is success too.
+    committing: {
+      on: {
+        COMMIT_OK: { target: "settle", actions: "finalizeOk" },
+        COMMIT_DUPLICATE: { target: "settle", actions: "finalizeOk" },
+        COMMIT_FAIL: "settle",
         ABORT: { guard: "notAbortedYet", actions: "abort" },
         YIELD: { guard: "notAbortedYet", actions: "yieldIt" },
       },
@@ -359,6 +389,15 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   RESUME_REFUSED: refused,
   RESUME_FAIL: fail("resumeThread"),
   HISTORY_FAIL: fail("readHistory"),
+  // Only a turn with a request id looks its request up (the model's guard): without one the event is not possible.
+  HISTORY_REPLAYED: (h) => {
+    if (ctxOf(h).input.requestId === undefined) return;
+    h.resolve("readHistory", {
+      history,
+      sessionFileExisted: true,
+      recordedRequest: { mark: { id: "req", status: "completed" }, record: { ...record("completed"), turnId: "turn-recorded" } },
+    });
+  },
   BOOTSTRAP_OK: ok("bootstrapEngine", { ...history, bootstrapped: true }),
   BOOTSTRAP_FAIL: fail("bootstrapEngine"),
   ASSEMBLE_OK: ok("assembleContext", { messages: [{ role: "user", content: "earlier", timestamp: 1 }], estimatedTokens: 2 }),
@@ -393,6 +432,9 @@ const exec: Record<ModelEvent["type"], (h: TurnHarness) => void> = {
   MIRROR_FAIL: fail("mirrorTranscript"),
   FINALIZE_OK: ok("finalizeEngine", { mode: "afterTurn", usedFallback: false }),
   FINALIZE_FAIL: fail("finalizeEngine"),
+  COMMIT_OK: ok("commitEngineTurn", { status: "committed", advancementKey: "codex-turn:v1:k", messages: 2, admissionEntryId: "e1", terminalEntryId: "e2", admissionSeq: 1, terminalSeq: 2 }),
+  COMMIT_DUPLICATE: ok("commitEngineTurn", { status: "duplicate", advancementKey: "codex-turn:v1:k", messages: 2, admissionEntryId: "e1", terminalEntryId: "e2", admissionSeq: 1, terminalSeq: 2 }),
+  COMMIT_FAIL: fail("commitEngineTurn"),
   MAINTAIN_OK: ok("maintainEngine", { changed: false }),
   MAINTAIN_FAIL: fail("maintainEngine"),
   ABORT: (h) => h.send({ type: "ABORT" }),
@@ -417,6 +459,10 @@ const configs: Array<{ name: string; input: TurnMachineInput }> = [
   { name: "native projection: revert the bound thread, then inject the view's rest", input: { ...cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false), sessionKey: "native" } },
   { name: "native projection: revert only", input: { ...cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false), sessionKey: "nativeRevert" } },
   { name: "native projection: a fresh thread gets the view injected", input: { ...cfg({ ...ENGINE_FULL, hasBootstrap: false, hasMaintain: false }, true, false), sessionKey: "nativeFresh" } },
+  {
+    name: "durable turns (commitTurn instead of afterTurn), foreground maintenance, a request id",
+    input: { ...cfg({ ...ENGINE_FULL, hasBootstrap: false, durableTurns: true }, true, false), requestId: "req" },
+  },
 ];
 
 function cfg(engine: EngineFacts, hadSessionFile: boolean, hasPromptHooks: boolean, hasAdmissionGate = false): TurnMachineInput {
@@ -467,13 +513,26 @@ async function replay(
     if (harness.calls.includes("maintainEngine") !== passedMaintain) return "maintenance ran although the model never reached maintain (or vice versa)";
     // A turn that overflowed the context window is recorded in the binding for the next turn, and no other is.
     if (harness.contextOverflows.length !== (ctx.overflowed ? 1 : 0)) return `context overflow recorded ${harness.contextOverflows.length} times (model: ${ctx.overflowed})`;
-    if (!ctx.accepted && (harness.calls.includes("mirrorTranscript") || harness.calls.includes("finalizeEngine"))) {
+    if (!ctx.accepted && (harness.calls.includes("mirrorTranscript") || harness.calls.includes("finalizeEngine") || harness.calls.includes("commitEngineTurn"))) {
       return "mirrored/finalized a turn Codex never accepted";
+    }
+    // A replayed request runs nothing: no engine call, no Codex work, no write.
+    if (steps.some((st) => st.event.type === "HISTORY_REPLAYED")) {
+      const ran = harness.calls.filter((c) => !["acquireSessionLock", "recoverSession", "recoverCutTurn", "readHistory"].includes(c));
+      if (ran.length > 0) return `a replayed request ran ${ran.join(",")}`;
+      if (harness.output.request?.replayed !== true || harness.output.turnId !== "turn-recorded") return "the replayed request's outcome is not the recorded one";
+    }
+    // A durable engine is committed (never afterTurn'd), exactly when the model committed the turn.
+    if (durable(ctx) && harness.calls.includes("finalizeEngine")) return "a durable engine was finalized the legacy way";
+    if (harness.calls.filter((c) => c === "commitEngineTurn").length !== (ctx.commits ? 1 : 0)) return `commitTurn ran ${harness.calls.filter((c) => c === "commitEngineTurn").length} times (model: ${ctx.commits})`;
+    if (harness.calls.includes("clearPendingRecord") !== ctx.skipsCommit) return "the uncommitted durable turn's pending record was not cleared (or cleared without reason)";
+    if (ctx.commits && harness.output.engine.finalize !== "commitTurn" && steps.at(-2)?.event.type !== "COMMIT_FAIL" && !steps.some((st) => st.event.type === "COMMIT_FAIL")) {
+      return `engine.finalize is ${harness.output.engine.finalize} after a commit`;
     }
     const background = maintenanceAllowed(ctx) && input.engine.turnMaintenanceMode === "background";
     if (background !== harness.backgroundScheduled > 0) return `background maintenance: model ${background}, machine ${harness.backgroundScheduled}`;
     // Engine calls happen in lifecycle order.
-    const order = ["acquireSessionLock", "recoverSession", "recoverCutTurn", "readHistory", "bootstrapEngine", "compactEngine", "rereadHistory", "assembleContext", "projectContext", "runPromptHooks", "admitTurn", "recordBlockedTurn", "resumeThread", "startThread", "revertThread", "injectItems", "runTurn", "prepareTranscriptMessages", "recordPendingFinalize", "mirrorTranscript", "rereadHistoryForFinalize", "finalizeEngine", "maintainEngine"];
+    const order = ["acquireSessionLock", "recoverSession", "recoverCutTurn", "readHistory", "bootstrapEngine", "compactEngine", "rereadHistory", "assembleContext", "projectContext", "runPromptHooks", "admitTurn", "recordBlockedTurn", "resumeThread", "startThread", "revertThread", "injectItems", "runTurn", "prepareTranscriptMessages", "recordPendingFinalize", "mirrorTranscript", "rereadHistoryForFinalize", "finalizeEngine", "commitEngineTurn", "clearPendingRecord", "maintainEngine"];
     // A refused resume goes back to project once: order is checked from the last projection on.
     const calls = harness.calls.slice(Math.max(0, harness.calls.lastIndexOf("projectContext")));
     const head = harness.calls.slice(0, Math.max(0, harness.calls.lastIndexOf("projectContext")));
@@ -731,6 +790,39 @@ describe("turn machine against the independent lifecycle model", () => {
     expect(h.output?.warnings).toContain("pending-finalize record not written; a crash before finalize would not be recovered");
   });
 
+  it("a durable engine's failed turn is not committed; a record that cannot be cleared is a warning, the next attempt finds it", async () => {
+    const h = new TurnHarness(configs[10]!.input, turnMachine, undefined, ["clearPendingRecord"]);
+    await settle();
+    for (const e of ["HISTORY_OK", "ASSEMBLE_OK", "PROJECT_OK", "THREAD_OK", "TURN_ACCEPTED", "TURN_FAILED", "MIRROR_OK"] as const) {
+      exec[e](h);
+      await settle();
+    }
+    h.reject("clearPendingRecord", "disk full");
+    await settle();
+    expect(h.calls).not.toContain("commitEngineTurn");
+    expect(h.calls).not.toContain("finalizeEngine");
+    expect(h.output?.status).toBe("failed");
+    expect(h.output?.engine).toMatchObject({ finalize: "skipped:notCommitted", maintenance: "skipped:promptError" });
+    expect(h.output?.warnings).toContain("pending-finalize record not cleared (disk full); the next attempt finds the turn again");
+    track(h);
+  });
+
+  it("a recorded request is returned as recorded: a failed one says so, a cut one says it was cut; nothing runs", async () => {
+    for (const [mark, code] of [
+      [{ id: "req", status: "failed" as const }, "REQUEST_REPLAYED"],
+      [{ id: "req", status: "failed" as const, cut: true }, "REQUEST_TURN_CUT"],
+    ] as const) {
+      const h = new TurnHarness(configs[10]!.input);
+      await settle();
+      h.resolve("readHistory", { history, sessionFileExisted: true, recordedRequest: { mark, record: { ...record("interrupted"), turnId: "turn-recorded" } } });
+      await settle();
+      expect(h.output).toMatchObject({ status: "failed", turnId: "turn-recorded", error: { phase: "loadHistory", code }, request: { id: "req", replayed: true } });
+      expect(h.output?.request?.cut).toBe(mark.cut);
+      expect(h.calls).toEqual(["acquireSessionLock", "readHistory"]);
+      track(h);
+    }
+  });
+
   it("covers every state node and every transition of the real machine", () => {
     const allStates: string[] = [];
     const allTransitions: unknown[] = [];
@@ -785,6 +877,11 @@ describe("guard mutants are caught by the model", () => {
     { guard: "nativeRevertDue", impl: () => true, config: 9 },
     { guard: "nativeInjectDue", impl: () => false, config: 9 },
     { guard: "nativeInjectDue", impl: () => true, config: 8 },
+    // Durable turns: commitTurn replaced by afterTurn (or the other way round), a failed turn committed.
+    { guard: "engineCommitsTurns", impl: () => false, config: 10 },
+    { guard: "engineCommitsTurns", impl: () => true, config: 2 },
+    { guard: "engineSkipsTurnCommit", impl: () => false, config: 10 },
+    { guard: "requestAlreadyRecorded", impl: () => false, config: 10 },
   ];
   const results: string[] = [];
   for (const mutant of mutants) {

@@ -18,6 +18,10 @@ import {
   shouldReprojectAfterHooks,
   shouldWarnAssembleEmpty,
   turnOverflowedContext,
+  engineCommitsTurns,
+  turnCommittable,
+  requestAlreadyRecorded,
+  requestStatusAtMirror,
 } from "../../machines/rules.js";
 import type { EngineFacts } from "../../machines/turn.contract.js";
 import { fullEngineFacts } from "../helpers/machine-driver.js";
@@ -148,5 +152,42 @@ describe("context window overflow", () => {
     expect(isOverflowCompactionDue(on, undefined)).toBe(false);
     expect(isOverflowCompactionDue({ ...on, enabled: false }, true)).toBe(false);
     expect(isOverflowCompactionDue(undefined, true)).toBe(false);
+  });
+});
+
+describe("durable turns (OpenClaw commitTurn)", () => {
+  it("engineCommitsTurns: an active engine that declares durable turns; legacy and undeclared engines do not", () => {
+    expect(engineCommitsTurns(engine({ durableTurns: true }))).toBe(true);
+    expect(engineCommitsTurns(engine())).toBe(false);
+    expect(engineCommitsTurns(engine({ durableTurns: false }))).toBe(false);
+    expect(engineCommitsTurns(engine({ durableTurns: true, active: false }))).toBe(false);
+  });
+
+  it("turnCommittable: only a turn Codex completed, neither aborted nor yield-aborted, and in the transcript", () => {
+    const done = { aborted: false, yieldAborted: false, turnAccepted: true, record: { codexStatus: "completed" as const } };
+    expect(turnCommittable(done)).toBe(true);
+    expect(turnCommittable({ ...done, aborted: true })).toBe(false);
+    expect(turnCommittable({ ...done, yieldAborted: true })).toBe(false);
+    expect(turnCommittable({ ...done, mirrorFailed: true })).toBe(false);
+    for (const codexStatus of ["failed", "interrupted", "timedOut"] as const) expect(turnCommittable({ ...done, record: { codexStatus } })).toBe(false);
+  });
+});
+
+describe("requestId", () => {
+  const done = { aborted: false, yieldAborted: false, turnAccepted: true, record: { codexStatus: "completed" as const } };
+  it("a request the transcript holds is replayed; its recorded status is the attempt's status, before anything else", () => {
+    expect(requestAlreadyRecorded({})).toBe(false);
+    const recordedRequest = { mark: { id: "r", status: "failed" as const }, record: { threadId: "t", turnId: "u", codexStatus: "failed" as const, assistantText: "", messagesSnapshot: [], compactions: [] } };
+    expect(requestAlreadyRecorded({ recordedRequest })).toBe(true);
+    expect(settleStatus({ ...done, replayed: "failed" })).toBe("failed");
+    expect(settleStatus({ ...done, aborted: true, replayed: "completed" })).toBe("completed");
+  });
+  it("the status recorded with the prompt is the attempt's as it stands when the turn is written", () => {
+    expect(requestStatusAtMirror(done)).toBe("completed");
+    expect(requestStatusAtMirror({ ...done, aborted: true })).toBe("aborted");
+    expect(requestStatusAtMirror({ ...done, yieldAborted: true })).toBe("yieldAborted");
+    expect(requestStatusAtMirror({ ...done, record: { codexStatus: "interrupted" } })).toBe("failed");
+    // The write it is recorded with is assumed to succeed (a failed one records nothing).
+    expect(requestStatusAtMirror({ ...done, mirrorFailed: true })).toBe("completed");
   });
 });

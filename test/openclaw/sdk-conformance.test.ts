@@ -28,6 +28,7 @@ import type { HostPluginApi } from ${src("openclaw/api.js")};
 import type { ContextEngine, ContextEngineLlm } from ${src("context-engine/types.js")};
 import type * as OurCore from ${src("openclaw/sdk/core.js")};
 import type { RewriteTranscriptEntries } from ${src("context-engine/transcript-rewriter.js")};
+import { createDurableTurnsEngine } from ${JSON.stringify(path.join(REPO, "test/fixtures/openclaw-plugins/durable-turns/index.js"))};
 
 type NotAny<T> = 0 extends 1 & T ? never : T;
 export const apiIsTyped: NotAny<OpenClawPluginApi> = {} as OpenClawPluginApi;
@@ -70,6 +71,12 @@ export const compactOut: R<Ours, "compact"> = {} as R<Theirs, "compact">;
 export const maintainOut: R<Ours, "maintain"> = {} as R<Theirs, "maintain">;
 export const bootstrapOut: R<Ours, "bootstrap"> = {} as R<Theirs, "bootstrap">;
 export const ingestOut: R<Ours, "ingest"> = {} as R<Theirs, "ingest">;
+// Durable turns (OpenClaw 2026.8.1+): what we hand commitTurn is what theirs takes, what it answers is what we read.
+export const commitTurnIn: NoMsg<P<Theirs, "commitTurn">> = {} as NoMsg<P<Ours, "commitTurn">>;
+export const commitTurnOut: R<Ours, "commitTurn"> = {} as R<Theirs, "commitTurn">;
+// The durable-turns test plugin (plain JavaScript, as published plugins are; types inferred) is an OpenClaw engine.
+export const durableTurnsFixture: HarnessContextEngine = createDurableTurnsEngine({ ledgerPath: "ledger.jsonl" });
+export const durableTurnsFixtureIsOurs: Ours = createDurableTurnsEngine({ ledgerPath: "ledger.jsonl" });
 export const llmInContext: NonNullable<P<Theirs, "assemble">["runtimeContext"]>["llm"] = {} as ContextEngineLlm;
 // The transcript rewrite helper we put in runtimeContext is OpenClaw's.
 type TheirRewrite = NonNullable<NonNullable<P<Theirs, "maintain">["runtimeContext"]>["rewriteTranscriptEntries"]>;
@@ -85,7 +92,9 @@ export const delegate: typeof TheirCore.delegateCompactionToRuntime = {} as type
 /** Must NOT compile: registerContextEngine taking a number id. */
 const CONTROL = `
 import type { OpenClawPluginApi } from "./openclaw/dist/plugin-sdk/core.js";
+import type { HarnessContextEngine } from "./openclaw/dist/plugin-sdk/agent-harness-runtime.js";
 export const wrong: Pick<OpenClawPluginApi, "registerContextEngine"> = { registerContextEngine: (_id: number) => undefined };
+export const wrongSemantics: HarnessContextEngine["info"] = { id: "x", name: "x", transcriptSemantics: { currentTurnFence: "before-current-turn-entry-v2" } };
 `;
 
 let dir: string;
@@ -117,6 +126,8 @@ async function compile(): Promise<Record<"conformance" | "control", string[]>> {
     strict: true,
     skipLibCheck: true,
     noEmit: true,
+    // The durable-turns fixture is plain JavaScript: its types are inferred (its body is not checked).
+    allowJs: true,
     types: ["node"],
     typeRoots: [path.join(REPO, "node_modules/@types")],
   });
@@ -140,5 +151,6 @@ describe("type conformance with OpenClaw's published plugin-sdk types", () => {
     expect(conformance).toEqual([]);
     // The control proves the declarations resolved to real types (an unresolved type is any and passes anything).
     expect(control.join("\n")).toMatch(/not assignable/);
+    expect(control.join("\n")).toMatch(/before-current-turn-entry-v2/);
   }, 180_000);
 });

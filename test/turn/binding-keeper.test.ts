@@ -93,6 +93,13 @@ describe("binding keeper: the turn in flight", () => {
     expect(writes[1]!.heldTurnIds).toEqual(["turn-1"]);
   });
 
+  it("with a requestId the marker records it (a cut turn recovered from it keeps its request)", async () => {
+    const { keeper, writes } = keeperWith();
+    keeper.accept({ threadId: "thread-1", turnId: "turn-1", prompt: "fix it", freshThread: false, requestId: "req-7" });
+    await keeper.settle();
+    expect(writes[0]!.turnInFlight).toEqual({ turnId: "turn-1", prompt: "fix it", requestId: "req-7" });
+  });
+
   it("the usage and the record's removal in one macrotask are one write; another turn's record leaves the marker", async () => {
     const { keeper, writes } = keeperWith();
     keeper.accept({ threadId: "thread-1", turnId: "turn-1", prompt: "p", freshThread: false });

@@ -73,6 +73,7 @@ export function runResultJson(r: CodexTurnResult): Record<string, unknown> {
     ...(r.blocked ? { blocked: r.blocked } : {}),
     ...(r.modelRerouted ? { modelRerouted: r.modelRerouted } : {}),
     ...(r.cutTurnRecovered ? { cutTurnRecovered: r.cutTurnRecovered } : {}),
+    ...(r.request ? { request: r.request } : {}),
     ...(r.generatedImages ? { generatedImages: r.generatedImages } : {}),
     ...(r.proposedPlan !== undefined ? { proposedPlan: r.proposedPlan } : {}),
     // Codex's questions (Plan mode) and the answers given (null: declined), as the turn's messages record them.

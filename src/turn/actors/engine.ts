@@ -5,6 +5,8 @@
 import type {
   AssembleOutput,
   BootstrapOutput,
+  CommitTurnInput,
+  CommitTurnOutput,
   CompactBeforeTurnOutput,
   FinalizeInput,
   FinalizeOutput,
@@ -24,6 +26,7 @@ import {
   runHarnessContextEngineMaintenance,
 } from "../../context-engine/lifecycle.js";
 import { createTranscriptRewriter } from "../../context-engine/transcript-rewriter.js";
+import { commitHarnessContextEngineTurn, durableTurnAdvancementKey } from "../../context-engine/durable-turns.js";
 import { sessionTargetOf as sessionTargetOfStore } from "../../store/session-directory.js";
 import type { TurnDeps } from "../deps.js";
 import { toHistoryOutput } from "./history.js";
@@ -183,6 +186,36 @@ export async function finalizeEngine(deps: TurnDeps, input: FinalizeInput): Prom
   } as Parameters<typeof finalizeHarnessContextEngineTurn>[0]);
   await deps.store.completePending(record.turnId);
   return { mode, usedFallback };
+}
+
+/**
+ * Commit the durable turn (`finalize.committing`): `commitTurn` with the turn's advancement key (the one its pending
+ * record holds) and the anchors and messages read back from the store, then clear the pending record. A crash before
+ * the record is cleared leaves it for recovery, which retries the same key.
+ */
+export async function commitEngineTurn(deps: TurnDeps, input: CommitTurnInput): Promise<CommitTurnOutput> {
+  const { record } = input;
+  const engine = activeEngine(deps);
+  const advancementKey = durableTurnAdvancementKey({ sessionId: deps.params.sessionId, threadId: record.threadId, turnId: record.turnId });
+  const out = await commitHarnessContextEngineTurn({
+    engine,
+    entries: await deps.store.readVisibleEntries(),
+    session: { sessionId: deps.params.sessionId, sessionKey: deps.params.sessionKey, storePath: deps.store.sessionFile },
+    threadId: record.threadId,
+    turnId: record.turnId,
+    advancementKey,
+    sessionTarget: sessionTargetOf(deps),
+    runtimeSettings: deps.runtimeSettings,
+    runtimeContext: runtimeContextFor(deps, record.usage, "held"),
+    timeoutMs: deps.engineCallMs,
+  });
+  await deps.store.completePending(record.turnId);
+  return out;
+}
+
+/** `finalize.skippingCommit`: a durable engine's turn that is not committed; only its pending record goes. */
+export async function clearPendingRecord(deps: TurnDeps, input: { turnId: string }): Promise<void> {
+  await deps.store.completePending(input.turnId);
 }
 
 /**

@@ -68,9 +68,13 @@ function messageRows(db: Awaited<ReturnType<typeof openDb>>, conversationId: unk
 /** Every user and assistant message of the transcript is in the conversation exactly once, in order. */
 function expectIngestedOnce(rows: ReturnType<typeof messageRows>, messages: Awaited<ReturnType<typeof transcriptMessages>>): void {
   expect(rows.map((r) => [r.role, r.content])).toEqual(messages.map((m) => [m.role, m.text]));
-  // Where the plugin records the transcript entry (1.x), each entry of the transcript is there once.
-  const anchored = rows.filter((r) => r.transcript_entry_id !== null);
-  if (anchored.length > 0) expect(anchored.map((r) => r.transcript_entry_id)).toEqual(messages.map((m) => m.entryId));
+  // Where the plugin records the transcript entry (1.x), it is that very message's entry, each entry once. 1.x takes
+  // its turns through commitTurn (it declares durable turns): committed messages carry no entry ids (as under
+  // OpenClaw, whose outbox stores them as JSON), and it anchors them when it next reconciles with the transcript, so
+  // the last turns' rows may not be anchored yet.
+  const anchored = rows.flatMap((r, i) => (r.transcript_entry_id !== null ? [[r.transcript_entry_id, messages[i]!.entryId]] : []));
+  for (const [stored, entry] of anchored) expect(stored).toBe(entry);
+  expect(new Set(anchored.map(([id]) => id)).size).toBe(anchored.length);
 }
 
 const question = (i: number) => `question ${i}: ${"please check the worker logs again. ".repeat(20)}`;
@@ -92,8 +96,10 @@ export function losslessClawSuite(line: LosslessClawLine): void {
     for (let i = 1; i <= 12; i++) {
       const r = await run(question(i), ["--offline-requests", path.join(dir, `requests-${i}.jsonl`), ...(i === 9 ? ["--offline-script", path.join(dir, "full-window.json")] : [])]);
       expect(r.code, r.stderr).toBe(0);
-      const result = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { status: string; trace: string[]; warnings: string[] };
+      const result = JSON.parse(r.stdout.trim().split("\n").at(-1)!) as { status: string; trace: string[]; warnings: string[]; engine: { finalize: string } };
       expect(result.status).toBe("completed");
+      // 1.x declares durable turns: commitTurn took the turn (never afterTurn); 0.15.3 does not.
+      expect(result.engine.finalize).toBe(line.dir === "next-1.0" ? "commitTurn" : "afterTurn");
       // A plugin's warnings are in the result and on stderr; none says it skipped persisting the turn (1.x fails closed).
       for (const w of result.warnings.filter((x) => x.startsWith("plugin "))) expect(r.stderr).toContain(`warning: ${w}`);
       expect(result.warnings.filter((w) => w.includes("skipping afterTurn persistence"))).toEqual([]);
@@ -178,9 +184,18 @@ export function losslessClawSuite(line: LosslessClawLine): void {
     const loaded = await loadContextEngine(pluginDir, { cwd: dir, appServer: offline.codex, tokenBudget: 4_000, pluginConfig: { databasePath: db, freshTailCount: 2, leafChunkTokens: 400 } });
     try {
       const compacts: Array<Record<string, unknown>> = [];
-      // The plugin's engine is a class instance: a proxy records compact() and leaves every other member as it is.
+      const finalizes: string[] = [];
+      // The plugin's engine is a class instance: a proxy records compact(), which of afterTurn / commitTurn took each
+      // turn, and leaves every other member as it is.
       const engine = new Proxy(loaded.engine, {
         get(target, key, receiver) {
+          if ((key === "afterTurn" || key === "commitTurn") && typeof Reflect.get(target, key, receiver) === "function") {
+            const method = (Reflect.get(target, key, receiver) as (p: unknown) => Promise<unknown>).bind(target);
+            return async (p: unknown) => {
+              finalizes.push(key);
+              return method(p);
+            };
+          }
           if (key === "compact") {
             return async (p: Parameters<ContextEngine["compact"]>[0]) => {
               const res = await target.compact(p);
@@ -223,6 +238,9 @@ export function losslessClawSuite(line: LosslessClawLine): void {
       expect(tenth.warnings.filter((w) => w.includes("skipping afterTurn persistence"))).toEqual([]);
       await tenth.backgroundMaintenance;
 
+      // 1.x declares durable turns: every turn (the recovered cut turn included) went through commitTurn, none through
+      // afterTurn (as OpenClaw >= 2026.9.3 runs it); 0.15.3 does not: afterTurn only.
+      expect(finalizes).toEqual(Array.from({ length: 10 }, () => (line.dir === "next-1.0" ? "commitTurn" : "afterTurn")));
       const messages = await transcriptMessages(sessionFile);
       expect(messages.map((m) => m.text)).toContain("the cut prompt");
       expect(messages.map((m) => m.text)).toContain("cut answer");
