@@ -41,7 +41,8 @@ import { buildSessionContextFromEntries } from "../transcript/context.js";
 import { deriveEntryId, entryIdempotencyKey, entryOrigin, randomEntryId, SESSION_FORMAT_VERSION, type NewSessionEntry, type SessionEntry, type SessionHeader } from "../transcript/entries.js";
 import { SessionFileError } from "../transcript/errors.js";
 import { deepFreeze } from "../transcript/freeze.js";
-import { mirrorEntryFor, mirrorKeysForTurn } from "../transcript/mirror.js";
+import { mirrorEntryFor, mirrorKeysForTurn, withRequestMark } from "../transcript/mirror.js";
+import { findRequestInEntries } from "../transcript/requests.js";
 import type { PendingFinalizeRecord } from "../transcript/pending.js";
 import { parseTranscriptRewriteRequest, planTranscriptRewrite, type TranscriptLine, type TranscriptRewriteRequest, type TranscriptRewriteResult } from "../transcript/rewrite.js";
 import { acquireLease, isConnectionError, LeaseNotifier, prepared, type LeaseTiming, type PostgresLockHandle } from "./lease.js";
@@ -544,7 +545,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       const keys = mirrorKeysForTurn(turn.threadId, turn.turnId, turn.messages);
       const { written, sn } = await appendDrafts(
         "turn append",
-        (cur) => keys.flatMap((k, i) => (cur.keys.has(k) ? [] : [mirrorEntryFor(turn.messages[i]!, k)])),
+        (cur) => keys.flatMap((k, i) => (cur.keys.has(k) ? [] : [withRequestMark(mirrorEntryFor(turn.messages[i]!, k), turn.request, i, k)])),
         turn.cwd,
       );
       logger.info(
@@ -559,6 +560,8 @@ function createSession(d: SessionDeps): PostgresSessionStore {
         ...(sn.entries.length > 0 ? { lastEntryId: sn.entries.at(-1)!.id } : {}),
       };
     },
+    // The current generation's entries, as the JSONL store scans its file (an archived generation is another transcript).
+    findRequest: async (requestId: string) => findRequestInEntries((await current()).entries, requestId),
     appendMessage: async (input: AppendMessageInput) => {
       const parsed = AppendMessageSchema.safeParse(input);
       if (!parsed.success) throw invalid(address, "message", parsed.error);

@@ -129,6 +129,25 @@ const customMessageSchema = z.looseObject({
  * // { type: "custom_message", idempotencyKey: key, customType: "codex.plan", content: "1. read", display: true, timestamp: "1970-..." }
  * ```
  */
+/**
+ * The entry with the host's request mark when it is the turn's prompt entry (the first message, when it is the user's
+ * prompt: its key ends in `:prompt`), else the entry as it is. Every store writes the mark the same way.
+ *
+ * @example
+ * ```ts
+ * withRequestMark(mirrorEntryFor(prompt, key), { id: "req-1", status: "completed" }, 0, key).request; // { id: "req-1", status: "completed" }
+ * ```
+ */
+export function withRequestMark(
+  entry: NewSessionEntry,
+  request: { id: string; status: string; cut?: boolean | undefined } | undefined,
+  index: number,
+  key: string,
+): NewSessionEntry {
+  if (!request || index !== 0 || !key.endsWith(":prompt")) return entry;
+  return { ...entry, request: { id: request.id, status: request.status, ...(request.cut ? { cut: true } : {}) } } as NewSessionEntry;
+}
+
 export function mirrorEntryFor(message: AgentMessage, idempotencyKey: string): NewSessionEntry {
   // Only a `custom` message can match (and a failed zod parse is costly: it builds an error with its issues).
   if ((message as { role?: unknown }).role !== "custom") return { type: "message", idempotencyKey, message };
@@ -216,9 +235,7 @@ export async function mirrorValidatedTurn(params: MirrorTurnParams): Promise<Mir
     const request = params.request;
     const written = await writer.append(
       fresh.map((i) => {
-        const entry = mirrorEntryFor(messages[i]!, keys[i]!);
-        // The request mark goes on the prompt's entry only (the first message, when it is the user's prompt).
-        return request && i === 0 && keys[i]!.endsWith(":prompt") ? { ...entry, request: { id: request.id, status: request.status, ...(request.cut ? { cut: true } : {}) } } : entry;
+        return withRequestMark(mirrorEntryFor(messages[i]!, keys[i]!), request, i, keys[i]!);
       }),
       params.syncAlongside ? { syncAlongside: params.syncAlongside } : {},
     );

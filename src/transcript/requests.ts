@@ -8,6 +8,7 @@ import type { RecordedRequest } from "../store/session-store.js";
 import { entryContextMessage } from "./context.js";
 import { entryIdempotencyKey, parseMirrorKey } from "./entries.js";
 import { readSessionTranscript } from "./reader.js";
+import type { SessionEntry } from "./entries.js";
 
 /** The request mark as stored on an entry (validated on read: anything else is not a mark). */
 function markOf(value: unknown): Pick<RecordedRequest, "id" | "status" | "cut"> | undefined {
@@ -32,6 +33,20 @@ export async function findRecordedRequest(
   opts: { sessionId?: string | undefined; sessionRoot?: string | undefined; logger?: Logger | undefined } = {},
 ): Promise<RecordedRequest | undefined> {
   const transcript = await readSessionTranscript(sessionFile, opts);
+  return findRequestInEntries(transcript.entries, requestId);
+}
+
+/**
+ * The turn `entries` (a transcript's entries, in file order) recorded for `requestId`: the last prompt entry carrying
+ * its mark, the turn's messages after it. The one reading of marks every store shares.
+ *
+ * @example
+ * ```ts
+ * findRequestInEntries(transcript.entries, "req-42")?.turnId;
+ * ```
+ */
+export function findRequestInEntries(entries: readonly SessionEntry[], requestId: string): RecordedRequest | undefined {
+  const transcript = { entries };
   let found: { index: number; mark: NonNullable<ReturnType<typeof markOf>> } | undefined;
   transcript.entries.forEach((e, index) => {
     const mark = markOf(e["request"]);

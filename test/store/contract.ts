@@ -140,6 +140,23 @@ export function describeSessionStoreContract(name: string, makeHarness: () => Pr
         await lock.release();
       });
 
+      it("findRequest: the turn a request ran as (its mark on the prompt entry), seen by every store object; none for an unknown id", async () => {
+        const { store, lock } = await fresh();
+        await store.appendTurn({ threadId: "thr", turnId: "t0", messages: turnMessages("thr", "t0") });
+        const t1 = turnMessages("thr", "t1");
+        const out = await store.appendTurn({ threadId: "thr", turnId: "t1", messages: t1, request: { id: "req-1", status: "completed" } });
+        expect(await store.findRequest("req-2")).toBeUndefined();
+        for (const s of [store, await h.reopen(store)]) {
+          const found = await s.findRequest("req-1");
+          expect(found).toMatchObject({ id: "req-1", status: "completed", threadId: "thr", turnId: "t1", entryId: out.entryIds[0] });
+          expect(found?.messages).toEqual(t1);
+        }
+        // A re-mirror of the same turn (a retry) appends nothing and leaves the first mark.
+        expect((await store.appendTurn({ threadId: "thr", turnId: "t1", messages: t1, request: { id: "req-1", status: "failed" } })).appended).toBe(0);
+        expect((await store.findRequest("req-1"))?.status).toBe("completed");
+        await lock.release();
+      });
+
       it("appendMessage is idempotent by key, stores the key on the message, and rejects a malformed message", async () => {
         const { store, lock } = await fresh();
         const message = { role: "user", content: "[refused by the admission gate]", timestamp: 1 } as AgentMessage;
