@@ -21,6 +21,7 @@ import { performance } from "node:perf_hooks";
 import pg, { type Pool } from "pg";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { AppendMessageSchema, CompactionEntrySchema as CompactionSchema, StoreResetSchema as ResetSchema } from "../store/input-schemas.js";
 import type { AgentMessage } from "../context-engine/types.js";
 import { silentLogger } from "../log/logger.js";
 import type {
@@ -43,6 +44,7 @@ import { SessionFileError } from "../transcript/errors.js";
 import { deepFreeze } from "../transcript/freeze.js";
 import { mirrorEntryFor, mirrorKeysForTurn, withRequestMark } from "../transcript/mirror.js";
 import { findRequestInEntries } from "../transcript/requests.js";
+import { visibleEntriesOf } from "../transcript/visible.js";
 import type { PendingFinalizeRecord } from "../transcript/pending.js";
 import { parseTranscriptRewriteRequest, planTranscriptRewrite, type TranscriptLine, type TranscriptRewriteRequest, type TranscriptRewriteResult } from "../transcript/rewrite.js";
 import { acquireLease, isConnectionError, LeaseNotifier, prepared, type LeaseTiming, type PostgresLockHandle } from "./lease.js";
@@ -268,25 +270,6 @@ const PendingInputSchema = z.looseObject({
   ingestedKeys: z.array(z.string().min(1)).optional(),
 });
 const PendingRecordSchema = PendingInputSchema.extend({ recordedAt: z.string() });
-
-const ResetSchema = z.strictObject({
-  archiveTranscript: z.boolean().optional(),
-  nextSessionId: z.string().min(1).optional(),
-  cwd: z.string().min(1).optional(),
-});
-
-const CompactionSchema = z.object({
-  summary: z.string(),
-  firstKeptEntryId: z.string().min(1),
-  tokensBefore: z.number().int().nonnegative(),
-  details: z.record(z.string(), z.unknown()).optional(),
-});
-
-const AppendMessageSchema = z.object({
-  message: z.looseObject({ role: z.string().min(1), content: z.union([z.string(), z.array(z.unknown())]), timestamp: z.number().optional() }),
-  idempotencyKey: z.string().min(1),
-  cwd: z.string().min(1).optional(),
-});
 
 function entryTimestamp(draft: NewSessionEntry): string {
   if (typeof draft.timestamp === "string") return draft.timestamp;
@@ -534,7 +517,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
     sessionId,
     sessionKey: key,
     readHistory: async () => history(await current()),
-    readVisibleEntries: async () => visibleEntries(await current(), history),
+    readVisibleEntries: async () => visibleEntries(await current()),
     appendTurn: async (turn: AppendTurnInput): Promise<AppendTurnResult> => {
       for (const [name, id] of [["threadId", turn.threadId], ["turnId", turn.turnId]] as const) {
         if (typeof id !== "string" || id.length === 0 || id.includes(":")) {
@@ -892,27 +875,9 @@ function addEntries(sn: Snapshot, entries: readonly SessionEntry[]): void {
   }
 }
 
-function visibleEntries(sn: Snapshot, history: (sn: Snapshot) => SessionHistory): VisibleTranscriptEntry[] {
-  void history;
-  const seqOf = new Map(sn.entries.map((e, i) => [e, i] as const));
+function visibleEntries(sn: Snapshot): VisibleTranscriptEntry[] {
   const { messages, sources } = buildSessionContextFromEntries(sn.entries, undefined, sn.byId);
-  const out: VisibleTranscriptEntry[] = [];
-  for (let i = 0; i < sources.length; i++) {
-    const entry = sources[i]!;
-    if (entry.type === "compaction") continue;
-    const message = structuredClone(messages[i]!);
-    const key = entryIdempotencyKey(entry);
-    out.push({
-      entryId: entry.id,
-      parentId: entry.parentId ?? null,
-      seq: seqOf.get(entry) ?? i,
-      message,
-      role: String((message as { role?: unknown }).role),
-      ...(typeof entry.timestamp === "string" ? { createdAt: entry.timestamp } : {}),
-      ...(key !== undefined ? { idempotencyKey: key } : {}),
-    });
-  }
-  return out;
+  return visibleEntriesOf(sn.entries, messages, sources, { copy: true });
 }
 
 /** Retry an idempotent statement on connection errors (a restarting server) for up to ~30 s, unless the lock is lost. */

@@ -7,6 +7,7 @@ import { findRecordedRequest } from "../transcript/requests.js";
 import path from "node:path";
 import type { Logger } from "pino";
 import { z } from "zod";
+import { AppendMessageSchema, CompactionEntrySchema as CompactionSchema, StoreResetSchema as ResetSchema } from "./input-schemas.js";
 import type { AgentMessage } from "../context-engine/types.js";
 import { silentLogger } from "../log/logger.js";
 import { moveThreadBindingAside, readThreadBinding, writeValidatedThreadBinding, type ThreadBinding } from "../transcript/binding.js";
@@ -72,23 +73,6 @@ const OptionsSchema = z.object({
   logger: z.any().optional(),
   onWarning: z.custom<(warning: string) => void>((v) => typeof v === "function", "onWarning must be a function").optional(),
   lockStaleMs: z.number().int().min(2000).optional(),
-});
-
-const ResetSchema = z
-  .object({ archiveTranscript: z.boolean().optional(), nextSessionId: z.string().min(1).optional(), cwd: z.string().min(1).optional() })
-  .strict();
-
-const CompactionSchema = z.object({
-  summary: z.string(),
-  firstKeptEntryId: z.string().min(1),
-  tokensBefore: z.number().int().nonnegative(),
-  details: z.record(z.string(), z.unknown()).optional(),
-});
-
-const AppendMessageSchema = z.object({
-  message: z.looseObject({ role: z.string().min(1), content: z.union([z.string(), z.array(z.unknown())]), timestamp: z.number().optional() }),
-  idempotencyKey: z.string().min(1),
-  cwd: z.string().min(1).optional(),
 });
 
 function invalid(file: string, what: string, err: z.ZodError): SessionFileError {

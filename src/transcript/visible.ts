@@ -9,7 +9,8 @@
  */
 import type { Logger } from "pino";
 import type { VisibleTranscriptEntry } from "../store/session-store.js";
-import { entryIdempotencyKey } from "./entries.js";
+import type { AgentMessage } from "../context-engine/types.js";
+import { entryIdempotencyKey, type SessionEntry } from "./entries.js";
 import { readSessionTranscript } from "./reader.js";
 
 /**
@@ -27,13 +28,33 @@ export async function readVisibleEntries(
   opts: { sessionId?: string | undefined; sessionRoot?: string | undefined; logger?: Logger | undefined } = {},
 ): Promise<VisibleTranscriptEntry[]> {
   const transcript = await readSessionTranscript(sessionFile, opts);
-  const seqOf = new Map(transcript.entries.map((e, i) => [e, i] as const));
   const { messages, sources } = transcript.buildContext();
+  return visibleEntriesOf(transcript.entries, messages, sources);
+}
+
+/**
+ * The visible entries of a rebuilt context (`buildSessionContext`'s messages and the entry each came from), every
+ * store's one reading of "visible": compaction summaries left out, `seq` the entry's position in `entries`. With
+ * `copy`, the messages are structured clones (a store whose messages are shared with its history cache).
+ *
+ * @example
+ * ```ts
+ * const { messages, sources } = buildSessionContextFromEntries(entries);
+ * visibleEntriesOf(entries, messages, sources, { copy: true });
+ * ```
+ */
+export function visibleEntriesOf(
+  entries: readonly SessionEntry[],
+  messages: readonly AgentMessage[],
+  sources: readonly SessionEntry[],
+  opts: { copy?: boolean | undefined } = {},
+): VisibleTranscriptEntry[] {
+  const seqOf = new Map(entries.map((e, i) => [e, i] as const));
   const out: VisibleTranscriptEntry[] = [];
   for (let i = 0; i < sources.length; i++) {
     const entry = sources[i]!;
     if (entry.type === "compaction") continue;
-    const message = messages[i]!;
+    const message = opts.copy ? structuredClone(messages[i]!) : messages[i]!;
     const key = entryIdempotencyKey(entry);
     out.push({
       entryId: entry.id,
