@@ -12,6 +12,7 @@
  * them and refuses a key whose payload changed).
  */
 import { createHash } from "node:crypto";
+import type { CommitTurnOutput } from "../../machines/turn.contract.js";
 import type { VisibleTranscriptEntry } from "../store/session-store.js";
 import { parseMirrorKey } from "../transcript/entries.js";
 import { callEngine } from "./lifecycle.js";
@@ -144,15 +145,7 @@ export interface CommitTurnParams {
 }
 
 /** What {@link commitHarnessContextEngineTurn} did (ids and counts only). */
-export interface CommitTurnResult {
-  status: "committed" | "duplicate";
-  advancementKey: string;
-  messages: number;
-  admissionEntryId: string;
-  terminalEntryId: string;
-  admissionSeq: number;
-  terminalSeq: number;
-}
+export type CommitTurnResult = CommitTurnOutput;
 
 /**
  * Commit one turn in a durable engine: `commitTurn` with the key, the anchors and the messages from the store, bounded
