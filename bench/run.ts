@@ -167,7 +167,7 @@ for (const section of args.only) {
       results.scale = s;
       console.log(formatScale(s));
     } else if (section === "store") {
-      const s = await runStoreCost({ turns: args.quick ? 50 : 200, leaseCycles: args.quick ? 200 : 1_000, wakeSamples: args.quick ? 20 : 50, log });
+      const s = await runStoreCost({ turns: args.quick ? 50 : 200, leaseCycles: args.quick ? 200 : 1_000, wakeSamples: args.quick ? 20 : 50, endToEndTurns: args.quick ? 10 : 30, log });
       results.store = s;
       console.log(formatStoreCost(s));
       const t = storeCostTarget(s);

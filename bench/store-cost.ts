@@ -16,6 +16,9 @@ import { createPostgresSessionStores } from "../src/postgres/index.js";
 import { createJsonlSessionStore, type SessionStore } from "../src/store/session-store.js";
 import type { ThreadBinding } from "../src/transcript/binding.js";
 import { startTempCluster } from "../test/helpers/postgres-cluster.js";
+import { runCodexTurn } from "../src/turn.js";
+import { bounded, carryoverBalancedRounds, median, pairedRatio, spawnBenchAppServer, startFakeModelProcess, userPrompt } from "./lib.js";
+import { OVERHEAD_REPLY } from "./overhead.js";
 
 export interface StoreCostResults {
   turns: number;
@@ -23,6 +26,18 @@ export interface StoreCostResults {
   postgresMs: { p50: number; p90: number };
   lease: { cycles: number; processes: number; violations: number; ms: number[] };
   wakeMs: { samples: number; p50: number; p90: number; max: number };
+  /**
+   * End to end: `runCodexTurn` with each store against the bare client's turn (`startTurn` -> `completion` on a
+   * pre-started thread), one warm app-server and the fake model in its own process, the three interleaved turn by turn
+   * (each follows every other equally often). Ratios are of medians; `paired` is the median of the per-round ratios
+   * with a 95% bootstrap interval.
+   */
+  endToEnd?: {
+    turns: number;
+    medianMs: { bare: number; file: number; postgres: number };
+    ratio: { file: number; postgres: number };
+    paired: { file: { median: number; ci95: [number, number] }; postgres: { median: number; ci95: [number, number] } };
+  };
 }
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
@@ -31,6 +46,7 @@ function pct(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(p * sorted.length) - 1))] ?? 0;
 }
 const round = (n: number) => Math.round(n * 100) / 100;
+const r3 = (n: number) => Math.round(n * 1000) / 1000;
 
 function turnMessages(i: number): AgentMessage[] {
   const t = 1_700_000_000_000 + i * 1000;
@@ -99,7 +115,14 @@ async function leaseRace(url: string, cycles: number): Promise<{ violations: num
  * const r = await runStoreCost({ turns: 200, leaseCycles: 1000, wakeSamples: 50, log: console.error });
  * ```
  */
-export async function runStoreCost(opts: { turns: number; leaseCycles: number; wakeSamples: number; log: (line: string) => void }): Promise<StoreCostResults> {
+export async function runStoreCost(opts: {
+  turns: number;
+  leaseCycles: number;
+  wakeSamples: number;
+  /** End-to-end rounds (bare client, file store, PostgreSQL store); 0 skips them. */
+  endToEndTurns?: number;
+  log: (line: string) => void;
+}): Promise<StoreCostResults> {
   const cluster = process.env.CODEX_TURN_TEST_PG_URL ? undefined : await startTempCluster();
   const server = process.env.CODEX_TURN_TEST_PG_URL ?? cluster!.url;
   const admin = new pg.Client({ connectionString: server });
@@ -153,12 +176,19 @@ export async function runStoreCost(opts: { turns: number; leaseCycles: number; w
       await b.close();
     }
     wake.sort((x, y) => x - y);
+    const e2eTurns = opts.endToEndTurns ?? 0;
+    let endToEnd: StoreCostResults["endToEnd"];
+    if (e2eTurns > 0) {
+      opts.log(`store: end to end, ${e2eTurns} turns each of the bare client, runCodexTurn with the file store and with the PostgreSQL store`);
+      endToEnd = await endToEndByStore({ turns: e2eTurns, warmup: 3, dir, pgStore: stores.session("e2e") });
+    }
     return {
       turns: opts.turns,
       fileMs: { p50: round(pct(fileMs, 0.5)), p90: round(pct(fileMs, 0.9)) },
       postgresMs: { p50: round(pct(pgMs, 0.5)), p90: round(pct(pgMs, 0.9)) },
       lease: { cycles: opts.leaseCycles, processes: 2, ...race },
       wakeMs: { samples: wake.length, p50: round(pct(wake, 0.5)), p90: round(pct(wake, 0.9)), max: round(wake.at(-1) ?? 0) },
+      ...(endToEnd ? { endToEnd } : {}),
     };
   } finally {
     await stores.close();
@@ -166,6 +196,57 @@ export async function runStoreCost(opts: { turns: number; leaseCycles: number; w
     await admin.end();
     cluster?.stop();
     rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function endToEndByStore(opts: { turns: number; warmup: number; dir: string; pgStore: SessionStore }): Promise<NonNullable<StoreCostResults["endToEnd"]>> {
+  const model = await startFakeModelProcess(OVERHEAD_REPLY);
+  const codex = await spawnBenchAppServer(model);
+  const cwd = mkdtempSync(path.join(os.tmpdir(), "ctm-bench-store-cwd-"));
+  try {
+    const { threadId } = await codex.startThread({ cwd });
+    const variants = ["bare", "file", "postgres"] as const;
+    const samples: Record<(typeof variants)[number], number[]> = { bare: [], file: [], postgres: [] };
+    const turn = async (v: (typeof variants)[number], i: number): Promise<number> => {
+      const t0 = performance.now();
+      if (v === "bare") {
+        const record = await (await codex.startTurn({ threadId, text: userPrompt(i) })).completion;
+        if (record.codexStatus !== "completed") throw new Error(`store e2e bare turn ${i} ended ${record.codexStatus}`);
+      } else {
+        const result = await runCodexTurn({
+          appServer: codex,
+          sessionId: `e2e-${v}`,
+          ...(v === "file" ? { sessionFile: path.join(opts.dir, "e2e.jsonl") } : { store: opts.pgStore }),
+          prompt: userPrompt(i),
+          cwd,
+        });
+        if (result.status !== "completed") throw new Error(`store e2e ${v} turn ${i} ended ${result.status}`);
+      }
+      return performance.now() - t0;
+    };
+    const rounds = carryoverBalancedRounds(variants.length);
+    for (let i = 0; i < opts.warmup + opts.turns; i++) {
+      for (const k of rounds[i % rounds.length]!) {
+        const v = variants[k]!;
+        const ms = await bounded(`store e2e ${v} turn ${i}`, 60_000, turn(v, i));
+        if (i >= opts.warmup) samples[v].push(ms);
+      }
+    }
+    const med = { bare: round(median(samples.bare)), file: round(median(samples.file)), postgres: round(median(samples.postgres)) };
+    const paired = (xs: number[]) => {
+      const r = pairedRatio(xs, samples.bare);
+      return { median: r3(r.median), ci95: [r3(r.ci95[0]), r3(r.ci95[1])] as [number, number] };
+    };
+    return {
+      turns: opts.turns,
+      medianMs: med,
+      ratio: { file: r3(median(samples.file) / median(samples.bare)), postgres: r3(median(samples.postgres) / median(samples.bare)) },
+      paired: { file: paired(samples.file), postgres: paired(samples.postgres) },
+    };
+  } finally {
+    await codex.close();
+    await model.close();
+    rmSync(cwd, { recursive: true, force: true });
   }
 }
 
@@ -187,5 +268,16 @@ export function formatStoreCost(r: StoreCostResults): string {
     "",
     `lease: ${r.lease.processes} processes x ${r.lease.cycles} acquire cycles, ${r.lease.violations} times held together, ${r.lease.ms.join(" / ")} ms`,
     `waiter wake after release (NOTIFY): p50 ${r.wakeMs.p50} ms, p90 ${r.wakeMs.p90} ms, max ${r.wakeMs.max} ms (${r.wakeMs.samples} samples)`,
+    ...(r.endToEnd
+      ? [
+          "",
+          `### end to end: runCodexTurn with each store vs the bare client (${r.endToEnd.turns} turns each, interleaved)`,
+          "| turn | median ms | ratio to bare | round by round (95% CI) |",
+          "| --- | --- | --- | --- |",
+          `| bare client | ${r.endToEnd.medianMs.bare} | 1 | |`,
+          `| file (JSONL) | ${r.endToEnd.medianMs.file} | ${r.endToEnd.ratio.file}x | ${r.endToEnd.paired.file.median}x (${r.endToEnd.paired.file.ci95.join("–")}) |`,
+          `| PostgreSQL | ${r.endToEnd.medianMs.postgres} | ${r.endToEnd.ratio.postgres}x | ${r.endToEnd.paired.postgres.median}x (${r.endToEnd.paired.postgres.ci95.join("–")}) |`,
+        ]
+      : []),
   ].join("\n");
 }

@@ -8,7 +8,7 @@
  */
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import type { Pool, PoolClient } from "pg";
+import { escapeLiteral, type Pool, type PoolClient, type QueryResult } from "pg";
 import type { Logger } from "pino";
 import { SessionFileError } from "../transcript/errors.js";
 import type { SessionLockHandle } from "../transcript/lock.js";
@@ -117,6 +117,17 @@ export interface LeaseDeps {
   logger: Logger;
 }
 
+/**
+ * A read made in the lease attempt's round trip: `sql(ours)` is a statement (literals inline, no parameters) that must
+ * return no rows unless the SQL condition `ours` (the lease was just taken by this attempt) holds; it runs as its own
+ * statement after the upsert, so in READ COMMITTED it sees every write committed before the lease became ours.
+ * `take` gets its rows when the lease was taken.
+ */
+export interface LeaseRead {
+  sql(ours: string): string;
+  take(rows: Record<string, unknown>[]): void;
+}
+
 /** The handle of a held lease, with the token every write carries. */
 export interface PostgresLockHandle extends SessionLockHandle {
   /** The fencing token (from a sequence: a later holder always has a larger one). */
@@ -139,7 +150,7 @@ function errorText(err: unknown): string {
  */
 export async function acquireLease(
   deps: LeaseDeps,
-  opts: { signal?: AbortSignal | undefined; timeoutMs?: number | undefined; logger?: Logger | undefined },
+  opts: { signal?: AbortSignal | undefined; timeoutMs?: number | undefined; logger?: Logger | undefined; read?: LeaseRead | undefined },
 ): Promise<PostgresLockHandle> {
   const { pool, schema: s, sessionId, address, timing, notifier } = deps;
   const logger = opts.logger ?? deps.logger;
@@ -155,6 +166,7 @@ export async function acquireLease(
       returning token)
     select (select token from ins)::text as token,
       (select greatest(0, extract(epoch from (l.expires_at - clock_timestamp())) * 1000)::float8 from ${s}.leases l where l.session_id = $1) as wait_ms`;
+  const literals = [escapeLiteral(sessionId), escapeLiteral(deps.owner), String(Math.trunc(timing.leaseMs))];
   await notifier.listen();
   let attempts = 0;
   for (;;) {
@@ -166,9 +178,22 @@ export async function acquireLease(
     try {
       attempts++;
       const sentAt = performance.now();
-      const { rows } = await pool.query<{ token: string | null; wait_ms: number | null }>(prepared(trySql, [sessionId, deps.owner, timing.leaseMs]));
+      let rows: { token: string | null; wait_ms: number | null }[];
+      let readRows: Record<string, unknown>[] = [];
+      if (opts.read) {
+        // One round trip: the upsert, then (a statement of its own, so a snapshot taken after the lease is ours) the read.
+        const text = `set transaction isolation level read committed;
+          ${trySql.replace(/\$([123])\b/g, (_, n: string) => literals[Number(n) - 1]!)};
+          ${opts.read.sql(`exists (select 1 from ${s}.leases where session_id = ${escapeLiteral(sessionId)} and token = currval('${s}.fence_seq'))`)}`;
+        const results = (await pool.query(text)) as unknown as QueryResult[];
+        rows = results[1]!.rows as typeof rows;
+        readRows = results[2]!.rows as Record<string, unknown>[];
+      } else {
+        rows = (await pool.query<{ token: string | null; wait_ms: number | null }>(prepared(trySql, [sessionId, deps.owner, timing.leaseMs]))).rows;
+      }
       const token = rows[0]?.token ?? null;
       if (token !== null) {
+        opts.read?.take(readRows);
         armed.cancel();
         logger.info(
           { event: "postgres.lease_acquired", sessionId, token, attempts, waitedMs: Math.round(performance.now() - started) },

@@ -18,7 +18,7 @@
 import os from "node:os";
 import { randomUUID } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import pg, { type Pool } from "pg";
+import pg, { escapeLiteral, type Pool } from "pg";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { AppendMessageSchema, CompactionEntrySchema as CompactionSchema, StoreResetSchema as ResetSchema } from "../store/input-schemas.js";
@@ -336,26 +336,20 @@ function createSession(d: SessionDeps): PostgresSessionStore {
     return row;
   };
 
-  /** Bring `snap` up to date with the database: only what changed since (same generation and epoch), else all. */
-  const refresh = async (): Promise<Snapshot> => {
-    await d.migrate();
-    const cur = snap;
-    const sql = `select s.generation, s.epoch, s.entry_seq, s.header::text as header, s.binding_version::text as binding_version,
+  /** The statement of {@link refresh} (`$1` key, `$2` generation, `$3` epoch, `$4` binding version, `$5` entries known). */
+  const refreshSql = (extra = "") => `select s.generation, s.epoch, s.entry_seq, s.header::text as header, s.binding_version::text as binding_version,
         case when s.binding_version = $4 then null else s.binding end as binding,
         exists (select 1 from ${s}.pending p where p.session_id = $1) as has_pending,
         (select coalesce(json_agg(e.entry order by e.seq)::text, '[]') from ${s}.entries e
            where e.session_id = s.session_id and e.generation = s.generation
              and e.seq > case when s.generation = $2 and s.epoch = $3 then $5 else 0 end) as fresh
-      from ${s}.sessions s where s.session_id = $1`;
-    let res;
-    try {
-      res = await withRetry(() => pool.query(prepared(sql, [key, cur.generation, cur.epoch, cur.bindingVersion, cur.entries.length])), logger, "read");
-    } catch (err) {
-      throw wrapError(err, address, "read");
-    }
-    const row = res.rows[0] as
-      | { generation: number; epoch: number; entry_seq: number; header: string | null; binding_version: string; binding: unknown; has_pending: boolean; fresh: string }
-      | undefined;
+      from ${s}.sessions s where s.session_id = $1${extra}`;
+  const refreshParams = (cur: Snapshot): unknown[] => [key, cur.generation, cur.epoch, cur.bindingVersion, cur.entries.length];
+
+  type RefreshRow = { generation: number; epoch: number; entry_seq: number; header: string | null; binding_version: string; binding: unknown; has_pending: boolean; fresh: string };
+
+  /** `snap` advanced from `cur` by the refresh row (undefined: the session has no row); "again" when counts disagree. */
+  const applyRefresh = (cur: Snapshot, row: RefreshRow | undefined): Snapshot | "again" => {
     if (!row) {
       snap = emptySnapshot();
       return snap;
@@ -374,8 +368,7 @@ function createSession(d: SessionDeps): PostgresSessionStore {
       }
     } else if (row.generation === cur.generation && row.epoch === cur.epoch && cur.exists) {
       // Counts disagree (should not happen): read everything again.
-      snap = emptySnapshot();
-      return refresh();
+      return "again";
     } else {
       next = { ...emptySnapshot(), exists: true, generation: row.generation, epoch: row.epoch };
       addEntries(next, fresh);
@@ -389,6 +382,22 @@ function createSession(d: SessionDeps): PostgresSessionStore {
     next.hasPending = row.has_pending;
     snap = next;
     return snap;
+  };
+
+  /** Bring `snap` up to date with the database: only what changed since (same generation and epoch), else all. */
+  const refresh = async (): Promise<Snapshot> => {
+    await d.migrate();
+    const cur = snap;
+    let res;
+    try {
+      res = await withRetry(() => pool.query(prepared(refreshSql(), refreshParams(cur))), logger, "read");
+    } catch (err) {
+      throw wrapError(err, address, "read");
+    }
+    const out = applyRefresh(cur, res.rows[0] as RefreshRow | undefined);
+    if (out !== "again") return out;
+    snap = emptySnapshot();
+    return refresh();
   };
 
   /** The snapshot to read: the one taken under the held lease, else a fresh one; its header must name our id. */
@@ -763,14 +772,30 @@ function createSession(d: SessionDeps): PostgresSessionStore {
     },
     acquireLock: async (o: AcquireLockOptions = {}) => {
       await d.migrate();
+      // The snapshot is read in the lease attempt's round trip (a statement of its own after the upsert: it sees every
+      // write committed before the lease became ours); literals inline, as that is one simple-protocol query.
+      const cur = snap;
+      let readRows: Record<string, unknown>[] | undefined;
+      const literals = refreshParams(cur).map((v) => (typeof v === "string" ? escapeLiteral(v) : String(Math.trunc(Number(v)))));
       const handle = await acquireLease(
         { pool, schema: s, sessionId: key, address, owner: d.owner, timing: d.timing, notifier: d.notifier, logger },
-        { signal: o.signal, timeoutMs: o.timeoutMs, logger: o.logger },
+        {
+          signal: o.signal,
+          timeoutMs: o.timeoutMs,
+          logger: o.logger,
+          read: {
+            sql: (ours) => refreshSql(` and ${ours}`).replace(/\$([1-5])\b/g, (_, n: string) => literals[Number(n) - 1]!),
+            take: (rows) => (readRows = rows),
+          },
+        },
       );
       lock = handle;
       snapUnder = undefined;
       try {
-        await refresh();
+        if (snap !== cur || readRows === undefined || applyRefresh(cur, readRows[0] as RefreshRow | undefined) === "again") {
+          snap = emptySnapshot();
+          await refresh();
+        }
       } catch (err) {
         await handle.release();
         throw err;

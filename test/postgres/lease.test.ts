@@ -7,7 +7,7 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createPostgresSessionStores, type PostgresSessionStores } from "../../src/postgres/index.js";
 import { SessionFileError } from "../../src/transcript/errors.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/postgres.js";
@@ -194,4 +194,43 @@ describe("postgres lease", () => {
     // The poll would take 10 s; NOTIFY takes milliseconds (the figure is measured in bench, not asserted here).
     expect(latencies.at(-1)!).toBeLessThan(2_000);
   }, 30_000);
+  it("a turn's storage is 6 statements: the lease attempt reads the snapshot in its own round trip, with another host's writes", async () => {
+    const a = factory();
+    const b = factory();
+    await a.migrate();
+    await b.migrate();
+    const bind = (turn: string) => ({ version: 1, threadId: "thr_rt", dynamicToolsFingerprint: "d", engineId: "e", policyFingerprint: "p", projectionMode: "auto", heldTurnIds: [], ledger: [], lastTurnId: turn }) as never;
+    const otherHostTurn = async (turn: string) => {
+      const other = b.session("round-trips");
+      const l = await other.acquireLock();
+      await other.appendTurn({ threadId: "thr_rt", turnId: turn, messages: [message(`from b ${turn}`)] });
+      await other.writeBinding(bind(turn), { durable: false });
+      await l.release();
+    };
+    const store = a.session("round-trips");
+    const calls = vi.spyOn(a.pool, "query");
+    try {
+      for (const [i, before] of [
+        [1, "b0"],
+        [2, "b1"],
+      ] as const) {
+        await otherHostTurn(before);
+        calls.mockClear();
+        const lock = await store.acquireLock();
+        expect(calls).toHaveBeenCalledTimes(1);
+        const history = await store.readHistory();
+        expect(history.messages.map((m) => (m as { content: unknown }).content)).toContain(`from b ${before}`);
+        expect(((await store.readBinding()) as { lastTurnId?: string } | undefined)?.lastTurnId).toBe(before);
+        expect(await store.hasPending()).toBe(false);
+        await store.recordPending({ threadId: "thr_rt", turnId: `a${i}`, prePromptMessageCount: history.messages.length, messageCount: 1, status: "completed", messages: [message(`a${i}`)] });
+        await store.appendTurn({ threadId: "thr_rt", turnId: `a${i}`, messages: [message(`a${i}`)] });
+        await store.writeBinding(bind(`a${i}`), { durable: false });
+        expect(await store.completePending(`a${i}`)).toBe(true);
+        await lock.release();
+        expect(calls).toHaveBeenCalledTimes(6);
+      }
+    } finally {
+      calls.mockRestore();
+    }
+  });
 });
