@@ -5,6 +5,7 @@
  *
  *   npx tsx bench/soak.ts [--sessions 20] [--turns 10] [--batch 5] [--kill-rate 0.5] [--concurrency 2] [--seed 1]
  *                         [--long-rounds 3] [--long-delay-ms 2000] [--max-seconds 900] [--out FILE] [--help]
+ *                         [--pg [--lease-ms 5000] [--db-stops 3,15]] [--durable]
  *
  * Prints the summary and writes it to bench/soak-results.json (or --out).
  *
@@ -23,6 +24,14 @@
  * test/reliability/fixtures/turn-worker.ts), each session is exported to pi JSONL for the same analysis, and
  * `--db-stops 3,15` stops the database for those many seconds while the workers run (temporary cluster only). The
  * summary adds the pending rows and leases left in the database. The long-turn kill rounds are file-store only.
+ *
+ * With `--durable`, the workers' engine declares OpenClaw's durable turns (transcriptSemantics + `commitTurn`,
+ * idempotent per advancement key against its fsynced ledger; test/reliability/fixtures/turn-worker.ts): the crash
+ * points `afterMirror` and `finalizeWindow` land inside `commitTurn`, before and after its durable ledger line. The
+ * summary adds `durableTurns`: commitTurn calls, committed vs duplicate, refused keys (a retry whose payload changed),
+ * prompts committed exactly once / never, keys committed twice and double advancements (a prompt whose turn was
+ * committed more than once, under any key: must be 0), and the afterTurn/ingest calls (must be 0 for that engine).
+ * The long-turn kill rounds use the legacy engine.
  *
  * The last prompt of a session is never a crash target, so its worker's turn also finalizes whatever the previous
  * worker left pending (finalizePendingTurns runs before every turn) and the session ends settled.
@@ -63,6 +72,7 @@ const { values } = parseArgs({
     pg: { type: "boolean", default: false },
     "lease-ms": { type: "string", default: "5000" },
     "db-stops": { type: "string", default: "" },
+    durable: { type: "boolean", default: false },
     help: { type: "boolean", default: false },
   },
 });
@@ -87,6 +97,7 @@ const PG = values.pg === true;
 const LONG_ROUNDS = PG ? 0 : Math.floor(num("long-rounds", 0, 100));
 const LEASE_MS = Math.floor(num("lease-ms", 500, 120_000));
 const DB_STOPS = (values["db-stops"] ?? "").split(",").filter((x) => x !== "").map(Number);
+const DURABLE = values.durable === true;
 const LONG_DELAY_MS = Math.floor(num("long-delay-ms", 1100, 10_000));
 
 
@@ -152,6 +163,7 @@ async function soakSession(index: number): Promise<Awaited<ReturnType<typeof ana
     codexHome: path.join(dir, "codex-home"),
     ledger: path.join(dir, "ledger.jsonl"),
     ...(pgUrl ? { pgUrl, leaseMs: LEASE_MS } : {}),
+    ...(DURABLE ? { durable: true } : {}),
   };
   mkdirSync(dir, { recursive: true });
   const prompts = Array.from({ length: TURNS }, (_, t) => `s${index}-t${t}`);
@@ -199,7 +211,45 @@ async function soakSession(index: number): Promise<Awaited<ReturnType<typeof ana
   sidecarsLeft += readdirSync(dir).filter(isLeftSidecar).length;
   const file = await sessionFileFor(job.file, job.sessionId);
   chainBreaks += countChainBreaks(file);
+  countCommits(await readLedger(job.ledger), prompts);
   return analyzeSession(file, job.ledger, prompts);
+}
+
+/** `--durable`: what the engine's ledger says about its commitTurn calls (see the header). */
+const durable = {
+  commitTurnCalls: 0,
+  committed: 0,
+  duplicate: 0,
+  duplicateAfterWindowKill: 0,
+  refusedKeys: 0,
+  committedExactlyOnce: 0,
+  committedNever: 0,
+  keysCommittedTwice: 0,
+  doubleAdvancements: 0,
+  afterTurnCalls: 0,
+  ingestCalls: 0,
+};
+function countCommits(ledger: Awaited<ReturnType<typeof readLedger>>, prompts: string[]): void {
+  const byKey = new Map<string, number>();
+  const byPrompt = new Map<string, number>(prompts.map((p) => [p, 0]));
+  for (const l of ledger) {
+    if (l.kind === "finalize") l.method === "afterTurn" ? durable.afterTurnCalls++ : durable.ingestCalls++;
+    if (l.kind === "commitRejected") (durable.commitTurnCalls++, durable.refusedKeys++);
+    if (l.kind !== "commit") continue;
+    durable.commitTurnCalls++;
+    if (l.status === "duplicate") {
+      durable.duplicate++;
+      if (killedAt.get(l.prompt)?.includes("finalizeWindow")) durable.duplicateAfterWindowKill++;
+      continue;
+    }
+    durable.committed++;
+    byKey.set(l.advancementKey, (byKey.get(l.advancementKey) ?? 0) + 1);
+    byPrompt.set(l.prompt, (byPrompt.get(l.prompt) ?? 0) + 1);
+  }
+  durable.keysCommittedTwice += [...byKey.values()].filter((n) => n > 1).length;
+  durable.doubleAdvancements += [...byPrompt.values()].filter((n) => n > 1).length;
+  durable.committedExactlyOnce += [...byPrompt.values()].filter((n) => n === 1).length;
+  durable.committedNever += [...byPrompt.values()].filter((n) => n === 0).length;
 }
 
 /** Entries whose parent is not the entry before them (the mirror only appends: the chain must be one line). */
@@ -374,6 +424,8 @@ const summary = {
   transcriptDamage: reports.reduce((n, r) => n + r.damage.corruptLines + (r.damage.tornTailBytes > 0 ? 1 : 0), 0),
   wallMs,
   ...(PG ? { store: "postgres", leaseMs: LEASE_MS, dbStops, databaseLeft: dbLeft } : { store: "jsonl" }),
+  engine: DURABLE ? "durable-turns" : "legacy",
+  ...(DURABLE ? { durableTurns: durable } : {}),
   longTurnKill,
 };
 console.log(JSON.stringify(summary, null, 2));
